@@ -1,0 +1,49 @@
+# Gregor: a Kafka-compatible broker.
+GO        ?= go
+RACE      ?=
+FUZZTIME  ?= 10s
+DATA_DIR  ?= ./data
+LISTEN    ?= 127.0.0.1:9092
+TESTFLAGS ?=
+
+RACEFLAG := $(if $(RACE),-race,)
+
+.PHONY: build run test unit compat fuzz bench lint clean
+
+build:
+	$(GO) build -o bin/gregor ./cmd/gregor
+
+## run: the broker on $(LISTEN) with data in $(DATA_DIR)
+run: build
+	./bin/gregor --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+## test: vet, unit tests, and the compat suite (real clients incl. kcat)
+test:
+	$(GO) vet ./...
+	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 12m ./...
+
+unit:
+	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 5m ./protocol/... ./storage/... ./broker/... ./coordinator/...
+
+compat:
+	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
+
+## fuzz: every fuzz target for $(FUZZTIME) each
+fuzz:
+	@for pkg in ./protocol ./storage ./broker; do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./storage ./protocol ./broker
+
+lint:
+	@test -z "$$(gofmt -l . | tee /dev/stderr)"
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed; skipped"; fi
+
+clean:
+	rm -rf bin
