@@ -1,0 +1,79 @@
+// Package storage is Gregor's partition log: Kafka's UnifiedLog, LogSegment,
+// OffsetIndex, TimeIndex and ProducerStateManager, in Go. It imports only
+// the standard library and golang.org/x/sys/unix, and knows nothing of
+// requests.
+//
+// # Layout
+//
+// A Log is one partition, a directory <data-dir>/<topic>-<partition>/ of
+// segments. Each segment is a .log file of record batches stored exactly as
+// received (with baseOffset and partitionLeaderEpoch assigned), named by the
+// 20-digit zero-padded offset of its first record, with a sparse offset index
+// (.index) and a time index (.timeindex) beside it. Producer-state snapshots
+// (.snapshot), a checkpoint file (log start offset and recovery point) and a
+// clean-shutdown marker complete the directory. The byte formats are
+// described next to their constants: batch.go (record batch v2), index.go
+// (.index, .timeindex), producer.go (.snapshot), checkpoint.go (checkpoint,
+// clean-shutdown) and segment.go (file names).
+//
+// # Appending
+//
+// Append validates a batch (ValidateBatch), applies the idempotent-producer
+// rules, assigns offsets from the log end offset, rolls the active segment
+// when segment.bytes or segment.ms say so, writes the batch with one write
+// system call, updates the in-memory indexes of the active segment, and
+// advances the high watermark, after an fsync when flush.messages asks for
+// one. Rolling fsyncs the old segment and its indexes, maps its indexes
+// read-only (they then live in the page cache, not the heap) and snapshots
+// the producer state.
+//
+// # Reading
+//
+// Read finds the segment by binary search, the nearest preceding batch with
+// the offset index, and scans batch headers to the batch holding the offset.
+// It returns a Slice: an open file with a byte range, for sendfile. Reads do
+// not take the append lock; they see the segment list and the high watermark's
+// file position through atomics, so a slow fsync does not stall them. Slices
+// hold a reference to their segment, so retention can unlink a segment while
+// it is being sent. Notify gives long-polling fetches a channel closed when
+// the high watermark advances.
+//
+// # Idempotent producers
+//
+// For each producer id the log keeps the epoch and the last five batches
+// (sequence range, offsets, timestamp). A retry of one of those batches is
+// answered with its original offsets and not written again; an older epoch
+// is fenced (ErrInvalidProducerEpoch); a sequence gap is ErrOutOfOrderSequence.
+// The state is snapshotted at every roll and at Close and rebuilt on Open from
+// the newest snapshot plus the batch headers after it. Producers whose last
+// batch falls below the log start offset are forgotten.
+//
+// # Durability and recovery
+//
+// The recovery point is an offset below which everything has been fsynced;
+// it is persisted by Flush, at every roll and at Close. Close also writes a
+// clean-shutdown marker. Open with the marker trusts the files and reads only
+// the last segment's indexes and the few batches after their last entry, so
+// a clean open does not depend on the log's size. Open without it validates
+// every batch from the segment containing the recovery point (framing, offset
+// continuity, CRC-32C), truncates at the first bad batch, deletes any later
+// segments, and rebuilds the indexes. Indexes are never trusted blindly: a
+// missing, short or inconsistent index is rebuilt from its .log file when its
+// segment is first used.
+//
+// # Retention
+//
+// ApplyRetention deletes whole segments from the front of the log: those
+// entirely below the log start offset, those whose largest timestamp is older
+// than retention.ms, and the oldest while the log exceeds retention.bytes.
+// DeleteRecordsBefore moves the log start offset (DeleteRecords). The log
+// start offset is persisted in the checkpoint file whenever it moves.
+//
+// # Errors
+//
+// Rejected batches give ErrCorruptBatch, ErrInvalidRecord or
+// ErrUnsupportedMagic; idempotence violations ErrOutOfOrderSequence or
+// ErrInvalidProducerEpoch; file failures a *StorageError wrapping the cause.
+// A failed write or fsync is sticky: the log refuses further appends, since
+// the file's state after a failed fsync is unknown.
+package storage

@@ -1,0 +1,531 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Log is one partition's log: a directory of segments. Appends, rolls,
+// retention and Close are serialised by one mutex; reads use atomically
+// published state (the segment list and the high watermark's position) and
+// never wait for the appender, not even during an fsync.
+type Log struct {
+	dir    string
+	logger *slog.Logger
+
+	mu            sync.Mutex // serialises writers; guards the fields below it
+	cfg           Config
+	producers     producerStateManager
+	lastFlushMs   int64
+	writeErr      error // sticky: set by a failed write or fsync
+	flushMu       sync.Mutex // serialises Flush (which fsyncs without holding mu)
+	ckptMu        sync.Mutex // serialises checkpoint writes
+	closed        atomic.Bool
+	rcfg          atomic.Pointer[Config] // copy of cfg for readers, who do not take mu
+	recoveryPoint atomic.Int64
+
+	segs           atomic.Pointer[[]*segment] // sorted by base offset; copy on write under mu
+	leo            atomic.Int64
+	end            atomic.Pointer[endState]
+	logStartOffset atomic.Int64
+	notify         atomic.Pointer[chan struct{}]
+}
+
+// endState is the high watermark and where it is in the log: readers see
+// only the bytes of seg below pos (and nothing of later segments).
+type endState struct {
+	hw  int64
+	seg *segment
+	pos int64
+}
+
+// readable is how many bytes of s are below the high watermark.
+func (st *endState) readable(s *segment) int64 {
+	switch {
+	case s == st.seg:
+		return st.pos
+	case s.base >= st.hw:
+		return 0
+	}
+	return s.size.Load()
+}
+
+// AppendOptions are the broker-chosen parts of an append.
+type AppendOptions struct {
+	LeaderEpoch   int32 // written into partitionLeaderEpoch
+	LogAppendTime int64 // >= 0: set the LogAppendTime attribute and maxTimestamp to this; -1: keep CreateTime
+}
+
+// AppendResult describes an appended batch.
+type AppendResult struct {
+	BaseOffset, LastOffset int64
+	LogAppendTime          int64 // -1 unless LogAppendTime was used
+	LogStartOffset         int64
+	Duplicate              bool // idempotent retry: offsets are the original ones, nothing appended
+}
+
+// ReadResult is the answer to a Read.
+type ReadResult struct {
+	Slice            Slice // Size 0 when there is nothing to return
+	HighWatermark    int64
+	LastStableOffset int64 // == HighWatermark until transactions exist
+	LogStartOffset   int64
+}
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+func (l *Log) active() *segment {
+	segs := l.segments()
+	return segs[len(segs)-1]
+}
+
+// UpdateConfig replaces the configuration; it applies to the next append,
+// roll, flush check and retention run.
+func (l *Log) UpdateConfig(cfg Config) {
+	cfg = cfg.normalized()
+	l.mu.Lock()
+	l.cfg = cfg
+	l.rcfg.Store(&cfg)
+	l.mu.Unlock()
+}
+
+// Append validates batch (see ValidateBatch), applies the idempotent-producer
+// rules, assigns it the next offsets and writes it to the active segment,
+// rolling first when segment.bytes or segment.ms demand it. The batch is
+// modified in place: baseOffset, partitionLeaderEpoch and, with
+// LogAppendTime, the attributes, maxTimestamp and CRC. The high watermark
+// advances before Append returns, after an fsync when flush.messages calls
+// for one.
+//
+// Errors: ErrUnsupportedMagic, ErrCorruptBatch, ErrInvalidRecord (batch
+// rejected); ErrInvalidProducerEpoch, ErrOutOfOrderSequence (idempotence);
+// ErrLogClosed; *StorageError when writing fails, after which every Append
+// fails with that error.
+func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
+	h, err := ValidateBatch(batch)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	idempotent := h.ProducerID >= 0 && !h.Control()
+	if idempotent && (h.BaseSequence < 0 || h.ProducerEpoch < 0) {
+		return AppendResult{}, fmt.Errorf("%w: producer %d with epoch %d and sequence %d", ErrInvalidRecord, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return AppendResult{}, ErrLogClosed
+	}
+	if l.writeErr != nil {
+		return AppendResult{}, l.writeErr
+	}
+	if idempotent {
+		dup, err := l.producers.check(h)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
+				LogStartOffset: l.logStartOffset.Load(), Duplicate: true}, nil
+		}
+	}
+	cfg := l.cfg
+	nowMs := cfg.Now().UnixMilli()
+	res := AppendResult{LogAppendTime: -1}
+	if opts.LogAppendTime >= 0 {
+		setLogAppendTime(batch, opts.LogAppendTime)
+		h.Attributes |= attrLogAppendTime
+		h.MaxTimestamp = opts.LogAppendTime
+		res.LogAppendTime = opts.LogAppendTime
+	}
+	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), opts.LeaderEpoch
+	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+
+	seg, err := l.maybeRollLocked(h.Size(), h.LastOffset(), nowMs)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	pos := seg.size.Load()
+	if _, err := seg.file.WriteAt(batch, pos); err != nil {
+		_ = seg.file.Truncate(pos)
+		l.writeErr = ioErr("write", seg.logPath, err)
+		return AppendResult{}, l.writeErr
+	}
+	seg.size.Store(pos + h.Size())
+	if seg.firstAppendMs == 0 {
+		seg.firstAppendMs = nowMs
+	}
+	seg.track(pos, h.Size(), h.LastOffset(), h.MaxTimestamp, cfg.IndexIntervalBytes)
+	if idempotent {
+		l.producers.update(h)
+	}
+	leo := h.LastOffset() + 1
+	l.leo.Store(leo)
+	if leo-l.recoveryPoint.Load() >= cfg.FlushMessages {
+		if err := seg.file.Sync(); err != nil {
+			l.writeErr = ioErr("fsync", seg.logPath, err)
+			return AppendResult{}, l.writeErr
+		}
+		l.recoveryPoint.Store(leo)
+		l.lastFlushMs = nowMs
+	}
+	l.advanceHighWatermark(seg, pos+h.Size(), leo)
+	res.BaseOffset, res.LastOffset = h.BaseOffset, h.LastOffset()
+	res.LogStartOffset = l.logStartOffset.Load()
+	return res, nil
+}
+
+// advanceHighWatermark publishes a new high watermark at pos in seg and wakes
+// the Notify waiters.
+func (l *Log) advanceHighWatermark(seg *segment, pos, hw int64) {
+	l.end.Store(&endState{hw: hw, seg: seg, pos: pos})
+	if ch := l.notify.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// Notify returns a channel that is closed when the high watermark next
+// advances, or when the log is closed. Call it before checking the high
+// watermark so that an advance in between is not missed.
+func (l *Log) Notify() <-chan struct{} {
+	for {
+		if ch := l.notify.Load(); ch != nil {
+			return *ch
+		}
+		ch := make(chan struct{})
+		if l.notify.CompareAndSwap(nil, &ch) {
+			if l.closed.Load() {
+				l.wakeAll()
+			}
+			return ch
+		}
+	}
+}
+
+func (l *Log) wakeAll() {
+	if ch := l.notify.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// maybeRollLocked returns the segment to append a batch of size bytes ending
+// at lastOffset to, rolling when the active one is full, too old, or cannot
+// index lastOffset. Lock should be held.
+func (l *Log) maybeRollLocked(size, lastOffset, nowMs int64) (*segment, error) {
+	seg := l.active()
+	cur := seg.size.Load()
+	if cur == 0 {
+		return seg, nil
+	}
+	if cur+size > l.cfg.SegmentBytes ||
+		(seg.firstAppendMs > 0 && nowMs-seg.firstAppendMs > l.cfg.SegmentMs) ||
+		lastOffset-seg.base > math.MaxInt32 {
+		return l.rollLocked()
+	}
+	return seg, nil
+}
+
+// rollLocked closes the active segment (final time-index entry, fsync of the
+// log and indexes, indexes mmapped), writes a producer snapshot at the log end
+// and starts a new active segment there. Lock should be held.
+func (l *Log) rollLocked() (*segment, error) {
+	old := l.active()
+	base := l.leo.Load()
+	if old.size.Load() == 0 {
+		return old, nil
+	}
+	old.sealTimeIndex()
+	if err := old.file.Sync(); err != nil {
+		l.writeErr = ioErr("fsync", old.logPath, err)
+		return nil, l.writeErr
+	}
+	if err := old.persistIndexes(true); err != nil {
+		l.writeErr = err
+		return nil, err
+	}
+	for _, x := range []struct {
+		f    *indexFile
+		path string
+	}{{&old.index.indexFile, old.path(indexSuffix)}, {&old.timeIndex.indexFile, old.path(timeIndexSuffix)}} {
+		if err := x.f.mapFile(x.path); err != nil {
+			l.logger.Warn("keeping index on the heap", "file", x.path, "err", err)
+		}
+	}
+	if err := l.producers.writeSnapshot(l.dir, base); err != nil {
+		l.writeErr = err
+		return nil, err
+	}
+	seg, err := createSegment(l.dir, base, l.logger)
+	if err != nil {
+		l.writeErr = err
+		return nil, err
+	}
+	if err := syncDir(l.dir); err != nil {
+		seg.release()
+		l.writeErr = err
+		return nil, err
+	}
+	segs := append(append([]*segment(nil), l.segments()...), seg)
+	l.segs.Store(&segs)
+	l.recoveryPoint.Store(base)
+	if err := l.writeCheckpoint(); err != nil {
+		l.logger.Warn("checkpoint after roll", "dir", l.dir, "err", err)
+	}
+	return seg, nil
+}
+
+// writeCheckpoint persists the current log start offset and recovery point.
+func (l *Log) writeCheckpoint() error {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	return writeCheckpointFile(l.dir, l.logStartOffset.Load(), l.recoveryPoint.Load())
+}
+
+// Read returns the bytes of the log starting with the batch that contains
+// offset: at most maxBytes (possibly ending inside a batch, which clients
+// drop), but at least that whole batch when minOneBatch is set; nothing when
+// that batch is larger than maxBytes and minOneBatch is not set. Only data
+// below the high watermark is returned, and never more than the rest of one
+// segment. offset == LogEndOffset gives an empty Slice; the caller must
+// Release every Slice it gets, empty or not.
+//
+// Errors: ErrOffsetOutOfRange when offset < LogStartOffset or > LogEndOffset;
+// ErrLogClosed; *StorageError for I/O failures or damaged data.
+func (l *Log) Read(offset int64, maxBytes int32, minOneBatch bool) (ReadResult, error) {
+	for attempt := 0; ; attempt++ {
+		if l.closed.Load() {
+			return ReadResult{}, ErrLogClosed
+		}
+		st := l.end.Load()
+		res := ReadResult{HighWatermark: st.hw, LastStableOffset: st.hw, LogStartOffset: l.logStartOffset.Load()}
+		if offset < res.LogStartOffset || offset > l.leo.Load() {
+			return res, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, res.LogStartOffset, l.leo.Load())
+		}
+		if offset >= st.hw {
+			return res, nil
+		}
+		slice, retry, err := l.readFrom(st, offset, maxBytes, minOneBatch)
+		if retry && attempt < 100 {
+			continue // a segment was deleted under us: look again
+		}
+		res.Slice = slice
+		return res, err
+	}
+}
+
+// readFrom serves Read from the segment holding offset (or a later one).
+// retry means a segment was deleted concurrently.
+func (l *Log) readFrom(st *endState, offset int64, maxBytes int32, minOneBatch bool) (Slice, bool, error) {
+	segs := l.segments()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	if i < 0 {
+		return Slice{}, true, nil
+	}
+	for ; i < len(segs); i++ {
+		s := segs[i]
+		if !s.acquire() {
+			return Slice{}, true, nil
+		}
+		readable := st.readable(s)
+		if err := l.ensureLoaded(segs, i); err != nil {
+			s.release()
+			return Slice{}, false, err
+		}
+		pos, h, found, err := s.locate(offset, readable)
+		if err != nil {
+			s.release()
+			return Slice{}, false, ioErr("read", s.logPath, err)
+		}
+		if !found {
+			s.release()
+			continue
+		}
+		size := min(int64(maxBytes), readable-pos)
+		if size < h.Size() {
+			if !minOneBatch {
+				s.release()
+				return Slice{}, false, nil
+			}
+			size = h.Size()
+		}
+		return Slice{File: s.file, Pos: pos, Size: size, h: &sliceHandle{seg: s}}, false, nil
+	}
+	return Slice{}, false, nil
+}
+
+// ensureLoaded loads the indexes of segs[i] if needed. The caller holds a
+// reference to the segment.
+func (l *Log) ensureLoaded(segs []*segment, i int) error {
+	s := segs[i]
+	if s.loaded.Load() {
+		return nil
+	}
+	next := int64(-1)
+	if i+1 < len(segs) {
+		next = segs[i+1].base
+	}
+	if _, err := s.loadIndexes(l.rcfg.Load().IndexIntervalBytes, false, next); err != nil {
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			l.logger.Error("damaged segment", "file", ce.File, "pos", ce.Pos, "reason", ce.Reason)
+			return nil // indexes cover the good prefix; reads past it fail
+		}
+		return err
+	}
+	return nil
+}
+
+// LogStartOffset is the first offset that can be read.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+
+// LogEndOffset is the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// HighWatermark is the offset below which records are readable; on a single
+// broker it equals LogEndOffset except while an append is in flight.
+func (l *Log) HighWatermark() int64 { return l.end.Load().hw }
+
+// Size is the total size in bytes of the segment files.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// ProducerStates lists the idempotent producers the log knows, by id.
+func (l *Log) ProducerStates() []ProducerState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.states()
+}
+
+// Flush fsyncs the active segment and writes out its index entries, then
+// advances and persists the recovery point. Segments before the active one
+// were fsynced when they were rolled. Appends may continue during the fsync.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if l.closed.Load() {
+		l.mu.Unlock()
+		return ErrLogClosed
+	}
+	if l.writeErr != nil {
+		l.mu.Unlock()
+		return l.writeErr
+	}
+	seg, leo := l.active(), l.leo.Load()
+	seg.acquire()
+	nowMs := l.cfg.Now().UnixMilli()
+	l.mu.Unlock()
+	defer seg.release()
+
+	if err := seg.file.Sync(); err != nil {
+		l.mu.Lock()
+		l.writeErr = ioErr("fsync", seg.logPath, err)
+		l.mu.Unlock()
+		return ioErr("fsync", seg.logPath, err)
+	}
+	if err := seg.persistIndexes(false); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if leo > l.recoveryPoint.Load() {
+		l.recoveryPoint.Store(leo)
+	}
+	l.lastFlushMs = nowMs
+	l.mu.Unlock()
+	return l.writeCheckpoint()
+}
+
+// FlushIfDue flushes when there is unflushed data and flush.ms has passed
+// since the last flush. The broker calls it periodically.
+func (l *Log) FlushIfDue() error {
+	l.mu.Lock()
+	due := !l.closed.Load() && l.leo.Load() > l.recoveryPoint.Load() &&
+		l.cfg.Now().UnixMilli()-l.lastFlushMs >= l.cfg.FlushMs
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}
+
+// Close flushes the log, writes a producer snapshot and the checkpoint, and
+// marks the shutdown clean so that the next Open trusts the files. Slices
+// still held stay readable until released. A second Close returns
+// ErrLogClosed.
+func (l *Log) Close() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrLogClosed
+	}
+	err := l.writeErr
+	if err == nil {
+		err = l.shutdownLocked()
+	}
+	l.closed.Store(true)
+	l.releaseAllLocked()
+	return err
+}
+
+// shutdownLocked makes everything durable and writes the clean-shutdown
+// marker. Lock should be held.
+func (l *Log) shutdownLocked() error {
+	seg, leo := l.active(), l.leo.Load()
+	seg.sealTimeIndex()
+	if err := seg.file.Sync(); err != nil {
+		return ioErr("fsync", seg.logPath, err)
+	}
+	if err := seg.persistIndexes(true); err != nil {
+		return err
+	}
+	if err := l.producers.writeSnapshot(l.dir, leo); err != nil {
+		return err
+	}
+	l.recoveryPoint.Store(leo)
+	if err := l.writeCheckpoint(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, cleanShutdownName), nil, 0o644); err != nil {
+		return ioErr("create", filepath.Join(l.dir, cleanShutdownName), err)
+	}
+	return syncDir(l.dir)
+}
+
+// releaseAllLocked drops the log's references to its segments and wakes
+// waiters. Lock should be held.
+func (l *Log) releaseAllLocked() {
+	for _, s := range l.segments() {
+		s.release()
+	}
+	l.wakeAll()
+}
+
+// Delete closes the log without flushing and removes its directory.
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	if !l.closed.Load() {
+		l.closed.Store(true)
+		l.releaseAllLocked()
+	}
+	l.mu.Unlock()
+	if err := os.RemoveAll(l.dir); err != nil {
+		return ioErr("remove", l.dir, err)
+	}
+	return nil
+}

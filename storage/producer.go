@@ -1,0 +1,273 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"slices"
+)
+
+// maxProducerBatches is how many recent batches are remembered per producer
+// to recognise retries, as in Kafka (max.in.flight.requests.per.connection
+// may not exceed 5 for idempotent producers).
+const maxProducerBatches = 5
+
+// Producer-state snapshot (<20-digit offset>.snapshot): the state of every
+// idempotent producer after all batches below offset, big-endian:
+//
+//	 0 version       int16   1
+//	 2 crc           uint32  CRC-32C of bytes 6..end
+//	 6 producerCount int32
+//	10 producers, each:
+//	     producerId  int64
+//	     epoch       int16
+//	     batchCount  int8    1..5
+//	     batchCount batches, oldest first, each 32 bytes:
+//	       firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | timestamp int64
+//
+// Snapshots are written (atomically, see writeFileAtomic) when a segment is
+// rolled and when the log is closed, always after the data below their
+// offset has been fsynced. Open loads the newest one not beyond the
+// recovered log end and replays batch headers from its offset; snapshots
+// beyond the log end or failing their CRC are deleted. The newest
+// keptSnapshots are kept.
+const (
+	snapshotVersion      = 1
+	snapshotHeaderSize   = 10
+	snapshotProducerSize = 11
+	snapshotBatchSize    = 32
+	keptSnapshots        = 3
+)
+
+// batchMeta is what is remembered of one batch of an idempotent producer.
+type batchMeta struct {
+	firstSeq, lastSeq       int32
+	firstOffset, lastOffset int64
+	timestamp               int64
+}
+
+// producerEntry is the state of one producer id.
+type producerEntry struct {
+	epoch   int16
+	n       int
+	batches [maxProducerBatches]batchMeta // oldest first
+}
+
+func (e *producerEntry) last() *batchMeta { return &e.batches[e.n-1] }
+
+func (e *producerEntry) push(b batchMeta) {
+	if e.n == maxProducerBatches {
+		copy(e.batches[:], e.batches[1:])
+		e.n--
+	}
+	e.batches[e.n] = b
+	e.n++
+}
+
+// ProducerState describes an idempotent producer known to the log.
+type ProducerState struct {
+	ProducerID    int64
+	Epoch         int16
+	LastSequence  int32
+	LastTimestamp int64
+	LastOffset    int64
+}
+
+// producerStateManager tracks idempotent producers. Lock should be held
+// (Log.mu) for every method.
+type producerStateManager struct {
+	producers map[int64]*producerEntry
+}
+
+func newProducerStateManager() producerStateManager {
+	return producerStateManager{producers: make(map[int64]*producerEntry)}
+}
+
+// check applies Kafka's idempotence rules to batch h (producerId >= 0). It
+// returns the original batch when h is a retry of one of the last five.
+func (m *producerStateManager) check(h BatchHeader) (*batchMeta, error) {
+	e := m.producers[h.ProducerID]
+	if e == nil {
+		return nil, nil // unknown producer: any sequence starts it
+	}
+	switch {
+	case h.ProducerEpoch < e.epoch:
+		return nil, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	case h.ProducerEpoch > e.epoch:
+		if h.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: producer %d bumped epoch to %d with sequence %d, expected 0", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		}
+		return nil, nil
+	}
+	last := h.LastSequence()
+	for i := 0; i < e.n; i++ {
+		if b := &e.batches[i]; b.firstSeq == h.BaseSequence && b.lastSeq == last {
+			dup := *b
+			return &dup, nil
+		}
+	}
+	if e.n > 0 {
+		if want := incSequence(e.last().lastSeq, 1); h.BaseSequence != want {
+			return nil, fmt.Errorf("%w: producer %d epoch %d sequence %d, expected %d", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, want)
+		}
+	}
+	return nil, nil
+}
+
+// update records an appended (or replayed) batch whose offsets are assigned.
+func (m *producerStateManager) update(h BatchHeader) {
+	e := m.producers[h.ProducerID]
+	switch {
+	case e == nil:
+		e = &producerEntry{epoch: h.ProducerEpoch}
+		m.producers[h.ProducerID] = e
+	case h.ProducerEpoch > e.epoch:
+		*e = producerEntry{epoch: h.ProducerEpoch}
+	case h.ProducerEpoch < e.epoch:
+		return // fenced; cannot have been appended
+	}
+	e.push(batchMeta{
+		firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
+		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(),
+		timestamp: h.MaxTimestamp,
+	})
+}
+
+// expire forgets producers whose last batch is below logStartOffset.
+func (m *producerStateManager) expire(logStartOffset int64) {
+	for id, e := range m.producers {
+		if e.last().lastOffset < logStartOffset {
+			delete(m.producers, id)
+		}
+	}
+}
+
+// states lists the producers by id.
+func (m *producerStateManager) states() []ProducerState {
+	out := make([]ProducerState, 0, len(m.producers))
+	for id, e := range m.producers {
+		b := e.last()
+		out = append(out, ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: b.lastSeq, LastTimestamp: b.timestamp, LastOffset: b.lastOffset})
+	}
+	slices.SortFunc(out, func(a, b ProducerState) int { return cmpInt64(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// encode serialises the state in the snapshot format.
+func (m *producerStateManager) encode() []byte {
+	ids := make([]int64, 0, len(m.producers))
+	for id := range m.producers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	be := binary.BigEndian
+	b := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(ids)*(snapshotProducerSize+snapshotBatchSize))
+	be.PutUint16(b, snapshotVersion)
+	be.PutUint32(b[6:], uint32(len(ids)))
+	for _, id := range ids {
+		e := m.producers[id]
+		b = be.AppendUint64(b, uint64(id))
+		b = be.AppendUint16(b, uint16(e.epoch))
+		b = append(b, byte(e.n))
+		for _, m := range e.batches[:e.n] {
+			b = be.AppendUint32(b, uint32(m.firstSeq))
+			b = be.AppendUint32(b, uint32(m.lastSeq))
+			b = be.AppendUint64(b, uint64(m.firstOffset))
+			b = be.AppendUint64(b, uint64(m.lastOffset))
+			b = be.AppendUint64(b, uint64(m.timestamp))
+		}
+	}
+	be.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
+	return b
+}
+
+// decodeProducerSnapshot parses a snapshot; it never panics on bad input.
+func decodeProducerSnapshot(b []byte) (map[int64]*producerEntry, error) {
+	be := binary.BigEndian
+	if len(b) < snapshotHeaderSize {
+		return nil, errors.New("too short")
+	}
+	if v := be.Uint16(b); v != snapshotVersion {
+		return nil, fmt.Errorf("version %d", v)
+	}
+	if crc := crc32.Checksum(b[6:], castagnoli); crc != be.Uint32(b[2:]) {
+		return nil, fmt.Errorf("crc %08x, computed %08x", be.Uint32(b[2:]), crc)
+	}
+	count := int64(int32(be.Uint32(b[6:])))
+	if count < 0 || count > int64(len(b)/snapshotProducerSize) {
+		return nil, fmt.Errorf("producer count %d", count)
+	}
+	out := make(map[int64]*producerEntry, count)
+	p := b[snapshotHeaderSize:]
+	for i := int64(0); i < count; i++ {
+		if len(p) < snapshotProducerSize {
+			return nil, errors.New("truncated producer")
+		}
+		id, e := int64(be.Uint64(p)), &producerEntry{epoch: int16(be.Uint16(p[8:])), n: int(p[10])}
+		p = p[snapshotProducerSize:]
+		if e.n < 1 || e.n > maxProducerBatches || len(p) < e.n*snapshotBatchSize {
+			return nil, fmt.Errorf("producer %d: bad batch count %d", id, e.n)
+		}
+		for j := 0; j < e.n; j++ {
+			e.batches[j] = batchMeta{
+				firstSeq: int32(be.Uint32(p)), lastSeq: int32(be.Uint32(p[4:])),
+				firstOffset: int64(be.Uint64(p[8:])), lastOffset: int64(be.Uint64(p[16:])),
+				timestamp: int64(be.Uint64(p[24:])),
+			}
+			p = p[snapshotBatchSize:]
+		}
+		out[id] = e
+	}
+	if len(p) != 0 {
+		return nil, fmt.Errorf("%d trailing bytes", len(p))
+	}
+	return out, nil
+}
+
+// writeSnapshot writes the state as the snapshot for offset and deletes all
+// but the newest keptSnapshots snapshots.
+func (m *producerStateManager) writeSnapshot(dir string, offset int64) error {
+	if err := writeFileAtomic(offsetFileName(dir, offset, snapshotSuffix), m.encode()); err != nil {
+		return err
+	}
+	offsets, err := listSnapshots(dir)
+	if err != nil {
+		return err
+	}
+	for len(offsets) > keptSnapshots {
+		if err := os.Remove(offsetFileName(dir, offsets[0], snapshotSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ioErr("remove", offsetFileName(dir, offsets[0], snapshotSuffix), err)
+		}
+		offsets = offsets[1:]
+	}
+	return nil
+}
+
+// listSnapshots returns the offsets of the snapshots in dir, ascending.
+func listSnapshots(dir string) ([]int64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, ioErr("readdir", dir, err)
+	}
+	var out []int64
+	for _, e := range entries {
+		if off, ok := parseOffsetFileName(e.Name(), snapshotSuffix); ok {
+			out = append(out, off)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

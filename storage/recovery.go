@@ -1,0 +1,327 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Open opens the log in dir, creating the directory and an empty first
+// segment if needed, and recovers it:
+//
+//   - after a clean shutdown (marker present) the files are trusted; only the
+//     last segment's indexes are read and checked against the batches after
+//     their last entry (rebuilt if missing or inconsistent), so opening does
+//     not read the segments' data;
+//   - otherwise every batch from the segment containing the recovery point to
+//     the end is validated (framing, offsets, CRC); the log is truncated at the
+//     first bad one, later segments are deleted, and the indexes of the
+//     validated segments are rebuilt.
+//
+// Indexes of the other segments are loaded, checked and if need be rebuilt
+// when first used. The producer state is loaded from the newest snapshot not
+// beyond the log end and completed by replaying batch headers.
+func Open(dir string, cfg Config) (*Log, error) {
+	cfg = cfg.normalized()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, ioErr("mkdir", dir, err)
+	}
+	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager()}
+	l.rcfg.Store(&cfg)
+	if err := l.load(); err != nil {
+		if p := l.segs.Load(); p != nil {
+			for _, s := range *p {
+				s.release()
+			}
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// load reads the directory and recovers the log.
+func (l *Log) load() error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return ioErr("readdir", l.dir, err)
+	}
+	clean := false
+	var bases []int64
+	var indexFiles []string
+	for _, e := range entries {
+		name := e.Name()
+		if name == cleanShutdownName {
+			clean = true
+		} else if strings.HasSuffix(name, tmpSuffix) {
+			_ = os.Remove(filepath.Join(l.dir, name))
+		} else if base, ok := parseOffsetFileName(name, logSuffix); ok {
+			bases = append(bases, base)
+		} else if _, ok := parseOffsetFileName(name, indexSuffix); ok {
+			indexFiles = append(indexFiles, name)
+		} else if _, ok := parseOffsetFileName(name, timeIndexSuffix); ok {
+			indexFiles = append(indexFiles, name)
+		}
+	}
+	slices.Sort(bases)
+	for _, name := range indexFiles { // indexes without a .log are leftovers of a deletion
+		base, _ := parseOffsetFileName(strings.TrimSuffix(strings.TrimSuffix(name, timeIndexSuffix), indexSuffix)+logSuffix, logSuffix)
+		if _, found := slices.BinarySearch(bases, base); !found {
+			_ = os.Remove(filepath.Join(l.dir, name))
+		}
+	}
+	lso, rp, ckOK, err := readCheckpoint(l.dir)
+	if err != nil {
+		return err
+	}
+
+	var segs []*segment
+	var leo int64
+	if len(bases) == 0 {
+		s, err := createSegment(l.dir, lso, l.logger)
+		if err != nil {
+			return err
+		}
+		segs, leo = []*segment{s}, lso
+		l.segs.Store(&segs)
+	} else {
+		for _, base := range bases {
+			s, err := openSegment(l.dir, base, l.logger)
+			if err != nil {
+				for _, s := range segs {
+					s.release()
+				}
+				return err
+			}
+			segs = append(segs, s)
+		}
+		l.segs.Store(&segs)
+		if clean {
+			segs, leo, err = l.openClean(segs)
+		} else {
+			if !ckOK {
+				rp = 0
+			}
+			k := max(0, sortSearchSegments(segs, rp))
+			l.logger.Info("recovering log after unclean shutdown", "dir", l.dir, "fromSegment", segs[k].logPath, "recoveryPoint", rp)
+			segs, leo, err = l.recoverSegments(segs, k)
+		}
+		l.segs.Store(&segs)
+		if err != nil {
+			return err
+		}
+	}
+
+	if !ckOK || lso < segs[0].base {
+		lso = segs[0].base
+	}
+	lso = min(lso, leo)
+	l.logStartOffset.Store(lso)
+	l.leo.Store(leo)
+	l.recoveryPoint.Store(leo)
+	act := segs[len(segs)-1]
+	l.end.Store(&endState{hw: leo, seg: act, pos: act.size.Load()})
+	nowMs := l.cfg.Now().UnixMilli()
+	l.lastFlushMs = nowMs
+	if act.size.Load() > 0 {
+		act.firstAppendMs = nowMs
+		var hb [BatchHeaderSize]byte
+		if _, err := act.file.ReadAt(hb[:], 0); err == nil {
+			if ts := parseHeader(hb[:]).MaxTimestamp; ts > 0 && ts < nowMs {
+				act.firstAppendMs = ts
+			}
+		}
+	}
+
+	if err := l.loadProducerState(); err != nil {
+		return err
+	}
+	if err := l.writeCheckpoint(); err != nil {
+		return err
+	}
+	if clean {
+		marker := filepath.Join(l.dir, cleanShutdownName)
+		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ioErr("remove", marker, err)
+		}
+		return syncDir(l.dir)
+	}
+	return nil
+}
+
+// sortSearchSegments returns the index of the segment containing offset (the
+// last with base <= offset), or -1.
+func sortSearchSegments(segs []*segment, offset int64) int {
+	i, _ := slices.BinarySearchFunc(segs, offset, func(s *segment, off int64) int {
+		if s.base <= off {
+			return -1
+		}
+		return 1
+	})
+	return i - 1
+}
+
+// openClean loads a cleanly shut down log: only the last segment's indexes
+// are checked. A last segment whose batches turn out to be damaged is
+// recovered as after a crash.
+func (l *Log) openClean(segs []*segment) ([]*segment, int64, error) {
+	act := segs[len(segs)-1]
+	next, err := act.loadIndexes(l.cfg.IndexIntervalBytes, true, -1)
+	if err == nil {
+		return segs, next, nil
+	}
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
+		return segs, 0, err
+	}
+	l.logger.Warn("damaged last segment despite clean shutdown; recovering it", "file", ce.File, "pos", ce.Pos, "reason", ce.Reason)
+	act.loaded.Store(false)
+	return l.recoverSegments(segs, len(segs)-1)
+}
+
+// recoverSegments validates segs[k:] batch by batch, truncating at the first
+// bad batch and deleting the segments after it, rebuilds their indexes and
+// fsyncs them. It returns the remaining segments and the log end offset.
+func (l *Log) recoverSegments(segs []*segment, k int) ([]*segment, int64, error) {
+	interval := l.cfg.IndexIntervalBytes
+	next := segs[k].base
+	for i := k; i < len(segs); i++ {
+		s := segs[i]
+		if s.base != next {
+			l.logger.Warn("segment does not continue the log; deleting it and the ones after it",
+				"file", s.logPath, "base", s.base, "expected", next)
+			if err := l.dropSegments(segs[i:]); err != nil {
+				return segs, 0, err
+			}
+			segs = segs[:i]
+			break
+		}
+		res, err := s.rebuild(interval, true)
+		if err != nil {
+			return segs, 0, err
+		}
+		if c := res.corrupt; c != nil {
+			size := s.size.Load()
+			l.logger.Warn("truncating log at damaged batch", "file", c.File, "pos", c.Pos, "reason", c.Reason,
+				"truncatedBytes", size-res.end, "deletedSegments", len(segs)-i-1)
+			if err := s.file.Truncate(res.end); err != nil {
+				return segs, 0, ioErr("truncate", s.logPath, err)
+			}
+			s.size.Store(res.end)
+			if err := l.dropSegments(segs[i+1:]); err != nil {
+				return segs, 0, err
+			}
+			segs = segs[:i+1]
+		}
+		last := i == len(segs)-1
+		if !last {
+			s.sealTimeIndex()
+		}
+		if err := s.file.Sync(); err != nil {
+			return segs, 0, ioErr("fsync", s.logPath, err)
+		}
+		if err := s.persistIndexes(true); err != nil {
+			return segs, 0, err
+		}
+		if !last {
+			if err := s.index.mapFile(s.path(indexSuffix)); err != nil {
+				return segs, 0, err
+			}
+			if err := s.timeIndex.mapFile(s.path(timeIndexSuffix)); err != nil {
+				return segs, 0, err
+			}
+		}
+		s.loaded.Store(true)
+		next = res.next
+	}
+	return segs, next, nil
+}
+
+// dropSegments deletes segments during recovery.
+func (l *Log) dropSegments(segs []*segment) error {
+	for _, s := range segs {
+		if err := s.removeFiles(); err != nil {
+			return err
+		}
+		s.release()
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	return syncDir(l.dir)
+}
+
+// loadProducerState loads the newest usable snapshot and replays the batch
+// headers after it.
+func (l *Log) loadProducerState() error {
+	offsets, err := listSnapshots(l.dir)
+	if err != nil {
+		return err
+	}
+	segs, leo := l.segments(), l.leo.Load()
+	from := int64(-1)
+	for j := len(offsets) - 1; j >= 0 && from < 0; j-- {
+		path := offsetFileName(l.dir, offsets[j], snapshotSuffix)
+		var reason error
+		if offsets[j] > leo {
+			reason = fmt.Errorf("beyond the log end offset %d", leo)
+		} else if b, err := os.ReadFile(path); err != nil {
+			reason = err
+		} else if m, err := decodeProducerSnapshot(b); err != nil {
+			reason = err
+		} else {
+			l.producers.producers, from = m, offsets[j]
+			continue
+		}
+		l.logger.Warn("deleting producer snapshot", "file", path, "reason", reason)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ioErr("remove", path, err)
+		}
+	}
+	if from < 0 {
+		from = segs[0].base
+	}
+	if err := l.replayProducers(segs, from); err != nil {
+		var ce *CorruptionError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		l.logger.Error("damaged segment while loading producer state", "file", ce.File, "pos", ce.Pos, "reason", ce.Reason)
+	}
+	l.producers.expire(l.logStartOffset.Load())
+	return nil
+}
+
+// replayProducers applies the headers of the batches at or after offset from
+// to the producer state.
+func (l *Log) replayProducers(segs []*segment, from int64) error {
+	bp := readBufPool.Get().(*[]byte)
+	defer readBufPool.Put(bp)
+	for i := max(0, sortSearchSegments(segs, from)); i < len(segs); i++ {
+		s := segs[i]
+		if err := l.ensureLoaded(segs, i); err != nil {
+			return err
+		}
+		size := s.size.Load()
+		pos := int64(0)
+		if from > s.base {
+			pos = s.index.lookup(from - s.base)
+		}
+		w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
+		for pos < size {
+			hb, err := w.header(pos)
+			if err != nil {
+				return err
+			}
+			h := parseHeader(hb)
+			if h.BaseOffset >= from && h.ProducerID >= 0 && !h.Control() {
+				l.producers.update(h)
+			}
+			pos += h.Size()
+		}
+	}
+	return nil
+}
