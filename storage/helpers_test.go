@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -131,6 +132,9 @@ func (c *clock) now() time.Time { return time.UnixMilli(c.ms) }
 func testConfig() Config {
 	c := DefaultConfig()
 	c.Logger = discardLogger
+	if os.Getenv("STORAGE_TEST_LOG") != "" {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	return c
 }
 
