@@ -24,7 +24,7 @@ type Log struct {
 	cfg           Config
 	producers     producerStateManager
 	lastFlushMs   int64
-	writeErr      error // sticky: set by a failed write or fsync
+	writeErr      error      // sticky: set by a failed write or fsync
 	flushMu       sync.Mutex // serialises Flush (which fsyncs without holding mu)
 	ckptMu        sync.Mutex // serialises checkpoint writes
 	closed        atomic.Bool
