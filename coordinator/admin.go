@@ -1,0 +1,157 @@
+package coordinator
+
+// DescribeGroups: v0-6 (v3 authorized operations, v4 instance ids, v5
+// flexible, v6 GROUP_ID_NOT_FOUND and an error message for unknown groups).
+// ListGroups: v0-5 (v4 states filter, v5 types filter; all groups here are
+// "classic").
+// DeleteGroups: v0-2.
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupAuthorizedOperations is the KIP-430 bitfield of what may be done to a
+// group without ACLs: READ (3), DELETE (6) and DESCRIBE (8).
+const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
+
+// classicGroupType is the group type ListGroups v5 reports.
+const classicGroupType = "classic"
+
+// DescribeGroups handles a DescribeGroups request. An unknown group is
+// described as Dead (with GROUP_ID_NOT_FOUND from v6). Member metadata and
+// assignments are only shown once the group is Stable, as Kafka does.
+func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	r := kmsg.NewPtrDescribeGroupsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range req.Groups {
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group = id
+		if req.IncludeAuthorizedOperations {
+			d.AuthorizedOperations = groupAuthorizedOperations
+		}
+		g := c.groups[id]
+		switch {
+		case id == "":
+			d.ErrorCode = kerr.InvalidGroupID.Code
+		case c.closed:
+			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case g == nil:
+			d.State = stateDead.String()
+			if req.Version >= 6 {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "Group " + id + " not found."
+				d.ErrorMessage = &msg
+			}
+		default:
+			d.State = g.state.String()
+			d.ProtocolType = g.protocolType
+			stable := g.state == stateStable
+			if stable {
+				d.Protocol = g.protocol
+			}
+			for _, mid := range g.order {
+				m := g.members[mid]
+				dm := kmsg.NewDescribeGroupsResponseGroupMember()
+				dm.MemberID = mid
+				dm.InstanceID = strPtr(m.instanceID)
+				dm.ClientID = m.clientID
+				dm.ClientHost = m.clientHost
+				if stable {
+					dm.ProtocolMetadata = m.metadataFor(g.protocol)
+					dm.MemberAssignment = m.assignment
+				}
+				d.Members = append(d.Members, dm)
+			}
+		}
+		r.Groups = append(r.Groups, d)
+	}
+	return r
+}
+
+// ListGroups handles a ListGroups request; both filters compare without
+// regard to case, and an empty filter matches everything.
+func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	r := kmsg.NewPtrListGroupsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return r
+	}
+	matches := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		if !matches(req.StatesFilter, g.state.String()) || !matches(req.TypesFilter, classicGroupType) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group = id
+		lg.ProtocolType = g.protocolType
+		lg.GroupState = g.state.String()
+		lg.GroupType = classicGroupType
+		r.Groups = append(r.Groups, lg)
+	}
+	return r
+}
+
+// DeleteGroups handles a DeleteGroups request: Empty groups are deleted with
+// their committed offsets; others answer NON_EMPTY_GROUP.
+func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+	r := kmsg.NewPtrDeleteGroupsResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range req.Groups {
+		d := kmsg.NewDeleteGroupsResponseGroup()
+		d.Group = id
+		g := c.groups[id]
+		switch {
+		case id == "":
+			d.ErrorCode = kerr.InvalidGroupID.Code
+		case c.closed:
+			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case g == nil:
+			d.ErrorCode = kerr.GroupIDNotFound.Code
+		case g.state != stateEmpty:
+			d.ErrorCode = kerr.NonEmptyGroup.Code
+		default:
+			if err := c.deleteGroupLocked(g); err != nil {
+				c.log.Warn("deleting group failed", "group", id, "err", err)
+				d.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			}
+		}
+		r.Groups = append(r.Groups, d)
+	}
+	return r
+}
+
+// deleteGroupLocked removes g and its offsets from bbolt and memory; g ends
+// Dead, so late timer callbacks ignore it.
+//
+// Lock should be held.
+func (c *Coordinator) deleteGroupLocked(g *group) error {
+	if err := c.deleteStoredGroup(g.id); err != nil {
+		return err
+	}
+	c.cancelGroupTimersLocked(g)
+	for _, s := range g.pending {
+		c.cancelLocked(s)
+	}
+	g.pending = make(map[string]*timerSlot)
+	g.transition(stateDead, c.cfg.Now())
+	delete(c.groups, g.id)
+	return nil
+}

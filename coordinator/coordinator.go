@@ -1,0 +1,285 @@
+package coordinator
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Defaults applied by Open to zero fields of Config. They are Kafka's broker
+// defaults of the same names.
+const (
+	DefaultInitialRebalanceDelay         = 3 * time.Second    // group.initial.rebalance.delay.ms
+	DefaultMinSessionTimeout             = 6 * time.Second    // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout             = 30 * time.Minute   // group.max.session.timeout.ms
+	DefaultOffsetsRetention              = 7 * 24 * time.Hour // offsets.retention.minutes
+	DefaultOffsetsRetentionCheckInterval = 10 * time.Minute   // offsets.retention.check.interval.ms
+	DefaultOffsetMetadataMaxSize         = 4096               // offset.metadata.max.bytes
+	DefaultNewMemberJoinTimeout          = 5 * time.Minute    // group.new.member.join.timeout.ms
+	dbFileName                           = "groups.db"        // Config.Dir/groups.db
+	noTimeout                            = time.Duration(math.MaxInt64)
+)
+
+// ErrClosed is returned by Close when the coordinator was already closed.
+var ErrClosed = errors.New("coordinator: closed")
+
+// Timer is a scheduled call made by Config.AfterFunc. Stop prevents the call
+// if it has not started yet and reports whether it did so.
+type Timer interface {
+	Stop() bool
+}
+
+// Config configures a Coordinator. Zero fields take the Default* values.
+type Config struct {
+	// Dir holds the bbolt file groups.db; it is created if missing.
+	Dir string
+	// Now is the clock for sessions, rebalance delays and retention.
+	Now func() time.Time
+	// AfterFunc schedules f after d on the same clock as Now. It must not
+	// call f synchronously (f takes the coordinator's lock).
+	AfterFunc func(d time.Duration, f func()) Timer
+
+	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms; a negative value means none
+	MinSessionTimeout     time.Duration // group.min.session.timeout.ms
+	MaxSessionTimeout     time.Duration // group.max.session.timeout.ms
+	NewMemberJoinTimeout  time.Duration // group.new.member.join.timeout.ms
+
+	// OffsetsRetention is how long the committed offsets of a group are kept
+	// once the group is Empty (offsets.retention.minutes).
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is the period of the expiry loop.
+	OffsetsRetentionCheckInterval time.Duration
+	// OffsetMetadataMaxSize bounds the metadata string of a commit.
+	OffsetMetadataMaxSize int
+	// MaxGroupSize is group.max.size.
+	MaxGroupSize int
+
+	// TopicPartitions reports a topic's partition count; commits to unknown
+	// topics or partitions get UNKNOWN_TOPIC_OR_PARTITION. Nil accepts all.
+	TopicPartitions func(topic string) (partitions int32, ok bool)
+
+	Logger *slog.Logger
+}
+
+// Coordinator is the classic group coordinator of one broker: it owns every
+// group, its membership state machine and its committed offsets. All methods
+// are safe for concurrent use.
+type Coordinator struct {
+	cfg Config
+	log *slog.Logger
+	db  *bolt.DB
+
+	// newUUID makes the random part of member ids; tests replace it.
+	newUUID func() string
+
+	mu       sync.Mutex
+	closed   bool
+	groups   map[string]*group
+	timerSeq uint64
+	parked   int // blocked JoinGroup/SyncGroup calls, for tests
+	expiry   timerSlot
+}
+
+// Open opens (creating if needed) Dir/groups.db and restores every group and
+// its committed offsets from it, as Kafka does from __consumer_offsets:
+// members come back with fresh session timers, so they expire unless their
+// clients heartbeat again.
+func Open(cfg Config) (*Coordinator, error) {
+	cfg = withDefaults(cfg)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(cfg.Dir, dbFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: open %s: %w", dbFileName, err)
+	}
+	c := &Coordinator{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		db:      db,
+		newUUID: randomUUID,
+		groups:  make(map[string]*group),
+	}
+	if err := c.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("coordinator: load %s: %w", dbFileName, err)
+	}
+	c.mu.Lock()
+	for _, g := range c.groups {
+		for _, id := range g.order {
+			c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
+		}
+	}
+	c.scheduleExpiryLocked()
+	c.mu.Unlock()
+	return c, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AfterFunc == nil {
+		cfg.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	}
+	if cfg.InitialRebalanceDelay == 0 {
+		cfg.InitialRebalanceDelay = DefaultInitialRebalanceDelay
+	} else if cfg.InitialRebalanceDelay < 0 {
+		cfg.InitialRebalanceDelay = 0
+	}
+	if cfg.MinSessionTimeout == 0 {
+		cfg.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if cfg.MaxSessionTimeout == 0 {
+		cfg.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if cfg.NewMemberJoinTimeout == 0 {
+		cfg.NewMemberJoinTimeout = DefaultNewMemberJoinTimeout
+	}
+	if cfg.OffsetsRetention == 0 {
+		cfg.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if cfg.OffsetsRetentionCheckInterval == 0 {
+		cfg.OffsetsRetentionCheckInterval = DefaultOffsetsRetentionCheckInterval
+	}
+	if cfg.OffsetMetadataMaxSize == 0 {
+		cfg.OffsetMetadataMaxSize = DefaultOffsetMetadataMaxSize
+	}
+	if cfg.MaxGroupSize <= 0 {
+		cfg.MaxGroupSize = math.MaxInt32
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// Close stops every timer, answers every blocked JoinGroup and SyncGroup with
+// COORDINATOR_NOT_AVAILABLE and closes the bbolt file. Committed offsets were
+// already durable when their commits were acknowledged.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	c.cancelLocked(&c.expiry)
+	for _, g := range c.groups {
+		c.cancelGroupTimersLocked(g)
+		for _, id := range g.order {
+			m := g.members[id]
+			c.completeJoinLocked(m, joinError(id, kerr.CoordinatorNotAvailable))
+			c.completeSyncLocked(m, syncError(kerr.CoordinatorNotAvailable))
+		}
+	}
+	c.mu.Unlock()
+	return c.db.Close()
+}
+
+// timerSlot holds at most one scheduled callback. Rescheduling or cancelling
+// bumps seq, so a callback that already fired but waits for the lock sees it
+// is stale and does nothing.
+type timerSlot struct {
+	t   Timer
+	seq uint64
+}
+
+// scheduleLocked (re)arms s to run f under the lock after d.
+//
+// Lock should be held.
+func (c *Coordinator) scheduleLocked(s *timerSlot, d time.Duration, f func()) {
+	c.cancelLocked(s)
+	c.timerSeq++
+	seq := c.timerSeq
+	s.seq = seq
+	s.t = c.cfg.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed || s.seq != seq {
+			return
+		}
+		s.t, s.seq = nil, 0
+		f()
+	})
+}
+
+// cancelLocked disarms s.
+//
+// Lock should be held.
+func (c *Coordinator) cancelLocked(s *timerSlot) {
+	if s.t != nil {
+		s.t.Stop()
+	}
+	s.t, s.seq = nil, 0
+}
+
+// waiter is a blocked JoinGroup or SyncGroup call. It is completed at most
+// once, under the lock; the channel is buffered so completing never blocks.
+type waiter[T any] struct {
+	ch   chan T
+	done bool
+}
+
+// newWaiterLocked registers a blocked call.
+//
+// Lock should be held.
+func newWaiterLocked[T any](c *Coordinator) *waiter[T] {
+	c.parked++
+	return &waiter[T]{ch: make(chan T, 1)}
+}
+
+// completeWaiterLocked answers w unless it was already answered or abandoned.
+//
+// Lock should be held.
+func completeWaiterLocked[T any](c *Coordinator, w *waiter[T], v T) {
+	if w == nil || w.done {
+		return
+	}
+	w.done = true
+	c.parked--
+	w.ch <- v
+}
+
+// wait blocks until w is answered or ctx ends; then it returns onCancel.
+func wait[T any](c *Coordinator, ctxDone <-chan struct{}, w *waiter[T], onCancel T) T {
+	select {
+	case v := <-w.ch:
+		return v
+	case <-ctxDone:
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.done {
+		return <-w.ch
+	}
+	w.done = true
+	c.parked--
+	return onCancel
+}
+
+// parkedCalls reports how many JoinGroup/SyncGroup calls are blocked.
+func (c *Coordinator) parkedCalls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parked
+}
+
+func randomUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }

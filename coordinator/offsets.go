@@ -1,0 +1,483 @@
+package coordinator
+
+// OffsetCommit: v0-9. v0 has no generation/member (a simple commit), v1
+// adds them and a per-partition timestamp, v2-4 a retention time (both
+// ignored: retention is offsets.retention.minutes after the group empties,
+// as since KIP-211), v6 leader epochs, v7 group.instance.id, v8 flexible,
+// v9 answers GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION for a member
+// commit to a group that does not exist.
+//
+// OffsetFetch: v0-9. v2 adds a top-level error and null topics (all
+// committed offsets), v5 leader epochs, v7 require_stable, v8 batches groups.
+// v9's member id and epoch belong to KIP-848 groups and are ignored.
+//
+// OffsetDelete: v0.
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit handles an OffsetCommit request. Accepted offsets are written
+// in one bbolt transaction (fsynced) before the response is returned.
+func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	r := kmsg.NewPtrOffsetCommitResponse()
+	gen, memberID, instanceID := req.Generation, req.MemberID, deref(req.InstanceID)
+	if req.Version == 0 {
+		gen, memberID, instanceID = -1, "", ""
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	setAll := func(err *kerr.Error) *kmsg.OffsetCommitResponse {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = err.Code
+			}
+		}
+		return r
+	}
+	if req.Group == "" {
+		return setAll(kerr.InvalidGroupID)
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return setAll(kerr.CoordinatorNotAvailable)
+	}
+	g := c.groups[req.Group]
+	created := false
+	if g == nil {
+		if gen >= 0 {
+			if req.Version >= 9 {
+				return setAll(kerr.GroupIDNotFound)
+			}
+			return setAll(kerr.IllegalGeneration)
+		}
+		// A simple consumer (or admin) commit creates a group that only
+		// stores offsets.
+		g = newGroup(req.Group, c.cfg.Now())
+		created = true
+	}
+	if err := validateOffsetCommit(g, memberID, instanceID, gen); err != nil {
+		return setAll(err)
+	}
+
+	now := c.cfg.Now()
+	var writes []offsetWrite
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			rp := &r.Topics[i].Partitions[j]
+			if !c.partitionExists(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			if p.Metadata != nil && len(*p.Metadata) > c.cfg.OffsetMetadataMaxSize {
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			epoch := p.LeaderEpoch
+			if req.Version < 6 {
+				epoch = -1
+			}
+			writes = append(writes, offsetWrite{
+				topic: t.Topic, partition: p.Partition,
+				entry: offsetEntry{offset: p.Offset, leaderEpoch: epoch, metadata: p.Metadata, commitTime: now},
+				resp:  rp,
+			})
+		}
+	}
+	if len(writes) == 0 {
+		return r
+	}
+	if err := c.storeOffsetsLocked(g.id, writes); err != nil {
+		c.log.Warn("persisting offsets failed", "group", g.id, "err", err)
+		for _, w := range writes {
+			w.resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
+		return r
+	}
+	if created {
+		c.groups[g.id] = g
+	}
+	for _, w := range writes {
+		ps := g.offsets[w.topic]
+		if ps == nil {
+			ps = make(map[int32]offsetEntry)
+			g.offsets[w.topic] = ps
+		}
+		ps[w.partition] = w.entry
+	}
+	return r
+}
+
+type offsetWrite struct {
+	topic     string
+	partition int32
+	entry     offsetEntry
+	resp      *kmsg.OffsetCommitResponseTopicPartition
+}
+
+func (c *Coordinator) partitionExists(topic string, partition int32) bool {
+	if c.cfg.TopicPartitions == nil {
+		return partition >= 0
+	}
+	n, ok := c.cfg.TopicPartitions(topic)
+	return ok && partition >= 0 && partition < n
+}
+
+// validateOffsetCommit is Kafka's check of who may commit: anyone while the
+// group is Empty with generation -1 (simple consumers, admin tools);
+// otherwise a current member of the current generation, except while the
+// group awaits its assignment.
+func validateOffsetCommit(g *group, memberID, instanceID string, gen int32) *kerr.Error {
+	if gen < 0 && g.state == stateEmpty {
+		return nil
+	}
+	if gen >= 0 || memberID != "" || instanceID != "" {
+		if err := g.validateMember(memberID, instanceID); err != nil {
+			return err
+		}
+		if gen != g.generation {
+			return kerr.IllegalGeneration
+		}
+	} else if g.state != stateEmpty {
+		return kerr.UnknownMemberID
+	}
+	if g.state == stateCompletingRebalance {
+		return kerr.RebalanceInProgress
+	}
+	return nil
+}
+
+// OffsetFetch handles an OffsetFetch request. Partitions without a committed
+// offset answer offset -1; unknown groups answer like groups without offsets.
+// With no transactional offsets pending, require_stable never yields
+// UNSTABLE_OFFSET_COMMIT.
+func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	r := kmsg.NewPtrOffsetFetchResponse()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			out := kmsg.NewOffsetFetchResponseGroup()
+			out.Group = rg.Group
+			var topics []fetchTopic
+			if rg.Topics != nil {
+				topics = make([]fetchTopic, 0, len(rg.Topics))
+				for _, t := range rg.Topics {
+					topics = append(topics, fetchTopic{t.Topic, t.Partitions})
+				}
+			}
+			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil)
+			out.ErrorCode = err.Code
+			for _, t := range res {
+				ot := kmsg.NewOffsetFetchResponseGroupTopic()
+				ot.Topic = t.topic
+				for _, p := range t.partitions {
+					op := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					op.Partition, op.Offset, op.LeaderEpoch, op.Metadata, op.ErrorCode = p.partition, p.offset, p.leaderEpoch, p.metadata, p.errorCode
+					ot.Partitions = append(ot.Partitions, op)
+				}
+				out.Topics = append(out.Topics, ot)
+			}
+			r.Groups = append(r.Groups, out)
+		}
+		return r
+	}
+	var topics []fetchTopic
+	all := req.Topics == nil && req.Version >= 2
+	for _, t := range req.Topics {
+		topics = append(topics, fetchTopic{t.Topic, t.Partitions})
+	}
+	res, err := c.fetchOffsetsLocked(req.Group, topics, all)
+	if err != noError && req.Version < 2 {
+		// No top-level error before v2: every requested partition carries it.
+		res = nil
+		for _, t := range topics {
+			ft := fetchedTopic{topic: t.topic}
+			for _, p := range t.partitions {
+				ft.partitions = append(ft.partitions, fetchedPartition{partition: p, offset: -1, leaderEpoch: -1, errorCode: err.Code})
+			}
+			res = append(res, ft)
+		}
+	}
+	if req.Version >= 2 {
+		r.ErrorCode = err.Code
+	}
+	for _, t := range res {
+		ot := kmsg.NewOffsetFetchResponseTopic()
+		ot.Topic = t.topic
+		for _, p := range t.partitions {
+			op := kmsg.NewOffsetFetchResponseTopicPartition()
+			op.Partition, op.Offset, op.LeaderEpoch, op.Metadata, op.ErrorCode = p.partition, p.offset, p.leaderEpoch, p.metadata, p.errorCode
+			ot.Partitions = append(ot.Partitions, op)
+		}
+		r.Topics = append(r.Topics, ot)
+	}
+	return r
+}
+
+type fetchTopic struct {
+	topic      string
+	partitions []int32
+}
+
+type fetchedTopic struct {
+	topic      string
+	partitions []fetchedPartition
+}
+
+type fetchedPartition struct {
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    *string
+	errorCode   int16
+}
+
+// fetchOffsetsLocked answers one group's fetch: the requested partitions,
+// or every committed partition if all.
+//
+// Lock should be held.
+func (c *Coordinator) fetchOffsetsLocked(groupID string, topics []fetchTopic, all bool) ([]fetchedTopic, *kerr.Error) {
+	if groupID == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	if c.closed {
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	var offsets map[string]map[int32]offsetEntry
+	if g := c.groups[groupID]; g != nil {
+		offsets = g.offsets
+	}
+	noMetadata := ""
+	entry := func(topic string, p int32) fetchedPartition {
+		if e, ok := offsets[topic][p]; ok {
+			md := e.metadata
+			if md == nil {
+				md = &noMetadata
+			}
+			return fetchedPartition{partition: p, offset: e.offset, leaderEpoch: e.leaderEpoch, metadata: md}
+		}
+		return fetchedPartition{partition: p, offset: -1, leaderEpoch: -1, metadata: &noMetadata}
+	}
+	var out []fetchedTopic
+	if all {
+		for _, topic := range sortedKeys(offsets) {
+			ft := fetchedTopic{topic: topic}
+			for _, p := range sortedKeys(offsets[topic]) {
+				ft.partitions = append(ft.partitions, entry(topic, p))
+			}
+			out = append(out, ft)
+		}
+		return out, noError
+	}
+	for _, t := range topics {
+		ft := fetchedTopic{topic: t.topic}
+		for _, p := range t.partitions {
+			ft.partitions = append(ft.partitions, entry(t.topic, p))
+		}
+		out = append(out, ft)
+	}
+	return out, noError
+}
+
+func sortedKeys[K interface{ ~string | ~int32 }, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// OffsetDelete handles an OffsetDelete request: it deletes committed offsets
+// of an Empty group, or of topics no member of a consumer group subscribes
+// to (GROUP_SUBSCRIBED_TO_TOPIC otherwise).
+func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	r := kmsg.NewPtrOffsetDeleteResponse()
+	if req.Group == "" {
+		r.ErrorCode = kerr.InvalidGroupID.Code
+		return r
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return r
+	}
+	g := c.groups[req.Group]
+	if g == nil {
+		r.ErrorCode = kerr.GroupIDNotFound.Code
+		return r
+	}
+	if g.state != stateEmpty && g.protocolType != consumerProtocolType {
+		r.ErrorCode = kerr.NonEmptyGroup.Code
+		return r
+	}
+	var dels []offsetKey
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		var err *kerr.Error
+		switch {
+		case c.cfg.TopicPartitions != nil && !c.topicExists(t.Topic):
+			err = kerr.UnknownTopicOrPartition
+		case g.state != stateEmpty && g.isSubscribedToTopic(t.Topic):
+			err = kerr.GroupSubscribedToTopic
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if err != nil {
+				rp.ErrorCode = err.Code
+			} else {
+				dels = append(dels, offsetKey{t.Topic, p.Partition})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	if err := c.deleteOffsetsLocked(g, dels); err != nil {
+		c.log.Warn("deleting offsets failed", "group", g.id, "err", err)
+		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		r.Topics = nil
+	}
+	return r
+}
+
+func (c *Coordinator) topicExists(topic string) bool {
+	_, ok := c.cfg.TopicPartitions(topic)
+	return ok
+}
+
+type offsetKey struct {
+	topic     string
+	partition int32
+}
+
+// deleteOffsetsLocked removes offsets from bbolt, then from memory.
+//
+// Lock should be held.
+func (c *Coordinator) deleteOffsetsLocked(g *group, keys []offsetKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := c.deleteStoredOffsets(g.id, keys); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		delete(g.offsets[k.topic], k.partition)
+		if len(g.offsets[k.topic]) == 0 {
+			delete(g.offsets, k.topic)
+		}
+	}
+	return nil
+}
+
+// Committed returns a copy of a group's committed offsets, topic →
+// partition → offset; nil if the group has none.
+func (c *Coordinator) Committed(group string) map[string]map[int32]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil || len(g.offsets) == 0 {
+		return nil
+	}
+	out := make(map[string]map[int32]int64, len(g.offsets))
+	for t, ps := range g.offsets {
+		m := make(map[int32]int64, len(ps))
+		for p, e := range ps {
+			m[p] = e.offset
+		}
+		out[t] = m
+	}
+	return out
+}
+
+// DeleteTopicOffsets drops every group's committed offsets of a deleted
+// topic.
+func (c *Coordinator) DeleteTopicOffsets(topic string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		var keys []offsetKey
+		for _, p := range sortedKeys(g.offsets[topic]) {
+			keys = append(keys, offsetKey{topic, p})
+		}
+		if err := c.deleteOffsetsLocked(g, keys); err != nil {
+			c.log.Warn("deleting offsets of deleted topic failed", "group", id, "topic", topic, "err", err)
+		}
+	}
+}
+
+// scheduleExpiryLocked arms the next run of the offset expiry loop.
+//
+// Lock should be held.
+func (c *Coordinator) scheduleExpiryLocked() {
+	c.scheduleLocked(&c.expiry, c.cfg.OffsetsRetentionCheckInterval, func() {
+		c.expireOffsetsLocked()
+		c.scheduleExpiryLocked()
+	})
+}
+
+// expireOffsetsLocked deletes offsets past retention and then Empty groups
+// left without offsets. Retention counts from the commit for simple groups
+// (no protocol type) and for topics a Stable consumer group no longer
+// subscribes to, and from the moment the group became Empty otherwise.
+//
+// Lock should be held.
+func (c *Coordinator) expireOffsetsLocked() {
+	now := c.cfg.Now()
+	for _, id := range sortedKeys(c.groups) {
+		g := c.groups[id]
+		var keys []offsetKey
+		for _, topic := range sortedKeys(g.offsets) {
+			for _, p := range sortedKeys(g.offsets[topic]) {
+				e := g.offsets[topic][p]
+				var base time.Time
+				switch {
+				case g.protocolType == "":
+					base = e.commitTime
+				case g.state == stateEmpty:
+					base = g.stateTime
+				case g.state == stateStable && g.subscribedKnown && !g.subscribed[topic]:
+					base = e.commitTime
+				default:
+					continue
+				}
+				if !now.Before(base.Add(c.cfg.OffsetsRetention)) {
+					keys = append(keys, offsetKey{topic, p})
+				}
+			}
+		}
+		if len(keys) > 0 {
+			if err := c.deleteOffsetsLocked(g, keys); err != nil {
+				c.log.Warn("expiring offsets failed", "group", id, "err", err)
+				continue
+			}
+			c.log.Info("expired offsets", "group", id, "partitions", len(keys))
+		}
+		if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
+			if err := c.deleteGroupLocked(g); err != nil {
+				c.log.Warn("deleting empty group failed", "group", id, "err", err)
+			}
+		}
+	}
+}

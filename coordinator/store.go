@@ -1,0 +1,308 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// On-disk format of Dir/groups.db (bbolt; every update is one transaction,
+// fsynced when it commits).
+//
+//	bucket "groups":  group id → JSON groupRecord (format version "v": 1): the
+//	                  group as of its last completed rebalance (members with
+//	                  their protocols and assignments), its last transition to
+//	                  Empty, or its last static member replacement.
+//	bucket "offsets": one nested bucket per group id; in it
+//	                  key   = topic, 0x00, partition (uint32 big endian)
+//	                  value = format 0x01, offset int64, leader epoch int32,
+//	                          commit time (Unix ms) int64, metadata length
+//	                          int32 (-1 = null), metadata bytes.
+//
+// Topic names cannot contain 0x00, so keys sort by topic then partition.
+var (
+	bucketGroups  = []byte("groups")
+	bucketOffsets = []byte("offsets")
+)
+
+const (
+	groupRecordVersion  = 1
+	offsetRecordVersion = 0x01
+	offsetRecordMinLen  = 1 + 8 + 4 + 8 + 4
+)
+
+type groupRecord struct {
+	Version      int            `json:"v"`
+	ProtocolType string         `json:"protocol_type"`
+	Protocol     string         `json:"protocol"`
+	Generation   int32          `json:"generation"`
+	Leader       string         `json:"leader"`
+	StateTimeMs  int64          `json:"state_time_ms"`
+	Members      []memberRecord `json:"members"`
+}
+
+type memberRecord struct {
+	ID                 string           `json:"id"`
+	InstanceID         string           `json:"instance_id,omitempty"`
+	ClientID           string           `json:"client_id"`
+	ClientHost         string           `json:"client_host"`
+	SessionTimeoutMs   int64            `json:"session_timeout_ms"`
+	RebalanceTimeoutMs int64            `json:"rebalance_timeout_ms"`
+	Protocols          []protocolRecord `json:"protocols"`
+	Assignment         []byte           `json:"assignment"`
+}
+
+type protocolRecord struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata"`
+}
+
+// storeGroupLocked persists g's metadata and current assignments.
+//
+// Lock should be held.
+func (c *Coordinator) storeGroupLocked(g *group) error {
+	rec := groupRecord{
+		Version:      groupRecordVersion,
+		ProtocolType: g.protocolType,
+		Protocol:     g.protocol,
+		Generation:   g.generation,
+		Leader:       g.leader,
+		StateTimeMs:  g.stateTime.UnixMilli(),
+	}
+	for _, id := range g.order {
+		m := g.members[id]
+		mr := memberRecord{
+			ID:                 id,
+			InstanceID:         m.instanceID,
+			ClientID:           m.clientID,
+			ClientHost:         m.clientHost,
+			SessionTimeoutMs:   m.sessionTimeout.Milliseconds(),
+			RebalanceTimeoutMs: m.rebalanceTimeout.Milliseconds(),
+			Assignment:         m.assignment,
+		}
+		for _, p := range m.protocols {
+			mr.Protocols = append(mr.Protocols, protocolRecord{p.name, p.metadata})
+		}
+		rec.Members = append(rec.Members, mr)
+	}
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return c.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketGroups)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(g.id), val)
+	})
+}
+
+// storeOffsetsLocked writes a group's commits in one transaction.
+//
+// Lock should be held.
+func (c *Coordinator) storeOffsetsLocked(groupID string, ws []offsetWrite) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketOffsets)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists([]byte(groupID))
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			if err := b.Put(offsetKeyBytes(w.topic, w.partition), encodeOffset(w.entry)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketOffsets)
+		if root == nil {
+			return nil
+		}
+		b := root.Bucket([]byte(groupID))
+		if b == nil {
+			return nil
+		}
+		for _, k := range keys {
+			if err := b.Delete(offsetKeyBytes(k.topic, k.partition)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (c *Coordinator) deleteStoredGroup(groupID string) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketGroups); b != nil {
+			if err := b.Delete([]byte(groupID)); err != nil {
+				return err
+			}
+		}
+		if root := tx.Bucket(bucketOffsets); root != nil {
+			if err := root.DeleteBucket([]byte(groupID)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func offsetKeyBytes(topic string, partition int32) []byte {
+	k := make([]byte, 0, len(topic)+5)
+	k = append(k, topic...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, uint32(partition))
+}
+
+func encodeOffset(e offsetEntry) []byte {
+	v := make([]byte, 0, offsetRecordMinLen)
+	v = append(v, offsetRecordVersion)
+	v = binary.BigEndian.AppendUint64(v, uint64(e.offset))
+	v = binary.BigEndian.AppendUint32(v, uint32(e.leaderEpoch))
+	v = binary.BigEndian.AppendUint64(v, uint64(e.commitTime.UnixMilli()))
+	if e.metadata == nil {
+		return binary.BigEndian.AppendUint32(v, 0xffffffff)
+	}
+	v = binary.BigEndian.AppendUint32(v, uint32(len(*e.metadata)))
+	return append(v, *e.metadata...)
+}
+
+// CorruptError is returned by Open when a stored record cannot be decoded.
+type CorruptError struct {
+	Bucket string
+	Key    []byte
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("coordinator: corrupt %s record %q: %s", e.Bucket, e.Key, e.Reason)
+}
+
+func decodeOffset(key, val []byte) (topic string, partition int32, e offsetEntry, err error) {
+	corrupt := func(reason string) error { return &CorruptError{Bucket: "offsets", Key: key, Reason: reason} }
+	if len(key) < 5 || key[len(key)-5] != 0 {
+		return "", 0, e, corrupt("bad key")
+	}
+	topic = string(key[:len(key)-5])
+	partition = int32(binary.BigEndian.Uint32(key[len(key)-4:]))
+	if len(val) < offsetRecordMinLen || val[0] != offsetRecordVersion {
+		return "", 0, e, corrupt("bad value header")
+	}
+	e.offset = int64(binary.BigEndian.Uint64(val[1:]))
+	e.leaderEpoch = int32(binary.BigEndian.Uint32(val[9:]))
+	e.commitTime = time.UnixMilli(int64(binary.BigEndian.Uint64(val[13:])))
+	n := int32(binary.BigEndian.Uint32(val[21:]))
+	rest := val[offsetRecordMinLen:]
+	switch {
+	case n == -1:
+	case n < 0 || int(n) != len(rest):
+		return "", 0, e, corrupt("bad metadata length")
+	default:
+		md := string(rest)
+		e.metadata = &md
+	}
+	return topic, partition, e, nil
+}
+
+// load restores groups and offsets. A group with members comes back Stable
+// in its stored generation; one without, Empty. Groups that only have
+// offsets (simple consumers) come back Empty without a protocol type.
+func (c *Coordinator) load() error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		gb, err := tx.CreateBucketIfNotExists(bucketGroups)
+		if err != nil {
+			return err
+		}
+		ob, err := tx.CreateBucketIfNotExists(bucketOffsets)
+		if err != nil {
+			return err
+		}
+		err = gb.ForEach(func(k, v []byte) error {
+			var rec groupRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return &CorruptError{Bucket: "groups", Key: k, Reason: err.Error()}
+			}
+			if rec.Version != groupRecordVersion {
+				return &CorruptError{Bucket: "groups", Key: k, Reason: fmt.Sprintf("unknown version %d", rec.Version)}
+			}
+			c.groups[string(k)] = restoreGroup(string(k), rec)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return ob.ForEach(func(k, v []byte) error {
+			if v != nil {
+				return &CorruptError{Bucket: "offsets", Key: k, Reason: "not a bucket"}
+			}
+			id := string(k)
+			g := c.groups[id]
+			if g == nil {
+				g = newGroup(id, c.cfg.Now())
+			}
+			err := ob.Bucket(k).ForEach(func(k, v []byte) error {
+				topic, p, e, err := decodeOffset(k, v)
+				if err != nil {
+					return err
+				}
+				if g.offsets[topic] == nil {
+					g.offsets[topic] = make(map[int32]offsetEntry)
+				}
+				g.offsets[topic][p] = e
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if len(g.offsets) > 0 {
+				c.groups[id] = g
+			}
+			return nil
+		})
+	})
+}
+
+func restoreGroup(id string, rec groupRecord) *group {
+	g := newGroup(id, time.UnixMilli(rec.StateTimeMs))
+	g.protocolType = rec.ProtocolType
+	g.generation = rec.Generation
+	for _, mr := range rec.Members {
+		m := &member{
+			id:               mr.ID,
+			instanceID:       mr.InstanceID,
+			clientID:         mr.ClientID,
+			clientHost:       mr.ClientHost,
+			sessionTimeout:   time.Duration(mr.SessionTimeoutMs) * time.Millisecond,
+			rebalanceTimeout: time.Duration(mr.RebalanceTimeoutMs) * time.Millisecond,
+			protocolType:     rec.ProtocolType,
+			assignment:       mr.Assignment,
+		}
+		for _, p := range mr.Protocols {
+			m.protocols = append(m.protocols, protocol{p.Name, p.Metadata})
+		}
+		g.add(m)
+	}
+	g.leader = rec.Leader
+	if _, ok := g.members[g.leader]; !ok && len(g.order) > 0 {
+		g.leader = g.order[0]
+	}
+	if len(g.members) > 0 {
+		g.protocol = rec.Protocol
+		g.state = stateStable
+		g.prevState = stateStable
+	}
+	g.computeSubscribed()
+	return g
+}
