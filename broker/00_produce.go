@@ -1,0 +1,163 @@
+package broker
+
+// Produce: v3-11 served, v0-11 advertised
+//
+// Kafka 4 removed v0-v2 but still advertises them because librdkafka reads
+// a missing v0 as "no produce at all" (KAFKA-18659); using them closes the
+// connection. Each partition's records must be exactly one RecordBatch v2
+// (INVALID_RECORD otherwise) no larger than max.message.bytes
+// (MESSAGE_TOO_LARGE), with a valid CRC (CORRUPT_MESSAGE). The log assigns
+// offsets and applies the idempotent producer's sequence rules
+// (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH; a retried
+// duplicate answers its original offset). acks must be -1, 0 or 1
+// (INVALID_REQUIRED_ACKS); acks=0 gets no response. With
+// message.timestamp.type=LogAppendTime the broker stamps the batch;
+// CreateTime timestamps outside message.timestamp.before/after.max.ms are
+// INVALID_TIMESTAMP. v12 (implicit transaction membership, KIP-890) and v13
+// (topic ids) come with transactions.
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(kmsg.Produce, 3, 11, (*Broker).handleProduce)
+	advertiseFrom(kmsg.Produce, 0)
+}
+
+const (
+	attrTimestampLogAppend = 0x08
+	attrTransactional      = 0x10
+	attrControl            = 0x20
+)
+
+func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.Acks == 0 {
+		r.noResponse = true
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookupTopic(rt.Topic)
+		var configs map[string]string
+		var parts []*partition
+		if t != nil {
+			configs, parts = b.topicSnapshot(t)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			var code int16
+			var msg string
+			switch {
+			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+				code = kerr.InvalidRequiredAcks.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
+				code = kerr.UnknownTopicOrPartition.Code
+			default:
+				code, msg = b.producePartition(req, configs, parts[rp.Partition], rp.Records, &sp)
+			}
+			sp.ErrorCode = code
+			if code != 0 && msg != "" {
+				sp.ErrorMessage = kmsg.StringPtr(msg)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		// With no response to carry an error, Kafka closes the connection
+		// so that the client refreshes its metadata.
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != 0 {
+					return nil, fmt.Errorf("acks=0 produce to %s[%d] failed: %s", st.Topic, sp.Partition, kerr.ErrorForCode(sp.ErrorCode))
+				}
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (b *Broker) producePartition(req *kmsg.ProduceRequest, configs map[string]string, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+	hdr, err := storage.ParseBatchHeader(records)
+	if err != nil {
+		return kerr.CorruptMessage.Code, err.Error()
+	}
+	if hdr.Magic != 2 {
+		return kerr.InvalidRecord.Code, "Produce requests with version 3+ may only contain record batches with magic version 2"
+	}
+	if int64(hdr.Length)+12 != int64(len(records)) {
+		if int64(hdr.Length)+12 < int64(len(records)) {
+			return kerr.InvalidRecord.Code, "Produce requests with version 3+ must contain exactly one record batch"
+		}
+		return kerr.CorruptMessage.Code, "record batch is truncated"
+	}
+	if maxBytes := b.topicInt(configs, "max.message.bytes"); int64(len(records)) > maxBytes {
+		return kerr.MessageTooLarge.Code, "The record batch size " + strconv.Itoa(len(records)) + " exceeds max.message.bytes " + strconv.FormatInt(maxBytes, 10)
+	}
+	if hdr.Attributes&attrControl != 0 {
+		return kerr.InvalidRecord.Code, "clients may not produce control batches"
+	}
+	if hdr.Attributes&attrTransactional != 0 || req.TransactionID != nil {
+		return kerr.InvalidTxnState.Code, "transactions are not supported by this broker yet"
+	}
+	if req.Acks == -1 && b.topicInt(configs, "min.insync.replicas") > 1 {
+		return kerr.NotEnoughReplicas.Code, "min.insync.replicas is larger than the single broker's ISR"
+	}
+	opts := storage.AppendOptions{LeaderEpoch: p.leaderEpoch, LogAppendTime: -1}
+	now := b.cfg.Now().UnixMilli()
+	if v, _ := b.topicConfigValue(configs, "message.timestamp.type"); v == "LogAppendTime" {
+		opts.LogAppendTime = now
+	} else {
+		after := b.topicInt(configs, "message.timestamp.after.max.ms")
+		before := b.topicInt(configs, "message.timestamp.before.max.ms")
+		if hdr.MaxTimestamp > now && hdr.MaxTimestamp-now > after {
+			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.MaxTimestamp, 10) + " of a record is more than message.timestamp.after.max.ms in the future"
+		}
+		if hdr.BaseTimestamp >= 0 && hdr.BaseTimestamp < now && now-hdr.BaseTimestamp > before {
+			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.BaseTimestamp, 10) + " of a record is more than message.timestamp.before.max.ms in the past"
+		}
+	}
+	res, err := p.log.Append(records, opts)
+	if err != nil {
+		code := appendErrorCode(err)
+		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
+			b.log.Error("append failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
+		return code, err.Error()
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+	return 0, ""
+}
+
+// appendErrorCode maps a storage error to the Kafka error a producer sees.
+func appendErrorCode(err error) int16 {
+	var se *storage.StorageError
+	switch {
+	case errors.Is(err, storage.ErrCorruptBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrInvalidRecord), errors.Is(err, storage.ErrUnsupportedMagic):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrLogClosed):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.As(err, &se):
+		return kerr.KafkaStorageError.Code
+	}
+	return kerr.UnknownServerError.Code
+}

@@ -1,0 +1,209 @@
+package broker
+
+// Fetch: v4-17
+//
+// Consumers pull from an offset of their choosing. The answer for each
+// partition starts at the whole batch that contains the fetch offset (so a
+// fetch in the middle of a batch returns that batch; the client drops the
+// records before its offset) and holds at most the partition's max bytes,
+// except that the first partition with data always gets at least one whole
+// batch, as Kafka does, and the response stays within max_bytes otherwise.
+// Record bytes are not read by the broker: they go from the segment file to
+// the socket with sendfile(2).
+//
+// Long poll: when fewer than min_bytes are available the request waits,
+// woken by appends, up to max_wait_ms. Errors answer at once:
+// UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID (v13+ names topics by id; a
+// deleted and re-created topic has a new id), OFFSET_OUT_OF_RANGE,
+// FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ current leader epoch).
+//
+// Fetch sessions (KIP-227): Gregor creates none. A request that asks for a
+// new session (epoch 0) gets session id 0, which tells the client to keep
+// sending full, sessionless requests; a request naming a session id gets
+// FETCH_SESSION_ID_NOT_FOUND. read_committed stops at the last stable
+// offset (equal to the high watermark until transactions exist).
+
+import (
+	"time"
+
+	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Fetch, 4, 17, (*Broker).handleFetch) }
+
+// fetchTarget is one requested partition, resolved.
+type fetchTarget struct {
+	ti, pi int
+	part   *partition
+	req    *kmsg.FetchRequestTopicPartition
+	code   int16 // resolution error, answered without reading
+}
+
+func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Version = req.Version
+	if req.Version >= 7 && (req.SessionID != 0 || (req.SessionEpoch != 0 && req.SessionEpoch != -1)) {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, noRegions)
+		return nil, nil
+	}
+	resp.SessionID = 0
+
+	var targets []fetchTarget
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		var t *topic
+		missing := kerr.UnknownTopicOrPartition.Code
+		if req.Version >= 13 {
+			t = b.lookupTopicID(uuid(rt.TopicID))
+			missing = kerr.UnknownTopicID.Code
+		} else {
+			t = b.lookupTopic(rt.Topic)
+		}
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var parts []*partition
+		if t != nil {
+			parts = b.partitionsOf(t)
+			st.Topic = t.name
+		}
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			tg := fetchTarget{ti: ti, pi: pi, req: rp}
+			switch {
+			case t == nil:
+				tg.code = missing
+			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
+				tg.code = kerr.UnknownTopicOrPartition.Code
+			default:
+				tg.part = parts[rp.Partition]
+				tg.code = checkLeaderEpoch(rp.CurrentLeaderEpoch, tg.part.leaderEpoch)
+			}
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			// Kafka answers empty records, never null: librdkafka rejects
+			// a null record set.
+			sp.RecordBatches = []byte{}
+			st.Partitions = append(st.Partitions, sp)
+			targets = append(targets, tg)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+
+	regions := make([][]storage.Slice, len(resp.Topics))
+	for ti := range resp.Topics {
+		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))
+	}
+	releaseAll := func() {
+		for _, rs := range regions {
+			for i := range rs {
+				if rs[i].Size > 0 {
+					rs[i].Release()
+					rs[i] = storage.Slice{}
+				}
+			}
+		}
+	}
+
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 0
+	}
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	for {
+		// Take the wake-up channels before reading, so an append between
+		// the read and the wait is not missed.
+		var wake []<-chan struct{}
+		for _, tg := range targets {
+			if tg.part != nil && tg.code == 0 {
+				wake = append(wake, tg.part.log.Notify())
+			}
+		}
+		total, errored := b.fetchOnce(req, resp, targets, regions, maxBytes)
+		if errored || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) || len(wake) == 0 {
+			break
+		}
+		releaseAll()
+		if !waitAny(r.ctx, wake, time.Until(deadline)) {
+			// Timed out or shutting down: answer with what is there now.
+			b.fetchOnce(req, resp, targets, regions, maxBytes)
+			break
+		}
+	}
+	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
+		s := regions[ti][pi]
+		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
+	})
+	r.release = releaseAll
+	return nil, nil
+}
+
+func noRegions(int, int) (protocol.Region, bool) { return protocol.Region{}, false }
+
+// fetchOnce reads every target into resp and regions, returning the bytes
+// found and whether any partition has an error.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, maxBytes int32) (int, bool) {
+	total := 0
+	errored := false
+	for _, tg := range targets {
+		sp := &resp.Topics[tg.ti].Partitions[tg.pi]
+		sp.ErrorCode = tg.code
+		if tg.code != 0 {
+			errored = true
+			continue
+		}
+		remaining := int64(maxBytes) - int64(total)
+		limit := int32(min(int64(tg.req.PartitionMaxBytes), max(remaining, 0)))
+		minOne := total == 0
+		if limit <= 0 && !minOne {
+			b.fillOffsets(sp, tg.part.log)
+			continue
+		}
+		res, err := tg.part.log.Read(tg.req.FetchOffset, max(limit, 0), minOne)
+		if err != nil {
+			sp.ErrorCode = readErrorCode(err)
+			if sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+				b.log.Error("fetch read", "topic", tg.part.topic.name, "partition", tg.part.index, "err", err)
+			}
+			errored = true
+			continue
+		}
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+		regions[tg.ti][tg.pi] = res.Slice
+		total += int(res.Slice.Size)
+	}
+	return total, errored
+}
+
+func (b *Broker) fillOffsets(sp *kmsg.FetchResponseTopicPartition, l *storage.Log) {
+	hw := l.HighWatermark()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.LogStartOffset()
+}
+
+// checkLeaderEpoch validates a client's current leader epoch (-1 = unknown,
+// not checked) against the partition's.
+func checkLeaderEpoch(client, ours int32) int16 {
+	switch {
+	case client == -1 || client == ours:
+		return 0
+	case client < ours:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+func readErrorCode(err error) int16 {
+	switch {
+	case err == storage.ErrOffsetOutOfRange || isErr(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case isErr(err, storage.ErrLogClosed):
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return kerr.KafkaStorageError.Code
+}

@@ -1,0 +1,138 @@
+package broker
+
+// Metadata: v0-13
+//
+// A single broker is every partition's leader, replica and ISR. A null topic
+// list (v1+; an empty one in v0) asks for every topic. Unknown topics are
+// created when the request allows it (always before v4) and
+// auto.create.topics.enable is true, with num.partitions partitions; the
+// creation is synchronous, so the answer already carries the new topic.
+// v10+ returns topic ids; v12+ accepts topics named only by id
+// (UNKNOWN_TOPIC_ID when stale).
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Metadata, 0, 13, (*Broker).handleMetadata) }
+
+// Kafka's ACL operation codes, for the authorized-operations bit fields.
+// With no authorizer every operation is allowed.
+const (
+	opRead            = 3
+	opWrite           = 4
+	opCreate          = 5
+	opDelete          = 6
+	opAlter           = 7
+	opDescribe        = 8
+	opClusterAction   = 9
+	opDescribeConfigs = 10
+	opAlterConfigs    = 11
+	opIdempotentWrite = 12
+)
+
+func opBits(ops ...int) int32 {
+	var v int32
+	for _, o := range ops {
+		v |= 1 << o
+	}
+	return v
+}
+
+var (
+	topicAuthorizedOps   = opBits(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
+	clusterAuthorizedOps = opBits(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
+)
+
+func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.nodeID, Host: b.srv.advHost, Port: b.srv.advPort}}
+	resp.ClusterID = &b.clusterID
+	resp.ControllerID = b.nodeID
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterAuthorizedOps
+	}
+	allowCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && b.cfg.boolProp("auto.create.topics.enable")
+
+	var topics []*topic
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		b.mu.RLock()
+		for _, t := range b.topics {
+			topics = append(topics, t)
+		}
+		b.mu.RUnlock()
+		for _, t := range topics {
+			resp.Topics = append(resp.Topics, b.metadataTopic(t, req))
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = rt.TopicID
+			if t := b.lookupTopicID(uuid(rt.TopicID)); t != nil {
+				mt = b.metadataTopic(t, req)
+			} else {
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		name := *rt.Topic
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		if err := validateTopicName(name); err != nil {
+			mt.ErrorCode = errInvalidTopic.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		t := b.lookupTopic(name)
+		if t == nil && allowCreate {
+			var err error
+			t, err = b.createTopic(name, int32(b.cfg.int64Prop("num.partitions")), nil)
+			if err == errTopicExists {
+				t = b.lookupTopic(name)
+			} else if err != nil {
+				b.log.Warn("auto-create topic failed", "topic", name, "err", err)
+				mt.ErrorCode = kerr.UnknownServerError.Code
+				if errors.Is(err, errTopicCollides) {
+					mt.ErrorCode = kerr.InvalidTopicException.Code
+				}
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		}
+		if t == nil {
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.metadataTopic(t, req))
+	}
+	return resp, nil
+}
+
+func (b *Broker) metadataTopic(t *topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.name)
+	mt.TopicID = t.id
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = topicAuthorizedOps
+	}
+	for _, p := range b.partitionsOf(t) {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.index
+		mp.Leader = b.nodeID
+		mp.LeaderEpoch = p.leaderEpoch
+		mp.Replicas = []int32{b.nodeID}
+		mp.ISR = []int32{b.nodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,158 @@
+package broker
+
+// CreateTopics: v2-7 (v0-1 were removed in Kafka 4)
+//
+// Kafka's validation: topic names ([a-zA-Z0-9._-], ≤ 249, not . or ..;
+// INVALID_TOPIC_EXCEPTION, also for names that collide with an existing
+// topic when '.' and '_' are treated alike), a topic named twice in one
+// request (INVALID_REQUEST), partitions (INVALID_PARTITIONS), replication
+// factor (INVALID_REPLICATION_FACTOR: one broker), manual assignments
+// (INVALID_REPLICA_ASSIGNMENT), configs (INVALID_CONFIG), existing topics
+// (TOPIC_ALREADY_EXISTS). validate_only checks everything and creates
+// nothing. v5+ returns the partitions, replication factor and configs; v7
+// the topic id.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.CreateTopics, 2, 7, (*Broker).handleCreateTopics) }
+
+func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		fail := func(e *kerr.Error, msg string) {
+			st.ErrorCode = e.Code
+			st.ErrorMessage = kmsg.StringPtr(msg)
+			resp.Topics = append(resp.Topics, st)
+		}
+		if seen[rt.Topic] > 1 {
+			fail(kerr.InvalidRequest, "Create topics request from client contains multiple entries for the topic "+rt.Topic)
+			continue
+		}
+		if err := validateTopicName(rt.Topic); err != nil {
+			fail(kerr.InvalidTopicException, err.Error())
+			continue
+		}
+		partitions, msg, e := b.createTopicsPartitions(rt)
+		if e != nil {
+			fail(e, msg)
+			continue
+		}
+		configs := map[string]string{}
+		var cfgErr error
+		for _, c := range rt.Configs {
+			if c.Value == nil {
+				continue // a null value means "use the default"
+			}
+			if err := validateTopicConfig(c.Name, *c.Value); err != nil {
+				cfgErr = err
+				break
+			}
+			configs[c.Name] = *c.Value
+		}
+		if cfgErr != nil {
+			fail(kerr.InvalidConfig, cfgErr.Error())
+			continue
+		}
+		if t := b.lookupTopic(rt.Topic); t != nil {
+			fail(kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
+			continue
+		}
+		var t *topic
+		if req.ValidateOnly {
+			if collides := b.collidingTopic(rt.Topic); collides != "" {
+				fail(kerr.InvalidTopicException, fmt.Sprintf("Topic '%s' collides with existing topic: %s", rt.Topic, collides))
+				continue
+			}
+		} else {
+			var err error
+			t, err = b.createTopic(rt.Topic, partitions, configs)
+			switch {
+			case errors.Is(err, errTopicExists):
+				fail(kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
+				continue
+			case errors.Is(err, errTopicCollides):
+				fail(kerr.InvalidTopicException, err.Error())
+				continue
+			case err != nil:
+				b.log.Error("create topic", "topic", rt.Topic, "err", err)
+				fail(kerr.KafkaStorageError, err.Error())
+				continue
+			}
+			st.TopicID = t.id
+		}
+		st.NumPartitions = partitions
+		st.ReplicationFactor = 1
+		for _, d := range topicConfigDefs {
+			v, src := b.topicConfigValue(configs, d.name)
+			c := kmsg.NewCreateTopicsResponseTopicConfig()
+			c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), int8(src)
+			st.Configs = append(st.Configs, c)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// createTopicsPartitions checks a topic's partition count, replication
+// factor and manual assignment; it returns the partition count.
+func (b *Broker) createTopicsPartitions(rt kmsg.CreateTopicsRequestTopic) (int32, string, *kerr.Error) {
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+			return 0, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.", kerr.InvalidRequest
+		}
+		got := map[int32]bool{}
+		for _, a := range rt.ReplicaAssignment {
+			if a.Partition < 0 || int(a.Partition) >= len(rt.ReplicaAssignment) || got[a.Partition] {
+				return 0, "Unexpected existing or out-of-order partition ids in replica assignment.", kerr.InvalidReplicaAssignment
+			}
+			got[a.Partition] = true
+			if len(a.Replicas) != 1 || a.Replicas[0] != b.nodeID {
+				return 0, fmt.Sprintf("Replica assignment %v for partition %d names brokers other than the only one, %d.", a.Replicas, a.Partition, b.nodeID), kerr.InvalidReplicaAssignment
+			}
+		}
+		return int32(len(rt.ReplicaAssignment)), "", nil
+	}
+	n := rt.NumPartitions
+	if n == -1 {
+		n = int32(b.cfg.int64Prop("num.partitions"))
+	}
+	if n <= 0 {
+		return 0, "Number of partitions must be larger than 0.", kerr.InvalidPartitions
+	}
+	rf := rt.ReplicationFactor
+	if rf == -1 {
+		rf = int16(b.cfg.int64Prop("default.replication.factor"))
+	}
+	if rf <= 0 {
+		return 0, "Replication factor must be larger than 0.", kerr.InvalidReplicationFactor
+	}
+	if rf > 1 {
+		return 0, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf), kerr.InvalidReplicationFactor
+	}
+	return n, "", nil
+}
+
+func (b *Broker) collidingTopic(name string) string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for other := range b.topics {
+		if other != name && strings.ReplaceAll(other, ".", "_") == strings.ReplaceAll(name, ".", "_") {
+			return other
+		}
+	}
+	return ""
+}

@@ -1,0 +1,37 @@
+package broker
+
+// InitProducerId: v0-5
+//
+// Idempotent producers (no transactional id) get a new producer id with
+// epoch 0; ids come from durably reserved blocks, so none is handed out
+// twice, even across a crash. A client that passes its current id and epoch
+// (v3+, KIP-360, to recover from a fatal sequence error) also gets a fresh
+// id, as Kafka does for non-transactional producers. Transactional ids need
+// the transaction coordinator, which Gregor does not have yet: such requests
+// answer COORDINATOR_NOT_AVAILABLE (and FindCoordinator is not advertised,
+// so clients do not get that far).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.InitProducerID, 0, 5, (*Broker).handleInitProducerID) }
+
+func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return resp, nil
+	}
+	id, err := b.pids.allocate()
+	if err != nil {
+		b.log.Error("allocate producer id", "err", err)
+		resp.ErrorCode = kerr.KafkaStorageError.Code
+		return resp, nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp, nil
+}

@@ -1,0 +1,48 @@
+package broker
+
+// OffsetForLeaderEpoch: v2-4 (v0-1 were removed in Kafka 4)
+//
+// Clients use it (KIP-320) to detect log truncation after a leader change.
+// A single broker has had one leader epoch per partition, so every batch is
+// in the current epoch: a request for that epoch (or an earlier one) ends at
+// the log end offset; a later epoch is unknown (-1, -1), as Kafka answers.
+// A stale current leader epoch is FENCED_LEADER_EPOCH, a newer one
+// UNKNOWN_LEADER_EPOCH.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.OffsetForLeaderEpoch, 2, 4, (*Broker).handleOffsetForLeaderEpoch) }
+
+func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookupTopic(rt.Topic)
+		var parts []*partition
+		if t != nil {
+			parts = b.partitionsOf(t)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				p := parts[rp.Partition]
+				if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); sp.ErrorCode == 0 && rp.LeaderEpoch >= 0 && rp.LeaderEpoch <= p.leaderEpoch {
+					sp.LeaderEpoch, sp.EndOffset = p.leaderEpoch, p.log.LogEndOffset()
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

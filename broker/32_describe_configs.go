@@ -1,0 +1,122 @@
+package broker
+
+// DescribeConfigs: v1-4 (v0 was removed in Kafka 4)
+//
+// Topics: every topic config with its effective value and source — the
+// topic's override (DYNAMIC_TOPIC_CONFIG), a broker property
+// (STATIC_BROKER_CONFIG) or Kafka's default (DEFAULT_CONFIG) — with
+// synonyms (v1+), types and documentation (v3+). Brokers: resource name ""
+// (cluster-wide dynamic defaults: none) or this broker's node id; Gregor's
+// broker configs are static, so read-only. Unknown topics are
+// UNKNOWN_TOPIC_OR_PARTITION; another node id, or a resource type Gregor
+// does not serve, INVALID_REQUEST.
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeConfigs, 1, 4, (*Broker).handleDescribeConfigs) }
+
+func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		want := func(name string) bool { return rr.ConfigNames == nil || slices.Contains(rr.ConfigNames, name) }
+		fail := func(e *kerr.Error, msg string) {
+			sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+		}
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if err := validateTopicName(rr.ResourceName); err != nil {
+				fail(kerr.InvalidTopicException, err.Error())
+				break
+			}
+			t := b.lookupTopic(rr.ResourceName)
+			if t == nil {
+				fail(kerr.UnknownTopicOrPartition, "Topic '"+rr.ResourceName+"' does not exist.")
+				break
+			}
+			overrides, _ := b.topicSnapshot(t)
+			for _, d := range topicConfigDefs {
+				if want(d.name) {
+					sr.Configs = append(sr.Configs, b.describeTopicConfig(req, overrides, &d))
+				}
+			}
+		case kmsg.ConfigResourceTypeBroker:
+			switch rr.ResourceName {
+			case "":
+				// Cluster-wide dynamic defaults: Gregor has none.
+			case strconv.Itoa(int(b.nodeID)):
+				for _, d := range brokerConfigDefs {
+					if want(d.name) {
+						sr.Configs = append(sr.Configs, b.describeBrokerConfig(req, &d))
+					}
+				}
+			default:
+				fail(kerr.InvalidRequest, "Unexpected broker id, expected "+strconv.Itoa(int(b.nodeID))+" or empty string, but received "+rr.ResourceName)
+			}
+		default:
+			fail(kerr.InvalidRequest, "Unsupported resource type "+rr.ResourceType.String())
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides map[string]string, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	v, src := b.topicConfigValue(overrides, d.name)
+	c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), src
+	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
+	c.ConfigType = d.typ
+	if req.IncludeDocumentation {
+		c.Documentation = kmsg.StringPtr(d.doc)
+	}
+	if req.IncludeSynonyms {
+		if ov, ok := overrides[d.name]; ok {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, ov, kmsg.ConfigSourceDynamicTopicConfig))
+		}
+		if bv, bsrc := b.cfg.brokerValue(d.synonym); bsrc == kmsg.ConfigSourceStaticBrokerConfig {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, bv, bsrc))
+		}
+		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, d.def, kmsg.ConfigSourceDefaultConfig))
+	}
+	return c
+}
+
+func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	v, src := b.cfg.brokerValue(d.name)
+	switch d.name {
+	case "log.dirs":
+		v, src = b.cfg.DataDir, kmsg.ConfigSourceStaticBrokerConfig
+	case "listeners":
+		v, src = "PLAINTEXT://"+b.cfg.Listen, kmsg.ConfigSourceStaticBrokerConfig
+	case "advertised.listeners":
+		v, src = "PLAINTEXT://"+b.srv.advHost+":"+strconv.Itoa(int(b.srv.advPort)), kmsg.ConfigSourceStaticBrokerConfig
+	}
+	c.Name, c.Source, c.ReadOnly, c.ConfigType = d.name, src, true, d.typ
+	if v != "" {
+		c.Value = kmsg.StringPtr(v)
+	}
+	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
+	if req.IncludeDocumentation {
+		c.Documentation = kmsg.StringPtr(d.doc)
+	}
+	if req.IncludeSynonyms && c.Value != nil {
+		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
+	}
+	return c
+}
+
+func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, kmsg.StringPtr(value), src
+	return s
+}

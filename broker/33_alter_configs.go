@@ -1,0 +1,86 @@
+package broker
+
+// AlterConfigs: v0-2
+//
+// The legacy form: a topic's overrides are replaced by exactly the configs
+// given (so configs not named return to their defaults). Each name and
+// value is validated (INVALID_CONFIG), the result is persisted and applied
+// to the topic's partitions at once. Gregor's broker configs are static:
+// altering them is INVALID_REQUEST.
+
+import (
+	"maps"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.AlterConfigs, 0, 2, (*Broker).handleAlterConfigs) }
+
+func (b *Broker) handleAlterConfigs(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	seen := map[[2]string]int{}
+	for _, rr := range req.Resources {
+		seen[[2]string{rr.ResourceType.String(), rr.ResourceName}]++
+	}
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		e, msg := b.alterConfigs(rr.ResourceType, rr.ResourceName, seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1, req.ValidateOnly,
+			func(map[string]string) (map[string]string, *kerr.Error, string) {
+				next := map[string]string{}
+				for _, c := range rr.Configs {
+					if c.Value == nil {
+						continue
+					}
+					if _, dup := next[c.Name]; dup {
+						return nil, kerr.InvalidRequest, "Error due to duplicate config keys"
+					}
+					if err := validateTopicConfig(c.Name, *c.Value); err != nil {
+						return nil, kerr.InvalidConfig, err.Error()
+					}
+					next[c.Name] = *c.Value
+				}
+				return next, nil, ""
+			})
+		if e != nil {
+			sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// alterConfigs applies change to a topic's overrides: shared by AlterConfigs
+// and IncrementalAlterConfigs.
+func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, name string, duplicate, validateOnly bool,
+	change func(current map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
+	if duplicate {
+		return kerr.InvalidRequest, "Error due to duplicate resources in the request"
+	}
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		return kerr.InvalidRequest, "Gregor's broker configs are static; set them with --config or --set and restart"
+	default:
+		return kerr.InvalidRequest, "Unsupported resource type " + typ.String()
+	}
+	if err := validateTopicName(name); err != nil {
+		return kerr.InvalidTopicException, err.Error()
+	}
+	t := b.lookupTopic(name)
+	if t == nil {
+		return kerr.UnknownTopicOrPartition, "Topic '" + name + "' does not exist."
+	}
+	current, _ := b.topicSnapshot(t)
+	next, e, msg := change(maps.Clone(current))
+	if e != nil || validateOnly {
+		return e, msg
+	}
+	if err := b.setTopicConfigs(t, next); err != nil {
+		b.log.Error("alter topic configs", "topic", name, "err", err)
+		return kerr.KafkaStorageError, err.Error()
+	}
+	return nil, ""
+}

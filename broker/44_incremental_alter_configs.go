@@ -1,0 +1,89 @@
+package broker
+
+// IncrementalAlterConfigs: v0-1
+//
+// SET and DELETE change one topic override each; APPEND and SUBTRACT edit
+// list configs (cleanup.policy, the throttled-replica lists) and are
+// INVALID_CONFIG on other types. A name given twice for one resource, or a
+// resource given twice, is INVALID_REQUEST. Validated, persisted and
+// applied live, like AlterConfigs.
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.IncrementalAlterConfigs, 0, 1, (*Broker).handleIncrementalAlterConfigs) }
+
+func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	seen := map[[2]string]int{}
+	for _, rr := range req.Resources {
+		seen[[2]string{rr.ResourceType.String(), rr.ResourceName}]++
+	}
+	for _, rr := range req.Resources {
+		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		e, msg := b.alterConfigs(rr.ResourceType, rr.ResourceName, seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1, req.ValidateOnly,
+			func(cur map[string]string) (map[string]string, *kerr.Error, string) {
+				if cur == nil {
+					cur = map[string]string{}
+				}
+				names := map[string]bool{}
+				for _, c := range rr.Configs {
+					if names[c.Name] {
+						return nil, kerr.InvalidRequest, "Error due to duplicate config keys"
+					}
+					names[c.Name] = true
+					d := topicConfigByName[c.Name]
+					if d == nil {
+						return nil, kerr.InvalidConfig, "Unknown topic config name: " + c.Name
+					}
+					switch c.Op {
+					case kmsg.IncrementalAlterConfigOpSet:
+						if c.Value == nil {
+							return nil, kerr.InvalidRequest, "Null value not supported for SET of " + c.Name
+						}
+						cur[c.Name] = *c.Value
+					case kmsg.IncrementalAlterConfigOpDelete:
+						delete(cur, c.Name)
+					case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+						if d.typ != kmsg.ConfigTypeList {
+							return nil, kerr.InvalidConfig, "Config value append/subtract is not allowed for config key " + c.Name + ", which is not a list"
+						}
+						v, _ := b.topicConfigValue(cur, c.Name)
+						list := splitList(v)
+						var edits []string
+						if c.Value != nil {
+							edits = splitList(*c.Value)
+						}
+						for _, e := range edits {
+							if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(list, e) {
+								list = append(list, e)
+							} else if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+								list = slices.DeleteFunc(list, func(x string) bool { return x == e })
+							}
+						}
+						cur[c.Name] = strings.Join(list, ",")
+					default:
+						return nil, kerr.InvalidRequest, "Unknown operation " + c.Op.String()
+					}
+					if v, ok := cur[c.Name]; ok {
+						if err := validateTopicConfig(c.Name, v); err != nil {
+							return nil, kerr.InvalidConfig, err.Error()
+						}
+					}
+				}
+				return cur, nil, ""
+			})
+		if e != nil {
+			sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}

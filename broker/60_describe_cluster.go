@@ -1,0 +1,33 @@
+package broker
+
+// DescribeCluster: v0-2
+//
+// The cluster id, this broker as the only broker and the controller, and
+// the cluster's authorized operations when asked. v1 adds the endpoint type
+// (1 = brokers; asking for controllers, 2, is UNSUPPORTED_VERSION from a
+// broker, as in Kafka); v2 lists fenced brokers too (there are none).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeCluster, 0, 2, (*Broker).handleDescribeCluster) }
+
+func (b *Broker) handleDescribeCluster(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = 1
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = kmsg.StringPtr("The broker does not answer DescribeCluster for controller endpoints")
+		return resp, nil
+	}
+	resp.ClusterID = b.clusterID
+	resp.ControllerID = b.nodeID
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.nodeID, Host: b.srv.advHost, Port: b.srv.advPort}}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+	}
+	return resp, nil
+}

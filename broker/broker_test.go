@@ -1,0 +1,291 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gregor-broker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// startBroker runs a broker on a random loopback port with a temporary data
+// directory; it is closed when the test ends.
+func startBroker(t testing.TB, dir string, props map[string]string) (*Broker, string) {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("GREGOR_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	b, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Props: props, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := b.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Serve()
+	t.Cleanup(func() { b.Close() })
+	return b, addr.String()
+}
+
+func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rawConn speaks the wire protocol directly, for requests no client would
+// send.
+type rawConn struct {
+	t  testing.TB
+	nc net.Conn
+}
+
+func dialRaw(t testing.TB, addr string) *rawConn {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t, nc}
+}
+
+// send writes a request with header v1/v2 as the version requires.
+func (c *rawConn) send(corr int32, req kmsg.Request) {
+	var body []byte
+	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, uint32(corr))
+	body = binary.BigEndian.AppendUint16(body, 4)
+	body = append(body, "test"...)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	c.sendFrame(body)
+}
+
+func (c *rawConn) sendFrame(body []byte) {
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := c.nc.Write(append(frame, body...)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// recv reads one response into resp, checking the correlation id.
+func (c *rawConn) recv(corr int32, resp kmsg.Response) {
+	c.t.Helper()
+	frame, err := protocol.ReadFrame(c.nc, 100<<20)
+	if err != nil {
+		c.t.Fatalf("read response: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+		c.t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	body := frame[4:]
+	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		c.t.Fatalf("decode %T: %v", resp, err)
+	}
+}
+
+// expectClosed asserts the broker closes the connection.
+func (c *rawConn) expectClosed() {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := c.nc.Read(make([]byte, 1))
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.t.Fatal("connection still open")
+		}
+	}
+}
+
+func TestApiVersions_AdvertisesRegistry(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	c := dialRaw(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1.0"
+	c.send(1, req)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	c.recv(1, resp)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("error %d", resp.ErrorCode)
+	}
+	got := map[int16][2]int16{}
+	for _, k := range resp.ApiKeys {
+		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if len(got) != len(handlers) {
+		t.Fatalf("advertised %d keys, registry has %d", len(got), len(handlers))
+	}
+	if got[int16(kmsg.Produce)] != [2]int16{0, 11} || got[int16(kmsg.Fetch)] != [2]int16{4, 17} || got[int16(kmsg.Metadata)] != [2]int16{0, 13} {
+		t.Fatalf("unexpected ranges %v", got)
+	}
+}
+
+func TestApiVersions_UnsupportedVersionAnswersV0(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	c := dialRaw(t, addr)
+	// A future version with a body we can't parse: the broker must still
+	// answer v0 with UNSUPPORTED_VERSION and its ranges.
+	var body []byte
+	body = binary.BigEndian.AppendUint16(body, uint16(kmsg.ApiVersions))
+	body = binary.BigEndian.AppendUint16(body, 99)
+	body = binary.BigEndian.AppendUint32(body, 7)
+	body = append(body, 0xff, 0xff, 0, 1, 2, 3)
+	c.sendFrame(body)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	c.recv(7, resp)
+	if resp.ErrorCode != kerr.UnsupportedVersion.Code || len(resp.ApiKeys) != len(handlers) {
+		t.Fatalf("got error %d with %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+	// The connection stays usable.
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 0
+	c.send(8, req)
+	c.recv(8, resp)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("retry got error %d", resp.ErrorCode)
+	}
+}
+
+func TestServer_UnknownKeyClosesConnection(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	c := dialRaw(t, addr)
+	var body []byte
+	body = binary.BigEndian.AppendUint16(body, 9999)
+	body = binary.BigEndian.AppendUint16(body, 0)
+	body = binary.BigEndian.AppendUint32(body, 1)
+	body = append(body, 0, 0)
+	c.sendFrame(body)
+	c.expectClosed()
+	// A known key at an unsupported version closes too (Fetch v3).
+	c = dialRaw(t, addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 3
+	c.send(1, req)
+	c.expectClosed()
+	// Produce v2 is advertised (for librdkafka) but not served.
+	c = dialRaw(t, addr)
+	preq := kmsg.NewPtrProduceRequest()
+	preq.Version = 2
+	c.send(1, preq)
+	c.expectClosed()
+}
+
+func TestServer_OversizeAndNegativeFramesClose(t *testing.T) {
+	_, addr := startBroker(t, "", map[string]string{"socket.request.max.bytes": "1024"})
+	for _, size := range []uint32{2048, 0xffffffff} {
+		c := dialRaw(t, addr)
+		c.nc.Write(binary.BigEndian.AppendUint32(nil, size))
+		c.expectClosed()
+	}
+	// Garbage after a valid header: malformed body closes the connection.
+	c := dialRaw(t, addr)
+	var body []byte
+	body = binary.BigEndian.AppendUint16(body, uint16(kmsg.Metadata))
+	body = binary.BigEndian.AppendUint16(body, 1)
+	body = binary.BigEndian.AppendUint32(body, 1)
+	body = append(body, 0, 0, 0x7f, 0xff, 0xff, 0xff) // 2^31-1 topics
+	c.sendFrame(body)
+	c.expectClosed()
+	// The broker still serves others.
+	cl := newClient(t, addr)
+	if _, err := cl.Request(testCtx(t), kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServer_ResponsesInRequestOrder pipelines a long-polling Fetch and an
+// ApiVersions: the second is answered after the first (order), but it was
+// read and handled while the fetch waited.
+func TestServer_ResponsesInRequestOrder(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	if _, err := b.createTopic("order", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, addr)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 11
+	fetch.MaxWaitMillis = 400
+	fetch.MinBytes = 1
+	fetch.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "order"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	start := time.Now()
+	c.send(1, fetch)
+	av := kmsg.NewPtrApiVersionsRequest()
+	c.send(2, av)
+	fresp := kmsg.NewPtrFetchResponse()
+	fresp.Version = 11
+	c.recv(1, fresp)
+	if waited := time.Since(start); waited < 350*time.Millisecond {
+		t.Fatalf("fetch answered after %v, before max wait", waited)
+	}
+	avresp := kmsg.NewPtrApiVersionsResponse()
+	c.recv(2, avresp)
+	if fresp.Topics[0].Partitions[0].ErrorCode != 0 || fresp.Topics[0].Partitions[0].HighWatermark != 0 {
+		t.Fatalf("fetch: %+v", fresp.Topics[0].Partitions[0])
+	}
+}
+
+func TestFetch_LongPollWokenByProduce(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	if _, err := b.createTopic("wake", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cons := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"wake": {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxWait(5*time.Second))
+	prod := newClient(t, addr)
+	ctx := testCtx(t)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		prod.ProduceSync(ctx, &kgo.Record{Topic: "wake", Value: []byte("hello")})
+	}()
+	start := time.Now()
+	fs := cons.PollFetches(ctx)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) != 1 || string(recs[0].Value) != "hello" || recs[0].Offset != 0 {
+		t.Fatalf("got %v", recs)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("long poll not woken by the append: %v", el)
+	}
+}

@@ -1,0 +1,116 @@
+package broker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config is the broker's static configuration.
+type Config struct {
+	// Listen is the TCP address to listen on; default 127.0.0.1:9092.
+	Listen string
+	// Advertise is the host:port returned in Metadata; default: the
+	// address actually bound.
+	Advertise string
+	// DataDir holds the partitions and the broker's metadata; default ./data.
+	DataDir string
+	// Props are Kafka-named broker properties (num.partitions,
+	// log.retention.ms, …), from --config and --set.
+	Props map[string]string
+	// Logger receives structured logs; default slog.Default().
+	Logger *slog.Logger
+	// Now is the broker's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ParseProperties reads a Java-style properties file (key=value or key:value
+// lines, # and ! comments) into props.
+func ParseProperties(r io.Reader, props map[string]string) error {
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' || s[0] == '!' {
+			continue
+		}
+		i := strings.IndexAny(s, "=:")
+		if i <= 0 {
+			return fmt.Errorf("line %d: expected key=value", line)
+		}
+		props[strings.TrimSpace(s[:i])] = strings.TrimSpace(s[i+1:])
+	}
+	return sc.Err()
+}
+
+// validateProps checks the known broker properties and warns about unknown
+// ones, as Kafka does.
+func validateProps(props map[string]string, log *slog.Logger) error {
+	for k, v := range props {
+		d, ok := brokerConfigByName[k]
+		if !ok {
+			log.Warn("unknown configuration supplied, ignored", "name", k)
+			continue
+		}
+		if err := d.validate(v); err != nil {
+			return fmt.Errorf("config %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// brokerValue returns a broker property's effective value and source.
+func (c *Config) brokerValue(name string) (string, kmsg.ConfigSource) {
+	if v, ok := c.Props[name]; ok {
+		return v, kmsg.ConfigSourceStaticBrokerConfig
+	}
+	switch name { // derived from coarser units, as Kafka derives them
+	case "log.retention.ms":
+		if v, ok := c.Props["log.retention.minutes"]; ok {
+			return scaleMs(v, 60_000), kmsg.ConfigSourceStaticBrokerConfig
+		}
+		if v, ok := c.Props["log.retention.hours"]; ok {
+			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
+		}
+		return "604800000", kmsg.ConfigSourceDefaultConfig
+	case "log.roll.ms":
+		if v, ok := c.Props["log.roll.hours"]; ok {
+			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
+		}
+		return "604800000", kmsg.ConfigSourceDefaultConfig
+	}
+	if d, ok := brokerConfigByName[name]; ok {
+		return d.def, kmsg.ConfigSourceDefaultConfig
+	}
+	return "", kmsg.ConfigSourceUnknown
+}
+
+func scaleMs(v string, unit int64) string {
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if n < 0 {
+		return "-1"
+	}
+	return strconv.FormatInt(n*unit, 10)
+}
+
+func (c *Config) int64Prop(name string) int64 {
+	v, _ := c.brokerValue(name)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return n
+}
+
+func (c *Config) boolProp(name string) bool {
+	v, _ := c.brokerValue(name)
+	return v == "true"
+}

@@ -1,0 +1,189 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// configDef describes one Kafka configuration property: its name, type,
+// default, validation and, for topic configs, the broker property that
+// supplies its default (Kafka's "synonym").
+type configDef struct {
+	name     string
+	typ      kmsg.ConfigType
+	def      string
+	synonym  string // broker property that sets the topic default
+	readOnly bool   // broker configs that can't change at runtime
+	validate func(string) error
+	doc      string
+}
+
+const maxLong = "9223372036854775807"
+
+func atLeast(lo int64) func(string) error {
+	return func(s string) error {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", s)
+		}
+		if v < lo {
+			return fmt.Errorf("value %d must be at least %d", v, lo)
+		}
+		return nil
+	}
+}
+
+func intAtLeast(lo int64) func(string) error {
+	long := atLeast(lo)
+	return func(s string) error {
+		if err := long(s); err != nil {
+			return err
+		}
+		if v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64); v > math.MaxInt32 {
+			return fmt.Errorf("value %d is out of range for an int", v)
+		}
+		return nil
+	}
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(s string) error {
+		if slices.Contains(vals, s) {
+			return nil
+		}
+		return fmt.Errorf("value %q must be one of %s", s, strings.Join(vals, ", "))
+	}
+}
+
+func listOf(vals ...string) func(string) error {
+	return func(s string) error {
+		for _, e := range splitList(s) {
+			if !slices.Contains(vals, e) {
+				return fmt.Errorf("value %q must be a list of %s", s, strings.Join(vals, ", "))
+			}
+		}
+		return nil
+	}
+}
+
+func boolean(s string) error {
+	if s != "true" && s != "false" {
+		return fmt.Errorf("value %q must be true or false", s)
+	}
+	return nil
+}
+
+func ratio(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v > 1 {
+		return fmt.Errorf("value %q must be a number between 0 and 1", s)
+	}
+	return nil
+}
+
+func anyString(string) error { return nil }
+
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// topicConfigDefs are the per-topic configs Gregor knows, with Kafka 4's
+// defaults and the broker properties that override those defaults.
+var topicConfigDefs = []configDef{
+	{"cleanup.policy", kmsg.ConfigTypeList, "delete", "log.cleanup.policy", false, listOf("delete", "compact"), "The retention policy to use on log segments: delete or compact."},
+	{"compression.type", kmsg.ConfigTypeString, "producer", "compression.type", false, oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), "The final compression type for the topic; 'producer' keeps what the producer sent."},
+	{"delete.retention.ms", kmsg.ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms", false, atLeast(0), "How long delete tombstones are retained for compacted topics."},
+	{"file.delete.delay.ms", kmsg.ConfigTypeLong, "60000", "log.segment.delete.delay.ms", false, atLeast(0), "The time to wait before deleting a file from the filesystem."},
+	{"flush.messages", kmsg.ConfigTypeLong, maxLong, "log.flush.interval.messages", false, atLeast(1), "Fsync the log after this many messages; 1 fsyncs before every acknowledgement."},
+	{"flush.ms", kmsg.ConfigTypeLong, maxLong, "log.flush.interval.ms", false, atLeast(0), "Fsync the log when its oldest unflushed data is this old."},
+	{"follower.replication.throttled.replicas", kmsg.ConfigTypeList, "", "follower.replication.throttled.replicas", false, anyString, "Replicas whose follower replication is throttled."},
+	{"index.interval.bytes", kmsg.ConfigTypeInt, "4096", "log.index.interval.bytes", false, intAtLeast(0), "How many bytes of log between offset index entries."},
+	{"leader.replication.throttled.replicas", kmsg.ConfigTypeList, "", "leader.replication.throttled.replicas", false, anyString, "Replicas whose leader replication is throttled."},
+	{"local.retention.bytes", kmsg.ConfigTypeLong, "-2", "log.local.retention.bytes", false, atLeast(-2), "Tiered storage: local retention by size (-2 = retention.bytes)."},
+	{"local.retention.ms", kmsg.ConfigTypeLong, "-2", "log.local.retention.ms", false, atLeast(-2), "Tiered storage: local retention by time (-2 = retention.ms)."},
+	{"max.compaction.lag.ms", kmsg.ConfigTypeLong, maxLong, "log.cleaner.max.compaction.lag.ms", false, atLeast(1), "The maximum time a message remains ineligible for compaction."},
+	{"max.message.bytes", kmsg.ConfigTypeInt, "1048588", "message.max.bytes", false, intAtLeast(0), "The largest record batch size allowed."},
+	{"message.timestamp.after.max.ms", kmsg.ConfigTypeLong, "3600000", "log.message.timestamp.after.max.ms", false, atLeast(0), "How far in the future a CreateTime timestamp may be."},
+	{"message.timestamp.before.max.ms", kmsg.ConfigTypeLong, maxLong, "log.message.timestamp.before.max.ms", false, atLeast(0), "How far in the past a CreateTime timestamp may be."},
+	{"message.timestamp.type", kmsg.ConfigTypeString, "CreateTime", "log.message.timestamp.type", false, oneOf("CreateTime", "LogAppendTime"), "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime)."},
+	{"min.cleanable.dirty.ratio", kmsg.ConfigTypeDouble, "0.5", "log.cleaner.min.cleanable.ratio", false, ratio, "The dirty ratio above which the log is compacted."},
+	{"min.compaction.lag.ms", kmsg.ConfigTypeLong, "0", "log.cleaner.min.compaction.lag.ms", false, atLeast(0), "The minimum time a message remains uncompacted."},
+	{"min.insync.replicas", kmsg.ConfigTypeInt, "1", "min.insync.replicas", false, intAtLeast(1), "The minimum number of in-sync replicas for an acks=all write."},
+	{"preallocate", kmsg.ConfigTypeBoolean, "false", "log.preallocate", false, boolean, "Preallocate segment files."},
+	{"remote.storage.enable", kmsg.ConfigTypeBoolean, "false", "remote.log.storage.system.enable", false, oneOf("false"), "Tiered storage; not supported by Gregor."},
+	{"retention.bytes", kmsg.ConfigTypeLong, "-1", "log.retention.bytes", false, atLeast(-1), "The largest size a partition may grow to before old segments are deleted; -1 = no limit."},
+	{"retention.ms", kmsg.ConfigTypeLong, "604800000", "log.retention.ms", false, atLeast(-1), "How long a segment is kept before it is deleted; -1 = no limit."},
+	{"segment.bytes", kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes", false, intAtLeast(1 << 20), "The segment file size."},
+	{"segment.index.bytes", kmsg.ConfigTypeInt, "10485760", "log.index.size.max.bytes", false, intAtLeast(4), "The offset index size."},
+	{"segment.jitter.ms", kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms", false, atLeast(0), "Random jitter subtracted from segment.ms."},
+	{"segment.ms", kmsg.ConfigTypeLong, "604800000", "log.roll.ms", false, atLeast(1), "Roll a new segment after this time even if the active one is not full."},
+	{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "unclean.leader.election.enable", false, boolean, "Allow out-of-sync replicas to become leader."},
+}
+
+// brokerConfigDefs are the broker properties Gregor reads or reports. The
+// topic-default properties (the synonyms above) are added by init.
+var brokerConfigDefs = []configDef{
+	{"node.id", kmsg.ConfigTypeInt, "0", "", true, intAtLeast(0), "This broker's node id."},
+	{"advertised.listeners", kmsg.ConfigTypeString, "", "", true, anyString, "The host:port advertised to clients (default: the bound address)."},
+	{"listeners", kmsg.ConfigTypeString, "PLAINTEXT://127.0.0.1:9092", "", true, anyString, "The address the broker listens on."},
+	{"log.dirs", kmsg.ConfigTypeString, "./data", "", true, anyString, "The data directory."},
+	{"num.partitions", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "The default number of partitions of a created topic."},
+	{"default.replication.factor", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "The default replication factor of a created topic."},
+	{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, "true", "", false, boolean, "Create a topic when metadata is requested for one that does not exist."},
+	{"delete.topic.enable", kmsg.ConfigTypeBoolean, "true", "", false, boolean, "Allow topics to be deleted."},
+	{"socket.request.max.bytes", kmsg.ConfigTypeInt, "104857600", "", true, intAtLeast(1), "The largest request accepted; a larger size prefix closes the connection."},
+	{"connections.max.idle.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(0), "Idle connections are closed after this long."},
+	{"max.connections", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "The most connections the broker accepts at once."},
+	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, "300000", "", true, atLeast(1), "How often retention is checked."},
+	{"log.flush.scheduler.interval.ms", kmsg.ConfigTypeLong, maxLong, "", true, atLeast(1), "How often partitions are checked for flush.ms."},
+	{"log.retention.hours", kmsg.ConfigTypeInt, "168", "", false, intAtLeast(-1), "Retention in hours (used when log.retention.ms and log.retention.minutes are unset)."},
+	{"log.retention.minutes", kmsg.ConfigTypeInt, "", "", false, intAtLeast(-1), "Retention in minutes (used when log.retention.ms is unset)."},
+	{"log.roll.hours", kmsg.ConfigTypeInt, "168", "", false, intAtLeast(1), "Segment roll time in hours (used when log.roll.ms is unset)."},
+}
+
+var (
+	topicConfigByName  = map[string]*configDef{}
+	brokerConfigByName = map[string]*configDef{}
+)
+
+func init() {
+	for i := range topicConfigDefs {
+		d := &topicConfigDefs[i]
+		topicConfigByName[d.name] = d
+		if _, dup := brokerConfigByName[d.synonym]; !dup && d.synonym != "" {
+			bd := *d
+			bd.name, bd.synonym = d.synonym, ""
+			if d.synonym == "log.retention.ms" || d.synonym == "log.roll.ms" {
+				bd.def = "" // derived from the hours/minutes properties, as in Kafka
+			}
+			brokerConfigDefs = append(brokerConfigDefs, bd)
+		}
+	}
+	slices.SortFunc(brokerConfigDefs, func(a, b configDef) int { return strings.Compare(a.name, b.name) })
+	for i := range brokerConfigDefs {
+		brokerConfigByName[brokerConfigDefs[i].name] = &brokerConfigDefs[i]
+	}
+}
+
+// validateTopicConfig checks one topic config name and value.
+func validateTopicConfig(name, value string) error {
+	d, ok := topicConfigByName[name]
+	if !ok {
+		return fmt.Errorf("unknown topic config name: %s", name)
+	}
+	if err := d.validate(value); err != nil {
+		return fmt.Errorf("invalid value %s for configuration %s: %w", value, name, err)
+	}
+	return nil
+}

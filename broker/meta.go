@@ -1,0 +1,189 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// On-disk broker metadata, beside the partition directories:
+//
+//	<data-dir>/meta.properties             version=1, node.id, cluster.id (Kafka's file)
+//	<data-dir>/__meta/topics/<topic>.json  one topic: name, id, partitions, config overrides
+//	<data-dir>/__meta/producer-ids         the end of the last producer-id block handed out
+//	<data-dir>/<topic>-<p>/partition.metadata   "version: 0\ntopic_id: <id>\n" (Kafka's file)
+//
+// Every file is replaced atomically (write a temporary file, fsync, rename,
+// fsync the directory). A topic exists exactly when its json file does:
+// creation writes the partition directories first and the json last;
+// deletion removes the json first. Partition directories that no json claims
+// (or whose topic id differs) are left over from an interrupted create or
+// delete and are removed at start.
+const (
+	metaDirName        = "__meta"
+	metaPropertiesName = "meta.properties"
+	partitionMetaName  = "partition.metadata"
+	producerIDsName    = "producer-ids"
+	deleteSuffix       = "-delete"
+)
+
+// topicRecord is the persisted form of a topic.
+type topicRecord struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// uuid is a Kafka UUID (topic ids, cluster ids).
+type uuid [16]byte
+
+func newUUID() uuid {
+	for {
+		var u uuid
+		rand.Read(u[:])
+		u[6] = u[6]&0x0f | 0x40 // version 4
+		u[8] = u[8]&0x3f | 0x80
+		// Kafka avoids the zero/metadata ids and ids whose text starts with '-'.
+		if s := u.String(); s[0] != '-' && u != (uuid{}) {
+			return u
+		}
+	}
+}
+
+// String is Kafka's text form: URL-safe base64 without padding.
+func (u uuid) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+func parseUUID(s string) (uuid, error) {
+	var u uuid
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return u, fmt.Errorf("invalid uuid %q", s)
+	}
+	copy(u[:], b)
+	return u, nil
+}
+
+// writeFileAtomic replaces path with data durably.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (b *Broker) topicsDir() string { return filepath.Join(b.cfg.DataDir, metaDirName, "topics") }
+
+func (b *Broker) saveTopic(rec topicRecord) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(b.topicsDir(), rec.Name+".json"), data)
+}
+
+func (b *Broker) removeTopicRecord(name string) error {
+	if err := os.Remove(filepath.Join(b.topicsDir(), name+".json")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return syncDir(b.topicsDir())
+}
+
+func (b *Broker) loadTopicRecords() ([]topicRecord, error) {
+	ents, err := os.ReadDir(b.topicsDir())
+	if err != nil {
+		return nil, err
+	}
+	var recs []topicRecord
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(b.topicsDir(), e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var rec topicRecord
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, fmt.Errorf("topic metadata %s: %w", e.Name(), err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// loadMetaProperties reads or creates meta.properties and returns the
+// cluster id.
+func (b *Broker) loadMetaProperties() (string, error) {
+	path := filepath.Join(b.cfg.DataDir, metaPropertiesName)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		id := newUUID().String()
+		content := fmt.Sprintf("#Written by gregor\nversion=1\nnode.id=%d\ncluster.id=%s\n", b.nodeID, id)
+		return id, writeFileAtomic(path, []byte(content))
+	}
+	if err != nil {
+		return "", err
+	}
+	props := map[string]string{}
+	if err := ParseProperties(strings.NewReader(string(data)), props); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if n, ok := props["node.id"]; ok && n != strconv.Itoa(int(b.nodeID)) {
+		return "", fmt.Errorf("%s: node.id %s does not match configured node.id %d", path, n, b.nodeID)
+	}
+	if props["cluster.id"] == "" {
+		return "", fmt.Errorf("%s: no cluster.id", path)
+	}
+	return props["cluster.id"], nil
+}
+
+func partitionDirName(topic string, p int32) string {
+	return topic + "-" + strconv.Itoa(int(p))
+}
+
+func writePartitionMetadata(dir string, id uuid) error {
+	return writeFileAtomic(filepath.Join(dir, partitionMetaName), []byte("version: 0\ntopic_id: "+id.String()+"\n"))
+}
+
+func readPartitionMetadata(dir string) (uuid, error) {
+	data, err := os.ReadFile(filepath.Join(dir, partitionMetaName))
+	if err != nil {
+		return uuid{}, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "topic_id: "); ok {
+			return parseUUID(strings.TrimSpace(v))
+		}
+	}
+	return uuid{}, fmt.Errorf("%s: no topic_id", dir)
+}

@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// producerIDBlock is how many producer ids are reserved per durable write,
+// as Kafka's controller hands out blocks of 1000.
+const producerIDBlock = 1000
+
+// producerIDs hands out producer ids that are never reused, even across a
+// crash: the end of the current block is persisted before any id in it is
+// returned.
+type producerIDs struct {
+	mu       sync.Mutex
+	path     string
+	next     int64
+	blockEnd int64
+}
+
+func (p *producerIDs) open(path string) error {
+	p.path = path
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%s: bad producer id block %q", path, data)
+	}
+	p.next, p.blockEnd = n, n
+	return nil
+}
+
+// allocate returns a new producer id.
+func (p *producerIDs) allocate() (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next >= p.blockEnd {
+		end := p.next + producerIDBlock
+		if err := writeFileAtomic(p.path, []byte(strconv.FormatInt(end, 10)+"\n")); err != nil {
+			return -1, fmt.Errorf("persist producer id block: %w", err)
+		}
+		p.blockEnd = end
+	}
+	id := p.next
+	p.next++
+	return id, nil
+}

@@ -1,0 +1,298 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregor-broker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxInFlight bounds the requests one connection may have read but not yet
+// answered; the reader stops reading until the oldest is written.
+const maxInFlight = 64
+
+// server owns the listener and the live connections.
+type server struct {
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[*conn]struct{}
+	wg      sync.WaitGroup
+	closed  bool
+	active  atomic.Int64
+	advHost string
+	advPort int32
+}
+
+// conn is one client connection. Its reader decodes requests and starts a
+// goroutine per request; its writer sends responses strictly in request
+// order, so a long-polling Fetch delays only the responses behind it, never
+// the reading of further requests.
+type conn struct {
+	b      *Broker
+	nc     net.Conn
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	queue  chan *pending
+}
+
+// pending is a request's place in its connection's response order.
+type pending struct {
+	done    chan struct{}
+	out     *protocol.Out // nil: no response (acks=0 produce)
+	release func()        // called after out is written or dropped
+	fatal   error         // non-nil: close the connection instead of answering
+}
+
+// request is what a handler sees.
+type request struct {
+	conn *conn
+	hdr  protocol.RequestHeader
+	msg  kmsg.Request
+	ctx  context.Context
+
+	// Set by handlers that answer with more than a kmsg.Response.
+	out        *protocol.Out
+	release    func()
+	noResponse bool
+}
+
+// Listen binds the configured address. It is separate from Serve so a caller
+// can learn the bound address (for --listen 127.0.0.1:0) before serving.
+func (b *Broker) Listen() (net.Addr, error) {
+	ln, err := net.Listen("tcp", b.cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	b.srv.mu.Lock()
+	b.srv.ln = ln
+	b.srv.mu.Unlock()
+	adv := b.cfg.Advertise
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("advertise %q: %w", adv, err)
+	}
+	var p int
+	if _, err := fmt.Sscanf(port, "%d", &p); err != nil || p <= 0 || p > 65535 {
+		ln.Close()
+		return nil, fmt.Errorf("advertise %q: bad port", adv)
+	}
+	b.srv.advHost, b.srv.advPort = host, int32(p)
+	return ln.Addr(), nil
+}
+
+// Serve accepts connections until Close. Listen must have been called.
+func (b *Broker) Serve() error {
+	s := &b.srv
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return errors.New("broker: Serve before Listen")
+	}
+	maxConns := b.cfg.int64Prop("max.connections")
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if b.ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		if s.active.Load() >= maxConns {
+			b.log.Warn("max.connections reached, closing new connection", "remote", nc.RemoteAddr())
+			nc.Close()
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+		c := &conn{b: b, nc: nc, log: b.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
+		c.ctx, c.cancel = context.WithCancel(b.ctx)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		if s.conns == nil {
+			s.conns = map[*conn]struct{}{}
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(2)
+		s.active.Add(1)
+		s.mu.Unlock()
+		go c.readLoop()
+		go c.writeLoop()
+	}
+}
+
+// close stops accepting, closes every connection and waits for them.
+func (s *server) close() {
+	s.mu.Lock()
+	s.closed = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (c *conn) readLoop() {
+	defer c.b.srv.wg.Done()
+	defer close(c.queue)
+	idle := time.Duration(c.b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond
+	for {
+		if idle > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		frame, err := protocol.ReadFrame(c.nc, c.b.maxReq)
+		if err != nil {
+			c.logReadError(err)
+			c.cancel()
+			return
+		}
+		p, err := c.dispatch(frame)
+		if err != nil {
+			c.log.Warn("closing connection", "err", err)
+			c.cancel()
+			return
+		}
+		select {
+		case c.queue <- p:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+	case errors.Is(err, protocol.ErrFrameTooLarge), errors.Is(err, protocol.ErrNegativeFrame):
+		c.log.Warn("closing connection: bad request size", "err", err)
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.log.Info("closing idle connection")
+			return
+		}
+		c.log.Info("connection read failed", "err", err)
+	}
+}
+
+// dispatch decodes one request frame and starts its handler. An error means
+// the connection must be closed (unknown key, unsupported version other than
+// ApiVersions, undecodable request), as Kafka does.
+func (c *conn) dispatch(frame []byte) (*pending, error) {
+	key, version, corr, err := protocol.ParseRequestHeaderPrefix(frame)
+	if err != nil {
+		return nil, err
+	}
+	h, ok := handlers[key]
+	if !ok {
+		return nil, fmt.Errorf("unknown api key %d (version %d)", key, version)
+	}
+	if version < h.acceptMin || version > h.max {
+		if key == int16(kmsg.ApiVersions) {
+			c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", version)
+			p := &pending{done: make(chan struct{})}
+			p.out = protocol.EncodeResponse(corr, apiVersionsUnsupported())
+			close(p.done)
+			return p, nil
+		}
+		return nil, fmt.Errorf("unsupported version %d of %s (supported %d-%d)", version, kmsg.NameForKey(key), h.acceptMin, h.max)
+	}
+	msg := kmsg.RequestForKey(key)
+	if msg == nil {
+		return nil, fmt.Errorf("unknown api key %d", key)
+	}
+	msg.SetVersion(version)
+	hdr, body, err := protocol.ParseRequestHeader(frame, msg.IsFlexible())
+	if err != nil {
+		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
+	}
+	if err := msg.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(key), version, err)
+	}
+	p := &pending{done: make(chan struct{})}
+	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx}
+	go c.run(h, r, p)
+	return p, nil
+}
+
+func (c *conn) run(h handler, r *request, p *pending) {
+	defer close(p.done)
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
+			p.fatal = fmt.Errorf("internal error handling %s", kmsg.NameForKey(r.hdr.Key))
+		}
+	}()
+	resp, err := h.fn(c.b, r)
+	switch {
+	case err != nil:
+		p.fatal = err
+	case r.noResponse:
+	case r.out != nil:
+		p.out, p.release = r.out, r.release
+	default:
+		resp.SetVersion(r.hdr.Version)
+		p.out = protocol.EncodeResponse(r.hdr.CorrelationID, resp)
+	}
+	if p.out == nil && r.release != nil {
+		r.release()
+	}
+}
+
+func (c *conn) writeLoop() {
+	s := &c.b.srv
+	defer func() {
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.active.Add(-1)
+		s.wg.Done()
+	}()
+	broken := false
+	for p := range c.queue {
+		<-p.done
+		if p.fatal != nil && !broken {
+			c.log.Warn("closing connection", "err", p.fatal)
+			broken = true
+			c.cancel()
+			c.nc.Close()
+		}
+		if p.out != nil && !broken {
+			if _, err := p.out.WriteTo(c.nc); err != nil {
+				broken = true
+				c.cancel()
+				c.nc.Close()
+			}
+		}
+		if p.release != nil {
+			p.release()
+		}
+	}
+}

@@ -1,0 +1,116 @@
+// Command gregor runs a Kafka-compatible broker.
+//
+//	gregor [serve] [--listen ADDR] [--advertise HOST:PORT] [--data-dir DIR]
+//	       [--config FILE] [--set key=value ...] [--log-level LEVEL]
+//
+// With no arguments it serves on 127.0.0.1:9092 with data in ./data.
+// Properties use Kafka's names (num.partitions, log.retention.ms, …); --set
+// overrides --config. SIGINT or SIGTERM shuts down gracefully: connections
+// are closed, every partition is flushed and marked clean.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gregor-broker/gregor/broker"
+)
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "serve" {
+		args = args[1:]
+	}
+	if err := serve(args); err != nil {
+		fmt.Fprintln(os.Stderr, "gregor:", err)
+		os.Exit(1)
+	}
+}
+
+type setFlags map[string]string
+
+func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s setFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return errors.New("want key=value")
+	}
+	s[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	return nil
+}
+
+func serve(args []string) error {
+	start := time.Now()
+	fs := flag.NewFlagSet("gregor", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:9092", "address to listen on (port 0 picks a free port)")
+	advertise := fs.String("advertise", "", "host:port advertised to clients (default: the bound address)")
+	dataDir := fs.String("data-dir", "./data", "data directory")
+	configFile := fs.String("config", "", "Kafka-style properties file")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	sets := setFlags{}
+	fs.Var(sets, "set", "a single property, key=value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	props := map[string]string{}
+	if *configFile != "" {
+		f, err := os.Open(*configFile)
+		if err != nil {
+			return err
+		}
+		err = broker.ParseProperties(f, props)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *configFile, err)
+		}
+	}
+	for k, v := range sets {
+		props[k] = v
+	}
+	b, err := broker.New(broker.Config{Listen: *listen, Advertise: *advertise, DataDir: *dataDir, Props: props, Logger: log})
+	if err != nil {
+		return err
+	}
+	addr, err := b.Listen()
+	if err != nil {
+		b.Close()
+		return err
+	}
+	log.Info("listening", "addr", addr.String(), "data_dir", *dataDir, "cluster_id", b.ClusterID(), "startup", time.Since(start))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- b.Serve() }()
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	case err := <-done:
+		if err != nil {
+			log.Error("serve", "err", err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
