@@ -195,13 +195,11 @@ func offsetEntry(data []byte, i int) (rel, pos uint32) {
 	return binary.BigEndian.Uint32(e), binary.BigEndian.Uint32(e[4:])
 }
 
-// lookup returns the position of the last indexed batch whose last offset is
-// <= rel, or 0.
-func (x *offsetIndex) lookup(rel int64) int64 {
+// lookup returns the last entry whose relative offset is <= rel, or (-1, 0).
+func (x *offsetIndex) lookup(rel int64) (entryRel, pos int64) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	_, pos := offsetLookup(x.data, rel)
-	return pos
+	return offsetLookup(x.data, rel)
 }
 
 // offsetLookup is lookup on raw entries: the relative offset and position of
@@ -267,9 +265,9 @@ func timeEntry(data []byte, i int) (ts int64, rel uint32) {
 	return int64(binary.BigEndian.Uint64(e)), binary.BigEndian.Uint32(e[8:])
 }
 
-// lookupBefore returns the relative offset of the last entry whose timestamp
-// is < ts: every record up to that offset has a smaller timestamp.
-func (x *timeIndex) lookupBefore(ts int64) (rel int64, ok bool) {
+// lookupBefore returns the last entry whose timestamp is < ts: every record
+// up to its offset has a smaller timestamp.
+func (x *timeIndex) lookupBefore(ts int64) (entryTs, rel int64, ok bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := len(x.data) / timeIndexEntrySize
@@ -278,10 +276,10 @@ func (x *timeIndex) lookupBefore(ts int64) (rel int64, ok bool) {
 		return t >= ts
 	})
 	if i == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	_, r := timeEntry(x.data, i-1)
-	return int64(r), true
+	t, r := timeEntry(x.data, i-1)
+	return t, int64(r), true
 }
 
 // last returns the last entry.

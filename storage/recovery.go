@@ -306,11 +306,11 @@ func (l *Log) replayProducers(segs []*segment, from int64) error {
 			return err
 		}
 		size := s.size.Load()
+		w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
 		pos := int64(0)
 		if from > s.base {
-			pos = s.index.lookup(from - s.base)
+			pos = s.startPos(&w, from)
 		}
-		w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
 		for pos < size {
 			hb, err := w.header(pos)
 			if err != nil {

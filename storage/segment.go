@@ -82,8 +82,9 @@ type segment struct {
 	index     offsetIndex
 	timeIndex timeIndex
 
-	loadMu sync.Mutex
-	loaded atomic.Bool // indexes checked (or rebuilt) and usable
+	loadMu      sync.Mutex
+	loaded      atomic.Bool // indexes checked (or rebuilt) and usable
+	indexWarned atomic.Bool
 
 	// Writer state, guarded by Log.mu.
 	bytesSinceIndex int64 // log bytes since the last offset-index entry
@@ -270,14 +271,10 @@ func (s *segment) locate(target, readable int64) (pos int64, h BatchHeader, foun
 	if readable <= 0 {
 		return 0, h, false, nil
 	}
-	pos = s.index.lookup(target - s.base)
-	if pos >= readable {
-		pos = 0
-	}
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
 	w := window{r: s.file, path: s.logPath, end: readable, buf: *bp}
-	for pos < readable {
+	for pos = s.startPos(&w, target); pos < readable; pos += h.Size() {
 		b, err := w.header(pos)
 		if err != nil {
 			return 0, h, false, err
@@ -286,9 +283,27 @@ func (s *segment) locate(target, readable int64) (pos int64, h BatchHeader, foun
 		if h.LastOffset() >= target {
 			return pos, h, true, nil
 		}
-		pos += h.Size()
 	}
 	return 0, h, false, nil
+}
+
+// startPos is where to start scanning for target: the position of the
+// offset-index entry for it, once the batch there is confirmed to end at the
+// entry's offset, else 0. Only entries after the last one are checked at
+// load time; this keeps a damaged entry in the middle from sending a read to
+// the wrong batch.
+func (s *segment) startPos(w *window, target int64) int64 {
+	rel, pos := s.index.lookup(target - s.base)
+	if rel < 0 {
+		return 0
+	}
+	if b, err := w.header(pos); err == nil && parseHeader(b).LastOffset() == s.base+rel {
+		return pos
+	}
+	if s.indexWarned.CompareAndSwap(false, true) {
+		s.logger.Warn("offset index entry does not match the log; scanning from the start", "file", s.path(indexSuffix), "offset", s.base+rel, "pos", pos)
+	}
+	return 0
 }
 
 // readBatch reads the whole batch at pos described by h.
@@ -429,6 +444,24 @@ func (s *segment) checkIndexes(idx, tidx []byte, interval int32, expectNext int6
 		ts, rel := timeEntry(tidx, n-1)
 		if mt.ts > ts {
 			return 0, mt, 0, fmt.Errorf("time index ends at timestamp %d, batches reach %d", ts, mt.ts)
+		}
+		// The last entry is the segment's largest timestamp: check that the
+		// batch it names ends there and has that timestamp.
+		_, pos := offsetLookup(idx, int64(rel))
+		for {
+			b, err := w.header(pos)
+			if err != nil {
+				return 0, mt, 0, fmt.Errorf("time index entry (%d, %d): %v", ts, s.base+int64(rel), err)
+			}
+			h := parseHeader(b)
+			if h.LastOffset() >= s.base+int64(rel) {
+				if h.LastOffset() != s.base+int64(rel) || h.MaxTimestamp != ts {
+					return 0, mt, 0, fmt.Errorf("time index entry (%d, %d) does not match batch %d..%d with maxTimestamp %d",
+						ts, s.base+int64(rel), h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+				}
+				break
+			}
+			pos += h.Size()
 		}
 		mt = tsOffset{ts: ts, offset: s.base + int64(rel)}
 	} else if size > 0 {

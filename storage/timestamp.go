@@ -56,10 +56,14 @@ func (l *Log) findTimestampIn(segs []*segment, i int, readable, ts, minOffset in
 	if mt := s.maxTs.Load(); mt == nil || mt.ts < ts {
 		return 0, 0, false, nil
 	}
-	// Every record up to the time index's last entry older than ts is older.
+	// Every record up to the time index's last entry older than ts is older;
+	// the entry is used once the batch it names confirms it.
 	start := max(s.base, minOffset)
-	if rel, ok := s.timeIndex.lookupBefore(ts); ok {
-		start = max(start, s.base+rel+1)
+	if ets, rel, ok := s.timeIndex.lookupBefore(ts); ok {
+		_, h, found, err := s.locate(s.base+rel, readable)
+		if err == nil && found && h.LastOffset() == s.base+rel && h.MaxTimestamp == ets {
+			start = max(start, s.base+rel+1)
+		}
 	}
 	pos, _, found, err := s.locate(start, readable)
 	if err != nil || !found {
