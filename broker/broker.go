@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,7 +32,8 @@ type Broker struct {
 	topics     map[string]*topic
 	topicsByID map[uuid]*topic
 
-	pids producerIDs
+	pids   producerIDs
+	groups *coordinator.Coordinator
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -99,6 +101,10 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.loadTopics(); err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	if b.groups, err = b.openGroups(); err != nil {
 		b.closeLogs()
 		return nil, err
 	}
@@ -360,6 +366,9 @@ func (b *Broker) deleteTopic(t *topic) error {
 		}
 		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
 	}
+	if b.groups != nil {
+		b.groups.DeleteTopicOffsets(t.name)
+	}
 	b.log.Info("deleted topic", "topic", t.name, "id", t.id)
 	return nil
 }
@@ -460,7 +469,41 @@ func (b *Broker) Close() error {
 	b.cancel()
 	b.srv.close()
 	b.bg.Wait()
-	return b.closeLogs()
+	var errs []error
+	if b.groups != nil {
+		errs = append(errs, b.groups.Close())
+	}
+	errs = append(errs, b.closeLogs())
+	return errors.Join(errs...)
+}
+
+// openGroups opens the group coordinator, its state in
+// <data-dir>/__meta/groups.db.
+func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
+	ms := func(name string) time.Duration { return time.Duration(b.cfg.int64Prop(name)) * time.Millisecond }
+	delay := ms("group.initial.rebalance.delay.ms")
+	if delay == 0 {
+		delay = -1 // the coordinator reads 0 as "default"; Kafka's 0 means none
+	}
+	return coordinator.Open(coordinator.Config{
+		Dir:                           filepath.Join(b.cfg.DataDir, metaDirName),
+		Now:                           b.cfg.Now,
+		InitialRebalanceDelay:         delay,
+		MinSessionTimeout:             ms("group.min.session.timeout.ms"),
+		MaxSessionTimeout:             ms("group.max.session.timeout.ms"),
+		OffsetsRetention:              time.Duration(b.cfg.int64Prop("offsets.retention.minutes")) * time.Minute,
+		OffsetsRetentionCheckInterval: ms("offsets.retention.check.interval.ms"),
+		OffsetMetadataMaxSize:         int(b.cfg.int64Prop("offset.metadata.max.bytes")),
+		MaxGroupSize:                  int(b.cfg.int64Prop("group.max.size")),
+		TopicPartitions: func(name string) (int32, bool) {
+			t := b.lookupTopic(name)
+			if t == nil {
+				return 0, false
+			}
+			return int32(len(b.partitionsOf(t))), true
+		},
+		Logger: b.log.With("component", "groups"),
+	})
 }
 
 func (b *Broker) closeLogs() error {

@@ -150,6 +150,13 @@ var brokerConfigDefs = []configDef{
 	{"log.retention.hours", kmsg.ConfigTypeInt, "168", "", false, intAtLeast(-1), "Retention in hours (used when log.retention.ms and log.retention.minutes are unset)."},
 	{"log.retention.minutes", kmsg.ConfigTypeInt, "", "", false, intAtLeast(-1), "Retention in minutes (used when log.retention.ms is unset)."},
 	{"log.roll.hours", kmsg.ConfigTypeInt, "168", "", false, intAtLeast(1), "Segment roll time in hours (used when log.roll.ms is unset)."},
+	{"group.initial.rebalance.delay.ms", kmsg.ConfigTypeInt, "3000", "", true, intAtLeast(0), "How long a new group waits for more members before its first rebalance."},
+	{"group.min.session.timeout.ms", kmsg.ConfigTypeInt, "6000", "", true, intAtLeast(0), "The smallest session timeout a member may ask for."},
+	{"group.max.session.timeout.ms", kmsg.ConfigTypeInt, "1800000", "", true, intAtLeast(0), "The largest session timeout a member may ask for."},
+	{"group.max.size", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(1), "The most members a consumer group may have."},
+	{"offsets.retention.minutes", kmsg.ConfigTypeInt, "10080", "", true, intAtLeast(1), "Committed offsets of an empty group are kept this long."},
+	{"offsets.retention.check.interval.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(1), "How often expired offsets are removed."},
+	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }
 
 var (

@@ -15,7 +15,7 @@ type handler struct {
 	// min and acceptMin are advertised only (Produce v0-v2, for librdkafka,
 	// KAFKA-18659) and close the connection if used.
 	acceptMin int16
-	fn       func(*Broker, *request) (kmsg.Response, error)
+	fn        func(*Broker, *request) (kmsg.Response, error)
 }
 
 // handlers is the registry, filled by each API file's init. ApiVersions is

@@ -1,0 +1,41 @@
+package broker
+
+// FindCoordinator: v0-6
+//
+// This broker coordinates every group (key type 0). v4+ batches keys and
+// answers each with its own error. Transaction coordinators (key type 1)
+// come with transactions: until then COORDINATOR_NOT_AVAILABLE. Share
+// groups (key type 2) are INVALID_REQUEST.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.FindCoordinator, 0, 6, (*Broker).handleFindCoordinator) }
+
+func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	find := func(key string) (int32, string, int32, int16, *string) {
+		switch req.CoordinatorType {
+		case 0:
+			return b.nodeID, b.srv.advHost, b.srv.advPort, 0, nil
+		case 1:
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("transactions are not supported by this broker yet")
+		default:
+			return -1, "", -1, kerr.InvalidRequest.Code, kmsg.StringPtr("unsupported coordinator key type")
+		}
+	}
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key = key
+			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = find(key)
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil
+	}
+	resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = find(req.CoordinatorKey)
+	return resp, nil
+}
