@@ -1,0 +1,142 @@
+package compat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFranzGoIntegration runs franz-go's own kgo integration tests (the
+// version in go.mod) against a fresh broker: the tests named in
+// franzgo-passing.txt must all pass. Lines starting with # are comments
+// (tests that do not pass yet, and why).
+//
+// Knobs: GREGOR_SKIP_FRANZGO=1 skips it; GREGOR_FRANZGO_TESTS='TestA|TestB'
+// runs those instead of the list (to try candidates); KGO_TEST_RECORDS
+// (default 10000) and KGO_LOG_LEVEL (default none) pass through.
+func TestFranzGoIntegration(t *testing.T) {
+	if os.Getenv("GREGOR_SKIP_FRANZGO") == "1" {
+		t.Skip("GREGOR_SKIP_FRANZGO=1")
+	}
+	names := readFranzGoList(t)
+	if run := os.Getenv("GREGOR_FRANZGO_TESTS"); run != "" {
+		names = strings.Split(run, "|")
+	}
+	if len(names) == 0 {
+		t.Fatal("franzgo-passing.txt lists no tests")
+	}
+
+	b := newBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "test", "github.com/twmb/franz-go/pkg/kgo",
+		"-count=1", "-json", "-timeout", "4m",
+		"-run", "^("+strings.Join(names, "|")+")$")
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(),
+		"KGO_SEEDS="+b.addr,
+		"KGO_TEST_RF=1",
+		"KGO_TEST_RECORDS="+envOr("KGO_TEST_RECORDS", "10000"),
+		"KGO_LOG_LEVEL="+envOr("KGO_LOG_LEVEL", "none"),
+	)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
+
+	type event struct {
+		Action, Test, Output string
+	}
+	results := make(map[string]string) // top-level test -> pass/fail/skip
+	outputs := make(map[string]*strings.Builder)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" {
+			continue
+		}
+		top, _, _ := strings.Cut(ev.Test, "/")
+		if outputs[top] == nil {
+			outputs[top] = new(strings.Builder)
+		}
+		switch ev.Action {
+		case "output":
+			outputs[top].WriteString(ev.Output)
+		case "pass", "fail", "skip":
+			if ev.Test == top {
+				results[top] = ev.Action
+			}
+		}
+	}
+
+	var passed []string
+	for _, n := range names {
+		switch res := results[n]; res {
+		case "pass":
+			passed = append(passed, n)
+		case "":
+			t.Errorf("%s: did not run or did not finish (timeout, panic, or not found)", n)
+		default:
+			t.Errorf("%s: %s\n%s", n, res, tail(outputs[n], 60))
+		}
+	}
+	t.Logf("franz-go kgo tests passed: %d of %d: %v", len(passed), len(names), passed)
+	if runErr != nil && len(passed) != len(names) {
+		t.Logf("go test exit: %v\nstderr:\n%s", runErr, tailString(stderr.String(), 40))
+		for _, n := range names {
+			if results[n] == "" && outputs[n] != nil {
+				t.Logf("%s output:\n%s", n, tail(outputs[n], 60))
+			}
+		}
+	} else if runErr != nil {
+		t.Errorf("go test exit: %v\nstderr:\n%s", runErr, tailString(stderr.String(), 40))
+	}
+}
+
+func readFranzGoList(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(moduleRoot, "compat", "franzgo-passing.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		names = append(names, line)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func tail(b *strings.Builder, n int) string {
+	if b == nil {
+		return ""
+	}
+	return tailString(b.String(), n)
+}
+
+func tailString(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"…"}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,240 @@
+package compat
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Raw protocol helpers: requests built with kmsg and sent through
+// kgo.Client.Request, so version negotiation is kgo's but every field is ours.
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Record batch (magic 2) layout, as Kafka documents it:
+//
+//	baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 |
+//	magic int8 | crc uint32 | attributes int16 | lastOffsetDelta int32 |
+//	baseTimestamp int64 | maxTimestamp int64 | producerId int64 |
+//	producerEpoch int16 | baseSequence int32 | records [count int32 + ...]
+//
+// batchLength counts the bytes after itself; the CRC-32C covers attributes
+// through the end of the batch.
+const (
+	batchLengthOffset = 8
+	batchCRCOffset    = 17
+	batchCRCStart     = 21
+	batchHeaderLen    = 61
+)
+
+// rawRecord is one record for buildBatch.
+type rawRecord struct {
+	key, value []byte
+	headers    []kmsg.Header
+}
+
+// buildBatch encodes an uncompressed magic-2 batch at base offset 0 with the
+// given producer identity and base sequence (-1/-1/-1 for non-idempotent).
+func buildBatch(producerID int64, producerEpoch int16, baseSequence int32, ts time.Time, recs ...rawRecord) []byte {
+	var records []byte
+	for i, r := range recs {
+		rec := kmsg.Record{
+			OffsetDelta: int32(i),
+			Key:         r.key,
+			Value:       r.value,
+			Headers:     r.headers,
+		}
+		body := rec.AppendTo(nil) // Length 0 encodes as one varint byte
+		rec.Length = int32(len(body) - 1)
+		records = rec.AppendTo(records)
+	}
+	batch := kmsg.RecordBatch{
+		FirstOffset:          0,
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		Attributes:           0,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		FirstTimestamp:       ts.UnixMilli(),
+		MaxTimestamp:         ts.UnixMilli(),
+		ProducerID:           producerID,
+		ProducerEpoch:        producerEpoch,
+		FirstSequence:        baseSequence,
+		NumRecords:           int32(len(recs)),
+		Records:              records,
+	}
+	b := batch.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[batchLengthOffset:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[batchCRCOffset:], crc32.Checksum(b[batchCRCStart:], castagnoli))
+	return b
+}
+
+// parseBatches splits a Fetch response's record bytes into batches; a
+// truncated trailing batch (allowed by the protocol) is ignored.
+func parseBatches(t *testing.T, b []byte) []kmsg.RecordBatch {
+	t.Helper()
+	var out []kmsg.RecordBatch
+	for len(b) >= 12 {
+		n := int(int32(binary.BigEndian.Uint32(b[batchLengthOffset:]))) + 12
+		if n < batchHeaderLen || n > len(b) {
+			break
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(b[:n]); err != nil {
+			t.Fatalf("parsing fetched batch: %v", err)
+		}
+		if rb.Magic != 2 {
+			t.Fatalf("fetched batch magic %d, want 2", rb.Magic)
+		}
+		if got := crc32.Checksum(b[batchCRCStart:n], castagnoli); got != uint32(rb.CRC) {
+			t.Fatalf("fetched batch at base offset %d: CRC %08x, computed %08x", rb.FirstOffset, uint32(rb.CRC), got)
+		}
+		out = append(out, rb)
+		b = b[n:]
+	}
+	return out
+}
+
+// direct sends req to the seed broker (the only broker) as is: no
+// splitting by partition leader, no retries.
+func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Request) (R, error) {
+	var zero R
+	seeds := cl.SeedBrokers()
+	if len(seeds) != 1 {
+		return zero, fmt.Errorf("client has %d seed brokers, want 1", len(seeds))
+	}
+	resp, err := seeds[0].Request(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := resp.(R)
+	if !ok {
+		return zero, fmt.Errorf("response type %T", resp)
+	}
+	return r, nil
+}
+
+// rawFetch issues one Fetch for one partition at offset (no session, short
+// max wait) and returns that partition's response.
+func rawFetch(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, id [16]byte, partition int32, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis = 100
+	req.MinBytes = 1
+	req.MaxBytes = 8 << 20
+	req.SessionID = 0
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rt.TopicID = id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = partition
+	rp.FetchOffset = offset
+	rp.PartitionMaxBytes = 4 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := direct[*kmsg.FetchResponse](ctx, cl, req)
+	if err != nil {
+		t.Fatalf("Fetch %s[%d]@%d: %v", topic, partition, offset, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("Fetch %s[%d]@%d: top-level error %v", topic, partition, offset, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("Fetch %s[%d]@%d: got %d topics, want exactly 1 topic with 1 partition: %+v", topic, partition, offset, len(resp.Topics), resp.Topics)
+	}
+	rt0 := resp.Topics[0]
+	if req.Version >= 13 {
+		if rt0.TopicID != id {
+			t.Errorf("Fetch v%d response topic id %x, want %x", req.Version, rt0.TopicID, id)
+		}
+	} else if rt0.Topic != topic {
+		t.Errorf("Fetch v%d response topic %q, want %q", req.Version, rt0.Topic, topic)
+	}
+	p := rt0.Partitions[0]
+	if p.Partition != partition {
+		t.Errorf("Fetch response partition %d, want %d", p.Partition, partition)
+	}
+	return p
+}
+
+// rawProduce sends one batch to one partition with acks=all and returns the
+// partition response.
+func rawProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, id [16]byte, partition int32, batch []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks = -1
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rt.TopicID = id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = partition
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := direct[*kmsg.ProduceResponse](ctx, cl, req)
+	if err != nil {
+		t.Fatalf("Produce %s[%d]: %v", topic, partition, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("Produce %s[%d]: want exactly 1 topic with 1 partition, got %+v", topic, partition, resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// rawListOffset issues ListOffsets for one partition at a timestamp (-1
+// latest, -2 earliest, -3 max timestamp, or a millisecond time).
+func rawListOffset(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partition int32, timestamp int64) (kmsg.ListOffsetsResponseTopicPartition, int16) {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = partition
+	rp.Timestamp = timestamp
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := direct[*kmsg.ListOffsetsResponse](ctx, cl, req)
+	if err != nil {
+		t.Fatalf("ListOffsets %s[%d] ts %d: %v", topic, partition, timestamp, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("ListOffsets %s[%d]: want exactly 1 topic with 1 partition, got %+v", topic, partition, resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0], req.Version
+}
+
+// maxVersion returns the broker's advertised max version for key, or -1.
+func maxVersion(t *testing.T, ctx context.Context, cl *kgo.Client, key int16) int16 {
+	t.Helper()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == key {
+			return k.MaxVersion
+		}
+	}
+	return -1
+}
+
+// errName renders an error code the way Kafka names it.
+func errName(code int16) string {
+	if code == 0 {
+		return "NONE(0)"
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return fmt.Sprintf("%s(%d)", e.Message, code)
+	}
+	return fmt.Sprintf("UNKNOWN_CODE(%d)", code)
+}
