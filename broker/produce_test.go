@@ -1,0 +1,197 @@
+package broker
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// makeBatch encodes an uncompressed RecordBatch v2 with the given values.
+func makeBatch(values []string, pid int64, epoch int16, seq int32) []byte {
+	now := time.Now().UnixMilli()
+	var recs []byte
+	for i, v := range values {
+		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte(v)}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after the length varint
+		recs = r.AppendTo(recs)
+	}
+	b := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(len(values) - 1),
+		FirstTimestamp: now, MaxTimestamp: now, ProducerID: pid, ProducerEpoch: epoch,
+		FirstSequence: seq, NumRecords: int32(len(values)), Records: recs,
+	}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+	return raw
+}
+
+func produceReq(topic string, partition int32, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9
+	req.Acks = -1
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func producePartition(t *testing.T, cl *kgo.Client, req *kmsg.ProduceRequest) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+func TestProduce_RejectsBadBatches(t *testing.T) {
+	b, addr := startBroker(t, "", map[string]string{"message.max.bytes": "2000"})
+	if _, err := b.createTopic("bad", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, addr)
+	good := makeBatch([]string{"a", "b"}, -1, -1, -1)
+
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)-1] ^= 0xff
+	if got := producePartition(t, cl, produceReq("bad", 0, flipped)); got.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("bad CRC: error %d, want CORRUPT_MESSAGE", got.ErrorCode)
+	}
+	// Claims 50 records but holds 2 (CRC recomputed so only the count lies).
+	lying := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(lying[57:], 50)
+	binary.BigEndian.PutUint32(lying[23:], 49)
+	binary.BigEndian.PutUint32(lying[17:], crc32.Checksum(lying[21:], castagnoli))
+	if got := producePartition(t, cl, produceReq("bad", 0, lying)); got.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("record count lie: error %d, want INVALID_RECORD", got.ErrorCode)
+	}
+	big := makeBatch([]string{strings.Repeat("x", 3000)}, -1, -1, -1)
+	if got := producePartition(t, cl, produceReq("bad", 0, big)); got.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("oversized: error %d, want MESSAGE_TOO_LARGE", got.ErrorCode)
+	}
+	two := append(append([]byte(nil), good...), good...)
+	if got := producePartition(t, cl, produceReq("bad", 0, two)); got.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("two batches: error %d, want INVALID_RECORD", got.ErrorCode)
+	}
+	if got := producePartition(t, cl, produceReq("bad", 0, good[:30])); got.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("truncated: error %d, want CORRUPT_MESSAGE", got.ErrorCode)
+	}
+	if got := producePartition(t, cl, produceReq("bad", 7, good)); got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown partition: error %d", got.ErrorCode)
+	}
+	// kgo rewrites acks from its own config, so this one goes raw.
+	acks := produceReq("bad", 0, good)
+	acks.Acks = 2
+	raw := dialRaw(t, addr)
+	raw.send(1, acks)
+	aresp := kmsg.NewPtrProduceResponse()
+	aresp.Version = acks.Version
+	raw.recv(1, aresp)
+	if got := aresp.Topics[0].Partitions[0]; got.ErrorCode != kerr.InvalidRequiredAcks.Code {
+		t.Fatalf("acks=2: error %d", got.ErrorCode)
+	}
+	// Nothing above was appended; the good batch still goes in at 0.
+	if got := producePartition(t, cl, produceReq("bad", 0, good)); got.ErrorCode != 0 || got.BaseOffset != 0 {
+		t.Fatalf("good batch: %+v", got)
+	}
+}
+
+func TestProduce_IdempotentRetryAndSequenceErrors(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	if _, err := b.createTopic("idem", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, addr)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	iresp, err := init.RequestWith(testCtx(t), cl)
+	if err != nil || iresp.ErrorCode != 0 {
+		t.Fatalf("init: %v %+v", err, iresp)
+	}
+	pid, epoch := iresp.ProducerID, iresp.ProducerEpoch
+	first := producePartition(t, cl, produceReq("idem", 0, makeBatch([]string{"a", "b", "c"}, pid, epoch, 0)))
+	retry := producePartition(t, cl, produceReq("idem", 0, makeBatch([]string{"a", "b", "c"}, pid, epoch, 0)))
+	if first.ErrorCode != 0 || retry.ErrorCode != 0 || first.BaseOffset != 0 || retry.BaseOffset != 0 {
+		t.Fatalf("first %+v retry %+v", first, retry)
+	}
+	if hw := b.lookupTopic("idem").partitions[0].log.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d after a retried batch, want 3", hw)
+	}
+	gap := producePartition(t, cl, produceReq("idem", 0, makeBatch([]string{"d"}, pid, epoch, 5)))
+	if gap.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("gap: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", gap.ErrorCode)
+	}
+	next := producePartition(t, cl, produceReq("idem", 0, makeBatch([]string{"d"}, pid, epoch, 3)))
+	if next.ErrorCode != 0 || next.BaseOffset != 3 {
+		t.Fatalf("next: %+v", next)
+	}
+	bumped := producePartition(t, cl, produceReq("idem", 0, makeBatch([]string{"e"}, pid, epoch+1, 0)))
+	if bumped.ErrorCode != 0 || bumped.BaseOffset != 4 {
+		t.Fatalf("bumped epoch: %+v", bumped)
+	}
+	fenced := producePartition(t, cl, produceReq("idem", 0, makeBatch([]string{"f"}, pid, epoch, 4)))
+	if fenced.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("old epoch: error %d, want INVALID_PRODUCER_EPOCH", fenced.ErrorCode)
+	}
+}
+
+func TestCreateTopics_Validation(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	cl := newClient(t, addr)
+	create := func(name string, parts int32, rf int16, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, parts, rf
+		for k, v := range configs {
+			c := kmsg.NewCreateTopicsRequestTopicConfig()
+			c.Name, c.Value = k, kmsg.StringPtr(v)
+			rt.Configs = append(rt.Configs, c)
+		}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0]
+	}
+	for _, c := range []struct {
+		name    string
+		parts   int32
+		rf      int16
+		configs map[string]string
+		want    *kerr.Error
+	}{
+		{"..", 1, 1, nil, kerr.InvalidTopicException},
+		{"a/b", 1, 1, nil, kerr.InvalidTopicException},
+		{strings.Repeat("x", 250), 1, 1, nil, kerr.InvalidTopicException},
+		{"ok", 0, 1, nil, kerr.InvalidPartitions},
+		{"ok", 1, 3, nil, kerr.InvalidReplicationFactor},
+		{"ok", 1, 1, map[string]string{"retention.ms": "soon"}, kerr.InvalidConfig},
+		{"ok", 1, 1, map[string]string{"no.such.config": "1"}, kerr.InvalidConfig},
+		{"ok.dot", 2, 1, map[string]string{"retention.ms": "1000"}, nil},
+		{"ok.dot", 2, 1, nil, kerr.TopicAlreadyExists},
+		{"ok_dot", 2, 1, nil, kerr.InvalidTopicException},
+	} {
+		got := create(c.name, c.parts, c.rf, c.configs)
+		var want int16
+		if c.want != nil {
+			want = c.want.Code
+		}
+		if got.ErrorCode != want {
+			t.Errorf("create %q: error %v, want %v", c.name, kerr.ErrorForCode(got.ErrorCode), c.want)
+		}
+	}
+}
+
