@@ -194,4 +194,3 @@ func TestCreateTopics_Validation(t *testing.T) {
 		}
 	}
 }
-
