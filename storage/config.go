@@ -43,7 +43,9 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Defaults, as in Kafka.
+// DefaultSegmentBytes, DefaultSegmentMs, DefaultIndexIntervalBytes and
+// DefaultRetentionMs are Kafka's defaults for segment.bytes, segment.ms,
+// index.interval.bytes and retention.ms.
 const (
 	DefaultSegmentBytes       = 1 << 30
 	DefaultSegmentMs          = 7 * 24 * 60 * 60 * 1000

@@ -20,21 +20,24 @@ type Log struct {
 	dir    string
 	logger *slog.Logger
 
-	mu            sync.Mutex // serialises writers; guards the fields below it
-	cfg           Config
-	producers     producerStateManager
-	lastFlushMs   int64
-	writeErr      error      // sticky: set by a failed write or fsync
-	flushMu       sync.Mutex // serialises Flush (which fsyncs without holding mu)
-	ckptMu        sync.Mutex // serialises checkpoint writes
-	closed        atomic.Bool
-	rcfg          atomic.Pointer[Config] // copy of cfg for readers, who do not take mu
-	recoveryPoint atomic.Int64
+	flushMu sync.Mutex // serialises Flush and Close; taken before mu
+	ckptMu  sync.Mutex // serialises writes of the checkpoint file
 
-	segs           atomic.Pointer[[]*segment] // sorted by base offset; copy on write under mu
+	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
+	cfg         Config
+	producers   producerStateManager
+	lastFlushMs int64
+	writeErr    error // sticky: set by a failed write or fsync
+
+	// Published for readers, who do not take mu; written under mu (the
+	// recovery point also by Flush).
+	closed         atomic.Bool
+	rcfg           atomic.Pointer[Config]     // copy of cfg
+	segs           atomic.Pointer[[]*segment] // sorted by base offset; replaced, never modified
 	leo            atomic.Int64
 	end            atomic.Pointer[endState]
 	logStartOffset atomic.Int64
+	recoveryPoint  atomic.Int64 // every batch below it is fsynced
 	notify         atomic.Pointer[chan struct{}]
 }
 
