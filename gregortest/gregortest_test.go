@@ -1,0 +1,114 @@
+package gregortest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestStart_OptionsApply checks seeded topics with their partitions and
+// configs, num.partitions for auto-created topics, and auto-create off.
+func TestStart_OptionsApply(t *testing.T) {
+	b := Start(t, Partitions(4), Topic("seeded", 2, map[string]string{"retention.ms": "60000"}))
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	td, err := adm.ListTopics(ctx, "seeded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(td["seeded"].Partitions); n != 2 {
+		t.Fatalf("seeded has %d partitions, want 2", n)
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, "seeded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rc.On("seeded", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, kv := range c.Configs {
+		if kv.Key == "retention.ms" && kv.MaybeValue() == "60000" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("retention.ms=60000 not among seeded's configs: %v", c.Configs)
+	}
+	cl := newClient(t, b.Addr(), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "auto", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	td, err = adm.ListTopics(ctx, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(td["auto"].Partitions); n != 4 {
+		t.Fatalf("auto-created topic has %d partitions, want num.partitions=4", n)
+	}
+
+	off := Start(t, AutoCreateTopics(false))
+	md := kmsg.NewPtrMetadataRequest()
+	md.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("nope")
+	md.Topics = append(md.Topics, rt)
+	resp, err := md.RequestWith(ctx, newClient(t, off.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].ErrorCode; code == 0 {
+		t.Fatal("topic was auto-created with auto.create.topics.enable=false")
+	}
+}
+
+// TestStart_BadTopicFails checks that an invalid seed topic is reported.
+func TestStart_BadTopicFails(t *testing.T) {
+	if _, err := start(t.TempDir(), Topic("bad/name", 1, nil)); err == nil {
+		t.Fatal("start with an invalid topic name succeeded")
+	}
+}
+
+// TestStart_ReadyTime measures start to ready: New and Listen until a
+// client's ApiVersions is answered. It reports the figure and fails only
+// when it is absurdly slow (a second), which would defeat the package's
+// purpose.
+func TestStart_ReadyTime(t *testing.T) {
+	const runs = 5
+	var total, worst time.Duration
+	for range runs {
+		t0 := time.Now()
+		b := Start(t)
+		cl := newClient(t, b.Addr())
+		if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl); err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(t0)
+		total += d
+		worst = max(worst, d)
+	}
+	t.Logf("start to ready (New+Listen+Serve until ApiVersions answered): mean %v, worst %v over %d runs", total/runs, worst, runs)
+	if worst > time.Second {
+		t.Errorf("start to ready took %v", worst)
+	}
+}
