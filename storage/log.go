@@ -415,7 +415,10 @@ func (l *Log) ProducerStates() []ProducerState {
 
 // Flush fsyncs the active segment and writes out its index entries, then
 // advances and persists the recovery point. Segments before the active one
-// were fsynced when they were rolled. Appends may continue during the fsync.
+// (and their indexes) were fsynced when they were rolled. The active
+// segment's index files are written but not fsynced: the recovery point lies
+// in the active segment, so after a crash that segment is revalidated and its
+// indexes rebuilt anyway. Appends may continue during the fsync.
 func (l *Log) Flush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()

@@ -96,8 +96,10 @@ func (l *Log) findTimestampIn(segs []*segment, i int, readable, ts, minOffset in
 // MaxTimestamp returns the record with the largest timestamp in the log, and
 // its offset (Kafka's ListOffsets with timestamp -3); on ties, the first
 // such record. Inside a compressed batch without Config.Decompress the
-// batch's first offset is returned. ok is false when the log has no
-// timestamps.
+// batch's first offset is returned. As in Kafka, the segments' largest
+// timestamps are used as they are, so the record may lie below a log start
+// offset that DeleteRecordsBefore moved into the first segment. ok is false
+// when the log has no timestamps.
 func (l *Log) MaxTimestamp() (timestamp, offset int64, ok bool) {
 	for attempt := 0; attempt < 100; attempt++ {
 		timestamp, offset, ok, retry := l.maxTimestamp()
