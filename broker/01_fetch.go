@@ -135,6 +135,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 			break
 		}
 	}
+	b.observeFetch(req, resp, regions)
 	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0

@@ -40,6 +40,9 @@ type Broker struct {
 	bg     sync.WaitGroup
 
 	srv server
+
+	obs    observer // metrics (observe.go)
+	faults faultSet // fault injection (faults.go)
 }
 
 // topic is one topic; its partitions slice is replaced, never mutated, so

@@ -237,11 +237,15 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	}
 	p := &pending{done: make(chan struct{})}
 	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx}
+	if err := c.b.injectFault(&h, r); err != nil {
+		return nil, err
+	}
 	go c.run(h, r, p)
 	return p, nil
 }
 
 func (c *conn) run(h handler, r *request, p *pending) {
+	start := time.Now()
 	defer close(p.done)
 	defer func() {
 		if v := recover(); v != nil {
@@ -250,6 +254,7 @@ func (c *conn) run(h handler, r *request, p *pending) {
 		}
 	}()
 	resp, err := h.fn(c.b, r)
+	c.b.observeRequest(r, resp, start)
 	switch {
 	case err != nil:
 		p.fatal = err
