@@ -28,6 +28,7 @@ type batchOpts struct {
 	seq        int32
 	gzip       bool
 	control    bool
+	txn        bool // transactional attribute
 }
 
 func pid(id int64) int64 { return id + 1<<40 }
@@ -81,6 +82,9 @@ func makeBatch(o batchOpts, recs ...rec) []byte {
 	}
 	if o.control {
 		attrs |= attrControl
+	}
+	if o.txn {
+		attrs |= attrTransactional
 	}
 	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(records))
 	be.PutUint64(b[0:], uint64(0))

@@ -36,6 +36,7 @@ type Log struct {
 	segs           atomic.Pointer[[]*segment] // sorted by base offset; replaced, never modified
 	leo            atomic.Int64
 	end            atomic.Pointer[endState]
+	stable         atomic.Pointer[endState] // first open transaction's batch; nil when none is open
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64 // every batch below it is fsynced
 	notify         atomic.Pointer[chan struct{}]
@@ -78,7 +79,7 @@ type AppendResult struct {
 type ReadResult struct {
 	Slice            Slice // Size 0 when there is nothing to return
 	HighWatermark    int64
-	LastStableOffset int64 // == HighWatermark until transactions exist
+	LastStableOffset int64 // first offset of the oldest open transaction, else HighWatermark
 	LogStartOffset   int64
 }
 
@@ -150,38 +151,59 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), opts.LeaderEpoch
 	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
 
-	seg, err := l.maybeRollLocked(h.Size(), h.LastOffset(), nowMs)
+	seg, pos, err := l.writeLocked(batch, h, nowMs)
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if idempotent && l.producers.update(h, seg, pos) {
+		l.publishStableLocked()
+	}
+	if err := l.syncIfDueLocked(seg, nowMs); err != nil {
+		return AppendResult{}, err
+	}
+	l.advanceHighWatermark(seg, pos+h.Size(), h.LastOffset()+1)
+	res.BaseOffset, res.LastOffset = h.BaseOffset, h.LastOffset()
+	res.LogStartOffset = l.logStartOffset.Load()
+	return res, nil
+}
+
+// writeLocked writes batch (offsets assigned, described by h) to the active
+// segment, rolling first if needed, indexes it and advances the log end
+// offset. It returns the segment and position written. Lock should be held.
+func (l *Log) writeLocked(batch []byte, h BatchHeader, nowMs int64) (*segment, int64, error) {
+	seg, err := l.maybeRollLocked(h.Size(), h.LastOffset(), nowMs)
+	if err != nil {
+		return nil, 0, err
 	}
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(batch, pos); err != nil {
 		_ = seg.file.Truncate(pos)
 		l.writeErr = ioErr("write", seg.logPath, err)
-		return AppendResult{}, l.writeErr
+		return nil, 0, l.writeErr
 	}
 	seg.size.Store(pos + h.Size())
 	if seg.firstAppendMs == 0 {
 		seg.firstAppendMs = nowMs
 	}
-	seg.track(pos, h.Size(), h.LastOffset(), h.MaxTimestamp, cfg.IndexIntervalBytes)
-	if idempotent {
-		l.producers.update(h)
+	seg.track(pos, h.Size(), h.LastOffset(), h.MaxTimestamp, l.cfg.IndexIntervalBytes)
+	l.leo.Store(h.LastOffset() + 1)
+	return seg, pos, nil
+}
+
+// syncIfDueLocked fsyncs seg when flush.messages messages have been
+// appended since the last flush. Lock should be held.
+func (l *Log) syncIfDueLocked(seg *segment, nowMs int64) error {
+	leo := l.leo.Load()
+	if leo-l.recoveryPoint.Load() < l.cfg.FlushMessages {
+		return nil
 	}
-	leo := h.LastOffset() + 1
-	l.leo.Store(leo)
-	if leo-l.recoveryPoint.Load() >= cfg.FlushMessages {
-		if err := seg.file.Sync(); err != nil {
-			l.writeErr = ioErr("fsync", seg.logPath, err)
-			return AppendResult{}, l.writeErr
-		}
-		l.recoveryPoint.Store(leo)
-		l.lastFlushMs = nowMs
+	if err := seg.file.Sync(); err != nil {
+		l.writeErr = ioErr("fsync", seg.logPath, err)
+		return l.writeErr
 	}
-	l.advanceHighWatermark(seg, pos+h.Size(), leo)
-	res.BaseOffset, res.LastOffset = h.BaseOffset, h.LastOffset()
-	res.LogStartOffset = l.logStartOffset.Load()
-	return res, nil
+	l.recoveryPoint.Store(leo)
+	l.lastFlushMs = nowMs
+	return nil
 }
 
 // advanceHighWatermark publishes a new high watermark at pos in seg and wakes
@@ -252,6 +274,10 @@ func (l *Log) rollLocked() (*segment, error) {
 		l.writeErr = err
 		return nil, err
 	}
+	if err := old.syncTxnIndex(); err != nil {
+		l.writeErr = err
+		return nil, err
+	}
 	for _, x := range []struct {
 		f    *indexFile
 		path string
@@ -301,12 +327,18 @@ func (l *Log) writeCheckpoint() error {
 // Errors: ErrOffsetOutOfRange when offset < LogStartOffset or > LogEndOffset;
 // ErrLogClosed; *StorageError for I/O failures or damaged data.
 func (l *Log) Read(offset int64, maxBytes int32, minOneBatch bool) (ReadResult, error) {
+	return l.read(offset, maxBytes, minOneBatch, l.end.Load)
+}
+
+// read serves Read and ReadCommitted: limit gives the end of what may be
+// returned (the high watermark, or the last stable offset).
+func (l *Log) read(offset int64, maxBytes int32, minOneBatch bool, limit func() *endState) (ReadResult, error) {
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return ReadResult{}, ErrLogClosed
 		}
-		st := l.end.Load()
-		res := ReadResult{HighWatermark: st.hw, LastStableOffset: st.hw, LogStartOffset: l.logStartOffset.Load()}
+		st := limit()
+		res := ReadResult{HighWatermark: l.end.Load().hw, LastStableOffset: l.LastStableOffset(), LogStartOffset: l.logStartOffset.Load()}
 		if offset < res.LogStartOffset || offset > l.leo.Load() {
 			return res, fmt.Errorf("%w: offset %d, log is [%d, %d]", ErrOffsetOutOfRange, offset, res.LogStartOffset, l.leo.Load())
 		}

@@ -18,13 +18,14 @@ const maxProducerBatches = 5
 // Producer-state snapshot (<20-digit offset>.snapshot): the state of every
 // idempotent producer after all batches below offset, big-endian:
 //
-//	 0 version       int16   1
+//	 0 version       int16   2 (1: without txnFirstOffset)
 //	 2 crc           uint32  CRC-32C of bytes 6..end
 //	 6 producerCount int32
 //	10 producers, each:
 //	     producerId  int64
 //	     epoch       int16
-//	     batchCount  int8    1..5
+//	     batchCount  int8    0..5 (1..5 in version 1)
+//	     txnFirstOffset int64 first offset of the ongoing transaction, -1 if none (version 2)
 //	     batchCount batches, oldest first, each 32 bytes:
 //	       firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | timestamp int64
 //
@@ -35,9 +36,9 @@ const maxProducerBatches = 5
 // beyond the log end or failing their CRC are deleted. The newest
 // keptSnapshots are kept.
 const (
-	snapshotVersion      = 1
+	snapshotVersion      = 2
 	snapshotHeaderSize   = 10
-	snapshotProducerSize = 11
+	snapshotProducerSize = 19 // 11 in version 1
 	snapshotBatchSize    = 32
 	keptSnapshots        = 3
 )
@@ -54,6 +55,24 @@ type producerEntry struct {
 	epoch   int16
 	n       int
 	batches [maxProducerBatches]batchMeta // oldest first
+	// txnFirst is the first offset of the producer's ongoing transaction in
+	// this log, -1 when none; txnSeg and txnPos locate that batch (nil
+	// until known after a restart, see Log.locateTxnStarts).
+	txnFirst int64
+	txnSeg   *segment
+	txnPos   int64
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1}
+}
+
+// lastOffset is the offset of the producer's last batch, -1 without one.
+func (e *producerEntry) lastOffset() int64 {
+	if e.n == 0 {
+		return -1
+	}
+	return e.batches[e.n-1].lastOffset
 }
 
 func (e *producerEntry) last() *batchMeta { return &e.batches[e.n-1] }
@@ -74,6 +93,9 @@ type ProducerState struct {
 	LastSequence  int32
 	LastTimestamp int64
 	LastOffset    int64
+	// TxnStartOffset is the first offset of the producer's ongoing
+	// transaction in this log, -1 when none (DescribeProducers).
+	TxnStartOffset int64
 }
 
 // producerStateManager tracks idempotent producers. Lock should be held
@@ -117,29 +139,39 @@ func (m *producerStateManager) check(h BatchHeader) (*batchMeta, error) {
 	return nil, nil
 }
 
-// update records an appended (or replayed) batch whose offsets are assigned.
-func (m *producerStateManager) update(h BatchHeader) {
+// update records an appended (or replayed) batch whose offsets are assigned,
+// written at pos in seg. It reports whether the batch started a transaction.
+func (m *producerStateManager) update(h BatchHeader, seg *segment, pos int64) (txnStarted bool) {
 	e := m.producers[h.ProducerID]
 	switch {
 	case e == nil:
-		e = &producerEntry{epoch: h.ProducerEpoch}
+		e = newProducerEntry(h.ProducerEpoch)
 		m.producers[h.ProducerID] = e
 	case h.ProducerEpoch > e.epoch:
-		*e = producerEntry{epoch: h.ProducerEpoch}
+		txnFirst, txnSeg, txnPos := e.txnFirst, e.txnSeg, e.txnPos
+		*e = *newProducerEntry(h.ProducerEpoch)
+		// A transaction stays open across an epoch bump until its marker.
+		e.txnFirst, e.txnSeg, e.txnPos = txnFirst, txnSeg, txnPos
 	case h.ProducerEpoch < e.epoch:
-		return // fenced; cannot have been appended
+		return false // fenced; cannot have been appended
 	}
 	e.push(batchMeta{
 		firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
 		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(),
 		timestamp: h.MaxTimestamp,
 	})
+	if h.Transactional() && e.txnFirst < 0 {
+		e.txnFirst, e.txnSeg, e.txnPos = h.BaseOffset, seg, pos
+		return true
+	}
+	return false
 }
 
-// expire forgets producers whose last batch is below logStartOffset.
+// expire forgets producers whose last batch is below logStartOffset, unless
+// they have a transaction open.
 func (m *producerStateManager) expire(logStartOffset int64) {
 	for id, e := range m.producers {
-		if e.last().lastOffset < logStartOffset {
+		if e.txnFirst < 0 && e.lastOffset() < logStartOffset {
 			delete(m.producers, id)
 		}
 	}
@@ -149,8 +181,12 @@ func (m *producerStateManager) expire(logStartOffset int64) {
 func (m *producerStateManager) states() []ProducerState {
 	out := make([]ProducerState, 0, len(m.producers))
 	for id, e := range m.producers {
-		b := e.last()
-		out = append(out, ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: b.lastSeq, LastTimestamp: b.timestamp, LastOffset: b.lastOffset})
+		ps := ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: -1, LastOffset: -1, TxnStartOffset: e.txnFirst}
+		if e.n > 0 {
+			b := e.last()
+			ps.LastSequence, ps.LastTimestamp, ps.LastOffset = b.lastSeq, b.timestamp, b.lastOffset
+		}
+		out = append(out, ps)
 	}
 	slices.SortFunc(out, func(a, b ProducerState) int { return cmpInt64(a.ProducerID, b.ProducerID) })
 	return out
@@ -182,6 +218,7 @@ func (m *producerStateManager) encode() []byte {
 		b = be.AppendUint64(b, uint64(id))
 		b = be.AppendUint16(b, uint16(e.epoch))
 		b = append(b, byte(e.n))
+		b = be.AppendUint64(b, uint64(e.txnFirst))
 		for _, m := range e.batches[:e.n] {
 			b = be.AppendUint32(b, uint32(m.firstSeq))
 			b = be.AppendUint32(b, uint32(m.lastSeq))
@@ -200,25 +237,37 @@ func decodeProducerSnapshot(b []byte) (map[int64]*producerEntry, error) {
 	if len(b) < snapshotHeaderSize {
 		return nil, errors.New("too short")
 	}
-	if v := be.Uint16(b); v != snapshotVersion {
-		return nil, fmt.Errorf("version %d", v)
+	version := be.Uint16(b)
+	if version != 1 && version != snapshotVersion {
+		return nil, fmt.Errorf("version %d", version)
+	}
+	producerSize, minBatches := snapshotProducerSize, 0
+	if version == 1 {
+		producerSize, minBatches = 11, 1
 	}
 	if crc := crc32.Checksum(b[6:], castagnoli); crc != be.Uint32(b[2:]) {
 		return nil, fmt.Errorf("crc %08x, computed %08x", be.Uint32(b[2:]), crc)
 	}
 	count := int64(int32(be.Uint32(b[6:])))
-	if count < 0 || count > int64(len(b)/snapshotProducerSize) {
+	if count < 0 || count > int64(len(b)/producerSize) {
 		return nil, fmt.Errorf("producer count %d", count)
 	}
 	out := make(map[int64]*producerEntry, count)
 	p := b[snapshotHeaderSize:]
 	for i := int64(0); i < count; i++ {
-		if len(p) < snapshotProducerSize {
+		if len(p) < producerSize {
 			return nil, errors.New("truncated producer")
 		}
-		id, e := int64(be.Uint64(p)), &producerEntry{epoch: int16(be.Uint16(p[8:])), n: int(p[10])}
-		p = p[snapshotProducerSize:]
-		if e.n < 1 || e.n > maxProducerBatches || len(p) < e.n*snapshotBatchSize {
+		id, e := int64(be.Uint64(p)), newProducerEntry(int16(be.Uint16(p[8:])))
+		e.n = int(p[10])
+		if version >= 2 {
+			e.txnFirst = int64(be.Uint64(p[11:]))
+			if e.txnFirst < -1 {
+				return nil, fmt.Errorf("producer %d: bad transaction start %d", id, e.txnFirst)
+			}
+		}
+		p = p[producerSize:]
+		if e.n < minBatches || e.n > maxProducerBatches || len(p) < e.n*snapshotBatchSize {
 			return nil, fmt.Errorf("producer %d: bad batch count %d", id, e.n)
 		}
 		for j := 0; j < e.n; j++ {

@@ -102,7 +102,7 @@ func TestProducer_EpochBumpRequiresSequenceZero(t *testing.T) {
 	if _, err := appendP(t, l, pbatch(1, 0, 0, 5)); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("old epoch after bump: %v", err)
 	}
-	want := []ProducerState{{ProducerID: pid(1), Epoch: 1, LastSequence: 0, LastTimestamp: 100, LastOffset: 5}}
+	want := []ProducerState{{ProducerID: pid(1), Epoch: 1, LastSequence: 0, LastTimestamp: 100, LastOffset: 5, TxnStartOffset: -1}}
 	if got := l.ProducerStates(); !slices.Equal(got, want) {
 		t.Fatalf("%+v", got)
 	}
@@ -208,14 +208,16 @@ func TestProducer_StateRebuiltWithoutSnapshots(t *testing.T) {
 func TestProducer_SnapshotRoundTrip(t *testing.T) {
 	m := newProducerStateManager()
 	for i := int32(0); i < 7; i++ {
-		m.update(BatchHeader{ProducerID: 9, ProducerEpoch: 1, BaseSequence: i * 3, LastOffsetDelta: 2, BaseOffset: int64(i) * 10, MaxTimestamp: int64(i)})
+		m.update(BatchHeader{ProducerID: 9, ProducerEpoch: 1, BaseSequence: i * 3, LastOffsetDelta: 2, BaseOffset: int64(i) * 10, MaxTimestamp: int64(i)}, nil, 0)
 	}
-	m.update(BatchHeader{ProducerID: 4, ProducerEpoch: 0, BaseSequence: 0, BaseOffset: 100, MaxTimestamp: -1})
+	m.update(BatchHeader{ProducerID: 4, ProducerEpoch: 0, BaseSequence: 0, BaseOffset: 100, MaxTimestamp: -1}, nil, 0)
+	m.update(BatchHeader{ProducerID: 5, ProducerEpoch: 2, BaseSequence: 0, BaseOffset: 120, Attributes: attrTransactional}, nil, 0)
 	got, err := decodeProducerSnapshot(m.encode())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || *got[9] != *m.producers[9] || *got[4] != *m.producers[4] || got[9].n != 5 || got[9].batches[0].firstSeq != 6 {
+	if len(got) != 3 || *got[9] != *m.producers[9] || *got[4] != *m.producers[4] || *got[5] != *m.producers[5] ||
+		got[9].n != 5 || got[9].batches[0].firstSeq != 6 || got[5].txnFirst != 120 || got[4].txnFirst != -1 {
 		t.Fatalf("round trip: %+v", got)
 	}
 	b := m.encode()

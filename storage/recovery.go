@@ -52,6 +52,7 @@ func (l *Log) load() error {
 	clean := false
 	var bases []int64
 	var indexFiles []string
+	txnIndexes := map[int64]bool{}
 	for _, e := range entries {
 		name := e.Name()
 		if name == cleanShutdownName {
@@ -64,6 +65,8 @@ func (l *Log) load() error {
 			indexFiles = append(indexFiles, name)
 		} else if _, ok := parseOffsetFileName(name, timeIndexSuffix); ok {
 			indexFiles = append(indexFiles, name)
+		} else if base, ok := parseOffsetFileName(name, txnIndexSuffix); ok {
+			txnIndexes[base] = true
 		}
 	}
 	slices.Sort(bases)
@@ -136,9 +139,17 @@ func (l *Log) load() error {
 		}
 	}
 
+	for _, s := range segs {
+		if txnIndexes[s.base] {
+			if err := s.loadAborted(leo); err != nil {
+				return err
+			}
+		}
+	}
 	if err := l.loadProducerState(); err != nil {
 		return err
 	}
+	l.publishStableLocked()
 	if err := l.writeCheckpoint(); err != nil {
 		return err
 	}
@@ -317,11 +328,35 @@ func (l *Log) replayProducers(segs []*segment, from int64) error {
 				return err
 			}
 			h := parseHeader(hb)
-			if h.BaseOffset >= from && h.ProducerID >= 0 && !h.Control() {
-				l.producers.update(h)
+			if h.BaseOffset >= from && h.ProducerID >= 0 {
+				if !h.Control() {
+					l.producers.update(h, s, pos)
+				} else if err := l.replayMarker(&w, s, pos, h); err != nil {
+					return err
+				}
 			}
 			pos += h.Size()
 		}
 	}
 	return nil
+}
+
+// replayMarker applies a transaction marker found while replaying the log.
+func (l *Log) replayMarker(w *window, s *segment, pos int64, h BatchHeader) error {
+	n := int(min(h.Size()-BatchHeaderSize, 32))
+	rec, err := w.at(pos+BatchHeaderSize, n)
+	if err != nil {
+		return err
+	}
+	typ, ok := markerType(rec)
+	if !ok {
+		return nil
+	}
+	e := l.producers.producers[h.ProducerID]
+	if e == nil {
+		e = newProducerEntry(h.ProducerEpoch)
+		l.producers.producers[h.ProducerID] = e
+	}
+	e.epoch = max(e.epoch, h.ProducerEpoch)
+	return l.completeTxnLocked(h.ProducerID, e, typ == markerCommit, h.BaseOffset, s)
 }

@@ -81,6 +81,7 @@ type segment struct {
 
 	index     offsetIndex
 	timeIndex timeIndex
+	aborted   atomic.Pointer[[]AbortedTxn] // aborted-transaction index (.txnindex); replaced, never modified
 
 	loadMu      sync.Mutex
 	loaded      atomic.Bool // indexes checked (or rebuilt) and usable
@@ -122,6 +123,9 @@ func createSegment(dir string, base int64, logger *slog.Logger) (*segment, error
 			return nil, ioErr("create", s.path(suffix), err)
 		}
 	}
+	if err := os.Remove(s.path(txnIndexSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, ioErr("remove", s.path(txnIndexSuffix), err)
+	}
 	f, err := os.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, ioErr("create", s.logPath, err)
@@ -158,7 +162,7 @@ func (s *segment) release() {
 // removeFiles unlinks the segment's files; open references keep the data.
 func (s *segment) removeFiles() error {
 	var first error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(s.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
 			first = ioErr("remove", s.path(suffix), err)
 		}

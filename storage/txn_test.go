@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"testing"
+)
+
+func txnBatch(producer int64, epoch int16, seq int32, values ...string) []byte {
+	recs := make([]rec, len(values))
+	for i, v := range values {
+		recs[i] = rec{value: []byte(v), ts: 1000}
+	}
+	return makeBatch(batchOpts{producerID: pid(producer), epoch: epoch, seq: seq, txn: true}, recs...)
+}
+
+func TestLog_TransactionsMoveLastStableOffset(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	a, c := pid(1), pid(3)
+	mustAppend(t, l, txnBatch(1, 0, 0, "a0", "a1"))                                 // 0-1, txn A open
+	mustAppend(t, l, makeBatch(batchOpts{}, rec{value: []byte("plain"), ts: 1000})) // 2
+	if lso, hw := l.LastStableOffset(), l.HighWatermark(); lso != 0 || hw != 3 {
+		t.Fatalf("open txn: LSO %d HW %d, want 0 3", lso, hw)
+	}
+	res, aborted, err := l.ReadCommitted(0, 1<<20, true)
+	if err != nil || res.Slice.Size != 0 || res.LastStableOffset != 0 || aborted != nil {
+		t.Fatalf("read_committed below an open txn: %+v %v %v", res, aborted, err)
+	}
+	res.Slice.Release()
+	if got := len(readLog(t, l)); got != 2 {
+		t.Fatalf("read_uncommitted sees %d batches, want 2", got)
+	}
+	off, err := l.AppendMarker(a, 0, true, 0, 0) // 3: COMMIT A
+	if err != nil || off != 3 {
+		t.Fatalf("commit marker at %d: %v", off, err)
+	}
+	if lso := l.LastStableOffset(); lso != 4 {
+		t.Fatalf("LSO after commit %d, want 4", lso)
+	}
+	mustAppend(t, l, txnBatch(3, 0, 0, "c0")) // 4: txn C
+	if lso := l.LastStableOffset(); lso != 4 {
+		t.Fatalf("LSO with C open %d, want 4", lso)
+	}
+	res, _, err = l.ReadCommitted(0, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := res.Slice.ReadAll()
+	res.Slice.Release()
+	if parseHeader(b).BaseOffset != 0 || int64(len(b)) != l.end.Load().pos-int64(len(txnBatch(3, 0, 0, "c0"))) {
+		t.Fatalf("read_committed returned %d bytes, want everything before offset 4", len(b))
+	}
+	if _, err := l.AppendMarker(c, 0, false, 0, 0); err != nil { // 5: ABORT C
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{ProducerID: c, FirstOffset: 4, LastOffset: 5, LastStableOffset: 6}}
+	if got := l.AbortedTransactions(0, 100); !slices.Equal(got, want) {
+		t.Fatalf("aborted %+v, want %+v", got, want)
+	}
+	if got := l.AbortedTransactions(6, 100); len(got) != 0 {
+		t.Fatalf("aborted after the marker: %+v", got)
+	}
+	if fi, err := os.Stat(segFile(dir, 0, txnIndexSuffix)); err != nil || fi.Size() != txnEntrySize {
+		t.Fatalf(".txnindex: %v %v", fi, err)
+	}
+	if _, err := l.AppendMarker(c, -1, false, 0, 0); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("marker with an older epoch: %v", err)
+	}
+	// A transaction left open across a crash keeps the LSO after recovery,
+	// and aborted transactions survive a clean restart.
+	mustAppend(t, l, txnBatch(1, 0, 2, "a2")) // 6: txn A again
+	crashed := crashCopy(t, dir)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, crashed} {
+		l2 := openLog(t, d, testConfig())
+		if lso, hw := l2.LastStableOffset(), l2.HighWatermark(); lso != 6 || hw != 7 {
+			t.Fatalf("%s: reopened LSO %d HW %d, want 6 7", d, lso, hw)
+		}
+		if got := l2.AbortedTransactions(0, 100); !slices.Equal(got, want) {
+			t.Fatalf("%s: reopened aborted %+v", d, got)
+		}
+		if _, err := l2.AppendMarker(a, 0, true, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if lso := l2.LastStableOffset(); lso != 8 {
+			t.Fatalf("%s: LSO after the late commit %d", d, lso)
+		}
+		l2.Close()
+	}
+}
+
+func TestMarker_RoundTrip(t *testing.T) {
+	b := buildMarker(7, 2, true, 5, 1234)
+	h, err := ValidateBatch(b)
+	if err != nil || !h.Control() || !h.Transactional() || h.ProducerID != 7 || h.ProducerEpoch != 2 {
+		t.Fatalf("%+v %v", h, err)
+	}
+	if typ, ok := markerType(b[BatchHeaderSize:]); !ok || typ != markerCommit {
+		t.Fatalf("type %d %v", typ, ok)
+	}
+	if typ, ok := markerType(buildMarker(7, 2, false, 5, 1234)[BatchHeaderSize:]); !ok || typ != markerAbort {
+		t.Fatalf("abort type %d %v", typ, ok)
+	}
+}
