@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: build run test unit compat fuzz bench lint clean
+.PHONY: build run test unit compat crash fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -27,6 +27,11 @@ unit:
 
 compat:
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
+
+## crash: kill -9 the real broker under load, many cycles (CI runs 3 within make test)
+CRASH_CYCLES ?= 25
+crash:
+	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 30m -run '^TestCrash' -v ./compat
 
 ## fuzz: every fuzz target for $(FUZZTIME) each
 fuzz:

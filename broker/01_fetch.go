@@ -21,7 +21,9 @@ package broker
 // new session (epoch 0) gets session id 0, which tells the client to keep
 // sending full, sessionless requests; a request naming a session id gets
 // FETCH_SESSION_ID_NOT_FOUND. read_committed stops at the last stable
-// offset (equal to the high watermark until transactions exist).
+// offset and lists the aborted transactions in the range returned, from the
+// segments' aborted-transaction indexes, so the client can drop their
+// batches; read_uncommitted reads to the high watermark.
 
 import (
 	"time"
@@ -165,7 +167,18 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 			b.fillOffsets(sp, tg.part.log)
 			continue
 		}
-		res, err := tg.part.log.Read(tg.req.FetchOffset, max(limit, 0), minOne)
+		var res storage.ReadResult
+		var err error
+		if req.IsolationLevel == isolationCommitted {
+			var aborted []storage.AbortedTxn
+			res, aborted, err = tg.part.log.ReadCommitted(tg.req.FetchOffset, max(limit, 0), minOne)
+			sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(aborted))
+			for _, a := range aborted {
+				sp.AbortedTransactions = append(sp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+			}
+		} else {
+			res, err = tg.part.log.Read(tg.req.FetchOffset, max(limit, 0), minOne)
+		}
 		if err != nil {
 			sp.ErrorCode = readErrorCode(err)
 			if sp.ErrorCode != kerr.OffsetOutOfRange.Code {
@@ -182,8 +195,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 }
 
 func (b *Broker) fillOffsets(sp *kmsg.FetchResponseTopicPartition, l *storage.Log) {
-	hw := l.HighWatermark()
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.LogStartOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = l.HighWatermark(), l.LastStableOffset(), l.LogStartOffset()
 }
 
 // checkLeaderEpoch validates a client's current leader epoch (-1 = unknown,

@@ -66,8 +66,11 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 
 func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	l := p.log
-	// The upper bound a consumer may see; LSO == HW until transactions.
+	// The upper bound a consumer may see.
 	upper := l.HighWatermark()
+	if req.IsolationLevel == isolationCommitted {
+		upper = l.LastStableOffset()
+	}
 	found := func(offset, timestamp int64) {
 		sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, timestamp, p.leaderEpoch
 	}

@@ -1,0 +1,48 @@
+package broker
+
+// DescribeProducers: v0
+//
+// The idempotent and transactional producers each partition's log knows:
+// producer id and epoch, last sequence and timestamp, and the first offset
+// of the producer's open transaction (-1 when none). Unknown topics or
+// partitions are UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeProducers, 0, 0, (*Broker).handleDescribeProducers) }
+
+func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookupTopic(rt.Topic)
+		var parts []*partition
+		if t != nil {
+			parts = b.partitionsOf(t)
+		}
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = p
+			if t == nil || p < 0 || int(p) >= len(parts) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			for _, ps := range parts[p].log.ProducerStates() {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
+				ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, ps.TxnStartOffset
+				sp.ActiveProducers = append(sp.ActiveProducers, ap)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
