@@ -2,6 +2,12 @@
 //
 //	gregor [serve] [--listen ADDR] [--advertise HOST:PORT] [--data-dir DIR]
 //	       [--config FILE] [--set key=value ...] [--log-level LEVEL]
+//	       [--http ADDR]
+//	gregor topics|groups|produce|consume|healthcheck …   (see cli.go)
+//
+// --advertise and --http default to $GREGOR_ADVERTISE and $GREGOR_HTTP.
+// --http starts the admin listener: /metrics, /healthz, /readyz, the web
+// console and fault injection (package admin).
 //
 // With no arguments it serves on 127.0.0.1:9092 with data in ./data.
 // Properties use Kafka's names (num.partitions, log.retention.ms, …); --set
@@ -25,6 +31,15 @@ import (
 
 func main() {
 	args := os.Args[1:]
+	if len(args) > 0 && subcommands[args[0]] != nil {
+		if err := subcommands[args[0]](args[1:]); err != nil {
+			if !errors.Is(err, errUsage) && !errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintln(os.Stderr, "gregor:", err)
+			}
+			os.Exit(1)
+		}
+		return
+	}
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	}
@@ -51,7 +66,8 @@ func serve(args []string) error {
 	start := time.Now()
 	fs := flag.NewFlagSet("gregor", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:9092", "address to listen on (port 0 picks a free port)")
-	advertise := fs.String("advertise", "", "host:port advertised to clients (default: the bound address)")
+	advertise := fs.String("advertise", os.Getenv("GREGOR_ADVERTISE"), "host:port advertised to clients (default: $GREGOR_ADVERTISE, else the bound address)")
+	httpAddr := fs.String("http", os.Getenv("GREGOR_HTTP"), "admin HTTP listener (metrics, health, console), e.g. 127.0.0.1:9644; off when empty")
 	dataDir := fs.String("data-dir", "./data", "data directory")
 	configFile := fs.String("config", "", "Kafka-style properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -94,6 +110,12 @@ func serve(args []string) error {
 		b.Close()
 		return err
 	}
+	stopHTTP, err := startHTTP(*httpAddr, b, log)
+	if err != nil {
+		b.Close()
+		return err
+	}
+	defer stopHTTP()
 	log.Info("listening", "addr", addr.String(), "data_dir", *dataDir, "cluster_id", b.ClusterID(), "startup", time.Since(start))
 
 	sig := make(chan os.Signal, 1)

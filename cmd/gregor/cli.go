@@ -1,0 +1,152 @@
+package main
+
+// Client subcommands: they talk to any Kafka-compatible broker over the
+// protocol (franz-go's kgo and kadm), so they work against Kafka too.
+//
+//	gregor topics list|create|describe|delete|alter-config [flags]
+//	gregor groups list|describe|delete|reset-offsets [flags]
+//	gregor produce TOPIC [flags] < lines
+//	gregor consume TOPIC [flags]
+//	gregor healthcheck [--http ADDR]
+//
+// Each takes --brokers HOST:PORT[,…] (default $GREGOR_BROKERS or
+// 127.0.0.1:9092) and --timeout.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// subcommands are the commands beside serve; each gets the arguments after
+// its name.
+var subcommands = map[string]func(args []string) error{
+	"topics":      topicsCmd,
+	"groups":      groupsCmd,
+	"produce":     produceCmd,
+	"consume":     consumeCmd,
+	"healthcheck": healthcheckCmd,
+}
+
+// errUsage is returned after a usage message was printed.
+var errUsage = errors.New("usage")
+
+// clientFlags are the flags every client command has.
+type clientFlags struct {
+	brokers string
+	timeout time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	def := os.Getenv("GREGOR_BROKERS")
+	if def == "" {
+		def = "127.0.0.1:9092"
+	}
+	fs.StringVar(&c.brokers, "brokers", def, "bootstrap brokers, host:port[,host:port…]")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "overall timeout of the command (0: none)")
+}
+
+func (c *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	var seeds []string
+	for _, s := range strings.Split(c.brokers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) == 0 {
+		return nil, errors.New("--brokers is empty")
+	}
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, opts...)...)
+}
+
+func (c *clientFlags) admin() (*kadm.Client, *kgo.Client, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl, nil
+}
+
+func (c *clientFlags) context() (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return context.WithCancel(context.Background())
+	}
+	return context.WithTimeout(context.Background(), c.timeout)
+}
+
+// newFlagSet makes a flag set whose usage names the command and its
+// arguments.
+func newFlagSet(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: gregor %s %s\n%s\n", name, args, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseInterleaved parses flags that may come after positional arguments
+// (gregor topics create orders --partitions 3), returning the positionals.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// isTerminal reports whether f is a character device (a terminal), for
+// deciding whether to show progress.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress prints a self-overwriting status line on stderr when it is a
+// terminal, at most every 200ms; done ends the line.
+type progress struct {
+	on   bool
+	last time.Time
+	w    io.Writer
+}
+
+func newProgress() *progress { return &progress{on: isTerminal(os.Stderr), w: os.Stderr} }
+
+func (p *progress) update(format string, args ...any) {
+	if !p.on || time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
+}
+
+func (p *progress) done(format string, args ...any) {
+	if !p.on {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K"+format+"\n", args...)
+}
