@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gregor-broker/gregor/gregortest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// gregorBin is the binary under test, built by TestMain.
+var gregorBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gregor-cli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gregorBin = filepath.Join(dir, "gregor")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", gregorBin, ".").CombinedOutput()
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build gregor: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run runs the binary with args and stdin, bounded in time, returning
+// stdout and stderr; it fails the test on a non-zero exit unless fail is
+// expected.
+func run(t *testing.T, stdin string, wantFail bool, args ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gregorBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if wantFail && err == nil {
+		t.Fatalf("gregor %v succeeded, want failure\n%s", args, stdout.String())
+	}
+	if !wantFail && err != nil {
+		t.Fatalf("gregor %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// columns reports whether out has a line whose whitespace-separated fields
+// start with want.
+func hasRow(out string, want ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= len(want) && slicesEqual(f[:len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestCLI_Topics(t *testing.T) {
+	b := gregortest.Start(t)
+	br := "--brokers=" + b.Addr()
+	out, _ := run(t, "", false, "topics", "create", "orders", "--partitions", "3", "--config", "retention.ms=60000", br)
+	if !strings.Contains(out, "created topic orders with 3 partitions") {
+		t.Fatalf("create: %s", out)
+	}
+	run(t, "", true, "topics", "create", "orders", br) // exists
+	out, _ = run(t, "", false, "topics", "list", br)
+	if !hasRow(out, "orders", "3", "1") {
+		t.Fatalf("list:\n%s", out)
+	}
+	out, _ = run(t, "", false, "topics", "alter-config", "orders", "--set", "retention.ms=1000", "--set", "cleanup.policy=delete", br)
+	if !strings.Contains(out, "altered configs of topic orders") {
+		t.Fatalf("alter-config: %s", out)
+	}
+	out, _ = run(t, "", false, "topics", "describe", "orders", br)
+	if !strings.Contains(out, "retention.ms=1000") || !hasRow(out, "2", "0", "[0]", "[0]", "0", "0", "0") {
+		t.Fatalf("describe:\n%s", out)
+	}
+	out, _ = run(t, "", false, "topics", "delete", "orders", br)
+	if !strings.Contains(out, "deleted topic orders") {
+		t.Fatalf("delete: %s", out)
+	}
+	out, _ = run(t, "", false, "topics", "list", br)
+	if strings.Contains(out, "orders") {
+		t.Fatalf("orders still listed:\n%s", out)
+	}
+}
+
+func TestCLI_ProduceConsume(t *testing.T) {
+	b := gregortest.Start(t, gregortest.Topic("lines", 1, nil), gregortest.Topic("two", 2, nil))
+	br := "--brokers=" + b.Addr()
+	before := time.Now().UnixMilli()
+	run(t, "a:1\nb:2\nc:3:x\nnokey\n", false, "produce", "lines", "--key-separator", ":", br)
+	out, _ := run(t, "", false, "consume", "lines", "--from-beginning", "--until-end", "--format", `%o %k=%v\n`, br)
+	if want := "0 a=1\n1 b=2\n2 c=3:x\n3 =nokey\n"; out != want {
+		t.Fatalf("consume --from-beginning --until-end:\n%q, want %q", out, want)
+	}
+	out, _ = run(t, "", false, "consume", "lines", "--from-beginning", "-n", "2", br)
+	if out != "1\n2\n" {
+		t.Fatalf("consume -n 2: %q", out)
+	}
+	out, _ = run(t, "", false, "consume", "lines", "--offset", "2", "--until-end", "--format", `%v|%K\n`, br)
+	if out != "3:x|63\nnokey|\n" {
+		t.Fatalf("consume --offset 2: %q", out)
+	}
+	out, _ = run(t, "", false, "consume", "lines", "--timestamp", fmt.Sprint(before), "--until-end", "-n", "1", br)
+	if out != "1\n" {
+		t.Fatalf("consume --timestamp: %q", out)
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	out, _ = run(t, "", false, "consume", "lines", "--timestamp", future, "--until-end", br)
+	if out != "" {
+		t.Fatalf("consume from the future: %q", out)
+	}
+	// Two partitions, many lines: --until-end reads all of them.
+	var in strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	run(t, in.String(), false, "produce", "two", "--key-separator=:", br)
+	out, _ = run(t, "", false, "consume", "two", "--from-beginning", "--until-end", "--format", `%p %v\n`, br)
+	if n := strings.Count(out, "\n"); n != 1000 {
+		t.Fatalf("consumed %d of 1000 lines", n)
+	}
+	out, _ = run(t, "", false, "consume", "two", "--partition", "1", "--from-beginning", "--until-end", "--format", `%p\n`, br)
+	if strings.Contains(out, "0\n") || out == "" {
+		t.Fatalf("--partition 1 printed other partitions or nothing: %d lines", strings.Count(out, "\n"))
+	}
+	run(t, "", true, "consume", "nosuchtopic", "--until-end", "--from-beginning", br)
+}
+
+func TestCLI_Groups(t *testing.T) {
+	b := gregortest.Start(t, gregortest.Topic("gt", 2, nil))
+	br := "--brokers=" + b.Addr()
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "gt", Partition: int32(i % 2), Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now().UnixMilli()
+	time.Sleep(5 * time.Millisecond)
+	for i := range 4 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "gt", Partition: int32(i % 2), Value: []byte("late")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "gt", Partition: 0, At: 2})
+	os.Add(kadm.Offset{Topic: "gt", Partition: 1, At: 1})
+	if r, err := kadm.NewClient(cl).CommitOffsets(ctx, "cli-group", os); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	out, _ := run(t, "", false, "groups", "list", br)
+	if !hasRow(out, "cli-group", "Empty") {
+		t.Fatalf("list:\n%s", out)
+	}
+	out, _ = run(t, "", false, "groups", "describe", "cli-group", br)
+	if !strings.Contains(out, "Total lag: 11") || !hasRow(out, "gt", "0", "2", "7", "5") || !hasRow(out, "gt", "1", "1", "7", "6") {
+		t.Fatalf("describe:\n%s", out)
+	}
+	out, stderr := run(t, "", false, "groups", "reset-offsets", "cli-group", "--to-earliest", br)
+	if !hasRow(out, "gt", "0", "0") || !strings.Contains(stderr, "dry run") {
+		t.Fatalf("dry run:\n%s\n%s", out, stderr)
+	}
+	if c := b.Groups()[0].Offsets[0].Committed; c != 2 {
+		t.Fatalf("dry run committed: offset %d", c)
+	}
+	run(t, "", false, "groups", "reset-offsets", "cli-group", "--to-earliest", "--execute", br)
+	out, _ = run(t, "", false, "groups", "describe", "cli-group", br)
+	if !strings.Contains(out, "Total lag: 14") || !hasRow(out, "gt", "0", "0", "7", "7") {
+		t.Fatalf("after --to-earliest:\n%s", out)
+	}
+	run(t, "", false, "groups", "reset-offsets", "cli-group", "--to-datetime", fmt.Sprint(mid), "--execute", br)
+	out, _ = run(t, "", false, "groups", "describe", "cli-group", br)
+	if !hasRow(out, "gt", "0", "5", "7", "2") || !hasRow(out, "gt", "1", "5", "7", "2") {
+		t.Fatalf("after --to-datetime:\n%s", out)
+	}
+	run(t, "", false, "groups", "reset-offsets", "cli-group", "--to-latest", "--topic", "gt", "--execute", br)
+	out, _ = run(t, "", false, "groups", "describe", "cli-group", br)
+	if !strings.Contains(out, "Total lag: 0") {
+		t.Fatalf("after --to-latest:\n%s", out)
+	}
+	out, _ = run(t, "", false, "groups", "delete", "cli-group", br)
+	if !strings.Contains(out, "deleted group cli-group") {
+		t.Fatalf("delete: %s", out)
+	}
+	out, _ = run(t, "", false, "groups", "list", br)
+	if strings.Contains(out, "cli-group") {
+		t.Fatalf("still listed:\n%s", out)
+	}
+}
+
+var (
+	listenRe = regexp.MustCompile(`msg=listening addr=(\S+)`)
+	httpRe   = regexp.MustCompile(`msg="admin http listening" addr=(\S+)`)
+)
+
+// TestBinary_StartToReadyAndHealthcheck starts `gregor serve` with --http,
+// measures start to ready (exec until a client's ApiVersions is
+// answered), checks `gregor healthcheck` and the metrics endpoint, and
+// that SIGTERM stops it.
+func TestBinary_StartToReadyAndHealthcheck(t *testing.T) {
+	const runs = 3
+	var total, worst time.Duration
+	for i := range runs {
+		d := startBinaryOnce(t, i == 0)
+		total += d
+		worst = max(worst, d)
+	}
+	t.Logf("binary start to ready (exec until ApiVersions answered): mean %v, worst %v over %d runs", total/runs, worst, runs)
+}
+
+func startBinaryOnce(t *testing.T, checks bool) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, gregorBin, "serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "GREGOR_ADVERTISE=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var addr, httpAddr string
+	sc := bufio.NewScanner(stderr)
+	for (addr == "" || httpAddr == "") && sc.Scan() {
+		if m := listenRe.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+		}
+		if m := httpRe.FindStringSubmatch(sc.Text()); m != nil {
+			httpAddr = m[1]
+		}
+	}
+	if addr == "" || httpAddr == "" {
+		t.Fatalf("no listening lines (addr %q, http %q)", addr, httpAddr)
+	}
+	go io.Copy(io.Discard, stderr)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Since(t0)
+	if checks {
+		out, _ := run(t, "", false, "healthcheck", "--http", httpAddr)
+		if out != "ready\n" {
+			t.Fatalf("healthcheck: %q", out)
+		}
+		run(t, "", false, "healthcheck", "--http", httpAddr, "--path", "/metrics")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gregor serve exited with %v after SIGTERM", err)
+	}
+	if checks {
+		run(t, "", true, "healthcheck", "--http", httpAddr, "--timeout", "2s")
+	}
+	return ready
+}
+
+func TestCLI_UsageErrors(t *testing.T) {
+	_, stderr := run(t, "", true, "topics")
+	if !strings.Contains(stderr, "usage: gregor topics") {
+		t.Fatalf("topics usage: %s", stderr)
+	}
+	_, stderr = run(t, "", true, "groups", "reset-offsets", "g", "--brokers", "127.0.0.1:1")
+	if !strings.Contains(stderr, "exactly one of --to-earliest") {
+		t.Fatalf("reset-offsets usage: %s", stderr)
+	}
+	run(t, "", true, "consume", "--brokers", "127.0.0.1:1")
+}
