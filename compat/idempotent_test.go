@@ -3,6 +3,8 @@ package compat
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +169,107 @@ func TestIdempotent_StateSurvivesRestart(t *testing.T) {
 	next := buildBatch(pid, epoch, 3, ts, values("r", 3, 4)...)
 	if p := rawProduce(t, ctx, cl, topic, id, 0, next); p.ErrorCode != 0 || p.BaseOffset != 3 {
 		t.Errorf("after restarts, seq 3: error %s, baseOffset %d; want NONE, 3", errName(p.ErrorCode), p.BaseOffset)
+	}
+}
+
+// TestIdempotent_KgoPipelined: kgo's idempotent producer keeps up to five
+// Produce requests in flight on one connection. Kafka handles a
+// connection's requests strictly in order, so concurrent producers to one
+// partition never see OUT_OF_ORDER_SEQUENCE_NUMBER and every record is
+// appended exactly once.
+func TestIdempotent_KgoPipelined(t *testing.T) {
+	b := newBroker(t)
+	ctx := testCtx(t, 60*time.Second)
+	topic := topicName(t, "")
+	createTopic(t, ctx, newAdmin(t, b), topic, 1, nil)
+	cl := newClient(t, b)
+
+	const workers, each = 50, 40
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var produced []*kgo.Record
+	var firstErr error
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				r := &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "w%d", w), Value: fmt.Appendf(nil, "w%d-%d-%s", w, i, strings.Repeat("x", 100))}
+				err := cl.ProduceSync(pctx, r).FirstErr()
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					produced = append(produced, r)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	wg.Wait()
+	if firstErr != nil || len(produced) != workers*each {
+		t.Fatalf("%d workers x %d sequential ProduceSync to one partition: %d acknowledged in %v, first error %v; want all %d within 20s",
+			workers, each, len(produced), time.Since(start).Round(time.Millisecond), firstErr, workers*each)
+	}
+	ccl := newClient(t, b, kgo.ConsumeTopics(topic), kgo.FetchMaxWait(200*time.Millisecond))
+	got := consumeN(t, ctx, ccl, len(produced), 300*time.Millisecond)
+	checkSame(t, produced, got)
+	checkContiguous(t, got)
+}
+
+// TestIdempotent_PipelinedRaw writes ten Produce requests (sequences 0..9)
+// back to back on one TCP connection before reading any response. Kafka
+// processes a connection's requests in order, so every one succeeds at
+// offset i and the responses come back in request order.
+func TestIdempotent_PipelinedRaw(t *testing.T) {
+	b := newBroker(t)
+	ctx := testCtx(t, 30*time.Second)
+	topic := topicName(t, "")
+	id := createTopic(t, ctx, newAdmin(t, b), topic, 1, nil)
+	cl := newClient(t, b)
+	pid, epoch := initProducerID(t, ctx, cl)
+	version := min(maxVersion(t, ctx, cl, 0), 12)
+
+	conn := dialRaw(t, b)
+	const n = 10
+	var reqs []*kmsg.ProduceRequest
+	var wire []byte
+	for i := range n {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = version
+		req.Acks = -1
+		req.TimeoutMillis = 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = topic, id
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = buildBatch(pid, epoch, int32(i), time.Now(), values("p", i, i+1)...)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		reqs = append(reqs, req)
+		wire = appendRequest(wire, int32(100+i), req)
+	}
+	if _, err := conn.Write(wire); err != nil {
+		t.Fatalf("writing %d pipelined Produce v%d requests: %v", n, version, err)
+	}
+	for i := range n {
+		resp := reqs[i].ResponseKind().(*kmsg.ProduceResponse)
+		corr := readResponse(t, conn, resp)
+		if corr != int32(100+i) {
+			t.Fatalf("response %d has correlation id %d, want %d (responses out of order)", i, corr, 100+i)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("response %d: %+v", i, resp.Topics)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.BaseOffset != int64(i) {
+			t.Errorf("pipelined Produce v%d #%d (sequence %d): %s baseOffset %d; want NONE %d", version, i, i, errName(p.ErrorCode), p.BaseOffset, i)
+		}
 	}
 }

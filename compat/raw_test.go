@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -237,4 +239,65 @@ func errName(code int16) string {
 		return fmt.Sprintf("%s(%d)", e.Message, code)
 	}
 	return fmt.Sprintf("UNKNOWN_CODE(%d)", code)
+}
+
+// dialRaw opens a plain TCP connection to the broker, closed at cleanup,
+// with a 20s deadline.
+func dialRaw(t *testing.T, b *broker) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", b.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	return conn
+}
+
+// appendRequest appends one size-prefixed request (header v1, or v2 for
+// flexible versions) with client id "compat".
+func appendRequest(dst []byte, corr int32, req kmsg.Request) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.GetVersion()))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(corr))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len("compat")))
+	dst = append(dst, "compat"...)
+	if req.IsFlexible() {
+		dst = append(dst, 0) // no header tags
+	}
+	dst = req.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// readResponse reads one size-prefixed response into resp (whose version
+// must be set) and returns its correlation id.
+func readResponse(t *testing.T, conn net.Conn, resp kmsg.Response) int32 {
+	t.Helper()
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		t.Fatalf("reading response size: %v", err)
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n < 4 || n > 64<<20 {
+		t.Fatalf("response size %d", n)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		t.Fatalf("reading %d-byte response: %v", n, err)
+	}
+	corr := int32(binary.BigEndian.Uint32(buf))
+	body := buf[4:]
+	if resp.IsFlexible() && resp.Key() != 18 {
+		if len(body) == 0 || body[0] != 0 {
+			t.Fatalf("flexible response header tags: %x", body[:min(len(body), 8)])
+		}
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("decoding %T v%d: %v", resp, resp.GetVersion(), err)
+	}
+	return corr
 }
