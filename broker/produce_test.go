@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -193,4 +194,8 @@ func TestCreateTopics_Validation(t *testing.T) {
 			t.Errorf("create %q: error %v, want %v", c.name, kerr.ErrorForCode(got.ErrorCode), c.want)
 		}
 	}
+}
+
+func storageOpts() storage.AppendOptions {
+	return storage.AppendOptions{LogAppendTime: -1}
 }

@@ -201,39 +201,61 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
-// dispatch decodes one request frame and starts its handler. An error means
-// the connection must be closed (unknown key, unsupported version other than
-// ApiVersions, undecodable request), as Kafka does.
-func (c *conn) dispatch(frame []byte) (*pending, error) {
+// errUnsupportedApiVersions is returned by decodeRequest for an ApiVersions
+// request of a version Gregor does not know: it is answered, not fatal.
+var errUnsupportedApiVersions = errors.New("unsupported ApiVersions version")
+
+// decodeRequest checks a frame's key and version against the registry and
+// decodes it. Nothing of the request body is touched before the key and
+// version are known to be handled. errUnsupportedApiVersions asks for the v0
+// UNSUPPORTED_VERSION answer; any other error means the connection must be
+// closed (unknown key, unsupported version, undecodable request), as Kafka
+// does.
+func decodeRequest(frame []byte) (handler, protocol.RequestHeader, kmsg.Request, error) {
+	var hdr protocol.RequestHeader
 	key, version, corr, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
-		return nil, err
+		return handler{}, hdr, nil, err
 	}
+	hdr.Key, hdr.Version, hdr.CorrelationID = key, version, corr
 	h, ok := handlers[key]
 	if !ok {
-		return nil, fmt.Errorf("unknown api key %d (version %d)", key, version)
+		return h, hdr, nil, fmt.Errorf("unknown api key %d (version %d)", key, version)
 	}
 	if version < h.acceptMin || version > h.max {
 		if key == int16(kmsg.ApiVersions) {
-			c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", version)
-			p := &pending{done: make(chan struct{})}
-			p.out = protocol.EncodeResponse(corr, apiVersionsUnsupported())
-			close(p.done)
-			return p, nil
+			return h, hdr, nil, errUnsupportedApiVersions
 		}
-		return nil, fmt.Errorf("unsupported version %d of %s (supported %d-%d)", version, kmsg.NameForKey(key), h.acceptMin, h.max)
+		return h, hdr, nil, fmt.Errorf("unsupported version %d of %s (supported %d-%d)", version, kmsg.NameForKey(key), h.acceptMin, h.max)
 	}
 	msg := kmsg.RequestForKey(key)
 	if msg == nil {
-		return nil, fmt.Errorf("unknown api key %d", key)
+		return h, hdr, nil, fmt.Errorf("unknown api key %d", key)
 	}
 	msg.SetVersion(version)
 	hdr, body, err := protocol.ParseRequestHeader(frame, msg.IsFlexible())
 	if err != nil {
-		return nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
+		return h, hdr, nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
 	}
 	if err := msg.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(key), version, err)
+		return h, hdr, nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(key), version, err)
+	}
+	return h, hdr, msg, nil
+}
+
+// dispatch decodes one request frame and starts its handler. An error means
+// the connection must be closed.
+func (c *conn) dispatch(frame []byte) (*pending, error) {
+	h, hdr, msg, err := decodeRequest(frame)
+	if err == errUnsupportedApiVersions {
+		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
+		p := &pending{done: make(chan struct{})}
+		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
+		close(p.done)
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	p := &pending{done: make(chan struct{})}
 	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx}
