@@ -87,6 +87,9 @@ type Coordinator struct {
 	timerSeq uint64
 	parked   int // blocked JoinGroup/SyncGroup calls, for tests
 	expiry   timerSlot
+	// txnPending holds TxnOffsetCommit offsets until their transaction
+	// ends (txn_offsets.go).
+	txnPending txnPendingOffsets
 }
 
 // Open opens (creating if needed) Dir/groups.db and restores every group and
@@ -103,11 +106,12 @@ func Open(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: open %s: %w", dbFileName, err)
 	}
 	c := &Coordinator{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		db:      db,
-		newUUID: randomUUID,
-		groups:  make(map[string]*group),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		db:         db,
+		newUUID:    randomUUID,
+		groups:     make(map[string]*group),
+		txnPending: make(txnPendingOffsets),
 	}
 	if err := c.load(); err != nil {
 		db.Close()

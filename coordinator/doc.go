@@ -1,7 +1,10 @@
 // Package coordinator is Gregor's classic consumer group coordinator: the
 // JoinGroup / SyncGroup / Heartbeat / LeaveGroup membership protocol, offset
 // commits and fetches, and the group admin APIs, with groups and committed
-// offsets kept in one bbolt file.
+// offsets kept in one bbolt file; and its transaction coordinator
+// (TxnCoordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+// TxnOffsetCommit, EndTxn, DescribeTransactions, ListTransactions), with
+// transactional ids kept in another (txns.db).
 //
 // It knows nothing of connections: the broker decodes a request, calls the
 // method of the same name with the kmsg request and encodes the kmsg
@@ -70,4 +73,16 @@
 // timers, so members whose clients are gone expire and the group rebalances;
 // membership changes after the last write (a leave, an unfinished rebalance)
 // are redone by the clients. The file format is described in store.go.
+//
+// # Transactions
+//
+// The transaction states and their transitions are described in
+// txn_doc.go. Offsets committed by TxnOffsetCommit are pending in the group
+// coordinator, per group and producer id, and persisted like commits; they
+// are invisible to OffsetFetch (require_stable answers
+// UNSTABLE_OFFSET_COMMIT) until the transaction coordinator, after writing
+// the transaction's markers, calls CompleteTxnOffsets to commit or drop
+// them. A transaction found in PrepareCommit or PrepareAbort by OpenTxn is
+// completed then, so nothing stays half-visible after a crash. The broker
+// calls CheckProduce for every transactional produce.
 package coordinator

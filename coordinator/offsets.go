@@ -163,10 +163,12 @@ func validateOffsetCommit(g *group, memberID, instanceID string, gen int32) *ker
 
 // OffsetFetch handles an OffsetFetch request. Partitions without a committed
 // offset answer offset -1; unknown groups answer like groups without offsets.
-// With no transactional offsets pending, require_stable never yields
-// UNSTABLE_OFFSET_COMMIT.
+// Offsets of open transactions are not visible; with require_stable (v7+)
+// a partition that has one answers offset -1 and UNSTABLE_OFFSET_COMMIT, so
+// the consumer waits for the transaction to end.
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	r := kmsg.NewPtrOffsetFetchResponse()
+	stable := req.RequireStable && req.Version >= 7
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.Version >= 8 {
@@ -180,7 +182,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 					topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 				}
 			}
-			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil)
+			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil, stable)
 			out.ErrorCode = err.Code
 			for _, t := range res {
 				ot := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -201,7 +203,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 	for _, t := range req.Topics {
 		topics = append(topics, fetchTopic{t.Topic, t.Partitions})
 	}
-	res, err := c.fetchOffsetsLocked(req.Group, topics, all)
+	res, err := c.fetchOffsetsLocked(req.Group, topics, all, stable)
 	if err != noError && req.Version < 2 {
 		// No top-level error before v2: every requested partition carries it.
 		res = nil
@@ -248,10 +250,11 @@ type fetchedPartition struct {
 }
 
 // fetchOffsetsLocked answers one group's fetch: the requested partitions,
-// or every committed partition if all.
+// or every committed partition if all; with stable, partitions with
+// pending transactional offsets answer UNSTABLE_OFFSET_COMMIT.
 //
 // Lock should be held.
-func (c *Coordinator) fetchOffsetsLocked(groupID string, topics []fetchTopic, all bool) ([]fetchedTopic, *kerr.Error) {
+func (c *Coordinator) fetchOffsetsLocked(groupID string, topics []fetchTopic, all, stable bool) ([]fetchedTopic, *kerr.Error) {
 	if groupID == "" {
 		return nil, kerr.InvalidGroupID
 	}
@@ -264,6 +267,9 @@ func (c *Coordinator) fetchOffsetsLocked(groupID string, topics []fetchTopic, al
 	}
 	noMetadata := ""
 	entry := func(topic string, p int32) fetchedPartition {
+		if stable && c.hasPendingTxnOffsetLocked(groupID, topic, p) {
+			return fetchedPartition{partition: p, offset: -1, leaderEpoch: -1, metadata: &noMetadata, errorCode: kerr.UnstableOffsetCommit.Code}
+		}
 		if e, ok := offsets[topic][p]; ok {
 			md := e.metadata
 			if md == nil {
@@ -414,6 +420,9 @@ func (c *Coordinator) DeleteTopicOffsets(topic string) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return
+	}
+	if err := c.deleteTopicPendingLocked(topic); err != nil {
+		c.log.Warn("deleting transactional offsets of deleted topic failed", "topic", topic, "err", err)
 	}
 	for _, id := range sortedKeys(c.groups) {
 		g := c.groups[id]

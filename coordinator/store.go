@@ -22,6 +22,7 @@ import (
 //	                  value = format 0x01, offset int64, leader epoch int32,
 //	                          commit time (Unix ms) int64, metadata length
 //	                          int32 (-1 = null), metadata bytes.
+//	bucket "txn_offsets": pending transactional offsets, see txn_offsets.go.
 //
 // Topic names cannot contain 0x00, so keys sort by topic then partition.
 var (
@@ -106,7 +107,8 @@ func (c *Coordinator) storeGroupLocked(g *group) error {
 //
 // Lock should be held.
 func (c *Coordinator) storeOffsetsLocked(groupID string, ws []offsetWrite) error {
-	return c.db.Update(func(tx *bolt.Tx) error {
+	var applyMarks func()
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(bucketOffsets)
 		if err != nil {
 			return err
@@ -120,8 +122,17 @@ func (c *Coordinator) storeOffsetsLocked(groupID string, ws []offsetWrite) error
 				return err
 			}
 		}
+		apply, err := c.supersedePendingTx(tx, groupID, ws)
+		if err != nil {
+			return err
+		}
+		applyMarks = apply
 		return nil
 	})
+	if err == nil {
+		applyMarks()
+	}
+	return err
 }
 
 func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) error {
@@ -241,6 +252,9 @@ func (c *Coordinator) load() error {
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		if err := c.loadPendingTx(tx); err != nil {
 			return err
 		}
 		return ob.ForEach(func(k, v []byte) error {

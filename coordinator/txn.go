@@ -1,0 +1,298 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Defaults applied by OpenTxn to zero fields of TxnConfig. They are Kafka's
+// broker defaults of the same names.
+const (
+	DefaultTxnMaxTimeout            = 15 * time.Minute   // transaction.max.timeout.ms
+	DefaultAbortTimedOutInterval    = 10 * time.Second   // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	DefaultTxnIDExpiration          = 7 * 24 * time.Hour // transactional.id.expiration.ms
+	DefaultRemoveExpiredTxnInterval = time.Hour          // transaction.remove.expired.transaction.cleanup.interval.ms
+	DefaultMarkerRetryBackoff       = time.Second
+)
+
+// ErrTxnConfig is returned by OpenTxn when a required TxnConfig function
+// (AllocateProducerID, WriteMarkers) is missing.
+var ErrTxnConfig = errors.New("coordinator: TxnConfig needs AllocateProducerID and WriteMarkers")
+
+// TxnConfig configures a TxnCoordinator. Zero durations take the Default*
+// values.
+type TxnConfig struct {
+	// Dir holds the bbolt file txns.db; it is created if missing.
+	Dir string
+	// Now and AfterFunc are the clock, as in Config. AfterFunc must not
+	// call f synchronously.
+	Now       func() time.Time
+	AfterFunc func(d time.Duration, f func()) Timer
+
+	// MaxTimeout is transaction.max.timeout.ms: InitProducerId with a
+	// larger transaction timeout answers INVALID_TRANSACTION_TIMEOUT.
+	MaxTimeout time.Duration
+	// AbortTimedOutInterval is the period of the loop that aborts
+	// transactions Ongoing for longer than their timeout.
+	AbortTimedOutInterval time.Duration
+	// IDExpiration is transactional.id.expiration.ms: an id without a
+	// transaction (Empty, CompleteCommit, CompleteAbort) that was not used
+	// for this long is forgotten.
+	IDExpiration time.Duration
+	// RemoveExpiredInterval is the period of the expiry loop.
+	RemoveExpiredInterval time.Duration
+	// MarkerRetryBackoff is the pause before WriteMarkers is called again
+	// after it failed.
+	MarkerRetryBackoff time.Duration
+
+	// AllocateProducerID hands out a new producer id, durably: an id is
+	// never handed out twice, across restarts. Required.
+	AllocateProducerID func() (int64, error)
+	// WriteMarkers appends a COMMIT (commit) or ABORT control batch for
+	// producerID at epoch (coordinator epoch 0) to every listed partition,
+	// and returns once they are all in the logs. It is called without the
+	// coordinator's lock, at most once at a time per transaction, to move
+	// PrepareCommit/PrepareAbort to CompleteCommit/CompleteAbort. On error
+	// it is called again later with the same arguments, so a partition
+	// that already got its marker may get a second one (as after a crash):
+	// the log must accept a marker for a producer without an ongoing
+	// transaction. Required.
+	WriteMarkers func(ctx context.Context, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error
+	// Groups keeps TxnOffsetCommit offsets pending until the transaction
+	// ends. Nil answers TxnOffsetCommit with COORDINATOR_NOT_AVAILABLE.
+	Groups *Coordinator
+	// TopicPartitions reports a topic's partition count; AddPartitionsToTxn
+	// and TxnOffsetCommit answer UNKNOWN_TOPIC_OR_PARTITION for others. Nil
+	// accepts all.
+	TopicPartitions func(topic string) (partitions int32, ok bool)
+
+	Logger *slog.Logger
+}
+
+// TxnCoordinator is the transaction coordinator of one broker: it owns every
+// transactional id, its producer id and epoch and its transaction's state,
+// and drives commits and aborts by writing markers. All methods are safe for
+// concurrent use.
+type TxnCoordinator struct {
+	cfg TxnConfig
+	log *slog.Logger
+	db  *bolt.DB
+
+	mu       sync.Mutex
+	closed   bool
+	txns     map[string]*txnEntry
+	byPID    map[int64]string // producer id (and pending next producer id) → transactional id
+	timerSeq uint64
+	abort    timerSlot
+	expire   timerSlot
+}
+
+// txnEntry is a transactional id: its durable state and what the
+// coordinator is doing about it.
+type txnEntry struct {
+	id   string
+	meta txnMeta
+	// writing is set while a finish call writes markers outside the lock.
+	writing bool
+	// markersDone records that the markers of the current Prepare* state
+	// are in the logs and only the completion is left to retry.
+	markersDone bool
+	retry       timerSlot
+}
+
+// OpenTxn opens (creating if needed) Dir/txns.db and restores every
+// transactional id. Transactions found in PrepareCommit or PrepareAbort are
+// completed before it returns: their markers are written (again) through
+// WriteMarkers, so WriteMarkers and Groups must be usable when OpenTxn is
+// called. If that fails the transaction stays Prepare* and is retried every
+// MarkerRetryBackoff; requests for it answer CONCURRENT_TRANSACTIONS
+// meanwhile. Ongoing transactions resume and time out as before the
+// restart.
+func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
+	if cfg.AllocateProducerID == nil || cfg.WriteMarkers == nil {
+		return nil, ErrTxnConfig
+	}
+	cfg = txnWithDefaults(cfg)
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(cfg.Dir, txnDBFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
+	}
+	c := &TxnCoordinator{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		db:    db,
+		txns:  make(map[string]*txnEntry),
+		byPID: make(map[int64]string),
+	}
+	ids, metas, err := c.loadTxns()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("coordinator: load %s: %w", txnDBFileName, err)
+	}
+	var unfinished []string
+	c.mu.Lock()
+	for _, id := range ids {
+		e := &txnEntry{id: id}
+		c.txns[id] = e
+		c.setMetaLocked(e, metas[id])
+		if e.meta.state.preparing() {
+			unfinished = append(unfinished, id)
+		}
+	}
+	c.scheduleAbortLocked()
+	c.scheduleExpireLocked()
+	c.mu.Unlock()
+	for _, id := range unfinished {
+		if err := c.finish(context.Background(), id); err != nil {
+			c.log.Warn("completing transaction after restart failed; will retry", "transactional_id", id, "err", err)
+		}
+	}
+	return c, nil
+}
+
+func txnWithDefaults(cfg TxnConfig) TxnConfig {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AfterFunc == nil {
+		cfg.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = DefaultTxnMaxTimeout
+	}
+	if cfg.AbortTimedOutInterval <= 0 {
+		cfg.AbortTimedOutInterval = DefaultAbortTimedOutInterval
+	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = DefaultTxnIDExpiration
+	}
+	if cfg.RemoveExpiredInterval <= 0 {
+		cfg.RemoveExpiredInterval = DefaultRemoveExpiredTxnInterval
+	}
+	if cfg.MarkerRetryBackoff <= 0 {
+		cfg.MarkerRetryBackoff = DefaultMarkerRetryBackoff
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// Close stops the timers and closes the bbolt file. Every transition was
+// durable when its request was answered; a transaction left in Prepare* is
+// completed by the next OpenTxn. A WriteMarkers call in flight may still
+// return; its result is then dropped.
+func (c *TxnCoordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	c.cancelLocked(&c.abort)
+	c.cancelLocked(&c.expire)
+	for _, e := range c.txns {
+		c.cancelLocked(&e.retry)
+	}
+	c.mu.Unlock()
+	return c.db.Close()
+}
+
+// setMetaLocked installs an already persisted state and keeps the producer
+// id index in step.
+//
+// Lock should be held.
+func (c *TxnCoordinator) setMetaLocked(e *txnEntry, m txnMeta) {
+	for _, pid := range []int64{e.meta.producerID, e.meta.nextProducerID} {
+		if pid != noProducerID && c.byPID[pid] == e.id {
+			delete(c.byPID, pid)
+		}
+	}
+	e.meta = m
+	for _, pid := range []int64{m.producerID, m.nextProducerID} {
+		if pid != noProducerID {
+			c.byPID[pid] = e.id
+		}
+	}
+}
+
+// transitionLocked persists m as e's new state and then installs it. On
+// error nothing changed and the caller answers COORDINATOR_NOT_AVAILABLE.
+//
+// Lock should be held.
+func (c *TxnCoordinator) transitionLocked(e *txnEntry, m txnMeta) error {
+	if err := c.putTxn(e.id, m); err != nil {
+		c.log.Warn("persisting transaction state failed", "transactional_id", e.id, "state", m.state, "err", err)
+		return err
+	}
+	if _, ok := c.txns[e.id]; !ok {
+		c.txns[e.id] = e
+	}
+	c.setMetaLocked(e, m)
+	return nil
+}
+
+// scheduleLocked (re)arms s to run f under the lock after d; see
+// Coordinator.scheduleLocked. f may return a function to run after the lock
+// is released (marker writes).
+//
+// Lock should be held.
+func (c *TxnCoordinator) scheduleLocked(s *timerSlot, d time.Duration, f func() func()) {
+	c.cancelLocked(s)
+	c.timerSeq++
+	seq := c.timerSeq
+	s.seq = seq
+	s.t = c.cfg.AfterFunc(d, func() {
+		c.mu.Lock()
+		if c.closed || s.seq != seq {
+			c.mu.Unlock()
+			return
+		}
+		s.t, s.seq = nil, 0
+		after := f()
+		c.mu.Unlock()
+		if after != nil {
+			after()
+		}
+	})
+}
+
+// cancelLocked disarms s.
+//
+// Lock should be held.
+func (c *TxnCoordinator) cancelLocked(s *timerSlot) {
+	if s.t != nil {
+		s.t.Stop()
+	}
+	s.t, s.seq = nil, 0
+}
+
+// fencedFor maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for request
+// versions older than since, which predate the error (KafkaApis does this
+// for InitProducerId < 4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
+// < 2).
+func fencedFor(err *kerr.Error, version, since int16) *kerr.Error {
+	if err == kerr.ProducerFenced && version < since {
+		return kerr.InvalidProducerEpoch
+	}
+	return err
+}
+
+func errCode(err *kerr.Error) int16 {
+	if err == nil {
+		return 0
+	}
+	return err.Code
+}

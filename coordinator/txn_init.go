@@ -1,0 +1,154 @@
+package coordinator
+
+// InitProducerId: v0-5. v1 is v0, v2 flexible, v3 adds the producer id and
+// epoch of a producer that wants to keep its identity (KIP-360), v4 answers
+// PRODUCER_FENCED where older versions get INVALID_PRODUCER_EPOCH, v5 is v4
+// (KIP-890 clients).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// InitProducerID handles an InitProducerId request, as Kafka's
+// TransactionCoordinator.handleInitProducerId:
+//
+//   - a null transactional id gets a fresh producer id at epoch 0 (the
+//     broker may handle idempotent producers itself instead); an empty one
+//     answers INVALID_REQUEST;
+//   - a timeout outside (0, MaxTimeout] answers INVALID_TRANSACTION_TIMEOUT;
+//   - a new transactional id gets a new producer id at epoch 0; a known one
+//     is bumped to the next epoch, which fences producers holding older
+//     epochs; an exhausted epoch (32766) rotates to a new producer id;
+//   - an Ongoing transaction is aborted first, at a bumped epoch (Ongoing →
+//     PrepareEpochFence → PrepareAbort → CompleteAbort), and the request
+//     answers CONCURRENT_TRANSACTIONS so the client retries and gets the
+//     epoch after that; PrepareCommit/PrepareAbort answer
+//     CONCURRENT_TRANSACTIONS too;
+//   - from v3 a producer id and epoch (KIP-360) keep the producer: they must
+//     name the current producer id (or the previous one with an exhausted
+//     epoch) and the current epoch, or the last epoch for a retry of a bump
+//     whose answer was lost; otherwise PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+//     before v4). Only one of the two set answers INVALID_REQUEST.
+//
+// Errors answer producer id -1 and epoch -1.
+func (c *TxnCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	r := kmsg.NewPtrInitProducerIDResponse()
+	r.ProducerID, r.ProducerEpoch = noProducerID, noProducerEpoch
+	fail := func(err *kerr.Error) *kmsg.InitProducerIDResponse {
+		r.ErrorCode = fencedFor(err, req.Version, 4).Code
+		return r
+	}
+	if req.TransactionalID == nil {
+		pid, err := c.cfg.AllocateProducerID()
+		if err != nil {
+			c.log.Warn("allocating producer id failed", "err", err)
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		r.ProducerID, r.ProducerEpoch = pid, 0
+		return r
+	}
+	id := *req.TransactionalID
+	if id == "" {
+		return fail(kerr.InvalidRequest)
+	}
+	timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
+	if req.TransactionTimeoutMillis <= 0 || timeout > c.cfg.MaxTimeout {
+		return fail(kerr.InvalidTransactionTimeout)
+	}
+	expPID, expEpoch := noProducerID, noProducerEpoch
+	if req.Version >= 3 {
+		expPID, expEpoch = req.ProducerID, req.ProducerEpoch
+	}
+	expected := expPID != noProducerID || expEpoch != noProducerEpoch
+	if expected && (expPID == noProducerID || expEpoch == noProducerEpoch) {
+		return fail(kerr.InvalidRequest)
+	}
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	now := c.cfg.Now()
+	e := c.txns[id]
+	if e == nil {
+		pid, err := c.cfg.AllocateProducerID()
+		if err != nil {
+			c.mu.Unlock()
+			c.log.Warn("allocating producer id failed", "err", err)
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		// Not in c.txns until its first transition is persisted.
+		e = &txnEntry{id: id, meta: txnMeta{
+			producerID: pid, prevProducerID: noProducerID, nextProducerID: noProducerID,
+			epoch: noProducerEpoch, lastEpoch: noProducerEpoch,
+			timeout: timeout, state: txnEmpty, updated: now,
+		}}
+	}
+	m := e.meta
+	validPID := m.epoch == noProducerEpoch || expPID == m.producerID ||
+		(expPID == m.prevProducerID && epochExhausted(expEpoch))
+	switch {
+	case expected && !validPID:
+		c.mu.Unlock()
+		return fail(kerr.ProducerFenced)
+	case e.writing || m.state.preparing():
+		c.mu.Unlock()
+		return fail(kerr.ConcurrentTransactions)
+	case m.state == txnOngoing:
+		err := c.fenceLocked(e)
+		c.mu.Unlock()
+		if err != nil {
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		// Abort right away; the client retries after the abort is done.
+		c.finish(ctx, id)
+		return fail(kerr.ConcurrentTransactions)
+	}
+
+	next := m.clone()
+	next.state = txnEmpty
+	next.timeout = timeout
+	next.partitions = make(map[topicPartition]struct{})
+	next.groups = make(map[string]struct{})
+	next.start = time.Time{}
+	next.updated = now
+	next.nextProducerID = noProducerID
+	if epochExhausted(m.epoch) && (!expected || expEpoch == m.epoch) {
+		pid, err := c.cfg.AllocateProducerID()
+		if err != nil {
+			c.mu.Unlock()
+			c.log.Warn("allocating producer id failed", "err", err)
+			return fail(kerr.CoordinatorNotAvailable)
+		}
+		next.prevProducerID, next.producerID, next.epoch = m.producerID, pid, 0
+		next.lastEpoch = noProducerEpoch
+		if expected {
+			next.lastEpoch = m.epoch
+		}
+	} else {
+		switch {
+		case !expected:
+			next.epoch, next.lastEpoch = m.epoch+1, noProducerEpoch
+		case m.epoch == noProducerEpoch || expEpoch == m.epoch:
+			next.epoch, next.lastEpoch = m.epoch+1, m.epoch
+		case expEpoch == m.lastEpoch:
+			// A retry of a bump whose answer was lost: same epoch again.
+		default:
+			c.mu.Unlock()
+			return fail(kerr.ProducerFenced)
+		}
+	}
+	err := c.transitionLocked(e, next)
+	c.mu.Unlock()
+	if err != nil {
+		return fail(kerr.CoordinatorNotAvailable)
+	}
+	c.log.Info("initialized transactional id", "transactional_id", id, "producer_id", next.producerID, "epoch", next.epoch)
+	r.ProducerID, r.ProducerEpoch = next.producerID, next.epoch
+	return r
+}
