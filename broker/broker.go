@@ -27,6 +27,7 @@ type Broker struct {
 	nodeID    int32
 	clusterID string
 	maxReq    int32
+	reqBytes  byteBudget
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
@@ -89,6 +90,7 @@ func New(cfg Config) (*Broker, error) {
 		log:        cfg.Logger,
 		nodeID:     int32(cfg.int64Prop("node.id")),
 		maxReq:     int32(cfg.int64Prop("socket.request.max.bytes")),
+		reqBytes:   byteBudget{limit: cfg.int64Prop("queued.max.request.bytes")},
 		topics:     map[string]*topic{},
 		topicsByID: map[uuid]*topic{},
 	}

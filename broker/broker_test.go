@@ -289,3 +289,9 @@ func TestFetch_LongPollWokenByProduce(t *testing.T) {
 		t.Fatalf("long poll not woken by the append: %v", el)
 	}
 }
+
+func apiVersionsReq() *kmsg.ApiVersionsRequest {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 0
+	return req
+}

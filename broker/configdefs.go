@@ -143,6 +143,7 @@ var brokerConfigDefs = []configDef{
 	{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, "true", "", false, boolean, "Create a topic when metadata is requested for one that does not exist."},
 	{"delete.topic.enable", kmsg.ConfigTypeBoolean, "true", "", false, boolean, "Allow topics to be deleted."},
 	{"socket.request.max.bytes", kmsg.ConfigTypeInt, "104857600", "", true, intAtLeast(1), "The largest request accepted; a larger size prefix closes the connection."},
+	{"queued.max.request.bytes", kmsg.ConfigTypeLong, "268435456", "", true, atLeast(-1), "Request bytes read but not yet answered, across all connections; readers wait beyond it (-1 = no limit)."},
 	{"connections.max.idle.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(0), "Idle connections are closed after this long."},
 	{"max.connections", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "The most connections the broker accepts at once."},
 	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, "300000", "", true, atLeast(1), "How often retention is checked."},

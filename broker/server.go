@@ -50,6 +50,7 @@ type pending struct {
 	out     *protocol.Out // nil: no response (acks=0 produce)
 	release func()        // called after out is written or dropped
 	fatal   error         // non-nil: close the connection instead of answering
+	bytes   int64         // request bytes held in the broker's budget until answered
 }
 
 // request is what a handler sees.
@@ -166,21 +167,37 @@ func (c *conn) readLoop() {
 		if idle > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(idle))
 		}
-		frame, err := protocol.ReadFrame(c.nc, c.b.maxReq)
+		n, err := protocol.ReadFrameSize(c.nc, c.b.maxReq)
 		if err != nil {
+			c.logReadError(err)
+			c.cancel()
+			return
+		}
+		// Wait for room in the broker-wide budget of request bytes in
+		// flight before allocating the body.
+		if err := c.b.reqBytes.acquire(c.ctx, int64(n)); err != nil {
+			c.cancel()
+			return
+		}
+		frame, err := protocol.ReadFrameBody(c.nc, n)
+		if err != nil {
+			c.b.reqBytes.release(int64(n))
 			c.logReadError(err)
 			c.cancel()
 			return
 		}
 		p, err := c.dispatch(frame)
 		if err != nil {
+			c.b.reqBytes.release(int64(n))
 			c.log.Warn("closing connection", "err", err)
 			c.cancel()
 			return
 		}
+		p.bytes = int64(n)
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
+			go func() { <-p.done; c.b.reqBytes.release(p.bytes) }()
 			return
 		}
 	}
@@ -321,5 +338,51 @@ func (c *conn) writeLoop() {
 		if p.release != nil {
 			p.release()
 		}
+		c.b.reqBytes.release(p.bytes)
 	}
+}
+
+// byteBudget bounds the bytes of requests read but not yet answered, across
+// all connections (queued.max.request.bytes): a flood of large requests
+// waits for room instead of growing the heap. A single request larger than
+// the budget is admitted alone.
+type byteBudget struct {
+	mu    sync.Mutex
+	used  int64
+	limit int64
+	wake  chan struct{} // closed and replaced on every release
+}
+
+func (bb *byteBudget) acquire(ctx context.Context, n int64) error {
+	for {
+		bb.mu.Lock()
+		if bb.limit <= 0 || bb.used == 0 || bb.used+n <= bb.limit {
+			bb.used += n
+			bb.mu.Unlock()
+			return nil
+		}
+		if bb.wake == nil {
+			bb.wake = make(chan struct{})
+		}
+		w := bb.wake
+		bb.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (bb *byteBudget) release(n int64) {
+	if n == 0 {
+		return
+	}
+	bb.mu.Lock()
+	bb.used -= n
+	if bb.wake != nil {
+		close(bb.wake)
+		bb.wake = nil
+	}
+	bb.mu.Unlock()
 }

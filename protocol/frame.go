@@ -42,6 +42,12 @@ func ReadFrame(r io.Reader, limit int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ReadFrameBody(r, n)
+}
+
+// ReadFrameBody reads the n bytes of a frame whose size prefix was read
+// (and checked) with ReadFrameSize.
+func ReadFrameBody(r io.Reader, n int32) ([]byte, error) {
 	const chunk = 64 << 10
 	if n <= chunk {
 		buf := make([]byte, n)
