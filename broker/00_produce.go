@@ -1,6 +1,6 @@
 package broker
 
-// Produce: v3-11 served, v0-11 advertised
+// Produce: v3-12 served, v0-12 advertised
 //
 // Kafka 4 removed v0-v2 but still advertises them because librdkafka reads
 // a missing v0 as "no produce at all" (KAFKA-18659); using them closes the
@@ -13,21 +13,24 @@ package broker
 // (INVALID_REQUIRED_ACKS); acks=0 gets no response. With
 // message.timestamp.type=LogAppendTime the broker stamps the batch;
 // CreateTime timestamps outside message.timestamp.before/after.max.ms are
-// INVALID_TIMESTAMP. v12 (implicit transaction membership, KIP-890) and v13
-// (topic ids) come with transactions.
+// INVALID_TIMESTAMP. Transactional batches must belong to the producer's
+// ongoing transaction (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11);
+// from v12 (KIP-890 part 2) a produce adds its partition to the transaction
+// implicitly. v13 (topic ids) is not served yet.
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(kmsg.Produce, 3, 11, (*Broker).handleProduce)
+	register(kmsg.Produce, 3, 12, (*Broker).handleProduce)
 	advertiseFrom(kmsg.Produce, 0)
 }
 
@@ -108,8 +111,14 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, configs map[string]s
 	if hdr.Attributes&attrControl != 0 {
 		return kerr.InvalidRecord.Code, "clients may not produce control batches"
 	}
-	if hdr.Attributes&attrTransactional != 0 || req.TransactionID != nil {
-		return kerr.InvalidTxnState.Code, "transactions are not supported by this broker yet"
+	if hdr.Attributes&attrTransactional != 0 {
+		if req.TransactionID == nil {
+			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id"
+		}
+		code := b.txns.CheckProduce(hdr.ProducerID, hdr.ProducerEpoch, p.topic.name, p.index, req.Version >= 12)
+		if code = coordinator.ProduceTxnError(code, req.Version); code != 0 {
+			return code, "the partition is not part of the producer's ongoing transaction"
+		}
 	}
 	if req.Acks == -1 && b.topicInt(configs, "min.insync.replicas") > 1 {
 		return kerr.NotEnoughReplicas.Code, "min.insync.replicas is larger than the single broker's ISR"

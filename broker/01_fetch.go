@@ -34,7 +34,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.Fetch, 4, 17, (*Broker).handleFetch) }
+func init() {
+	register(kmsg.Fetch, 4, 17, (*Broker).handleFetch)
+	runAsync(kmsg.Fetch)
+}
 
 // fetchTarget is one requested partition, resolved.
 type fetchTarget struct {

@@ -2,10 +2,9 @@ package broker
 
 // FindCoordinator: v0-6
 //
-// This broker coordinates every group (key type 0). v4+ batches keys and
-// answers each with its own error. Transaction coordinators (key type 1)
-// come with transactions: until then COORDINATOR_NOT_AVAILABLE. Share
-// groups (key type 2) are INVALID_REQUEST.
+// This broker coordinates every group (key type 0) and every transactional
+// id (key type 1). v4+ batches keys and answers each with its own error.
+// Share groups (key type 2) are INVALID_REQUEST.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,10 +18,8 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (int32, string, int32, int16, *string) {
 		switch req.CoordinatorType {
-		case 0:
+		case 0, 1:
 			return b.nodeID, b.srv.advHost, b.srv.advPort, 0, nil
-		case 1:
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("transactions are not supported by this broker yet")
 		default:
 			return -1, "", -1, kerr.InvalidRequest.Code, kmsg.StringPtr("unsupported coordinator key type")
 		}

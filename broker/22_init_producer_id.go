@@ -6,10 +6,9 @@ package broker
 // epoch 0; ids come from durably reserved blocks, so none is handed out
 // twice, even across a crash. A client that passes its current id and epoch
 // (v3+, KIP-360, to recover from a fatal sequence error) also gets a fresh
-// id, as Kafka does for non-transactional producers. Transactional ids need
-// the transaction coordinator, which Gregor does not have yet: such requests
-// answer COORDINATOR_NOT_AVAILABLE (and FindCoordinator is not advertised,
-// so clients do not get that far).
+// id, as Kafka does for non-transactional producers. Requests with a
+// transactional id go to the transaction coordinator (epoch bumps, fencing,
+// aborting the previous epoch's transaction).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,11 +20,10 @@ func init() { register(kmsg.InitProducerID, 0, 5, (*Broker).handleInitProducerID
 func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return resp, nil
+		return b.txns.InitProducerID(r.ctx, req), nil
 	}
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	id, err := b.pids.allocate()
 	if err != nil {
 		b.log.Error("allocate producer id", "err", err)

@@ -35,6 +35,7 @@ type Broker struct {
 
 	pids   producerIDs
 	groups *coordinator.Coordinator
+	txns   *coordinator.TxnCoordinator
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -110,6 +111,11 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if b.groups, err = b.openGroups(); err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	if b.txns, err = b.openTxns(); err != nil {
+		b.groups.Close()
 		b.closeLogs()
 		return nil, err
 	}
@@ -193,7 +199,12 @@ func (b *Broker) openPartition(t *topic, p int32, dir string) (*partition, error
 // retireDir renames a directory to a -delete name and removes it in the
 // background.
 func (b *Broker) retireDir(dir string) {
-	dead := dir + "." + newUUID().String() + deleteSuffix
+	// As Kafka does, shorten long names so the result fits in a file name.
+	base := filepath.Base(dir)
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	dead := filepath.Join(filepath.Dir(dir), base+"."+newUUID().String()+deleteSuffix)
 	if err := os.Rename(dir, dead); err != nil {
 		b.log.Error("rename for delete", "dir", dir, "err", err)
 		return
@@ -357,7 +368,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 		b.mu.Unlock()
 		return nil
 	}
-	if err := b.removeTopicRecord(t.name); err != nil {
+	if err := b.removeTopicRecord(t.id); err != nil {
 		b.mu.Unlock()
 		return err
 	}
@@ -475,6 +486,9 @@ func (b *Broker) Close() error {
 	b.srv.close()
 	b.bg.Wait()
 	var errs []error
+	if b.txns != nil {
+		errs = append(errs, b.txns.Close())
+	}
 	if b.groups != nil {
 		errs = append(errs, b.groups.Close())
 	}
@@ -500,13 +514,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		OffsetsRetentionCheckInterval: ms("offsets.retention.check.interval.ms"),
 		OffsetMetadataMaxSize:         int(b.cfg.int64Prop("offset.metadata.max.bytes")),
 		MaxGroupSize:                  int(b.cfg.int64Prop("group.max.size")),
-		TopicPartitions: func(name string) (int32, bool) {
-			t := b.lookupTopic(name)
-			if t == nil {
-				return 0, false
-			}
-			return int32(len(b.partitionsOf(t))), true
-		},
+		TopicPartitions: b.topicPartitionCount,
 		Logger: b.log.With("component", "groups"),
 	})
 }

@@ -148,7 +148,7 @@ func TestApiVersions_AdvertisesRegistry(t *testing.T) {
 	if len(got) != len(handlers) {
 		t.Fatalf("advertised %d keys, registry has %d", len(got), len(handlers))
 	}
-	if got[int16(kmsg.Produce)] != [2]int16{0, 11} || got[int16(kmsg.Fetch)] != [2]int16{4, 17} || got[int16(kmsg.Metadata)] != [2]int16{0, 13} {
+	if got[int16(kmsg.Produce)] != [2]int16{0, 12} || got[int16(kmsg.Fetch)] != [2]int16{4, 17} || got[int16(kmsg.Metadata)] != [2]int16{0, 13} {
 		t.Fatalf("unexpected ranges %v", got)
 	}
 }

@@ -157,6 +157,10 @@ var brokerConfigDefs = []configDef{
 	{"group.max.size", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(1), "The most members a consumer group may have."},
 	{"offsets.retention.minutes", kmsg.ConfigTypeInt, "10080", "", true, intAtLeast(1), "Committed offsets of an empty group are kept this long."},
 	{"offsets.retention.check.interval.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(1), "How often expired offsets are removed."},
+	{"transaction.max.timeout.ms", kmsg.ConfigTypeInt, "900000", "", true, intAtLeast(1), "The largest transaction timeout a producer may ask for."},
+	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "10000", "", true, intAtLeast(1), "How often transactions past their timeout are aborted."},
+	{"transaction.remove.expired.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "3600000", "", true, intAtLeast(1), "How often expired transactional ids are removed."},
+	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, "604800000", "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }
 

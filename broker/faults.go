@@ -24,6 +24,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,6 +70,7 @@ var ErrUnknownAPIKey = errors.New("unknown api key")
 var ErrNoErrorField = errors.New("the response of this api has no error code")
 
 type faultSet struct {
+	n      atomic.Int32 // len(active), read without the lock on every request
 	mu     sync.Mutex
 	nextID int
 	active []*FaultStatus
@@ -104,6 +106,7 @@ func (b *Broker) InjectFault(f Fault) (int, error) {
 		st.Remaining = -1
 	}
 	fs.active = append(fs.active, st)
+	fs.n.Store(int32(len(fs.active)))
 	b.log.Info("fault injected", "id", st.ID, "api", kmsg.NameForKey(f.APIKey), "topic", f.Topic, "partition", f.Partition,
 		"count", f.Count, "error", f.ErrorCode, "latency", f.Latency, "drop", f.DropConnection)
 	return st.ID, nil
@@ -114,6 +117,7 @@ func (b *Broker) ClearFaults(ids ...int) {
 	fs := &b.faults
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	defer func() { fs.n.Store(int32(len(fs.active))) }()
 	if len(ids) == 0 {
 		fs.active = nil
 		return
@@ -152,6 +156,9 @@ func (b *Broker) ForceRebalance(group string) error {
 // function.
 func (b *Broker) injectFault(h *handler, r *request) error {
 	fs := &b.faults
+	if fs.n.Load() == 0 {
+		return nil
+	}
 	fs.mu.Lock()
 	if len(fs.active) == 0 {
 		fs.mu.Unlock()
@@ -169,6 +176,7 @@ func (b *Broker) injectFault(h *handler, r *request) error {
 			st.Remaining--
 			if st.Remaining == 0 {
 				fs.active = append(fs.active[:i:i], fs.active[i+1:]...)
+				fs.n.Store(int32(len(fs.active)))
 			}
 		}
 		break

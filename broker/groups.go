@@ -55,4 +55,5 @@ func init() {
 	register(kmsg.DeleteGroups, 0, 2, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.DeleteGroups(r.msg.(*kmsg.DeleteGroupsRequest)), nil
 	})
+	runAsync(kmsg.JoinGroup, kmsg.SyncGroup)
 }

@@ -16,6 +16,10 @@ type handler struct {
 	// KAFKA-18659) and close the connection if used.
 	acceptMin int16
 	fn        func(*Broker, *request) (kmsg.Response, error)
+	// async handlers may wait a long time (a long-polling Fetch, a
+	// JoinGroup or SyncGroup parked during a rebalance): they run beside
+	// the connection's in-order execution instead of holding it up.
+	async bool
 }
 
 // handlers is the registry, filled by each API file's init. ApiVersions is
@@ -27,6 +31,15 @@ func register(key kmsg.Key, min, max int16, fn func(*Broker, *request) (kmsg.Res
 		panic("duplicate handler for " + key.Name())
 	}
 	handlers[int16(key)] = handler{key: key, min: min, max: max, acceptMin: min, fn: fn}
+}
+
+// runAsync marks key's handler as one that may wait (see handler.async).
+func runAsync(keys ...kmsg.Key) {
+	for _, key := range keys {
+		h := handlers[int16(key)]
+		h.async = true
+		handlers[int16(key)] = h
+	}
 }
 
 // advertiseFrom lowers the advertised minimum version of key without

@@ -14,7 +14,8 @@ import (
 // On-disk broker metadata, beside the partition directories:
 //
 //	<data-dir>/meta.properties             version=1, node.id, cluster.id (Kafka's file)
-//	<data-dir>/__meta/topics/<topic>.json  one topic: name, id, partitions, config overrides
+//	<data-dir>/__meta/topics/<topic-id>.json  one topic: name, id, partitions, config overrides
+//	                                       (named by id: a 249-character topic name would not fit)
 //	<data-dir>/__meta/producer-ids         the end of the last producer-id block handed out
 //	<data-dir>/<topic>-<p>/partition.metadata   "version: 0\ntopic_id: <id>\n" (Kafka's file)
 //
@@ -108,11 +109,11 @@ func (b *Broker) saveTopic(rec topicRecord) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(b.topicsDir(), rec.Name+".json"), data)
+	return writeFileAtomic(filepath.Join(b.topicsDir(), rec.ID+".json"), data)
 }
 
-func (b *Broker) removeTopicRecord(name string) error {
-	if err := os.Remove(filepath.Join(b.topicsDir(), name+".json")); err != nil && !os.IsNotExist(err) {
+func (b *Broker) removeTopicRecord(id uuid) error {
+	if err := os.Remove(filepath.Join(b.topicsDir(), id.String()+".json")); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	return syncDir(b.topicsDir())

@@ -184,6 +184,7 @@ func TestCreateTopics_Validation(t *testing.T) {
 		{"ok.dot", 2, 1, map[string]string{"retention.ms": "1000"}, nil},
 		{"ok.dot", 2, 1, nil, kerr.TopicAlreadyExists},
 		{"ok_dot", 2, 1, nil, kerr.InvalidTopicException},
+		{strings.Repeat("y", 249), 1, 1, nil, nil},
 	} {
 		got := create(c.name, c.parts, c.rf, c.configs)
 		var want int16
@@ -193,6 +194,15 @@ func TestCreateTopics_Validation(t *testing.T) {
 		if got.ErrorCode != want {
 			t.Errorf("create %q: error %v, want %v", c.name, kerr.ErrorForCode(got.ErrorCode), c.want)
 		}
+	}
+	// The longest name can be deleted and created again.
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{strings.Repeat("y", 249)}
+	if resp, err := del.RequestWith(testCtx(t), cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("delete long topic: %v %+v", err, resp)
+	}
+	if got := create(strings.Repeat("y", 249), 1, 1, nil); got.ErrorCode != 0 {
+		t.Fatalf("re-create long topic: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 }
 

@@ -31,17 +31,21 @@ type server struct {
 	advPort int32
 }
 
-// conn is one client connection. Its reader decodes requests and starts a
-// goroutine per request; its writer sends responses strictly in request
-// order, so a long-polling Fetch delays only the responses behind it, never
-// the reading of further requests.
+// conn is one client connection. Its reader decodes requests; its executor
+// runs them one at a time in arrival order, as Kafka does (an idempotent
+// producer's pipelined batches must be appended in the order sent); its
+// writer sends responses strictly in request order. Handlers that may wait
+// (a long-polling Fetch, JoinGroup and SyncGroup during a rebalance) run
+// beside the executor, so they delay only the responses queued behind them,
+// never the reading or handling of further requests.
 type conn struct {
 	b      *Broker
 	nc     net.Conn
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
-	queue  chan *pending
+	queue  chan *pending // responses, in request order
+	exec   chan func()   // in-order handler executions
 }
 
 // pending is a request's place in its connection's response order.
@@ -125,7 +129,8 @@ func (b *Broker) Serve() error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := &conn{b: b, nc: nc, log: b.log.With("remote", nc.RemoteAddr().String()), queue: make(chan *pending, maxInFlight)}
+		c := &conn{b: b, nc: nc, log: b.log.With("remote", nc.RemoteAddr().String()),
+			queue: make(chan *pending, maxInFlight), exec: make(chan func(), maxInFlight)}
 		c.ctx, c.cancel = context.WithCancel(b.ctx)
 		s.mu.Lock()
 		if s.closed {
@@ -141,6 +146,7 @@ func (b *Broker) Serve() error {
 		s.active.Add(1)
 		s.mu.Unlock()
 		go c.readLoop()
+		go c.execLoop()
 		go c.writeLoop()
 	}
 }
@@ -159,9 +165,17 @@ func (s *server) close() {
 	s.wg.Wait()
 }
 
+// execLoop runs the connection's synchronous handlers in order.
+func (c *conn) execLoop() {
+	for fn := range c.exec {
+		fn()
+	}
+}
+
 func (c *conn) readLoop() {
 	defer c.b.srv.wg.Done()
 	defer close(c.queue)
+	defer close(c.exec)
 	idle := time.Duration(c.b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond
 	for {
 		if idle > 0 {
@@ -279,7 +293,11 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	if err := c.b.injectFault(&h, r); err != nil {
 		return nil, err
 	}
-	go c.run(h, r, p)
+	if h.async {
+		go c.run(h, r, p)
+	} else {
+		c.exec <- func() { c.run(h, r, p) }
+	}
 	return p, nil
 }
 

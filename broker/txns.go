@@ -1,0 +1,96 @@
+package broker
+
+// The transaction APIs are answered by package coordinator's
+// TxnCoordinator; these registrations pass the decoded requests through.
+//
+//	AddPartitionsToTxn v0-5 (v4+ batched, VerifyOnly), AddOffsetsToTxn v0-4,
+//	EndTxn v0-5 (v5: KIP-890 epoch bump per transaction),
+//	TxnOffsetCommit v0-5, DescribeTransactions v0, ListTransactions v0-2.
+//
+// InitProducerId with a transactional id (22_init_producer_id.go) and the
+// transactional checks of Produce (00_produce.go) also go to it. The
+// coordinator ends a transaction by calling writeMarkers, which appends a
+// COMMIT or ABORT control batch to every partition of the transaction.
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(kmsg.AddPartitionsToTxn, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.txns.AddPartitionsToTxn(r.ctx, r.msg.(*kmsg.AddPartitionsToTxnRequest)), nil
+	})
+	register(kmsg.AddOffsetsToTxn, 0, 4, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.txns.AddOffsetsToTxn(r.msg.(*kmsg.AddOffsetsToTxnRequest)), nil
+	})
+	register(kmsg.EndTxn, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.txns.EndTxn(r.ctx, r.msg.(*kmsg.EndTxnRequest)), nil
+	})
+	register(kmsg.TxnOffsetCommit, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.txns.TxnOffsetCommit(r.msg.(*kmsg.TxnOffsetCommitRequest)), nil
+	})
+	register(kmsg.DescribeTransactions, 0, 0, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.txns.DescribeTransactions(r.msg.(*kmsg.DescribeTransactionsRequest)), nil
+	})
+	register(kmsg.ListTransactions, 0, 2, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.txns.ListTransactions(r.msg.(*kmsg.ListTransactionsRequest)), nil
+	})
+}
+
+// openTxns opens the transaction coordinator, its state in
+// <data-dir>/__meta/txns.db. Groups and topics must be open: it may write
+// markers while it opens (transactions a crash left half-done).
+func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
+	ms := func(name string) time.Duration { return time.Duration(b.cfg.int64Prop(name)) * time.Millisecond }
+	return coordinator.OpenTxn(coordinator.TxnConfig{
+		Dir:                   filepath.Join(b.cfg.DataDir, metaDirName),
+		Now:                   b.cfg.Now,
+		MaxTimeout:            ms("transaction.max.timeout.ms"),
+		AbortTimedOutInterval: ms("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+		IDExpiration:          ms("transactional.id.expiration.ms"),
+		RemoveExpiredInterval: ms("transaction.remove.expired.transaction.cleanup.interval.ms"),
+		AllocateProducerID:    b.pids.allocate,
+		WriteMarkers:          b.writeMarkers,
+		Groups:                b.groups,
+		TopicPartitions:       b.topicPartitionCount,
+		Logger:                b.log.With("component", "txns"),
+	})
+}
+
+// writeMarkers appends a transaction marker to each listed partition.
+// Partitions of deleted topics are skipped: there is nothing to complete.
+func (b *Broker) writeMarkers(_ context.Context, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+	var errs []error
+	for name, ps := range partitions {
+		t := b.lookupTopic(name)
+		if t == nil {
+			continue
+		}
+		parts := b.partitionsOf(t)
+		for _, p := range ps {
+			if p < 0 || int(p) >= len(parts) {
+				continue
+			}
+			part := parts[p]
+			if _, err := part.log.AppendMarker(producerID, epoch, commit, 0, part.leaderEpoch); err != nil && !errors.Is(err, storage.ErrLogClosed) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Broker) topicPartitionCount(name string) (int32, bool) {
+	t := b.lookupTopic(name)
+	if t == nil {
+		return 0, false
+	}
+	return int32(len(b.partitionsOf(t))), true
+}
