@@ -197,8 +197,7 @@ func TestCreateTopics_Validation(t *testing.T) {
 	}
 	// The longest name can be deleted and created again.
 	del := kmsg.NewPtrDeleteTopicsRequest()
-	del.Version = 5
-	del.TopicNames = []string{strings.Repeat("y", 249)}
+	del.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(strings.Repeat("y", 249))}}
 	if resp, err := del.RequestWith(testCtx(t), cl); err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("delete long topic: %v %+v", err, resp)
 	}
