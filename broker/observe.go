@@ -16,7 +16,7 @@ package broker
 //	requests_total{api,version}                       counter
 //	request_duration_seconds{api,version}             histogram (handler time)
 //	topic_bytes_in_total{topic}, topic_records_in_total{topic}    counters
-//	topic_bytes_out_total{topic}, topic_records_out_total{topic}  counters
+//	topic_bytes_out_total{topic}  counters
 //	active_connections                                gauge
 //	partition_log_end_offset{topic,partition}         gauge
 //	partition_high_watermark{topic,partition}         gauge
@@ -49,7 +49,6 @@ type observer struct {
 	bytesIn    *prometheus.CounterVec
 	recordsIn  *prometheus.CounterVec
 	bytesOut   *prometheus.CounterVec
-	recordsOut *prometheus.CounterVec
 	perAPI     sync.Map // apiVersionKey → *apiMetrics
 }
 
@@ -80,8 +79,7 @@ func (b *Broker) metrics() *observer {
 		o.bytesIn = topicCounter("topic_bytes_in_total", "Record batch bytes appended, by topic.")
 		o.recordsIn = topicCounter("topic_records_in_total", "Records appended, by topic.")
 		o.bytesOut = topicCounter("topic_bytes_out_total", "Record batch bytes sent to fetchers, by topic.")
-		o.recordsOut = topicCounter("topic_records_out_total", "Records sent to fetchers at or after their fetch offset, by topic.")
-		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, o.recordsOut, gauges{b})
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, gauges{b})
 	})
 	return o
 }
@@ -125,39 +123,21 @@ func (b *Broker) observeRequest(r *request, resp kmsg.Response, start time.Time)
 	}
 }
 
-// observeFetch records what a Fetch response is about to send: region
-// sizes, and records counted from the batch headers in the regions.
+// observeFetch records the record bytes a Fetch response is about to
+// send. It reads nothing from the regions: counting records would cost a
+// read per batch on the zero-copy path (Kafka reports bytes out only, too).
 func (b *Broker) observeFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice) {
 	o := b.metrics()
-	var hdr [storage.BatchHeaderSize]byte
 	for ti := range resp.Topics {
-		if ti >= len(regions) || ti >= len(req.Topics) {
+		if ti >= len(regions) {
 			break
 		}
-		var bytes, records int64
-		for pi, s := range regions[ti] {
-			if s.Size <= 0 || pi >= len(req.Topics[ti].Partitions) {
-				continue
-			}
-			bytes += s.Size
-			from := req.Topics[ti].Partitions[pi].FetchOffset
-			for pos := s.Pos; pos+storage.BatchHeaderSize <= s.Pos+s.Size; {
-				if _, err := s.File.ReadAt(hdr[:], pos); err != nil {
-					break
-				}
-				h, err := storage.ParseBatchHeader(hdr[:])
-				if err != nil || pos+h.Size() > s.Pos+s.Size {
-					break // a partial last batch: the client drops it
-				}
-				if last := h.LastOffset(); last >= from {
-					records += last - max(h.BaseOffset, from) + 1
-				}
-				pos += h.Size()
-			}
+		var bytes int64
+		for _, s := range regions[ti] {
+			bytes += max(s.Size, 0)
 		}
 		if bytes > 0 {
 			o.bytesOut.WithLabelValues(resp.Topics[ti].Topic).Add(float64(bytes))
-			o.recordsOut.WithLabelValues(resp.Topics[ti].Topic).Add(float64(records))
 		}
 	}
 }
