@@ -41,6 +41,11 @@ type Config struct {
 	Decompress func(codec int8, compressed []byte) ([]byte, error)
 	// Logger receives recovery and deletion messages; nil means slog.Default().
 	Logger *slog.Logger
+	// BeforeIO is a fault-injection seam for tests: it is called before
+	// each write ("write") and fsync ("fsync") of a segment file with the
+	// file's path, and a non-nil error fails that operation as if the
+	// operating system had returned it. Nil in production.
+	BeforeIO func(op, path string) error
 }
 
 // DefaultSegmentBytes, DefaultSegmentMs, DefaultIndexIntervalBytes and

@@ -176,10 +176,15 @@ func (l *Log) writeLocked(batch []byte, h BatchHeader, nowMs int64) (*segment, i
 		return nil, 0, err
 	}
 	pos := seg.size.Load()
-	if _, err := seg.file.WriteAt(batch, pos); err != nil {
-		_ = seg.file.Truncate(pos)
-		l.writeErr = ioErr("write", seg.logPath, err)
-		return nil, 0, l.writeErr
+	if err := l.writeAt(seg, batch, pos); err != nil {
+		werr := ioErr("write", seg.logPath, err)
+		// A failed write (a full disk, say) leaves nothing behind once
+		// the partial bytes are cut off: later appends may succeed when
+		// space returns. If the file cannot be restored, refuse appends.
+		if terr := seg.file.Truncate(pos); terr != nil {
+			l.writeErr = werr
+		}
+		return nil, 0, werr
 	}
 	seg.size.Store(pos + h.Size())
 	if seg.firstAppendMs == 0 {
@@ -197,7 +202,7 @@ func (l *Log) syncIfDueLocked(seg *segment, nowMs int64) error {
 	if leo-l.recoveryPoint.Load() < l.cfg.FlushMessages {
 		return nil
 	}
-	if err := seg.file.Sync(); err != nil {
+	if err := l.fsync(seg); err != nil {
 		l.writeErr = ioErr("fsync", seg.logPath, err)
 		return l.writeErr
 	}
@@ -266,7 +271,7 @@ func (l *Log) rollLocked() (*segment, error) {
 		return old, nil
 	}
 	old.sealTimeIndex()
-	if err := old.file.Sync(); err != nil {
+	if err := l.fsync(old); err != nil {
 		l.writeErr = ioErr("fsync", old.logPath, err)
 		return nil, l.writeErr
 	}
@@ -469,7 +474,7 @@ func (l *Log) Flush() error {
 	l.mu.Unlock()
 	defer seg.release()
 
-	if err := seg.file.Sync(); err != nil {
+	if err := l.fsync(seg); err != nil {
 		l.mu.Lock()
 		l.writeErr = ioErr("fsync", seg.logPath, err)
 		l.mu.Unlock()
@@ -566,4 +571,27 @@ func (l *Log) Delete() error {
 		return ioErr("remove", l.dir, err)
 	}
 	return nil
+}
+
+// writeAt writes b at pos in seg's file, through the BeforeIO seam.
+func (l *Log) writeAt(seg *segment, b []byte, pos int64) error {
+	if hook := l.rcfg.Load().BeforeIO; hook != nil {
+		if err := hook("write", seg.logPath); err != nil {
+			return err
+		}
+	}
+	_, err := seg.file.WriteAt(b, pos)
+	return err
+}
+
+// fsync syncs seg's file, through the BeforeIO seam. A failed fsync is
+// sticky for the caller: the kernel may have dropped the dirty pages, so
+// what is in the page cache can no longer be trusted to reach the disk.
+func (l *Log) fsync(seg *segment) error {
+	if hook := l.rcfg.Load().BeforeIO; hook != nil {
+		if err := hook("fsync", seg.logPath); err != nil {
+			return err
+		}
+	}
+	return seg.file.Sync()
 }
