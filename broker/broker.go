@@ -514,8 +514,8 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		OffsetsRetentionCheckInterval: ms("offsets.retention.check.interval.ms"),
 		OffsetMetadataMaxSize:         int(b.cfg.int64Prop("offset.metadata.max.bytes")),
 		MaxGroupSize:                  int(b.cfg.int64Prop("group.max.size")),
-		TopicPartitions: b.topicPartitionCount,
-		Logger: b.log.With("component", "groups"),
+		TopicPartitions:               b.topicPartitionCount,
+		Logger:                        b.log.With("component", "groups"),
 	})
 }
 

@@ -42,14 +42,14 @@ import (
 )
 
 type observer struct {
-	once       sync.Once
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	bytesIn    *prometheus.CounterVec
-	recordsIn  *prometheus.CounterVec
-	bytesOut   *prometheus.CounterVec
-	perAPI     sync.Map // apiVersionKey → *apiMetrics
+	once      sync.Once
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	bytesIn   *prometheus.CounterVec
+	recordsIn *prometheus.CounterVec
+	bytesOut  *prometheus.CounterVec
+	perAPI    sync.Map // apiVersionKey → *apiMetrics
 }
 
 type apiMetrics struct {

@@ -66,9 +66,9 @@ func buildMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch in
 	key := be.AppendUint16(be.AppendUint16(nil, 0), uint16(typ))
 	value := be.AppendUint32(be.AppendUint16(nil, 0), uint32(coordinatorEpoch))
 	var rec []byte
-	rec = append(rec, 0)                    // attributes
-	rec = binary.AppendVarint(rec, 0)       // timestampDelta
-	rec = binary.AppendVarint(rec, 0)       // offsetDelta
+	rec = append(rec, 0)              // attributes
+	rec = binary.AppendVarint(rec, 0) // timestampDelta
+	rec = binary.AppendVarint(rec, 0) // offsetDelta
 	rec = binary.AppendVarint(rec, int64(len(key)))
 	rec = append(rec, key...)
 	rec = binary.AppendVarint(rec, int64(len(value)))
