@@ -33,10 +33,7 @@ func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 	return n, nil
 }
 
-// ReadFrame reads one size-prefixed frame of at most max bytes. The body is
-// read in chunks of at most 64 KiB growing the buffer as bytes arrive, so a
-// peer that announces a large frame and then stalls holds only what it has
-// actually sent.
+// ReadFrame reads one size-prefixed frame of at most limit bytes.
 func ReadFrame(r io.Reader, limit int32) ([]byte, error) {
 	n, err := ReadFrameSize(r, limit)
 	if err != nil {
@@ -46,29 +43,13 @@ func ReadFrame(r io.Reader, limit int32) ([]byte, error) {
 }
 
 // ReadFrameBody reads the n bytes of a frame whose size prefix was read
-// (and checked) with ReadFrameSize.
+// (and checked) with ReadFrameSize. It allocates n bytes at once: the
+// caller bounds what it admits (the broker's queued.max.request.bytes), so
+// growing the buffer in steps would only add garbage.
 func ReadFrameBody(r io.Reader, n int32) ([]byte, error) {
-	const chunk = 64 << 10
-	if n <= chunk {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	buf := make([]byte, 0, chunk)
-	for len(buf) < int(n) {
-		want := min(int(n)-len(buf), max(cap(buf)-len(buf), chunk))
-		if cap(buf)-len(buf) < want {
-			grown := make([]byte, len(buf), min(int(n), 2*cap(buf)+want))
-			copy(grown, buf)
-			buf = grown
-		}
-		m, err := io.ReadFull(r, buf[len(buf):len(buf)+want])
-		buf = buf[:len(buf)+m]
-		if err != nil {
-			return nil, err
-		}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
 	}
 	return buf, nil
 }

@@ -20,7 +20,7 @@ func TestReadFrame_RejectsOversizeAndNegative(t *testing.T) {
 	}
 }
 
-func TestReadFrame_LargeFrameInChunks(t *testing.T) {
+func TestReadFrame_LargeAndShortFrames(t *testing.T) {
 	payload := bytes.Repeat([]byte{7}, 300<<10)
 	var b bytes.Buffer
 	binary.Write(&b, binary.BigEndian, int32(len(payload)))
