@@ -42,8 +42,12 @@ fuzz:
 		done; \
 	done
 
-bench:
+## bench-micro: go microbenchmarks of storage, protocol and broker
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./storage ./protocol ./broker
+
+## bench: Gregor beside kfake, written to docs/benchmarks.md (see bench-compare)
+bench: bench-compare
 
 lint:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)"
@@ -52,3 +56,10 @@ lint:
 
 clean:
 	rm -rf bin
+
+## bench-compare: Gregor and kfake as processes on loopback, interleaved run
+## by run; writes docs/benchmarks.md. Knobs: BENCH_FLAGS="-runs 5 -n 2000000"
+## (cd bench && go run ./cmd/gregor-bench -h lists them).
+BENCH_FLAGS ?=
+bench-compare:
+	cd bench && $(GO) run ./cmd/gregor-bench $(BENCH_FLAGS)

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. It is
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// target is one broker implementation under test: how to start it.
+type target struct {
+	name string // "gregor" or "kfake"
+	bin  string
+	// args returns the command line for a fresh process on dataDir (kfake
+	// ignores dataDir).
+	args func(dataDir string) []string
+}
+
+// proc is one running broker process.
+type proc struct {
+	cmd    *exec.Cmd
+	pid    int
+	addr   string
+	exited chan struct{}
+
+	mu   sync.Mutex
+	tail []string // last stderr lines, for error messages
+}
+
+var (
+	procsMu sync.Mutex
+	procs   = map[*exec.Cmd]struct{}{}
+)
+
+// track records cmd so that killAll can end it if the benchmark is
+// interrupted; untrack forgets it once it has exited.
+func track(cmd *exec.Cmd) {
+	procsMu.Lock()
+	procs[cmd] = struct{}{}
+	procsMu.Unlock()
+}
+
+func untrack(cmd *exec.Cmd) {
+	procsMu.Lock()
+	delete(procs, cmd)
+	procsMu.Unlock()
+}
+
+// killAll sends SIGKILL to every process the benchmark started and has not
+// yet seen exit, each by its own pid.
+func killAll() {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	for cmd := range procs {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	}
+}
+
+// childAttr makes a child die with the benchmark even if the benchmark is
+// killed without a chance to clean up.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// startProc starts t on dataDir and waits for its msg=listening line and for
+// a first answer to ApiVersions. It returns the process and the time from
+// just before exec to that answer.
+func startProc(ctx context.Context, t target, dataDir string, timeout time.Duration) (*proc, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command(t.bin, t.args(dataDir)...)
+	cmd.SysProcAttr = childAttr()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	addrc := make(chan string, 1)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("start %s: %w", t.name, err)
+	}
+	track(cmd)
+	p.pid = cmd.Process.Pid
+	go p.readLog(stderr, addrc)
+	go func() {
+		_ = cmd.Wait()
+		untrack(cmd)
+		close(p.exited)
+	}()
+
+	select {
+	case p.addr = <-addrc:
+	case <-p.exited:
+		return nil, 0, fmt.Errorf("%s exited before listening: %s", t.name, p.lastLines())
+	case <-ctx.Done():
+		p.kill()
+		return nil, 0, fmt.Errorf("%s: no msg=listening line within %v: %s", t.name, timeout, p.lastLines())
+	}
+	for {
+		err := apiVersions(ctx, p.addr)
+		if err == nil {
+			return p, time.Since(start), nil
+		}
+		select {
+		case <-p.exited:
+			return nil, 0, fmt.Errorf("%s exited: %s", t.name, p.lastLines())
+		case <-ctx.Done():
+			p.kill()
+			return nil, 0, fmt.Errorf("%s: no ApiVersions answer within %v: %v", t.name, timeout, err)
+		case <-time.After(200 * time.Microsecond):
+		}
+	}
+}
+
+// readLog scans the process's stderr, sends the addr of the first
+// msg=listening line on addrc, and keeps the last lines.
+func (p *proc) readLog(r io.Reader, addrc chan<- string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sent := false
+	for sc.Scan() {
+		line := sc.Text()
+		p.mu.Lock()
+		if len(p.tail) == 20 {
+			p.tail = p.tail[1:]
+		}
+		p.tail = append(p.tail, line)
+		p.mu.Unlock()
+		if !sent && strings.Contains(line, "msg=listening") {
+			for _, f := range strings.Fields(line) {
+				if a, ok := strings.CutPrefix(f, "addr="); ok {
+					addrc <- a
+					sent = true
+					break
+				}
+			}
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (p *proc) lastLines() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, " | ")
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// stop sends SIGTERM and waits up to timeout for the process to exit, then
+// kills it.
+func (p *proc) stop(timeout time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(timeout):
+		p.kill()
+		return fmt.Errorf("pid %d did not stop within %v of SIGTERM; killed", p.pid, timeout)
+	}
+}
+
+// apiVersions sends one ApiVersions v0 request on a new connection and
+// checks that the answer has the same correlation id and error code 0.
+func apiVersions(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	const clientID = "gregor-bench"
+	// size, api key 18, version 0, correlation id, client id.
+	req := make([]byte, 0, 4+2+2+4+2+len(clientID))
+	req = binary.BigEndian.AppendUint32(req, uint32(2+2+4+2+len(clientID)))
+	req = binary.BigEndian.AppendUint16(req, 18)
+	req = binary.BigEndian.AppendUint16(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 0x5eed)
+	req = binary.BigEndian.AppendUint16(req, uint16(len(clientID)))
+	req = append(req, clientID...)
+	if _, err := conn.Write(req); err != nil {
+		return err
+	}
+	var hdr [4]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n < 6 || n > 1<<20 {
+		return fmt.Errorf("ApiVersions: response size %d", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return err
+	}
+	if corr := binary.BigEndian.Uint32(body); corr != 0x5eed {
+		return fmt.Errorf("ApiVersions: correlation id %#x", corr)
+	}
+	if code := int16(binary.BigEndian.Uint16(body[4:])); code != 0 {
+		return fmt.Errorf("ApiVersions: error code %d", code)
+	}
+	return nil
+}
+
+// cpuTicks returns utime+stime of pid in clock ticks.
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("stat: no ')'")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, errors.New("stat: short")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return ut + st, nil
+}
+
+// cpuSeconds is cpuTicks in seconds; 0 if the process is gone.
+func cpuSeconds(pid int) float64 {
+	t, err := cpuTicks(pid)
+	if err != nil {
+		return 0
+	}
+	return float64(t) / clockTicks
+}
+
+// memKB returns VmRSS and VmHWM of pid in kB.
+func memKB(pid int) (rss, hwm int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch k {
+		case "VmRSS":
+			dst = &rss
+		case "VmHWM":
+			dst = &hwm
+		default:
+			continue
+		}
+		v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
+		if *dst, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, 0, err
+		}
+	}
+	return rss, hwm, nil
+}
+
+// selfCPU returns the user+system CPU seconds of the benchmark process.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
