@@ -33,11 +33,7 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookupTopic(rt.Topic)
-		var parts []*partition
-		if t != nil {
-			parts = b.partitionsOf(t)
-		}
+		parts := b.topicPartitions(rt.Topic)
 		seen := map[int32]int{}
 		for _, rp := range rt.Partitions {
 			seen[rp.Partition]++
@@ -49,7 +45,7 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 			switch {
 			case seen[rp.Partition] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
+			case partitionAt(parts, rp.Partition) == nil:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				p := parts[rp.Partition]

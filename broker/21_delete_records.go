@@ -21,21 +21,17 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookupTopic(rt.Topic)
-		var parts []*partition
-		if t != nil {
-			parts = b.partitionsOf(t)
-		}
+		parts := b.topicPartitions(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+			if p := partitionAt(parts, rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if lw, err := parts[rp.Partition].log.DeleteRecordsBefore(rp.Offset); err != nil {
+			} else if lw, err := p.log.DeleteRecordsBefore(rp.Offset); err != nil {
 				sp.ErrorCode = readErrorCode(err)
 				if sp.ErrorCode != kerr.OffsetOutOfRange.Code {
-					b.log.Error("delete records", "topic", t.name, "partition", rp.Partition, "err", err)
+					b.log.Error("delete records", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 				}
 			} else {
 				sp.LowWatermark = lw

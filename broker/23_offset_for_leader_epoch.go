@@ -22,23 +22,15 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookupTopic(rt.Topic)
-		var parts []*partition
-		if t != nil {
-			parts = b.partitionsOf(t)
-		}
+		parts := b.topicPartitions(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			switch {
-			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
+			if p := partitionAt(parts, rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				p := parts[rp.Partition]
-				if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); sp.ErrorCode == 0 && rp.LeaderEpoch >= 0 && rp.LeaderEpoch <= p.leaderEpoch {
-					sp.LeaderEpoch, sp.EndOffset = p.leaderEpoch, p.log.LogEndOffset()
-				}
+			} else if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); sp.ErrorCode == 0 && rp.LeaderEpoch >= 0 && rp.LeaderEpoch <= p.leaderEpoch {
+				sp.LeaderEpoch, sp.EndOffset = p.leaderEpoch, p.log.LogEndOffset()
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -20,20 +20,17 @@ func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
-		t := b.lookupTopic(rt.Topic)
-		var parts []*partition
-		if t != nil {
-			parts = b.partitionsOf(t)
-		}
+		parts := b.topicPartitions(rt.Topic)
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
-			if t == nil || p < 0 || int(p) >= len(parts) {
+			part := partitionAt(parts, p)
+			if part == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			for _, ps := range parts[p].log.ProducerStates() {
+			for _, ps := range part.log.ProducerStates() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
 				ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp

@@ -278,13 +278,23 @@ func (b *Broker) lookupTopicID(id uuid) *topic {
 	return b.topicsByID[id]
 }
 
-// lookupPartition returns a partition, or nil when the topic or partition
-// does not exist.
-func (t *topic) partition(p int32) *partition {
-	if p < 0 || int(p) >= len(t.partitions) {
+// topicPartitions returns the current partitions of the named topic, nil
+// when it does not exist.
+func (b *Broker) topicPartitions(name string) []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if t := b.topics[name]; t != nil {
+		return t.partitions
+	}
+	return nil
+}
+
+// partitionAt returns parts[p], or nil when p is out of range.
+func partitionAt(parts []*partition, p int32) *partition {
+	if p < 0 || int(p) >= len(parts) {
 		return nil
 	}
-	return t.partitions[p]
+	return parts[p]
 }
 
 // partitionsOf returns the current partitions of t (consistent snapshot).
