@@ -146,9 +146,16 @@ func (b *Broker) createTopicsPartitions(rt kmsg.CreateTopicsRequestTopic) (int32
 	return n, "", nil
 }
 
+// collidingTopic names an existing topic that differs from name only in
+// '.' versus '_' (their metric names would collide, so Kafka refuses it).
 func (b *Broker) collidingTopic(name string) string {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
+	return b.collidingTopicLocked(name)
+}
+
+// collidingTopicLocked is collidingTopic. Lock should be held.
+func (b *Broker) collidingTopicLocked(name string) string {
 	for other := range b.topics {
 		if other != name && strings.ReplaceAll(other, ".", "_") == strings.ReplaceAll(name, ".", "_") {
 			return other

@@ -323,10 +323,8 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	if _, ok := b.topics[name]; ok {
 		return nil, errTopicExists
 	}
-	for other := range b.topics {
-		if strings.ReplaceAll(other, ".", "_") == strings.ReplaceAll(name, ".", "_") {
-			return nil, fmt.Errorf("%w %s: topics may not differ only in '.' and '_'", errTopicCollides, other)
-		}
+	if other := b.collidingTopicLocked(name); other != "" {
+		return nil, fmt.Errorf("%w %s: topics may not differ only in '.' and '_'", errTopicCollides, other)
 	}
 	t := &topic{name: name, id: newUUID(), configs: maps.Clone(configs)}
 	if t.configs == nil {
