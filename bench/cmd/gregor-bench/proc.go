@@ -37,6 +37,10 @@ type proc struct {
 	addr   string
 	exited chan struct{}
 
+	// selfStartup is the startup=DURATION the broker logged with its
+	// listening line (its own time from main to listening), or 0.
+	selfStartup time.Duration
+
 	mu   sync.Mutex
 	tail []string // last stderr lines, for error messages
 }
@@ -144,16 +148,32 @@ func (p *proc) readLog(r io.Reader, addrc chan<- string) {
 		p.tail = append(p.tail, line)
 		p.mu.Unlock()
 		if !sent && strings.Contains(line, "msg=listening") {
+			var addr string
 			for _, f := range strings.Fields(line) {
 				if a, ok := strings.CutPrefix(f, "addr="); ok {
-					addrc <- a
-					sent = true
-					break
+					addr = a
 				}
+				if v, ok := strings.CutPrefix(f, "startup="); ok {
+					if d, err := time.ParseDuration(v); err == nil {
+						p.mu.Lock()
+						p.selfStartup = d
+						p.mu.Unlock()
+					}
+				}
+			}
+			if addr != "" {
+				addrc <- addr
+				sent = true
 			}
 		}
 	}
 	_, _ = io.Copy(io.Discard, r)
+}
+
+func (p *proc) startup() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.selfStartup
 }
 
 func (p *proc) lastLines() string {
@@ -294,4 +314,32 @@ func selfCPU() float64 {
 	}
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// machineBusy returns the CPU seconds all cores of the machine spent not
+// idle (nor waiting for I/O) since boot, from /proc/stat.
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		// Fields: user nice system idle iowait irq softirq steal guest
+		// guest_nice; guest time is already counted in user.
+		if i == 3 || i == 4 || i >= 8 {
+			continue
+		}
+		busy += n
+	}
+	return float64(busy) / clockTicks
 }

@@ -82,7 +82,9 @@ func metrics() []metric {
 		metric{key: "group_stable_ms", label: "group of 4 on 8p: time to stable", unit: "ms"},
 		metric{key: "group_drain_rps", label: "group of 4 on 8p: drain 100 B", unit: "rec/s", higher: true},
 		metric{key: "start_empty_ms", label: "start to first ApiVersions, empty dir", unit: "ms", goal: &goal{atMost: true, limit: 10}},
+		metric{key: "start_self_ms", label: "↳ of which the broker's own main → listening (its log)", unit: "ms"},
 		metric{key: "start_full_ms", label: "start to first ApiVersions, existing segments", unit: "ms", goal: &goal{atMost: true, limit: 100}, onlyG: true},
+		metric{key: "start_full_self_ms", label: "↳ of which the broker's own main → listening (its log)", unit: "ms", onlyG: true},
 		metric{key: "rss_idle_mb", label: "RSS idle (after start)", unit: "MB", goal: &goal{atMost: true, limit: 20}},
 		metric{key: "rss_end_mb", label: "RSS after the run", unit: "MB", goal: &goal{atMost: true, limit: 100}},
 		metric{key: "rss_peak_mb", label: "peak RSS (VmHWM)", unit: "MB"},
@@ -238,17 +240,15 @@ func (rs *results) table() string {
 }
 
 // limit names what most likely bounded a phase from the cores busy in the
-// broker and in the client on a machine of nproc cores.
-func limit(broker, client float64, nproc int) string {
+// broker, in the client and on the whole machine of nproc cores.
+func limit(broker, client, machine float64, nproc int) string {
 	switch {
-	case broker+client >= 0.85*float64(nproc):
+	case machine >= 0.85*float64(nproc):
 		return "machine"
 	case client >= 0.85 && client >= broker:
 		return "client"
 	case broker >= 0.85:
 		return "broker"
-	case client >= 0.85:
-		return "client"
 	}
 	return "round trips"
 }
@@ -256,8 +256,8 @@ func limit(broker, client float64, nproc int) string {
 // utilTable renders the cores busy per throughput phase.
 func (rs *results) utilTable() string {
 	var b bytes.Buffer
-	fmt.Fprintln(&b, "| phase | Gregor broker | Gregor client | likely limit | kfake broker | kfake client | likely limit |")
-	fmt.Fprintln(&b, "| --- | ---: | ---: | --- | ---: | ---: | --- |")
+	fmt.Fprintln(&b, "| phase | Gregor: broker | client | machine | likely limit | kfake: broker | client | machine | likely limit |")
+	fmt.Fprintln(&b, "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |")
 	for _, ph := range []string{"prod", "cons"} {
 		for _, r := range rows {
 			name := map[string]string{"prod": "produce ", "cons": "consume "}[ph] + r.label()
@@ -265,16 +265,24 @@ func (rs *results) utilTable() string {
 			for _, t := range []string{"gregor", "kfake"} {
 				br := summarize(rs.get(t, "cores_broker_"+ph+"/"+r.topic()))
 				cl := summarize(rs.get(t, "cores_client_"+ph+"/"+r.topic()))
+				ma := summarize(rs.get(t, "cores_machine_"+ph+"/"+r.topic()))
 				lim := "—"
-				if br.n > 0 && cl.n > 0 {
-					lim = limit(br.med, cl.med, runtime.NumCPU())
+				if br.n > 0 && cl.n > 0 && ma.n > 0 {
+					lim = limit(br.med, cl.med, ma.med, runtime.NumCPU())
 				}
-				fmt.Fprintf(&b, " %s | %s | %s |", fmtSummary(br, "cores"), fmtSummary(cl, "cores"), lim)
+				fmt.Fprintf(&b, " %s | %s | %s | %s |", fmtMed(br), fmtMed(cl), fmtMed(ma), lim)
 			}
 			b.WriteString("\n")
 		}
 	}
 	return b.String()
+}
+
+func fmtMed(s summary) string {
+	if s.n == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", s.med)
 }
 
 // svg draws the median Gregor/kfake ratio of every metric that has one as a

@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -38,6 +39,9 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 		}
 	}()
 	rs.set(t.name, "start_empty_ms", r, ms(took))
+	if d := p.startup(); d > 0 {
+		rs.set(t.name, "start_self_ms", r, ms(d))
+	}
 	time.Sleep(300 * time.Millisecond)
 	if rss, _, err := memKB(p.pid); err == nil {
 		rs.set(t.name, "rss_idle_mb", r, float64(rss)/1e3)
@@ -72,7 +76,7 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 			if err := createTopic(ctx, p.addr, k, row.parts); err != nil {
 				return err
 			}
-			cpu0, self0, wall0 := cpuSeconds(p.pid), selfCPU(), time.Now()
+			cpu0, self0, mach0, wall0 := cpuSeconds(p.pid), selfCPU(), machineBusy(), time.Now()
 			res, err := produceN(ctx, p.addr, k, c.n, row.size, c.bound())
 			if err != nil {
 				return err
@@ -81,6 +85,7 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 			wall := time.Since(wall0).Seconds()
 			rs.set(t.name, "cores_broker_prod/"+k, r, cpu/wall)
 			rs.set(t.name, "cores_client_prod/"+k, r, (selfCPU()-self0)/wall)
+			rs.set(t.name, "cores_machine_prod/"+k, r, (machineBusy()-mach0)/wall)
 			bytes := float64(res.acked) * float64(row.size)
 			rate := float64(res.acked) / res.took.Seconds()
 			rs.set(t.name, "prod_rps/"+k, r, rate)
@@ -99,7 +104,7 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 			continue
 		}
 		phase("consume "+row.label(), func(ctx context.Context) error {
-			cpu0, self0 := cpuSeconds(p.pid), selfCPU()
+			cpu0, self0, mach0 := cpuSeconds(p.pid), selfCPU(), machineBusy()
 			n := inTopic[k]
 			el, nb, err := consumeN(ctx, p.addr, k, n)
 			if err != nil {
@@ -108,6 +113,7 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 			cpu := cpuSeconds(p.pid) - cpu0
 			rs.set(t.name, "cores_broker_cons/"+k, r, cpu/el.Seconds())
 			rs.set(t.name, "cores_client_cons/"+k, r, (selfCPU()-self0)/el.Seconds())
+			rs.set(t.name, "cores_machine_cons/"+k, r, (machineBusy()-mach0)/el.Seconds())
 			rs.set(t.name, "cons_rps/"+k, r, float64(n)/el.Seconds())
 			rs.set(t.name, "cons_mbps/"+k, r, float64(nb)/1e6/el.Seconds())
 			rs.set(t.name, "cpu_out/"+k, r, cpu/(float64(nb)/1e9))
@@ -223,6 +229,9 @@ func measureStart(ctx context.Context, c *config, rs *results, t target, r int, 
 		return
 	}
 	rs.set(t.name, "start_full_ms", r, ms(took))
+	if d := p.startup(); d > 0 {
+		rs.set(t.name, "start_full_self_ms", r, ms(d))
+	}
 	log.Printf("run %d %s: restart on %d MB of segments: ApiVersions after %v", r+1, t.name, c.recoveryBytes/1e6, took.Round(time.Microsecond))
 	if err := p.stop(30 * time.Second); err != nil {
 		rs.errs = append(rs.errs, err.Error())
@@ -333,9 +342,13 @@ func render(c *config, rs *results, zc []zeroCopy, took time.Duration) string {
 		"Cells: median (min–max) of the runs; the ratio is Gregor/kfake computed run by run, then its median (min–max). "+
 		"MB = 10⁶ bytes of record values; CPU is the broker process's utime+stime over the phase divided by the GB of values moved.\n\n",
 		c.runs, c.n, c.idempotent, c.rowMax, c.rate, c.latencyFor, c.heartbeat)
+	if c.recoveryBytes > 0 {
+		fmt.Fprintf(&b, "\"Existing segments\": Gregor restarted on %d MB of 1 KiB records in an 8-partition topic, written once before the runs and stopped with SIGTERM (a clean shutdown). "+
+			"Start times run from just before exec to the first ApiVersions answer on a new connection; they include exec and the Go runtime's start on this machine.\n\n", c.recoveryBytes/1e6)
+	}
 	b.WriteString(rs.table())
-	b.WriteString("\nWhere the CPU went in the throughput phases: cores busy (CPU seconds / wall seconds) in the broker process and in the benchmark process, which is the franz-go client. " +
-		"The machine has 2 cores; \"likely limit\" is a rule of thumb: machine if broker + client ≥ 1.7 cores, else client or broker if one of them is ≥ 0.85 cores (a Go client's decode or a broker's append runs mostly on one goroutine per connection), else round trips (both wait).\n\n")
+	fmt.Fprintf(&b, "\nWhere the CPU went in the throughput phases (medians): cores busy (CPU seconds / wall seconds) in the broker process, in the benchmark process (the franz-go client), and on the whole machine (/proc/stat, everything not idle, including other users of this shared machine). "+
+		"\"Likely limit\" is a rule of thumb: machine if the whole machine was ≥ 85%% busy (%d cores), else client or broker if one of them kept ≥ 0.85 cores busy (a client's decode and a broker's connection loop run mostly on one goroutine each), else round trips (both wait on each other).\n\n", runtime.NumCPU())
 	b.WriteString(rs.utilTable())
 	fmt.Fprintf(&b, "\n![Gregor/kfake ratios](%s)\n\n", relPath(filepath.Dir(c.out), c.svgOut))
 	if len(zc) > 0 {
