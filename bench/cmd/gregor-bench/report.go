@@ -299,7 +299,11 @@ func (rs *results) svg() string {
 		if r.n == 0 || r.med <= 0 || m.unit == "MB/s" { // MB/s repeats rec/s
 			continue
 		}
-		label := m.label + " (" + m.unit + ")"
+		label := m.label
+		if strings.HasPrefix(label, "↳") {
+			label = "↳ broker's own startup"
+		}
+		label += " (" + m.unit + ")"
 		bars = append(bars, bar{label, r.med, (r.med >= 1) == m.higher})
 	}
 	const (
