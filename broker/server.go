@@ -68,6 +68,8 @@ type request struct {
 	out        *protocol.Out
 	release    func()
 	noResponse bool
+
+	frame []byte // pooled request bytes, returned after the handler (Produce only)
 }
 
 // Listen binds the configured address. It is separate from Serve so a caller
@@ -193,7 +195,7 @@ func (c *conn) readLoop() {
 			c.cancel()
 			return
 		}
-		frame, err := protocol.ReadFrameBody(c.nc, n)
+		frame, err := protocol.ReadFrameInto(c.nc, n)
 		if err != nil {
 			c.b.reqBytes.release(int64(n))
 			c.logReadError(err)
@@ -290,6 +292,13 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	}
 	p := &pending{done: make(chan struct{})}
 	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx}
+	if hdr.Key == int16(kmsg.Produce) {
+		// Nothing refers to a produce request's bytes once it is handled
+		// (the batches are copied into the log by write(2)), so its frame
+		// goes back to the pool; other decoded requests may keep slices
+		// of theirs (group metadata, say) and are left to the collector.
+		r.frame = frame
+	}
 	if err := c.b.injectFault(&h, r); err != nil {
 		return nil, err
 	}
@@ -312,6 +321,10 @@ func (c *conn) run(h handler, r *request, p *pending) {
 	}()
 	resp, err := h.fn(c.b, r)
 	c.b.observeRequest(r, resp, start)
+	if r.frame != nil {
+		protocol.PutFrame(r.frame)
+		r.frame = nil
+	}
 	switch {
 	case err != nil:
 		p.fatal = err

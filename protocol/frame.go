@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"sync"
 )
 
 // DefaultMaxRequestBytes is Kafka's default socket.request.max.bytes.
@@ -52,4 +54,51 @@ func ReadFrameBody(r io.Reader, n int32) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// Frame buffers are pooled by power-of-two size class, from 4 KiB to
+// 16 MiB; larger frames are allocated and left to the collector. A pooled
+// buffer is not zeroed: ReadFrameInto overwrites every byte it returns.
+const (
+	minPooledFrame = 12 // 4 KiB
+	maxPooledFrame = 24 // 16 MiB
+)
+
+var framePools [maxPooledFrame + 1]sync.Pool
+
+func frameClass(n int) int {
+	if n > 1<<maxPooledFrame {
+		return -1
+	}
+	return max(bits.Len(uint(n-1)), minPooledFrame)
+}
+
+// ReadFrameInto reads the n-byte body of a frame into a buffer from the
+// pool. Give the buffer back with PutFrame once nothing refers to it.
+func ReadFrameInto(r io.Reader, n int32) ([]byte, error) {
+	var buf []byte
+	if c := frameClass(int(n)); c >= 0 {
+		if p, ok := framePools[c].Get().(*[]byte); ok {
+			buf = (*p)[:n]
+		} else {
+			buf = make([]byte, n, 1<<c)
+		}
+	} else {
+		buf = make([]byte, n)
+	}
+	if _, err := io.ReadFull(r, buf); err != nil {
+		PutFrame(buf)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// PutFrame returns a buffer from ReadFrameInto to the pool.
+func PutFrame(buf []byte) {
+	c := frameClass(cap(buf))
+	if c < 0 || cap(buf) != 1<<c {
+		return
+	}
+	buf = buf[:0]
+	framePools[c].Put(&buf)
 }

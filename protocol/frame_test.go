@@ -58,3 +58,22 @@ func TestParseRequestHeader_V2SkipsTags(t *testing.T) {
 		t.Fatal("truncated header accepted")
 	}
 }
+
+func TestReadFrameInto_PooledBuffersAreFullyOverwritten(t *testing.T) {
+	first, err := ReadFrameInto(bytes.NewReader(bytes.Repeat([]byte{0xAA}, 5000)), 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	PutFrame(first)
+	second, err := ReadFrameInto(bytes.NewReader(bytes.Repeat([]byte{0x01}, 4500)), 4500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != 4500 || bytes.Count(second, []byte{0x01}) != 4500 {
+		t.Fatalf("got %d bytes, %d of them from this frame", len(second), bytes.Count(second, []byte{0x01}))
+	}
+	if _, err := ReadFrameInto(bytes.NewReader(make([]byte, 10)), 4096); err == nil {
+		t.Fatal("short frame accepted")
+	}
+	PutFrame(make([]byte, 100)) // not from the pool: ignored
+}
