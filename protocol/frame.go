@@ -56,15 +56,22 @@ func ReadFrameBody(r io.Reader, n int32) ([]byte, error) {
 	return buf, nil
 }
 
-// Frame buffers are pooled by power-of-two size class, from 4 KiB to
-// 16 MiB; larger frames are allocated and left to the collector. A pooled
-// buffer is not zeroed: ReadFrameInto overwrites every byte it returns.
+// Frame buffers are kept for reuse by power-of-two size class, from 4 KiB
+// to 16 MiB, up to maxRetainedFrameBytes in all: a burst of large produce
+// requests must not leave the broker holding its peak memory afterwards.
+// Larger frames are allocated and left to the collector. A reused buffer
+// is not zeroed: ReadFrameInto overwrites every byte it returns.
 const (
-	minPooledFrame = 12 // 4 KiB
-	maxPooledFrame = 24 // 16 MiB
+	minPooledFrame        = 12 // 4 KiB
+	maxPooledFrame        = 24 // 16 MiB
+	maxRetainedFrameBytes = 32 << 20
 )
 
-var framePools [maxPooledFrame + 1]sync.Pool
+var framePool struct {
+	sync.Mutex
+	free     [maxPooledFrame + 1][][]byte
+	retained int
+}
 
 func frameClass(n int) int {
 	if n > 1<<maxPooledFrame {
@@ -73,14 +80,20 @@ func frameClass(n int) int {
 	return max(bits.Len(uint(n-1)), minPooledFrame)
 }
 
-// ReadFrameInto reads the n-byte body of a frame into a buffer from the
-// pool. Give the buffer back with PutFrame once nothing refers to it.
+// ReadFrameInto reads the n-byte body of a frame into a reused buffer when
+// one is free. Give the buffer back with PutFrame once nothing refers to it.
 func ReadFrameInto(r io.Reader, n int32) ([]byte, error) {
 	var buf []byte
 	if c := frameClass(int(n)); c >= 0 {
-		if p, ok := framePools[c].Get().(*[]byte); ok {
-			buf = (*p)[:n]
-		} else {
+		fp := &framePool
+		fp.Lock()
+		if k := len(fp.free[c]); k > 0 {
+			buf = fp.free[c][k-1][:n]
+			fp.free[c] = fp.free[c][:k-1]
+			fp.retained -= cap(buf)
+		}
+		fp.Unlock()
+		if buf == nil {
 			buf = make([]byte, n, 1<<c)
 		}
 	} else {
@@ -93,12 +106,18 @@ func ReadFrameInto(r io.Reader, n int32) ([]byte, error) {
 	return buf, nil
 }
 
-// PutFrame returns a buffer from ReadFrameInto to the pool.
+// PutFrame returns a buffer from ReadFrameInto for reuse (or drops it when
+// enough are kept already).
 func PutFrame(buf []byte) {
 	c := frameClass(cap(buf))
 	if c < 0 || cap(buf) != 1<<c {
 		return
 	}
-	buf = buf[:0]
-	framePools[c].Put(&buf)
+	fp := &framePool
+	fp.Lock()
+	if fp.retained+cap(buf) <= maxRetainedFrameBytes {
+		fp.free[c] = append(fp.free[c], buf[:0])
+		fp.retained += cap(buf)
+	}
+	fp.Unlock()
 }
