@@ -191,25 +191,26 @@ func (c *conn) readLoop() {
 		}
 		// Wait for room in the broker-wide budget of request bytes in
 		// flight before allocating the body.
-		if err := c.b.reqBytes.acquire(c.ctx, int64(n)); err != nil {
+		charge := protocol.FrameAllocSize(n)
+		if err := c.b.reqBytes.acquire(c.ctx, charge); err != nil {
 			c.cancel()
 			return
 		}
 		frame, err := protocol.ReadFrameInto(c.nc, n)
 		if err != nil {
-			c.b.reqBytes.release(int64(n))
+			c.b.reqBytes.release(charge)
 			c.logReadError(err)
 			c.cancel()
 			return
 		}
 		p, err := c.dispatch(frame)
 		if err != nil {
-			c.b.reqBytes.release(int64(n))
+			c.b.reqBytes.release(charge)
 			c.log.Warn("closing connection", "err", err)
 			c.cancel()
 			return
 		}
-		p.bytes = int64(n)
+		p.bytes = charge
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():

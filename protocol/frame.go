@@ -57,13 +57,13 @@ func ReadFrameBody(r io.Reader, n int32) ([]byte, error) {
 }
 
 // Frame buffers are kept for reuse by power-of-two size class, from 4 KiB
-// to 16 MiB, up to maxRetainedFrameBytes in all: a burst of large produce
+// to 4 MiB, up to maxRetainedFrameBytes in all: a burst of large produce
 // requests must not leave the broker holding its peak memory afterwards.
 // Larger frames are allocated and left to the collector. A reused buffer
 // is not zeroed: ReadFrameInto overwrites every byte it returns.
 const (
 	minPooledFrame        = 12 // 4 KiB
-	maxPooledFrame        = 24 // 16 MiB
+	maxPooledFrame        = 22 // 4 MiB
 	maxRetainedFrameBytes = 32 << 20
 )
 
@@ -78,6 +78,15 @@ func frameClass(n int) int {
 		return -1
 	}
 	return max(bits.Len(uint(n-1)), minPooledFrame)
+}
+
+// FrameAllocSize is how many bytes ReadFrameInto allocates for an n-byte
+// frame (its size class), which is what a memory budget must charge.
+func FrameAllocSize(n int32) int64 {
+	if c := frameClass(int(n)); c >= 0 {
+		return 1 << c
+	}
+	return int64(n)
 }
 
 // ReadFrameInto reads the n-byte body of a frame into a reused buffer when

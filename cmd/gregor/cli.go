@@ -75,6 +75,17 @@ func (c *clientFlags) admin() (*kadm.Client, *kgo.Client, error) {
 	return kadm.NewClient(cl), cl, nil
 }
 
+// adminContext is how most admin subcommands start: an admin client and a
+// context bounded by --timeout; done releases both.
+func (c *clientFlags) adminContext() (*kadm.Client, context.Context, func(), error) {
+	adm, cl, err := c.admin()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := c.context()
+	return adm, ctx, func() { cancel(); cl.Close() }, nil
+}
+
 func (c *clientFlags) context() (context.Context, context.CancelFunc) {
 	if c.timeout <= 0 {
 		return context.WithCancel(context.Background())

@@ -39,13 +39,11 @@ func groupsCmd(args []string) error {
 		if _, err := parseInterleaved(fs, args); err != nil {
 			return err
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		lg, err := adm.ListGroups(ctx)
 		if err != nil {
 			return err
@@ -67,13 +65,11 @@ func groupsCmd(args []string) error {
 		if len(names) == 0 {
 			return errors.New("groups describe: name at least one group")
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		lags, err := adm.Lag(ctx, names...)
 		if err != nil {
 			return err
@@ -120,13 +116,11 @@ func groupsCmd(args []string) error {
 		if len(names) == 0 {
 			return errors.New("groups delete: name at least one group")
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		resps, err := adm.DeleteGroups(ctx, names...)
 		if err != nil {
 			return err
@@ -184,13 +178,11 @@ func resetOffsets(cf *clientFlags, args []string) error {
 			return fmt.Errorf("--to-datetime: %w", err)
 		}
 	}
-	adm, cl, err := cf.admin()
+	adm, ctx, done, err := cf.adminContext()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := cf.context()
-	defer cancel()
+	defer done()
 
 	if len(topics) == 0 {
 		committed, err := adm.FetchOffsets(ctx, group)
@@ -243,7 +235,7 @@ func resetOffsets(cf *clientFlags, args []string) error {
 	}
 	// Commit in chunks so that progress can be shown for many partitions.
 	prog := newProgress()
-	total, done := len(sorted), 0
+	total, committed := len(sorted), 0
 	const chunk = 500
 	for i := 0; i < total; i += chunk {
 		var part kadm.Offsets
@@ -257,10 +249,10 @@ func resetOffsets(cf *clientFlags, args []string) error {
 		if err := resps.Error(); err != nil {
 			return fmt.Errorf("commit (is the group still active?): %w", err)
 		}
-		done += len(sorted[i:min(i+chunk, total)])
-		prog.update("reset %d/%d partitions", done, total)
+		committed += len(sorted[i:min(i+chunk, total)])
+		prog.update("reset %d/%d partitions", committed, total)
 	}
-	prog.done("reset %d/%d partitions", done, total)
+	prog.done("reset %d/%d partitions", committed, total)
 	fmt.Fprintf(os.Stderr, "committed new offsets for %d partitions of group %s\n", total, group)
 	return nil
 }

@@ -36,13 +36,11 @@ func topicsCmd(args []string) error {
 		if _, err := parseInterleaved(fs, args); err != nil {
 			return err
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		var td kadm.TopicDetails
 		if *internal {
 			td, err = adm.ListTopicsWithInternal(ctx)
@@ -85,13 +83,11 @@ func topicsCmd(args []string) error {
 			}
 			cfg[k] = &v
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		resps, err := adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, names...)
 		if err != nil {
 			return err
@@ -113,13 +109,11 @@ func topicsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		td, err := adm.ListTopics(ctx, names...)
 		if err != nil {
 			return err
@@ -176,13 +170,11 @@ func topicsCmd(args []string) error {
 		if len(names) == 0 {
 			return errors.New("topics delete: name at least one topic")
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		resps, err := adm.DeleteTopics(ctx, names...)
 		if err != nil {
 			return err
@@ -221,13 +213,11 @@ func topicsCmd(args []string) error {
 		for _, k := range dels {
 			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 		}
-		adm, cl, err := cf.admin()
+		adm, ctx, done, err := cf.adminContext()
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		ctx, cancel := cf.context()
-		defer cancel()
+		defer done()
 		resps, err := adm.AlterTopicConfigs(ctx, alters, names...)
 		if err != nil {
 			return err
