@@ -31,13 +31,13 @@ type server struct {
 	advPort int32
 }
 
-// conn is one client connection. Its reader decodes requests; its executor
-// runs them one at a time in arrival order, as Kafka does (an idempotent
-// producer's pipelined batches must be appended in the order sent); its
-// writer sends responses strictly in request order. Handlers that may wait
-// (a long-polling Fetch, JoinGroup and SyncGroup during a rebalance) run
-// beside the executor, so they delay only the responses queued behind them,
-// never the reading or handling of further requests.
+// conn is one client connection. Its reader decodes requests and runs them
+// one at a time in arrival order, as Kafka does (an idempotent producer's
+// pipelined batches must be appended in the order sent); its writer sends
+// responses strictly in request order. Handlers that may wait (a
+// long-polling Fetch, JoinGroup and SyncGroup during a rebalance) run in
+// goroutines of their own, so they delay only the responses queued behind
+// them, never the reading or handling of further requests.
 type conn struct {
 	b      *Broker
 	nc     net.Conn
@@ -45,7 +45,6 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	queue  chan *pending // responses, in request order
-	exec   chan func()   // in-order handler executions
 }
 
 // pending is a request's place in its connection's response order.
@@ -132,7 +131,7 @@ func (b *Broker) Serve() error {
 			tc.SetNoDelay(true)
 		}
 		c := &conn{b: b, nc: nc, log: b.log.With("remote", nc.RemoteAddr().String()),
-			queue: make(chan *pending, maxInFlight), exec: make(chan func(), maxInFlight)}
+			queue: make(chan *pending, maxInFlight)}
 		c.ctx, c.cancel = context.WithCancel(b.ctx)
 		s.mu.Lock()
 		if s.closed {
@@ -148,7 +147,6 @@ func (b *Broker) Serve() error {
 		s.active.Add(1)
 		s.mu.Unlock()
 		go c.readLoop()
-		go c.execLoop()
 		go c.writeLoop()
 	}
 }
@@ -167,17 +165,9 @@ func (s *server) close() {
 	s.wg.Wait()
 }
 
-// execLoop runs the connection's synchronous handlers in order.
-func (c *conn) execLoop() {
-	for fn := range c.exec {
-		fn()
-	}
-}
-
 func (c *conn) readLoop() {
 	defer c.b.srv.wg.Done()
 	defer close(c.queue)
-	defer close(c.exec)
 	idle := time.Duration(c.b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond
 	for {
 		if idle > 0 {
@@ -306,7 +296,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	if h.async {
 		go c.run(h, r, p)
 	} else {
-		c.exec <- func() { c.run(h, r, p) }
+		c.run(h, r, p) // in the reader: the next request waits, as in Kafka
 	}
 	return p, nil
 }
