@@ -81,6 +81,7 @@ func TestSarama_AdminProduceConsume(t *testing.T) {
 	if d, ok := topics[topic]; !ok || d.NumPartitions != 3 || d.ReplicationFactor != 1 {
 		t.Errorf("ListTopics[%q] = %+v (present %v), want 3 partitions, rf 1", topic, d, ok)
 	}
+	//lint:ignore SA1019 deprecated, but it is what many sarama users still call
 	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
 	if err != nil {
 		t.Fatalf("ClusterAdmin.DescribeConfig: %v", err)

@@ -350,7 +350,6 @@ func (e *etl) session(worker int) {
 		kgo.ConsumeTopics(e.in),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(6*time.Second),
 		kgo.HeartbeatInterval(500*time.Millisecond),
 		kgo.FetchMaxWait(200*time.Millisecond),

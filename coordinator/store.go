@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // On-disk format of Dir/groups.db (bbolt; every update is one transaction,
@@ -162,7 +163,7 @@ func (c *Coordinator) deleteStoredGroup(groupID string) error {
 			}
 		}
 		if root := tx.Bucket(bucketOffsets); root != nil {
-			if err := root.DeleteBucket([]byte(groupID)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			if err := root.DeleteBucket([]byte(groupID)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // On-disk format of pending transactional offsets in groups.db:
@@ -301,7 +302,7 @@ func (c *Coordinator) CompleteTxnOffsets(group string, producerID int64, commit 
 					}
 				}
 				if len(c.txnPending[group]) == 1 {
-					if err := root.DeleteBucket([]byte(group)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+					if err := root.DeleteBucket([]byte(group)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 						return err
 					}
 				}

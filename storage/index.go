@@ -87,20 +87,6 @@ func (x *indexFile) appendEntry(e []byte) {
 	x.mu.Unlock()
 }
 
-// len returns the size of the entries in bytes.
-func (x *indexFile) size() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.data)
-}
-
-// snapshot returns a copy of the entries.
-func (x *indexFile) snapshot() []byte {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return append([]byte(nil), x.data...)
-}
-
 // persist writes the entries not yet in the file at path, and fsyncs it when
 // sync is set. It does nothing once the entries are mmapped.
 func (x *indexFile) persist(path string, sync bool) error {
@@ -215,18 +201,6 @@ func offsetLookup(data []byte, rel int64) (int64, int64) {
 	}
 	r, pos := offsetEntry(data, i-1)
 	return int64(r), int64(pos)
-}
-
-// last returns the last entry.
-func (x *offsetIndex) last() (rel, pos int64, ok bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	n := len(x.data) / offsetIndexEntrySize
-	if n == 0 {
-		return 0, 0, false
-	}
-	r, p := offsetEntry(x.data, n-1)
-	return int64(r), int64(p), true
 }
 
 func (x *offsetIndex) add(rel, pos int64) {
