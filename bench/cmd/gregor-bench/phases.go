@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // row is one throughput configuration.
@@ -443,4 +445,67 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 	case <-c:
 	case <-time.After(d):
 	}
+}
+
+// rawFetchN reads partition 0 of topic from offset 0 until offset n with
+// plain Fetch requests (16 MiB per partition, 64 MiB per response; the
+// best of 8, 16 and 64 MiB here) and
+// counts the record-batch bytes returned, without decoding any record: it
+// measures what the broker serves, not what a decoding client can absorb.
+// It returns the elapsed time and the bytes received.
+func rawFetchN(ctx context.Context, addr, topic string, n int64) (time.Duration, int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.BrokerMaxReadBytes(128<<20))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	// Fetch v13+ names topics by id.
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = append(md.Topics, mt)
+	mresp, err := md.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		return 0, 0, fmt.Errorf("raw fetch: no metadata for %s", topic)
+	}
+	topicID := mresp.Topics[0].TopicID
+	start := time.Now()
+	var offset, total int64
+	for offset < n {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 500, 1, 64<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, topicID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 16<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, 0, fmt.Errorf("raw fetch at %d: %w", offset, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, 0, fmt.Errorf("raw fetch at %d: malformed response", offset)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			return 0, 0, fmt.Errorf("raw fetch at %d: %w", offset, kerr.ErrorForCode(p.ErrorCode))
+		}
+		b := p.RecordBatches
+		total += int64(len(b))
+		// Advance past the complete batches (the last may be cut off).
+		for len(b) >= 61 {
+			length := int64(binary.BigEndian.Uint32(b[8:]))
+			if int64(len(b)) < 12+length {
+				break
+			}
+			next := int64(binary.BigEndian.Uint64(b)) + int64(binary.BigEndian.Uint32(b[23:])) + 1
+			offset = max(offset, next)
+			b = b[12+length:]
+		}
+	}
+	return time.Since(start), total, nil
 }

@@ -73,6 +73,7 @@ func metrics() []metric {
 	}
 	ms = append(ms,
 		metric{key: "cons_loopback_frac", label: "consume 1 KiB × 1p / loopback limit", unit: "fraction", higher: true, goal: &goal{limit: 0.25}},
+		metric{key: "cons_raw_loopback_frac", label: "raw Fetch (no record decoding) 1 KiB × 1p / loopback limit", unit: "fraction", higher: true, goal: &goal{limit: 0.25}},
 		metric{key: "ack_p50", label: "produce-ack latency p50", unit: "ms"},
 		metric{key: "ack_p99", label: "produce-ack latency p99", unit: "ms"},
 		metric{key: "ack_p999", label: "produce-ack latency p99.9", unit: "ms"},

@@ -124,6 +124,19 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 				float64(n)/el.Seconds(), float64(nb)/1e6/el.Seconds(), cpu)
 			return nil
 		})
+		if row.size == 1024 && row.parts == 1 && loopbackBps > 0 {
+			phase("raw fetch "+row.label(), func(ctx context.Context) error {
+				cpu0 := cpuSeconds(p.pid)
+				el, nb, err := rawFetchN(ctx, p.addr, k, int64(inTopic[k]))
+				if err != nil {
+					return err
+				}
+				rs.set(t.name, "cons_raw_loopback_frac", r, float64(nb)/el.Seconds()/loopbackBps)
+				log.Printf("run %d %s: raw fetch %s: %.1f MB/s of record batches, broker CPU %.2fs", r+1, t.name, row.label(),
+					float64(nb)/1e6/el.Seconds(), cpuSeconds(p.pid)-cpu0)
+				return nil
+			})
+		}
 	}
 
 	phase("latency", func(ctx context.Context) error {
