@@ -50,10 +50,10 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		t := b.lookupTopic(rt.Topic)
-		var configs map[string]string
+		var settings produceSettings
 		var parts []*partition
 		if t != nil {
-			configs, parts = b.topicSnapshot(t)
+			settings, parts = b.produceSnapshot(t)
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
@@ -67,7 +67,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				code = kerr.UnknownTopicOrPartition.Code
 			default:
-				code, msg = b.producePartition(req, configs, parts[rp.Partition], rp.Records, &sp)
+				code, msg = b.producePartition(req, settings, parts[rp.Partition], rp.Records, &sp)
 			}
 			sp.ErrorCode = code
 			if code != 0 && msg != "" {
@@ -91,7 +91,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) producePartition(req *kmsg.ProduceRequest, configs map[string]string, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSettings, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
 	hdr, err := storage.ParseBatchHeader(records)
 	if err != nil {
 		return kerr.CorruptMessage.Code, err.Error()
@@ -105,7 +105,7 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, configs map[string]s
 		}
 		return kerr.CorruptMessage.Code, "record batch is truncated"
 	}
-	if maxBytes := b.topicInt(configs, "max.message.bytes"); int64(len(records)) > maxBytes {
+	if maxBytes := settings.maxMessageBytes; int64(len(records)) > maxBytes {
 		return kerr.MessageTooLarge.Code, "The record batch size " + strconv.Itoa(len(records)) + " exceeds max.message.bytes " + strconv.FormatInt(maxBytes, 10)
 	}
 	if hdr.Attributes&attrControl != 0 {
@@ -120,16 +120,15 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, configs map[string]s
 			return code, "the partition is not part of the producer's ongoing transaction"
 		}
 	}
-	if req.Acks == -1 && b.topicInt(configs, "min.insync.replicas") > 1 {
+	if req.Acks == -1 && settings.minInsyncReplicas > 1 {
 		return kerr.NotEnoughReplicas.Code, "min.insync.replicas is larger than the single broker's ISR"
 	}
 	opts := storage.AppendOptions{LeaderEpoch: p.leaderEpoch, LogAppendTime: -1}
 	now := b.cfg.Now().UnixMilli()
-	if v, _ := b.topicConfigValue(configs, "message.timestamp.type"); v == "LogAppendTime" {
+	if settings.logAppendTime {
 		opts.LogAppendTime = now
 	} else {
-		after := b.topicInt(configs, "message.timestamp.after.max.ms")
-		before := b.topicInt(configs, "message.timestamp.before.max.ms")
+		after, before := settings.tsAfterMaxMs, settings.tsBeforeMaxMs
 		if hdr.MaxTimestamp > now && hdr.MaxTimestamp-now > after {
 			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.MaxTimestamp, 10) + " of a record is more than message.timestamp.after.max.ms in the future"
 		}

@@ -26,6 +26,7 @@ package broker
 // batches; read_uncommitted reads to the high watermark.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
@@ -216,9 +217,9 @@ func checkLeaderEpoch(client, ours int32) int16 {
 
 func readErrorCode(err error) int16 {
 	switch {
-	case err == storage.ErrOffsetOutOfRange || isErr(err, storage.ErrOffsetOutOfRange):
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
-	case isErr(err, storage.ErrLogClosed):
+	case errors.Is(err, storage.ErrLogClosed):
 		return kerr.UnknownTopicOrPartition.Code
 	}
 	return kerr.KafkaStorageError.Code

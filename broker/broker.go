@@ -53,6 +53,7 @@ type topic struct {
 	name       string
 	id         uuid
 	configs    map[string]string // overrides (DYNAMIC_TOPIC_CONFIG); replaced, not mutated
+	produce    produceSettings   // parsed from configs; replaced with them
 	partitions []*partition
 }
 
@@ -141,6 +142,7 @@ func (b *Broker) loadTopics() error {
 		if t.configs == nil {
 			t.configs = map[string]string{}
 		}
+		t.produce = b.produceSettingsFor(t.configs)
 		for p := int32(0); p < rec.Partitions; p++ {
 			dir := filepath.Join(b.cfg.DataDir, partitionDirName(rec.Name, p))
 			claimed[partitionDirName(rec.Name, p)] = id
@@ -304,6 +306,34 @@ func (b *Broker) partitionsOf(t *topic) []*partition {
 	return t.partitions
 }
 
+// produceSettings are the topic configs every produce consults, parsed
+// once per change of the topic's configs instead of on every request.
+type produceSettings struct {
+	maxMessageBytes   int64
+	minInsyncReplicas int64
+	logAppendTime     bool
+	tsAfterMaxMs      int64
+	tsBeforeMaxMs     int64
+}
+
+func (b *Broker) produceSettingsFor(overrides map[string]string) produceSettings {
+	ts, _ := b.topicConfigValue(overrides, "message.timestamp.type")
+	return produceSettings{
+		maxMessageBytes:   b.topicInt(overrides, "max.message.bytes"),
+		minInsyncReplicas: b.topicInt(overrides, "min.insync.replicas"),
+		logAppendTime:     ts == "LogAppendTime",
+		tsAfterMaxMs:      b.topicInt(overrides, "message.timestamp.after.max.ms"),
+		tsBeforeMaxMs:     b.topicInt(overrides, "message.timestamp.before.max.ms"),
+	}
+}
+
+// produceSnapshot returns t's produce settings and partitions under the lock.
+func (b *Broker) produceSnapshot(t *topic) (produceSettings, []*partition) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return t.produce, t.partitions
+}
+
 // topicSnapshot returns t's configs and partitions under the lock.
 func (b *Broker) topicSnapshot(t *topic) (map[string]string, []*partition) {
 	b.mu.RLock()
@@ -330,6 +360,7 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	if t.configs == nil {
 		t.configs = map[string]string{}
 	}
+	t.produce = b.produceSettingsFor(t.configs)
 	for p := int32(0); p < partitions; p++ {
 		part, err := b.createPartition(t, p)
 		if err != nil {
@@ -432,6 +463,7 @@ func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
 		return err
 	}
 	t.configs = configs
+	t.produce = b.produceSettingsFor(configs)
 	sc := b.storageConfig(t)
 	for _, p := range t.partitions {
 		p.log.UpdateConfig(sc)

@@ -209,3 +209,30 @@ func TestCreateTopics_Validation(t *testing.T) {
 func storageOpts() storage.AppendOptions {
 	return storage.AppendOptions{LogAppendTime: -1}
 }
+
+// TestProduce_TopicConfigChangesApplyLive: the produce path's parsed topic
+// settings follow IncrementalAlterConfigs at once.
+func TestProduce_TopicConfigChangesApplyLive(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	tp, err := b.createTopic("live", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, addr)
+	batch := func() []byte { return makeBatch([]string{strings.Repeat("x", 500)}, -1, -1, -1) }
+	if got := producePartition(t, cl, produceReq("live", 0, batch())); got.ErrorCode != 0 || got.LogAppendTime != -1 {
+		t.Fatalf("before: %+v", got)
+	}
+	if err := b.setTopicConfigs(tp, map[string]string{"max.message.bytes": "300"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := producePartition(t, cl, produceReq("live", 0, batch())); got.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("after max.message.bytes=300: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+	if err := b.setTopicConfigs(tp, map[string]string{"message.timestamp.type": "LogAppendTime"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := producePartition(t, cl, produceReq("live", 0, batch())); got.ErrorCode != 0 || got.LogAppendTime <= 0 {
+		t.Fatalf("after LogAppendTime: %+v", got)
+	}
+}

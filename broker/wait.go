@@ -2,11 +2,8 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-func isErr(err, target error) bool { return errors.Is(err, target) }
 
 // waitAny waits until one of chans is closed (true), or until d passes or
 // ctx ends (false).
