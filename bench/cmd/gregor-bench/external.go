@@ -170,15 +170,7 @@ func straceDuring(ctx context.Context, pid int, dir string, f func() error) (map
 	// strace attaches thread by thread; give it a moment.
 	time.Sleep(500 * time.Millisecond)
 	ferr := f()
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
-	select {
-	case <-waitc:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-waitc
-	}
+	interruptAndWait(cmd, 10*time.Second)
 	if ferr != nil {
 		return nil, ferr
 	}
@@ -245,15 +237,7 @@ func perfDuring(ctx context.Context, pid int, dir, name string, f func() error) 
 	defer untrack(cmd)
 	time.Sleep(300 * time.Millisecond)
 	ferr := f()
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
-	select {
-	case <-waitc:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-waitc
-	}
+	interruptAndWait(cmd, 30*time.Second)
 	if ferr != nil {
 		return ferr
 	}
@@ -281,4 +265,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// interruptAndWait stops an attached tracer (strace, perf) with SIGINT so it
+// writes its summary, and kills it if it has not exited after grace.
+func interruptAndWait(cmd *exec.Cmd, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	select {
+	case <-waitc:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-waitc
+	}
 }
