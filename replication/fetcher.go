@@ -1,0 +1,502 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FollowerLog is what a Fetcher needs of a partition's log.
+type FollowerLog interface {
+	LogStartOffset() int64
+	LogEndOffset() int64
+	HighWatermark() int64
+	LatestLeaderEpoch() int32
+	// EndOffsetForLeaderEpoch answers as OffsetForLeaderEpoch does: the
+	// largest epoch <= epoch and where it ends, or (-1, -1).
+	EndOffsetForLeaderEpoch(epoch int32) (int32, int64)
+	TruncateTo(offset int64) error
+	TruncateFullyAndStartAt(offset int64) error
+	// AppendAsFollower appends the leader's batches at their offsets.
+	AppendAsFollower(records []byte) error
+	SetHighWatermark(hw int64)
+	// MaybeIncrementLogStartOffset follows the leader's log start offset
+	// (DeleteRecords, retention) up to the high watermark.
+	MaybeIncrementLogStartOffset(offset int64) error
+}
+
+// ErrOffsetMismatch is what AppendAsFollower implementations wrap when the
+// leader's batches do not start at the log end offset; the Fetcher then
+// truncates again.
+var ErrOffsetMismatch = errors.New("batches do not start at the log end offset")
+
+// TP names a partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TP) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// FetcherConfig configures the fetchers of one broker.
+type FetcherConfig struct {
+	Self         int32 // this broker's id, sent as the replica id
+	ReplicaEpoch int64 // the broker epoch sent in ReplicaState (-1: none)
+	// MaxWait, MinBytes, MaxBytes, PartitionMaxBytes: replica.fetch.wait.max.ms,
+	// replica.fetch.min.bytes, replica.fetch.response.max.bytes, replica.fetch.max.bytes.
+	MaxWait           time.Duration
+	MinBytes          int32
+	MaxBytes          int32
+	PartitionMaxBytes int32
+	Backoff           time.Duration // replica.fetch.backoff.ms
+	ClientOpts        []kgo.Opt     // extra options for the connection to the leader (TLS, SASL)
+	Logger            *slog.Logger
+}
+
+func (c *FetcherConfig) defaults() {
+	if c.MaxWait <= 0 {
+		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.MinBytes <= 0 {
+		c.MinBytes = 1
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 10 << 20
+	}
+	if c.PartitionMaxBytes <= 0 {
+		c.PartitionMaxBytes = 1 << 20
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 100 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// fpart is one followed partition.
+type fpart struct {
+	tp          TP
+	topicID     [16]byte
+	log         FollowerLog
+	leaderEpoch int32
+	truncate    bool      // must agree with the leader before fetching
+	paused      bool      // fenced: waits for a newer epoch from the metadata
+	retryAt     time.Time // backoff after a partition error
+}
+
+// Fetcher replicates the partitions this broker follows on one leader.
+type Fetcher struct {
+	cfg    FetcherConfig
+	leader int32
+	addr   string
+	cl     *kgo.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+
+	mu    sync.Mutex // held while applying a response, so Remove waits for it
+	parts map[TP]*fpart
+}
+
+// NewFetcher starts a fetcher for the leader broker at addr.
+func NewFetcher(cfg FetcherConfig, leader int32, addr string) (*Fetcher, error) {
+	cfg.defaults()
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.ClientID(fmt.Sprintf("gregor-replica-%d", cfg.Self)),
+		kgo.RequestTimeoutOverhead(3 * time.Second),
+		kgo.DialTimeout(2 * time.Second),
+		kgo.RequestRetries(0),
+	}, cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fetcher{cfg: cfg, leader: leader, addr: addr, cl: cl, parts: map[TP]*fpart{}, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	go f.run()
+	return f, nil
+}
+
+// Add starts following tp in leaderEpoch; its log first truncates to where
+// it agrees with the leader.
+func (f *Fetcher) Add(tp TP, topicID [16]byte, log FollowerLog, leaderEpoch int32) {
+	f.mu.Lock()
+	f.parts[tp] = &fpart{tp: tp, topicID: topicID, log: log, leaderEpoch: leaderEpoch, truncate: true}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// Remove stops following tp. When it returns, nothing more is appended to
+// its log by this fetcher.
+func (f *Fetcher) Remove(tp TP) {
+	f.mu.Lock()
+	delete(f.parts, tp)
+	f.mu.Unlock()
+}
+
+// Len is the number of partitions followed.
+func (f *Fetcher) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.parts)
+}
+
+// Close stops the fetcher and closes its connection.
+func (f *Fetcher) Close() {
+	f.cancel()
+	<-f.done
+	f.cl.Close()
+}
+
+func (f *Fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Fetcher) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.wake:
+	case <-f.ctx.Done():
+	}
+}
+
+// snapshot returns copies of the partitions ready to work on now.
+func (f *Fetcher) snapshot(now time.Time) (trunc, fetch []fpart, next time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next = time.Hour
+	for _, p := range f.parts {
+		switch {
+		case p.paused:
+		case now.Before(p.retryAt):
+			next = min(next, p.retryAt.Sub(now))
+		case p.truncate:
+			trunc = append(trunc, *p)
+		default:
+			fetch = append(fetch, *p)
+		}
+	}
+	return trunc, fetch, next
+}
+
+// current returns the live entry for p if it is still the same
+// assignment (same epoch). f.mu must be held.
+func (f *Fetcher) currentLocked(p fpart) *fpart {
+	cur := f.parts[p.tp]
+	if cur == nil || cur.leaderEpoch != p.leaderEpoch || cur.log != p.log {
+		return nil
+	}
+	return cur
+}
+
+func (f *Fetcher) run() {
+	defer close(f.done)
+	for f.ctx.Err() == nil {
+		trunc, fetch, next := f.snapshot(time.Now())
+		if len(trunc) > 0 {
+			if err := f.truncate(trunc); err != nil {
+				f.cfg.Logger.Debug("replica truncation request failed", "leader", f.leader, "err", err)
+				f.sleep(f.cfg.Backoff)
+			}
+			continue
+		}
+		if len(fetch) == 0 {
+			f.sleep(next)
+			continue
+		}
+		if err := f.fetch(fetch); err != nil {
+			if f.ctx.Err() == nil {
+				f.cfg.Logger.Debug("replica fetch failed", "leader", f.leader, "addr", f.addr, "err", err)
+				f.sleep(f.cfg.Backoff)
+			}
+		}
+	}
+}
+
+func (f *Fetcher) seed() *kgo.Broker {
+	return f.cl.SeedBrokers()[0]
+}
+
+// truncate asks the leader where each partition's latest epoch ends and
+// truncates to the point both logs agree on (KIP-101, KIP-279).
+func (f *Fetcher) truncate(parts []fpart) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = f.cfg.Self
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		epoch := p.log.LatestLeaderEpoch()
+		if epoch < 0 {
+			// Nothing with an epoch: an empty log has nothing to undo.
+			f.mu.Lock()
+			if cur := f.currentLocked(p); cur != nil {
+				if p.log.LogEndOffset() > p.log.LogStartOffset() {
+					if err := p.log.TruncateTo(max(p.log.HighWatermark(), p.log.LogStartOffset())); err != nil {
+						f.failLocked(cur, err)
+					}
+				}
+				cur.truncate = false
+			}
+			f.mu.Unlock()
+			continue
+		}
+		i, ok := byTopic[p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.tp.Topic] = i
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = p.tp.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = p.tp.Partition
+		rp.CurrentLeaderEpoch = p.leaderEpoch
+		rp.LeaderEpoch = epoch
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	kresp, err := f.seed().Request(f.ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.OffsetForLeaderEpochResponse)
+	idx := map[TP]fpart{}
+	for _, p := range parts {
+		idx[p.tp] = p
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			p, ok := idx[TP{rt.Topic, rp.Partition}]
+			if !ok {
+				continue
+			}
+			cur := f.currentLocked(p)
+			if cur == nil {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				f.partitionErrorLocked(cur, rp.ErrorCode)
+				continue
+			}
+			f.applyEpochEndLocked(cur, rp.LeaderEpoch, rp.EndOffset)
+		}
+	}
+	return nil
+}
+
+// applyEpochEndLocked truncates p's log given the leader's answer for its
+// latest epoch. f.mu must be held.
+func (f *Fetcher) applyEpochEndLocked(p *fpart, leaderEpoch int32, endOffset int64) {
+	l := p.log
+	leo := l.LogEndOffset()
+	ours := l.LatestLeaderEpoch()
+	var to int64
+	done := true
+	switch {
+	case leaderEpoch < 0 || endOffset < 0:
+		// The leader knows no epoch at or below ours: keep what is
+		// known to be committed.
+		to = min(l.HighWatermark(), leo)
+	case leaderEpoch == ours:
+		to = min(endOffset, leo)
+	default:
+		// The leader's largest epoch <= ours is an older one: our log
+		// diverges from where that epoch ends, at the latest.
+		e, end := l.EndOffsetForLeaderEpoch(leaderEpoch)
+		to = min(endOffset, leo)
+		if e >= 0 {
+			to = min(to, end)
+		}
+		done = e == leaderEpoch
+	}
+	to = max(to, l.LogStartOffset())
+	if to < leo {
+		f.cfg.Logger.Info("truncating follower log", "partition", p.tp, "from", leo, "to", to, "leader_epoch", leaderEpoch, "our_epoch", ours)
+		if err := l.TruncateTo(to); err != nil {
+			f.failLocked(p, err)
+			return
+		}
+	}
+	p.truncate = !done
+}
+
+func (f *Fetcher) failLocked(p *fpart, err error) {
+	f.cfg.Logger.Error("follower log failed", "partition", p.tp, "err", err)
+	p.retryAt = time.Now().Add(time.Second)
+}
+
+// partitionErrorLocked handles a Kafka error for one partition.
+func (f *Fetcher) partitionErrorLocked(p *fpart, code int16) {
+	switch code {
+	case kerr.FencedLeaderEpoch.Code:
+		// The leader is in a newer epoch than we know: the metadata will
+		// hand us the new assignment.
+		p.paused = true
+	default:
+		// UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER: the leader has not
+		// seen the new epoch yet. Anything else: try again shortly.
+		p.retryAt = time.Now().Add(f.cfg.Backoff)
+	}
+}
+
+func (f *Fetcher) fetch(parts []fpart) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = f.cfg.Self
+	req.ReplicaState.ID = f.cfg.Self
+	req.ReplicaState.Epoch = f.cfg.ReplicaEpoch
+	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
+	req.MinBytes = f.cfg.MinBytes
+	req.MaxBytes = f.cfg.MaxBytes
+	req.SessionEpoch = -1 // sessionless
+	byTopic := map[string]int{}
+	idx := map[TP]fpart{}
+	for _, p := range parts {
+		idx[p.tp] = p
+		i, ok := byTopic[p.tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = p.tp.Topic, p.topicID
+			req.Topics = append(req.Topics, t)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.tp.Partition
+		rp.CurrentLeaderEpoch = p.leaderEpoch
+		rp.FetchOffset = p.log.LogEndOffset()
+		rp.LastFetchedEpoch = -1
+		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.PartitionMaxBytes = f.cfg.PartitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	byID := map[[16]byte]string{}
+	for _, t := range req.Topics {
+		byID[t.TopicID] = t.Topic
+	}
+	kresp, err := f.seed().Request(f.ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	var outOfRange []fpart
+	f.mu.Lock()
+	for _, rt := range resp.Topics {
+		name := rt.Topic
+		if name == "" {
+			name = byID[rt.TopicID]
+		}
+		for _, rp := range rt.Partitions {
+			p, ok := idx[TP{name, rp.Partition}]
+			if !ok {
+				continue
+			}
+			cur := f.currentLocked(p)
+			if cur == nil {
+				continue // removed or re-added while the fetch was out
+			}
+			switch rp.ErrorCode {
+			case 0:
+				f.applyLocked(cur, &rp)
+			case kerr.OffsetOutOfRange.Code:
+				outOfRange = append(outOfRange, *cur)
+			default:
+				f.partitionErrorLocked(cur, rp.ErrorCode)
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, p := range outOfRange {
+		f.outOfRange(p)
+	}
+	return nil
+}
+
+// applyLocked appends what the leader sent and takes its high watermark.
+func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
+	l := p.log
+	if len(rp.RecordBatches) > 0 {
+		if err := l.AppendAsFollower(rp.RecordBatches); err != nil {
+			if errors.Is(err, ErrOffsetMismatch) {
+				f.cfg.Logger.Warn("follower append out of place; truncating again", "partition", p.tp, "err", err)
+				p.truncate = true
+				return
+			}
+			f.failLocked(p, err)
+			return
+		}
+	}
+	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
+		l.SetHighWatermark(hw)
+	}
+	if rp.LogStartOffset > l.LogStartOffset() {
+		if err := l.MaybeIncrementLogStartOffset(min(rp.LogStartOffset, l.HighWatermark())); err != nil {
+			f.cfg.Logger.Warn("follower log start offset", "partition", p.tp, "err", err)
+		}
+	}
+}
+
+// outOfRange handles a fetch offset the leader does not have: below its
+// log start offset the follower restarts its log there; otherwise it
+// truncates again.
+func (f *Fetcher) outOfRange(p fpart) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = f.cfg.Self
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = p.tp.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = p.tp.Partition
+	rp.CurrentLeaderEpoch = p.leaderEpoch
+	rp.Timestamp = -2 // earliest
+	t.Partitions = append(t.Partitions, rp)
+	req.Topics = append(req.Topics, t)
+	kresp, err := f.seed().Request(f.ctx, req)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.currentLocked(p)
+	if cur == nil {
+		return
+	}
+	if err != nil {
+		cur.retryAt = time.Now().Add(f.cfg.Backoff)
+		return
+	}
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		cur.retryAt = time.Now().Add(f.cfg.Backoff)
+		return
+	}
+	lp := resp.Topics[0].Partitions[0]
+	if lp.ErrorCode != 0 {
+		f.partitionErrorLocked(cur, lp.ErrorCode)
+		return
+	}
+	if cur.log.LogEndOffset() < lp.Offset {
+		f.cfg.Logger.Info("follower behind the leader's log start; restarting its log", "partition", p.tp, "at", lp.Offset)
+		if err := cur.log.TruncateFullyAndStartAt(lp.Offset); err != nil {
+			f.failLocked(cur, err)
+		}
+		return
+	}
+	cur.truncate = true
+}

@@ -1,0 +1,270 @@
+package replication
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// LeaderLog is what a Leader needs of its partition's log.
+type LeaderLog interface {
+	LogEndOffset() int64
+	HighWatermark() int64
+	// SetHighWatermark moves the high watermark forward (never back) to
+	// at most the log end offset.
+	SetHighWatermark(hw int64)
+}
+
+// State is a partition's replication state as the cluster metadata holds
+// it.
+type State struct {
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// ISRChange is a proposed ISR for the partition, to be written with a
+// compare-and-set on LeaderEpoch and PartitionEpoch.
+type ISRChange struct {
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	ISR            []int32
+}
+
+// Leader is the leader-side state of one partition in one leader epoch.
+type Leader struct {
+	self             int32
+	log              LeaderLog
+	epochStartOffset int64 // log end offset when this epoch began
+
+	mu        sync.Mutex
+	state     State
+	pending   []int32 // the ISR of an in-flight AlterPartition, nil if none
+	followers map[int32]*replicaState
+}
+
+// replicaState is what the leader knows of one follower.
+type replicaState struct {
+	leo                int64 // the follower's log end offset: its last fetch offset
+	lastCaughtUp       time.Time
+	lastFetch          time.Time
+	lastFetchLeaderLEO int64
+}
+
+// NewLeader starts tracking a partition this broker has just become the
+// leader of. epochStartOffset is the log end offset at which its epoch
+// begins. Every follower counts as caught up at now, so that a follower
+// already in the ISR gets replica.lag.time.max.ms to show itself.
+func NewLeader(self int32, log LeaderLog, st State, epochStartOffset int64, now time.Time) *Leader {
+	l := &Leader{self: self, log: log, epochStartOffset: epochStartOffset, followers: map[int32]*replicaState{}}
+	l.state = cloneState(st)
+	for _, r := range st.Replicas {
+		if r != self {
+			l.followers[r] = &replicaState{leo: -1, lastCaughtUp: now, lastFetch: now}
+		}
+	}
+	return l
+}
+
+func cloneState(st State) State {
+	st.Replicas = slices.Clone(st.Replicas)
+	st.ISR = slices.Clone(st.ISR)
+	return st
+}
+
+// LeaderEpoch is the epoch this Leader serves.
+func (l *Leader) LeaderEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.LeaderEpoch
+}
+
+// EpochStartOffset is the log end offset at which this leader epoch began.
+// Until the high watermark reaches it, the leader cannot tell that its
+// high watermark is not behind the previous leader's (KIP-207).
+func (l *Leader) EpochStartOffset() int64 { return l.epochStartOffset }
+
+// State returns the partition state the Leader applies.
+func (l *Leader) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return cloneState(l.state)
+}
+
+// ISRSize is the number of replicas in the committed ISR.
+func (l *Leader) ISRSize() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.state.ISR)
+}
+
+// Update applies a newer state of the partition from the metadata, in the
+// same leader epoch (a new epoch gets a new Leader). An in-flight proposal
+// that the metadata now shows, or that a newer partition epoch overtook,
+// is no longer pending.
+func (l *Leader) Update(st State, now time.Time) {
+	l.mu.Lock()
+	if st.PartitionEpoch < l.state.PartitionEpoch {
+		l.mu.Unlock()
+		return
+	}
+	l.state = cloneState(st)
+	l.pending = nil
+	for _, r := range st.Replicas {
+		if r != l.self && l.followers[r] == nil {
+			l.followers[r] = &replicaState{leo: -1, lastCaughtUp: now, lastFetch: now}
+		}
+	}
+	for r := range l.followers {
+		if !slices.Contains(st.Replicas, r) {
+			delete(l.followers, r)
+		}
+	}
+	l.mu.Unlock()
+	l.MaybeAdvanceHighWatermark()
+}
+
+// Proposed records that an AlterPartition for change is in flight: until
+// the metadata answers, the high watermark counts the union of the old and
+// the proposed ISR (the maximal ISR).
+func (l *Leader) Proposed(change ISRChange) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if change.PartitionEpoch == l.state.PartitionEpoch {
+		l.pending = slices.Clone(change.ISR)
+	}
+}
+
+// ProposalFailed forgets an in-flight proposal that was rejected.
+func (l *Leader) ProposalFailed() {
+	l.mu.Lock()
+	l.pending = nil
+	l.mu.Unlock()
+}
+
+// IsReplica reports whether id is one of the partition's followers.
+func (l *Leader) IsReplica(id int32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.followers[id] != nil
+}
+
+// FollowerFetched records a Fetch from follower id at fetchOffset (its log
+// end offset), and moves the high watermark if that allows it.
+func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
+	leo := l.log.LogEndOffset()
+	l.mu.Lock()
+	f := l.followers[id]
+	if f == nil {
+		l.mu.Unlock()
+		return
+	}
+	f.leo = fetchOffset
+	switch {
+	case fetchOffset >= leo:
+		f.lastCaughtUp = now
+	case fetchOffset >= f.lastFetchLeaderLEO:
+		f.lastCaughtUp = f.lastFetch
+	}
+	f.lastFetch, f.lastFetchLeaderLEO = now, leo
+	l.mu.Unlock()
+	l.MaybeAdvanceHighWatermark()
+}
+
+// MaybeAdvanceHighWatermark moves the high watermark to the smallest log
+// end offset over the maximal ISR. Call it after an append too: with the
+// leader alone in the ISR, the append itself moves it.
+func (l *Leader) MaybeAdvanceHighWatermark() {
+	hw := l.log.LogEndOffset()
+	l.mu.Lock()
+	for _, r := range l.maximalISRLocked() {
+		if r == l.self {
+			continue
+		}
+		f := l.followers[r]
+		if f == nil || f.leo < 0 {
+			hw = -1 // an ISR member we have not heard from yet holds it back
+			break
+		}
+		hw = min(hw, f.leo)
+	}
+	l.mu.Unlock()
+	if hw > l.log.HighWatermark() {
+		l.log.SetHighWatermark(hw)
+	}
+}
+
+// maximalISRLocked is the committed ISR plus the members an in-flight
+// proposal adds. Lock should be held.
+func (l *Leader) maximalISRLocked() []int32 {
+	if l.pending == nil {
+		return l.state.ISR
+	}
+	out := slices.Clone(l.state.ISR)
+	for _, r := range l.pending {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// CheckISR returns the ISR change the leader should propose now, if any:
+// followers in the ISR that have not caught up for lagMax leave it, and
+// followers out of it whose log end offset has reached the high watermark
+// and the start of this leader epoch join it. Nothing is proposed while a
+// proposal is in flight. live tells whether a broker is registered; only
+// live brokers join.
+func (l *Leader) CheckISR(now time.Time, lagMax time.Duration, live func(int32) bool) (ISRChange, bool) {
+	hw := l.log.HighWatermark()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending != nil {
+		return ISRChange{}, false
+	}
+	var isr []int32
+	changed := false
+	for _, r := range l.state.ISR {
+		if f := l.followers[r]; r != l.self && f != nil && now.Sub(f.lastCaughtUp) > lagMax {
+			changed = true
+			continue
+		}
+		isr = append(isr, r)
+	}
+	for _, r := range l.state.Replicas {
+		if r == l.self || slices.Contains(l.state.ISR, r) {
+			continue
+		}
+		f := l.followers[r]
+		if f != nil && f.leo >= hw && f.leo >= l.epochStartOffset && now.Sub(f.lastCaughtUp) <= lagMax && live(r) {
+			isr = append(isr, r)
+			changed = true
+		}
+	}
+	if !changed {
+		return ISRChange{}, false
+	}
+	return ISRChange{LeaderEpoch: l.state.LeaderEpoch, PartitionEpoch: l.state.PartitionEpoch, ISR: isr}, true
+}
+
+// Lag describes one follower for observability.
+type Lag struct {
+	Replica      int32
+	LogEndOffset int64 // -1: not heard from in this epoch
+	InSync       bool
+	LastCaughtUp time.Time
+}
+
+// Followers describes the followers.
+func (l *Leader) Followers() []Lag {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Lag
+	for _, r := range l.state.Replicas {
+		if f := l.followers[r]; f != nil {
+			out = append(out, Lag{Replica: r, LogEndOffset: f.leo, InSync: slices.Contains(l.state.ISR, r), LastCaughtUp: f.lastCaughtUp})
+		}
+	}
+	return out
+}

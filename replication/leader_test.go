@@ -1,0 +1,145 @@
+package replication
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// memLog is a LeaderLog with a settable log end offset.
+type memLog struct{ leo, hw int64 }
+
+func (m *memLog) LogEndOffset() int64  { return m.leo }
+func (m *memLog) HighWatermark() int64 { return m.hw }
+func (m *memLog) SetHighWatermark(hw int64) {
+	if hw > m.hw && hw <= m.leo {
+		m.hw = hw
+	}
+}
+
+func allLive(int32) bool { return true }
+
+func TestLeader_HighWatermarkIsMinimumOverISR(t *testing.T) {
+	now := time.Unix(1000, 0)
+	log := &memLog{leo: 10}
+	l := NewLeader(1, log, State{LeaderEpoch: 3, PartitionEpoch: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 10, now)
+	l.MaybeAdvanceHighWatermark()
+	if log.hw != 0 {
+		t.Fatalf("hw moved to %d before any follower fetched", log.hw)
+	}
+	l.FollowerFetched(2, 10, now)
+	if log.hw != 0 {
+		t.Fatalf("hw %d with follower 3 unheard", log.hw)
+	}
+	l.FollowerFetched(3, 6, now)
+	if log.hw != 6 {
+		t.Fatalf("hw = %d, want 6", log.hw)
+	}
+	l.FollowerFetched(3, 10, now)
+	if log.hw != 10 {
+		t.Fatalf("hw = %d, want 10", log.hw)
+	}
+	// Appends move the leader's end; the followers hold the hw.
+	log.leo = 15
+	l.MaybeAdvanceHighWatermark()
+	if log.hw != 10 {
+		t.Fatalf("hw = %d after append, want 10", log.hw)
+	}
+	// With the leader alone in the ISR the append itself moves it.
+	l.Update(State{LeaderEpoch: 3, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}, now)
+	if log.hw != 15 {
+		t.Fatalf("hw = %d with ISR {1}, want 15", log.hw)
+	}
+}
+
+func TestLeader_ShrinkAndExpandISR(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lag := 10 * time.Second
+	log := &memLog{leo: 100}
+	l := NewLeader(1, log, State{LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 100, now)
+	if _, ok := l.CheckISR(now.Add(lag), lag, allLive); ok {
+		t.Fatal("proposed a change at exactly the lag limit")
+	}
+	// Follower 2 keeps up, 3 never fetches.
+	l.FollowerFetched(2, 100, now.Add(5*time.Second))
+	ch, ok := l.CheckISR(now.Add(lag+time.Second), lag, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2}) || ch.PartitionEpoch != 1 || ch.LeaderEpoch != 1 {
+		t.Fatalf("shrink = %+v %v, want ISR [1 2] at epochs 1/1", ch, ok)
+	}
+	l.Proposed(ch)
+	if _, ok := l.CheckISR(now.Add(lag+time.Second), lag, allLive); ok {
+		t.Fatal("proposed again while a proposal is in flight")
+	}
+	l.Update(State{LeaderEpoch: 1, PartitionEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, now.Add(lag+time.Second))
+	// HW counts only 1 and 2 now.
+	l.FollowerFetched(2, 100, now.Add(lag+2*time.Second))
+	if log.hw != 100 {
+		t.Fatalf("hw = %d, want 100", log.hw)
+	}
+	// 3 comes back behind: not added until it reaches the hw.
+	t3 := now.Add(lag + 3*time.Second)
+	l.FollowerFetched(3, 50, t3)
+	if ch, ok := l.CheckISR(t3, lag, allLive); ok {
+		t.Fatalf("added a follower below the hw: %+v", ch)
+	}
+	l.FollowerFetched(3, 100, t3.Add(time.Second))
+	if _, ok := l.CheckISR(t3.Add(time.Second), lag, func(id int32) bool { return id != 3 }); ok {
+		t.Fatal("added a broker that is not live")
+	}
+	ch, ok = l.CheckISR(t3.Add(time.Second), lag, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2, 3}) || ch.PartitionEpoch != 2 {
+		t.Fatalf("expand = %+v %v, want [1 2 3] at partition epoch 2", ch, ok)
+	}
+}
+
+func TestLeader_MaximalISRHoldsTheHighWatermark(t *testing.T) {
+	now := time.Unix(1000, 0)
+	log := &memLog{leo: 20}
+	l := NewLeader(1, log, State{LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}, 0, now)
+	l.FollowerFetched(2, 20, now)
+	if log.hw != 20 {
+		t.Fatalf("hw = %d, want 20", log.hw)
+	}
+	ch, ok := l.CheckISR(now, time.Second, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2}) {
+		t.Fatalf("expand = %+v %v", ch, ok)
+	}
+	l.Proposed(ch)
+	log.leo = 30
+	l.MaybeAdvanceHighWatermark()
+	if log.hw != 20 {
+		t.Fatalf("hw = %d while adding 2 (at 20) is in flight, want 20", log.hw)
+	}
+	l.ProposalFailed()
+	l.MaybeAdvanceHighWatermark()
+	if log.hw != 30 {
+		t.Fatalf("hw = %d after the proposal failed, want 30", log.hw)
+	}
+}
+
+func TestLeader_CaughtUpTimeFollowsKafkasRule(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lag := 10 * time.Second
+	log := &memLog{leo: 10}
+	l := NewLeader(1, log, State{LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 0, now)
+	// A follower that always fetches what the leader had at its previous
+	// fetch is caught up as of that previous fetch, even if the leader
+	// keeps appending.
+	for i := 1; i <= 30; i++ {
+		at := now.Add(time.Duration(i) * time.Second)
+		l.FollowerFetched(2, log.leo, at)
+		log.leo += 5
+	}
+	if ch, ok := l.CheckISR(now.Add(31*time.Second), lag, allLive); ok {
+		t.Fatalf("a follower keeping pace was removed: %+v", ch)
+	}
+	// One that stops advancing falls out after lag.
+	stuck := log.leo - 5
+	for i := 31; i <= 45; i++ {
+		l.FollowerFetched(2, stuck, now.Add(time.Duration(i)*time.Second))
+		log.leo += 5
+	}
+	if _, ok := l.CheckISR(now.Add(45*time.Second), lag, allLive); !ok {
+		t.Fatal("a stuck follower was kept in the ISR")
+	}
+}
