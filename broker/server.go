@@ -67,6 +67,12 @@ type request struct {
 	out        *protocol.Out
 	release    func()
 	noResponse bool
+	// wait, when set by a handler, runs in a goroutine of its own after
+	// the handler returns and before the response is encoded: the part of
+	// a request that must happen in order (an append) is done by the
+	// handler on the reader, the part that may take long (waiting for the
+	// followers of an acks=all produce) does not hold up the connection.
+	wait func()
 
 	frame []byte // pooled request bytes, returned after the handler (Produce only)
 }
@@ -303,7 +309,12 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 
 func (c *conn) run(h handler, r *request, p *pending) {
 	start := time.Now()
-	defer close(p.done)
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			close(p.done)
+		}
+	}()
 	defer func() {
 		if v := recover(); v != nil {
 			c.log.Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
@@ -311,11 +322,34 @@ func (c *conn) run(h handler, r *request, p *pending) {
 		}
 	}()
 	resp, err := h.fn(c.b, r)
-	c.b.observeRequest(r, resp, start)
 	if r.frame != nil {
 		protocol.PutFrame(r.frame)
 		r.frame = nil
 	}
+	if err == nil && r.wait != nil {
+		handedOff = true
+		go c.complete(r, p, resp, start)
+		return
+	}
+	c.finish(r, p, resp, err, start)
+}
+
+// complete runs a handler's wait and then answers, off the reader.
+func (c *conn) complete(r *request, p *pending, resp kmsg.Response, start time.Time) {
+	defer close(p.done)
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
+			p.fatal = fmt.Errorf("internal error handling %s", kmsg.NameForKey(r.hdr.Key))
+		}
+	}()
+	r.wait()
+	c.finish(r, p, resp, nil, start)
+}
+
+// finish turns a handler's outcome into the pending response.
+func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, start time.Time) {
+	c.b.observeRequest(r, resp, start)
 	switch {
 	case err != nil:
 		p.fatal = err

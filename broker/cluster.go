@@ -1,0 +1,529 @@
+package broker
+
+// Cluster mode: with controller.quorum.voters (embedded etcd) or
+// etcd.endpoints (external etcd) set, the broker is one node of a cluster.
+// etcd (package cluster) holds the topics, their replica assignments and
+// every partition's leader, leader epoch and ISR; this file makes the local
+// logs follow that metadata: it opens the logs of the partitions assigned
+// here, makes this broker the leader of the partitions it was elected for
+// (a replication.Leader tracks the followers and moves the high
+// watermark) and a follower of the others (a replication.Fetcher copies
+// them from their leader), and proposes ISR changes to etcd as
+// compare-and-set writes.
+//
+// Without those settings none of this runs: the broker is the single node
+// it has always been, its metadata in __meta/topics.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/replication"
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// clusterState is what a broker knows of a cluster, nil on a single node.
+type clusterState struct {
+	node     *cluster.Node
+	fetchers *replication.Fetchers
+	lagMax   time.Duration
+	isrKick  chan struct{}
+	applied  atomic.Pointer[cluster.Metadata] // the metadata the local state reflects
+}
+
+// clusterConfigured reports whether the properties ask for cluster mode.
+func (c *Config) clusterConfigured() bool {
+	return c.Props["controller.quorum.voters"] != "" || c.Props["etcd.endpoints"] != ""
+}
+
+// startCluster joins the cluster once the listener's address is known:
+// it starts (or connects to) etcd, registers this broker and makes the
+// local logs follow the metadata.
+func (b *Broker) startCluster(host string, port int32) error {
+	cfg := cluster.Config{
+		NodeID:                b.nodeID,
+		DataDir:               b.cfg.DataDir,
+		Host:                  host,
+		Port:                  port,
+		Rack:                  b.cfg.Props["broker.rack"],
+		SessionTimeout:        time.Duration(b.cfg.int64Prop("broker.session.timeout.ms")) * time.Millisecond,
+		UncleanLeaderElection: b.cfg.boolProp("unclean.leader.election.enable"),
+		ClusterID:             b.clusterID,
+		Logger:                b.log.With("component", "cluster"),
+	}
+	if v := b.cfg.Props["controller.quorum.voters"]; v != "" {
+		voters, err := cluster.ParseVoters(v)
+		if err != nil {
+			return fmt.Errorf("controller.quorum.voters: %w", err)
+		}
+		cfg.Voters = voters
+	}
+	if e := b.cfg.Props["etcd.endpoints"]; e != "" {
+		cfg.Endpoints = splitList(e)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
+	defer cancel()
+	node, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("join cluster: %w", err)
+	}
+	if id := node.ClusterID(); id != b.clusterID {
+		b.log.Info("adopting the cluster's id", "cluster_id", id, "was", b.clusterID)
+		b.clusterID = id
+		if err := b.writeMetaProperties(); err != nil {
+			node.Close()
+			return err
+		}
+	}
+	cs := &clusterState{
+		node:    node,
+		lagMax:  time.Duration(b.cfg.int64Prop("replica.lag.time.max.ms")) * time.Millisecond,
+		isrKick: make(chan struct{}, 1),
+	}
+	cs.fetchers = replication.NewFetchers(replication.FetcherConfig{
+		Self:              b.nodeID,
+		ReplicaEpoch:      -1,
+		MaxWait:           time.Duration(b.cfg.int64Prop("replica.fetch.wait.max.ms")) * time.Millisecond,
+		MinBytes:          int32(b.cfg.int64Prop("replica.fetch.min.bytes")),
+		MaxBytes:          int32(b.cfg.int64Prop("replica.fetch.response.max.bytes")),
+		PartitionMaxBytes: int32(b.cfg.int64Prop("replica.fetch.max.bytes")),
+		Backoff:           time.Duration(b.cfg.int64Prop("replica.fetch.backoff.ms")) * time.Millisecond,
+		Logger:            b.log.With("component", "replica-fetcher"),
+	})
+	b.cl = cs
+	b.applyMetadata(node.Metadata())
+	b.bg.Add(2)
+	go b.metadataLoop()
+	go b.isrLoop()
+	return nil
+}
+
+// stopCluster leaves the cluster: fetchers stop, the registration and any
+// controller role are given up so that others take over at once.
+func (b *Broker) stopCluster() {
+	if b.cl == nil {
+		return
+	}
+	b.cl.fetchers.Close()
+	if err := b.cl.node.Close(); err != nil {
+		b.log.Warn("leaving the cluster", "err", err)
+	}
+}
+
+// metadataLoop applies every metadata change.
+func (b *Broker) metadataLoop() {
+	defer b.bg.Done()
+	for {
+		ch := b.cl.node.Changes()
+		b.applyMetadata(b.cl.node.Metadata())
+		select {
+		case <-ch:
+		case <-b.ctx.Done():
+			return
+		}
+	}
+}
+
+// isrLoop proposes ISR changes: periodically for lagging followers, and at
+// once when a follower out of the ISR has caught up.
+func (b *Broker) isrLoop() {
+	defer b.bg.Done()
+	tick := time.NewTicker(max(b.cl.lagMax/2, 50*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-tick.C:
+		case <-b.cl.isrKick:
+		}
+		b.checkISRs()
+	}
+}
+
+func (b *Broker) kickISR() {
+	select {
+	case b.cl.isrKick <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Broker) checkISRs() {
+	md := b.cl.node.Metadata()
+	live := func(id int32) bool { _, ok := md.Brokers[id]; return ok }
+	now := time.Now()
+	for _, p := range b.allPartitions() {
+		ldr := p.leader.Load()
+		if ldr == nil {
+			continue
+		}
+		change, ok := ldr.CheckISR(now, b.cl.lagMax, live)
+		if !ok {
+			continue
+		}
+		ldr.Proposed(change)
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		_, err := b.cl.node.AlterPartition(ctx, p.topic.name, p.index, change.LeaderEpoch, change.PartitionEpoch, change.ISR)
+		cancel()
+		if err != nil {
+			ldr.ProposalFailed()
+			b.log.Info("ISR change rejected", "topic", p.topic.name, "partition", p.index, "isr", change.ISR, "err", err)
+			continue
+		}
+		b.log.Info("ISR changed", "topic", p.topic.name, "partition", p.index, "isr", change.ISR, "leader_epoch", change.LeaderEpoch)
+	}
+}
+
+// applyMetadata makes the local topics, logs and replica roles follow md.
+// It runs on the metadata loop (and once at start), never concurrently.
+func (b *Broker) applyMetadata(md *cluster.Metadata) {
+	if prev := b.cl.applied.Load(); prev != nil && prev.Revision >= md.Revision {
+		return
+	}
+	for name, mt := range md.Topics {
+		if err := b.applyTopic(md, mt); err != nil {
+			b.log.Error("applying topic metadata", "topic", name, "err", err)
+		}
+	}
+	b.mu.RLock()
+	var gone []*topic
+	for name, t := range b.topics {
+		if mt := md.Topics[name]; mt == nil || uuid(mt.ID) != t.id {
+			gone = append(gone, t)
+		}
+	}
+	b.mu.RUnlock()
+	for _, t := range gone {
+		b.dropLocalTopic(t)
+	}
+	b.cl.applied.Store(md)
+}
+
+// applyTopic brings one topic's local state in line with the metadata.
+func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic) error {
+	b.mu.Lock()
+	t := b.topics[mt.Name]
+	if t != nil && t.id != uuid(mt.ID) {
+		b.mu.Unlock()
+		b.dropLocalTopic(t)
+		b.mu.Lock()
+		t = nil
+	}
+	if t == nil {
+		t = &topic{name: mt.Name, id: uuid(mt.ID), configs: map[string]string{}}
+		b.topics[t.name] = t
+		b.topicsByID[t.id] = t
+	}
+	configsChanged := !mapsEqual(t.configs, mt.Configs)
+	if configsChanged {
+		t.configs = cloneMap(mt.Configs)
+		t.produce = b.produceSettingsFor(t.configs)
+	}
+	sc := b.storageConfig(t)
+	sc.ReplicatedHighWatermark = true
+	parts := slices.Clone(t.partitions)
+	var closeLater []*partition
+	for i, mp := range mt.Partitions {
+		var p *partition
+		if i < len(parts) {
+			p = parts[i]
+		}
+		local := slices.Contains(mp.Replicas, b.nodeID)
+		switch {
+		case p == nil || (local && p.log == nil):
+			np, err := b.newClusterPartition(t, int32(i), local, sc)
+			if err != nil {
+				b.mu.Unlock()
+				return err
+			}
+			if p != nil {
+				parts[i] = np
+			} else {
+				parts = append(parts, np)
+			}
+			p = np
+		case !local && p.log != nil:
+			closeLater = append(closeLater, p)
+			parts[i] = &partition{topic: t, index: int32(i)}
+			p = parts[i]
+		case configsChanged && p.log != nil:
+			p.log.UpdateConfig(sc)
+		}
+		p.meta.Store(&mp)
+	}
+	t.partitions = parts
+	b.mu.Unlock()
+
+	for _, p := range closeLater {
+		b.stopReplica(p)
+		if err := p.log.Close(); err != nil && !errors.Is(err, storage.ErrLogClosed) {
+			b.log.Warn("close reassigned partition", "topic", t.name, "partition", p.index, "err", err)
+		}
+		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
+	}
+	for _, p := range parts {
+		if p.log != nil {
+			b.applyRole(md, p)
+		}
+	}
+	return nil
+}
+
+// newClusterPartition opens (or creates) the local log of a partition
+// assigned to this broker; a partition not assigned here gets no log.
+// Lock b.mu should be held.
+func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc storage.Config) (*partition, error) {
+	p := &partition{topic: t, index: index}
+	if !local {
+		return p, nil
+	}
+	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, index))
+	if id, err := readPartitionMetadata(dir); err == nil && id != t.id {
+		b.log.Warn("removing a partition directory of an earlier topic of the same name", "dir", dir)
+		b.retireDir(dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writePartitionMetadata(dir, t.id); err != nil {
+		return nil, err
+	}
+	l, err := storage.Open(dir, sc)
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err)
+	}
+	p.log = l
+	return p, nil
+}
+
+// applyRole makes this broker the leader or a follower of p as its
+// metadata says.
+func (b *Broker) applyRole(md *cluster.Metadata, p *partition) {
+	mp := p.meta.Load()
+	tp := replication.TP{Topic: p.topic.name, Partition: p.index}
+	st := replication.State{LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch, Replicas: mp.Replicas, ISR: mp.ISR}
+	switch {
+	case mp.Leader == b.nodeID:
+		if ldr := p.leader.Load(); ldr != nil && ldr.LeaderEpoch() == mp.LeaderEpoch {
+			ldr.Update(st, time.Now())
+			return
+		}
+		b.cl.fetchers.Unfollow(tp) // no fetcher appends once this returns
+		leo := p.log.LogEndOffset()
+		if err := p.log.AssignLeaderEpoch(mp.LeaderEpoch, leo); err != nil {
+			b.log.Error("recording the leader epoch", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+		ldr := replication.NewLeader(b.nodeID, p.log, st, leo, time.Now())
+		p.epoch.Store(mp.LeaderEpoch)
+		p.leader.Store(ldr)
+		ldr.MaybeAdvanceHighWatermark()
+		b.log.Info("became leader", "topic", tp.Topic, "partition", tp.Partition, "leader_epoch", mp.LeaderEpoch, "isr", mp.ISR, "log_end_offset", leo, "high_watermark", p.log.HighWatermark())
+	case mp.Leader >= 0:
+		wasLeader := p.leader.Swap(nil) != nil
+		p.epoch.Store(mp.LeaderEpoch)
+		lb, ok := md.Brokers[mp.Leader]
+		if !ok {
+			b.cl.fetchers.Unfollow(tp)
+			return
+		}
+		addr := lb.Host + ":" + strconv.Itoa(int(lb.Port))
+		if cur, ok := b.cl.fetchers.Following(tp); ok && cur == mp.Leader && !wasLeader && p.followEpoch.Load() == mp.LeaderEpoch {
+			return
+		}
+		p.followEpoch.Store(mp.LeaderEpoch)
+		if err := b.cl.fetchers.Follow(tp, p.topic.id, followerLog{p.log}, mp.Leader, addr, mp.LeaderEpoch); err != nil {
+			b.log.Error("following the leader", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "err", err)
+			return
+		}
+		b.log.Info("became follower", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "leader_epoch", mp.LeaderEpoch)
+	default:
+		p.leader.Store(nil)
+		p.epoch.Store(mp.LeaderEpoch)
+		b.cl.fetchers.Unfollow(tp)
+	}
+}
+
+// stopReplica ends this broker's role for p.
+func (b *Broker) stopReplica(p *partition) {
+	p.leader.Store(nil)
+	if b.cl != nil {
+		b.cl.fetchers.Unfollow(replication.TP{Topic: p.topic.name, Partition: p.index})
+	}
+}
+
+// dropLocalTopic forgets a topic the metadata no longer has (or that was
+// re-created with a new id) and deletes its local logs.
+func (b *Broker) dropLocalTopic(t *topic) {
+	b.mu.Lock()
+	if b.topics[t.name] == t {
+		delete(b.topics, t.name)
+	}
+	if b.topicsByID[t.id] == t {
+		delete(b.topicsByID, t.id)
+	}
+	parts := t.partitions
+	b.mu.Unlock()
+	for _, p := range parts {
+		if p.log == nil {
+			continue
+		}
+		b.stopReplica(p)
+		if err := p.log.Close(); err != nil && !errors.Is(err, storage.ErrLogClosed) {
+			b.log.Warn("close deleted partition", "topic", t.name, "partition", p.index, "err", err)
+		}
+		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
+	}
+	if b.groups != nil {
+		b.groups.DeleteTopicOffsets(t.name)
+	}
+	b.log.Info("deleted topic", "topic", t.name, "id", t.id)
+}
+
+// removeStrayClusterDirs deletes partition directories that the metadata
+// does not assign here (a topic deleted while this broker was down).
+func (b *Broker) removeStrayClusterDirs() {
+	ents, err := os.ReadDir(b.cfg.DataDir)
+	if err != nil {
+		return
+	}
+	b.mu.RLock()
+	keep := map[string]bool{}
+	for _, t := range b.topics {
+		for _, p := range t.partitions {
+			if p.log != nil {
+				keep[partitionDirName(t.name, p.index)] = true
+			}
+		}
+	}
+	b.mu.RUnlock()
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, "__") || keep[name] {
+			continue
+		}
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			continue
+		}
+		if _, err := strconv.Atoi(name[i+1:]); err != nil {
+			continue
+		}
+		b.log.Warn("removing a partition directory not assigned here", "dir", name)
+		b.retireDir(filepath.Join(b.cfg.DataDir, name))
+	}
+}
+
+// leadership answers whether this broker may serve p as its leader: 0, or
+// NOT_LEADER_OR_FOLLOWER. On a single node it always may.
+func (b *Broker) leadership(p *partition) int16 {
+	if b.cl == nil {
+		return 0
+	}
+	if p.log == nil || p.leader.Load() == nil {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
+
+// followerLog adapts a storage.Log to replication.FollowerLog.
+type followerLog struct{ *storage.Log }
+
+func (f followerLog) AppendAsFollower(records []byte) error {
+	_, err := f.Log.AppendAsFollower(records)
+	if errors.Is(err, storage.ErrOffsetMismatch) {
+		return fmt.Errorf("%w: %w", replication.ErrOffsetMismatch, err)
+	}
+	return err
+}
+
+func (f followerLog) MaybeIncrementLogStartOffset(offset int64) error {
+	if offset <= f.Log.LogStartOffset() {
+		return nil
+	}
+	_, err := f.Log.DeleteRecordsBefore(offset)
+	return err
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// brokerInfo is a broker as Metadata and DescribeCluster list it.
+type brokerInfo struct {
+	id   int32
+	host string
+	port int32
+	rack *string
+}
+
+// brokersView returns the live brokers and the controller: this broker
+// alone on a single node.
+func (b *Broker) brokersView() ([]brokerInfo, int32) {
+	if b.cl == nil {
+		return []brokerInfo{{id: b.nodeID, host: b.srv.advHost, port: b.srv.advPort}}, b.nodeID
+	}
+	md := b.cl.node.Metadata()
+	out := make([]brokerInfo, 0, len(md.Brokers))
+	for _, id := range md.BrokerIDs() {
+		br := md.Brokers[id]
+		bi := brokerInfo{id: id, host: br.Host, port: br.Port}
+		if br.Rack != "" {
+			bi.rack = &br.Rack
+		}
+		out = append(out, bi)
+	}
+	return out, md.ControllerID
+}
+
+// replicaView is a partition's leadership as Metadata lists it.
+type replicaView struct {
+	leader, leaderEpoch     int32
+	replicas, isr, offline []int32
+}
+
+// partitionView describes p: this broker as leader, only replica and ISR
+// on a single node; the metadata's state in a cluster, with the replicas
+// of brokers that are not live as offline.
+func (b *Broker) partitionView(p *partition) replicaView {
+	if b.cl == nil {
+		return replicaView{leader: b.nodeID, leaderEpoch: p.epoch.Load(), replicas: []int32{b.nodeID}, isr: []int32{b.nodeID}, offline: []int32{}}
+	}
+	mp := p.meta.Load()
+	if mp == nil {
+		return replicaView{leader: -1, leaderEpoch: -1, replicas: []int32{}, isr: []int32{}, offline: []int32{}}
+	}
+	md := b.cl.node.Metadata()
+	v := replicaView{leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, replicas: slices.Clone(mp.Replicas), isr: slices.Clone(mp.ISR), offline: []int32{}}
+	for _, r := range mp.Replicas {
+		if _, ok := md.Brokers[r]; !ok {
+			v.offline = append(v.offline, r)
+		}
+	}
+	return v
+}
