@@ -207,7 +207,7 @@ func (l *Log) removeCleanShutdownMarker() error {
 	if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return ioErr("remove", marker, err)
 	}
-	return syncDir(l.dir)
+	return SyncDir(l.dir)
 }
 
 // sortSearchSegments returns the index of the segment containing offset (the
@@ -309,7 +309,7 @@ func (l *Log) dropSegments(segs []*segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	return syncDir(l.dir)
+	return SyncDir(l.dir)
 }
 
 // loadProducerState loads the newest usable snapshot and replays the batch
