@@ -80,12 +80,12 @@ func (c *Config) brokerValue(name string) (string, kmsg.ConfigSource) {
 		if v, ok := c.Props["log.retention.hours"]; ok {
 			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
 		}
-		return "604800000", kmsg.ConfigSourceDefaultConfig
+		return weekMs, kmsg.ConfigSourceDefaultConfig
 	case "log.roll.ms":
 		if v, ok := c.Props["log.roll.hours"]; ok {
 			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
 		}
-		return "604800000", kmsg.ConfigSourceDefaultConfig
+		return weekMs, kmsg.ConfigSourceDefaultConfig
 	}
 	if d, ok := brokerConfigByName[name]; ok {
 		return d.def, kmsg.ConfigSourceDefaultConfig

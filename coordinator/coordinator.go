@@ -18,15 +18,19 @@ import (
 // Defaults applied by Open to zero fields of Config. They are Kafka's broker
 // defaults of the same names.
 const (
-	DefaultInitialRebalanceDelay         = 3 * time.Second    // group.initial.rebalance.delay.ms
-	DefaultMinSessionTimeout             = 6 * time.Second    // group.min.session.timeout.ms
-	DefaultMaxSessionTimeout             = 30 * time.Minute   // group.max.session.timeout.ms
-	DefaultOffsetsRetention              = 7 * 24 * time.Hour // offsets.retention.minutes
-	DefaultOffsetsRetentionCheckInterval = 10 * time.Minute   // offsets.retention.check.interval.ms
-	DefaultOffsetMetadataMaxSize         = 4096               // offset.metadata.max.bytes
-	DefaultNewMemberJoinTimeout          = 5 * time.Minute    // group.new.member.join.timeout.ms
-	dbFileName                           = "groups.db"        // Config.Dir/groups.db
+	DefaultInitialRebalanceDelay         = 3 * time.Second  // group.initial.rebalance.delay.ms
+	DefaultMinSessionTimeout             = 6 * time.Second  // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout             = 30 * time.Minute // group.max.session.timeout.ms
+	DefaultOffsetsRetention              = week             // offsets.retention.minutes
+	DefaultOffsetsRetentionCheckInterval = 10 * time.Minute // offsets.retention.check.interval.ms
+	DefaultOffsetMetadataMaxSize         = 4096             // offset.metadata.max.bytes
+	DefaultNewMemberJoinTimeout          = 5 * time.Minute  // group.new.member.join.timeout.ms
+	dbFileName                           = "groups.db"      // Config.Dir/groups.db
 	noTimeout                            = time.Duration(math.MaxInt64)
+
+	// week is Kafka's default for how long idle state is kept: the
+	// offsets of an empty group, an unused transactional id.
+	week = 7 * 24 * time.Hour
 )
 
 // ErrClosed is returned by Close when the coordinator was already closed.

@@ -17,10 +17,10 @@ import (
 // Defaults applied by OpenTxn to zero fields of TxnConfig. They are Kafka's
 // broker defaults of the same names.
 const (
-	DefaultTxnMaxTimeout            = 15 * time.Minute   // transaction.max.timeout.ms
-	DefaultAbortTimedOutInterval    = 10 * time.Second   // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	DefaultTxnIDExpiration          = 7 * 24 * time.Hour // transactional.id.expiration.ms
-	DefaultRemoveExpiredTxnInterval = time.Hour          // transaction.remove.expired.transaction.cleanup.interval.ms
+	DefaultTxnMaxTimeout            = 15 * time.Minute // transaction.max.timeout.ms
+	DefaultAbortTimedOutInterval    = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	DefaultTxnIDExpiration          = week             // transactional.id.expiration.ms
+	DefaultRemoveExpiredTxnInterval = time.Hour        // transaction.remove.expired.transaction.cleanup.interval.ms
 	DefaultMarkerRetryBackoff       = time.Second
 )
 
