@@ -43,7 +43,7 @@ type Broker struct {
 
 	srv server
 
-	obs    observer // metrics (observe.go)
+	obs    observer // metrics (metrics.go)
 	faults faultSet // fault injection (faults.go)
 }
 
