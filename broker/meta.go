@@ -29,13 +29,14 @@ import (
 // delete and are removed at start.
 const (
 	metaDirName        = "__meta"
+	topicsDirName      = "topics" // in metaDirName
 	metaPropertiesName = "meta.properties"
 	partitionMetaName  = "partition.metadata"
 	producerIDsName    = "producer-ids"
 	deleteSuffix       = "-delete"
 )
 
-// topicRecord is the persisted form of a topic.
+// topicRecord is the persisted form of a topic (see topicStore).
 type topicRecord struct {
 	Name       string            `json:"name"`
 	ID         string            `json:"id"`
@@ -72,25 +73,29 @@ func parseUUID(s string) (uuid, error) {
 	return u, nil
 }
 
-func (b *Broker) topicsDir() string { return filepath.Join(b.cfg.DataDir, metaDirName, "topics") }
+// fileTopicStore is the topicStore of a single broker: one json file per
+// topic in dir (<data-dir>/__meta/topics), named by topic id.
+type fileTopicStore struct{ dir string }
 
-func (b *Broker) saveTopic(rec topicRecord) error {
+func (s fileTopicStore) path(id string) string { return filepath.Join(s.dir, id+".json") }
+
+func (s fileTopicStore) save(rec topicRecord) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	return storage.WriteFileAtomic(filepath.Join(b.topicsDir(), rec.ID+".json"), data)
+	return storage.WriteFileAtomic(s.path(rec.ID), data)
 }
 
-func (b *Broker) removeTopicRecord(id uuid) error {
-	if err := os.Remove(filepath.Join(b.topicsDir(), id.String()+".json")); err != nil && !os.IsNotExist(err) {
+func (s fileTopicStore) remove(id uuid) error {
+	if err := os.Remove(s.path(id.String())); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return storage.SyncDir(b.topicsDir())
+	return storage.SyncDir(s.dir)
 }
 
-func (b *Broker) loadTopicRecords() ([]topicRecord, error) {
-	ents, err := os.ReadDir(b.topicsDir())
+func (s fileTopicStore) loadAll() ([]topicRecord, error) {
+	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +104,7 @@ func (b *Broker) loadTopicRecords() ([]topicRecord, error) {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(b.topicsDir(), e.Name()))
+		data, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
