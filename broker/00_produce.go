@@ -34,12 +34,6 @@ func init() {
 	advertiseFrom(kmsg.Produce, 0)
 }
 
-const (
-	attrTimestampLogAppend = 0x08
-	attrTransactional      = 0x10
-	attrControl            = 0x20
-)
-
 func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -99,8 +93,8 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	if hdr.Magic != 2 {
 		return kerr.InvalidRecord.Code, "Produce requests with version 3+ may only contain record batches with magic version 2"
 	}
-	if int64(hdr.Length)+12 != int64(len(records)) {
-		if int64(hdr.Length)+12 < int64(len(records)) {
+	if hdr.Size() != int64(len(records)) {
+		if hdr.Size() < int64(len(records)) {
 			return kerr.InvalidRecord.Code, "Produce requests with version 3+ must contain exactly one record batch"
 		}
 		return kerr.CorruptMessage.Code, "record batch is truncated"
@@ -108,10 +102,10 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	if maxBytes := settings.maxMessageBytes; int64(len(records)) > maxBytes {
 		return kerr.MessageTooLarge.Code, "The record batch size " + strconv.Itoa(len(records)) + " exceeds max.message.bytes " + strconv.FormatInt(maxBytes, 10)
 	}
-	if hdr.Attributes&attrControl != 0 {
+	if hdr.Control() {
 		return kerr.InvalidRecord.Code, "clients may not produce control batches"
 	}
-	if hdr.Attributes&attrTransactional != 0 {
+	if hdr.Transactional() {
 		if req.TransactionID == nil {
 			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id"
 		}

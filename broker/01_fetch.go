@@ -59,6 +59,26 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	}
 	resp.SessionID = 0
 
+	targets := b.resolveFetchTargets(req, resp)
+	regions := make([][]storage.Slice, len(resp.Topics))
+	for ti := range resp.Topics {
+		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))
+	}
+	b.fetchWaiting(r, req, resp, targets, regions)
+	b.observeFetch(req, resp, regions)
+	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
+		s := regions[ti][pi]
+		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
+	})
+	r.release = func() { releaseRegions(regions) }
+	return nil, nil
+}
+
+// resolveFetchTargets looks up every requested partition (by topic id from
+// v13) and checks its leader epoch. It fills resp with one empty answer per
+// requested partition, in request order, and returns the targets, whose
+// resolution errors fetchOnce answers.
+func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchTarget {
 	var targets []fetchTarget
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -100,22 +120,14 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	return targets
+}
 
-	regions := make([][]storage.Slice, len(resp.Topics))
-	for ti := range resp.Topics {
-		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))
-	}
-	releaseAll := func() {
-		for _, rs := range regions {
-			for i := range rs {
-				if rs[i].Size > 0 {
-					rs[i].Release()
-					rs[i] = storage.Slice{}
-				}
-			}
-		}
-	}
-
+// fetchWaiting reads the targets into resp and regions, and while there is
+// less than min_bytes and no error, releases what it read, waits for an
+// append (or max_wait_ms, or the end of the request's context) and reads
+// again (the long poll).
+func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice) {
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 0
@@ -132,22 +144,27 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		}
 		total, errored := b.fetchOnce(req, resp, targets, regions, maxBytes)
 		if errored || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) || len(wake) == 0 {
-			break
+			return
 		}
-		releaseAll()
+		releaseRegions(regions)
 		if !waitAny(r.ctx, wake, time.Until(deadline)) {
 			// Timed out or shutting down: answer with what is there now.
 			b.fetchOnce(req, resp, targets, regions, maxBytes)
-			break
+			return
 		}
 	}
-	b.observeFetch(req, resp, regions)
-	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
-		s := regions[ti][pi]
-		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
-	})
-	r.release = releaseAll
-	return nil, nil
+}
+
+// releaseRegions releases the file regions read so far and clears them.
+func releaseRegions(regions [][]storage.Slice) {
+	for _, rs := range regions {
+		for i := range rs {
+			if rs[i].Size > 0 {
+				rs[i].Release()
+				rs[i] = storage.Slice{}
+			}
+		}
+	}
 }
 
 func noRegions(int, int) (protocol.Region, bool) { return protocol.Region{}, false }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -80,12 +81,12 @@ func (c *Config) brokerValue(name string) (string, kmsg.ConfigSource) {
 		if v, ok := c.Props["log.retention.hours"]; ok {
 			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
 		}
-		return "604800000", kmsg.ConfigSourceDefaultConfig
+		return weekMs, kmsg.ConfigSourceDefaultConfig
 	case "log.roll.ms":
 		if v, ok := c.Props["log.roll.hours"]; ok {
 			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
 		}
-		return "604800000", kmsg.ConfigSourceDefaultConfig
+		return weekMs, kmsg.ConfigSourceDefaultConfig
 	}
 	if d, ok := brokerConfigByName[name]; ok {
 		return d.def, kmsg.ConfigSourceDefaultConfig
@@ -113,4 +114,67 @@ func (c *Config) int64Prop(name string) int64 {
 func (c *Config) boolProp(name string) bool {
 	v, _ := c.brokerValue(name)
 	return v == "true"
+}
+
+// topicConfigValue is a topic config's effective value and where it came
+// from: the topic's override, the broker property, or Kafka's default.
+func (b *Broker) topicConfigValue(overrides map[string]string, name string) (string, kmsg.ConfigSource) {
+	if v, ok := overrides[name]; ok {
+		return v, kmsg.ConfigSourceDynamicTopicConfig
+	}
+	d := topicConfigByName[name]
+	if d == nil {
+		return "", kmsg.ConfigSourceUnknown
+	}
+	if v, src := b.cfg.brokerValue(d.synonym); src == kmsg.ConfigSourceStaticBrokerConfig {
+		return v, src
+	}
+	return d.def, kmsg.ConfigSourceDefaultConfig
+}
+
+func (b *Broker) topicInt(overrides map[string]string, name string) int64 {
+	v, _ := b.topicConfigValue(overrides, name)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// storageConfig maps a topic's effective configs to the log's.
+func (b *Broker) storageConfig(t *topic) storage.Config {
+	c := storage.DefaultConfig()
+	o := t.configs
+	c.SegmentBytes = b.topicInt(o, "segment.bytes")
+	c.SegmentMs = b.topicInt(o, "segment.ms")
+	c.IndexIntervalBytes = int32(b.topicInt(o, "index.interval.bytes"))
+	c.RetentionMs = b.topicInt(o, "retention.ms")
+	c.RetentionBytes = b.topicInt(o, "retention.bytes")
+	c.FlushMessages = b.topicInt(o, "flush.messages")
+	c.FlushMs = b.topicInt(o, "flush.ms")
+	c.Now = b.cfg.Now
+	c.Decompress = decompress
+	c.Logger = b.log.With("topic", t.name)
+	return c
+}
+
+// produceSettings are the topic configs every produce consults, parsed
+// once per change of the topic's configs instead of on every request.
+type produceSettings struct {
+	maxMessageBytes   int64
+	minInsyncReplicas int64
+	logAppendTime     bool
+	tsAfterMaxMs      int64
+	tsBeforeMaxMs     int64
+}
+
+func (b *Broker) produceSettingsFor(overrides map[string]string) produceSettings {
+	ts, _ := b.topicConfigValue(overrides, "message.timestamp.type")
+	return produceSettings{
+		maxMessageBytes:   b.topicInt(overrides, "max.message.bytes"),
+		minInsyncReplicas: b.topicInt(overrides, "min.insync.replicas"),
+		logAppendTime:     ts == "LogAppendTime",
+		tsAfterMaxMs:      b.topicInt(overrides, "message.timestamp.after.max.ms"),
+		tsBeforeMaxMs:     b.topicInt(overrides, "message.timestamp.before.max.ms"),
+	}
 }

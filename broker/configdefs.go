@@ -98,6 +98,12 @@ func splitList(s string) []string {
 	return out
 }
 
+// weekMs is Kafka's 7-day default in milliseconds: retention.ms, segment.ms
+// (log.retention.hours and log.roll.hours 168) and
+// transactional.id.expiration.ms. It equals storage.DefaultRetentionMs and
+// coordinator.DefaultTxnIDExpiration (checked by a test).
+const weekMs = "604800000"
+
 // topicConfigDefs are the per-topic configs Gregor knows, with Kafka 4's
 // defaults and the broker properties that override those defaults.
 var topicConfigDefs = []configDef{
@@ -123,11 +129,11 @@ var topicConfigDefs = []configDef{
 	{"preallocate", kmsg.ConfigTypeBoolean, "false", "log.preallocate", false, boolean, "Preallocate segment files."},
 	{"remote.storage.enable", kmsg.ConfigTypeBoolean, "false", "remote.log.storage.system.enable", false, oneOf("false"), "Tiered storage; not supported by Gregor."},
 	{"retention.bytes", kmsg.ConfigTypeLong, "-1", "log.retention.bytes", false, atLeast(-1), "The largest size a partition may grow to before old segments are deleted; -1 = no limit."},
-	{"retention.ms", kmsg.ConfigTypeLong, "604800000", "log.retention.ms", false, atLeast(-1), "How long a segment is kept before it is deleted; -1 = no limit."},
+	{"retention.ms", kmsg.ConfigTypeLong, weekMs, "log.retention.ms", false, atLeast(-1), "How long a segment is kept before it is deleted; -1 = no limit."},
 	{"segment.bytes", kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes", false, intAtLeast(1 << 20), "The segment file size."},
 	{"segment.index.bytes", kmsg.ConfigTypeInt, "10485760", "log.index.size.max.bytes", false, intAtLeast(4), "The offset index size."},
 	{"segment.jitter.ms", kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms", false, atLeast(0), "Random jitter subtracted from segment.ms."},
-	{"segment.ms", kmsg.ConfigTypeLong, "604800000", "log.roll.ms", false, atLeast(1), "Roll a new segment after this time even if the active one is not full."},
+	{"segment.ms", kmsg.ConfigTypeLong, weekMs, "log.roll.ms", false, atLeast(1), "Roll a new segment after this time even if the active one is not full."},
 	{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "unclean.leader.election.enable", false, boolean, "Allow out-of-sync replicas to become leader."},
 }
 
@@ -160,7 +166,7 @@ var brokerConfigDefs = []configDef{
 	{"transaction.max.timeout.ms", kmsg.ConfigTypeInt, "900000", "", true, intAtLeast(1), "The largest transaction timeout a producer may ask for."},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "10000", "", true, intAtLeast(1), "How often transactions past their timeout are aborted."},
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "3600000", "", true, intAtLeast(1), "How often expired transactional ids are removed."},
-	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, "604800000", "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
+	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, weekMs, "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // On-disk broker metadata, beside the partition directories:
@@ -19,21 +21,22 @@ import (
 //	<data-dir>/__meta/producer-ids         the end of the last producer-id block handed out
 //	<data-dir>/<topic>-<p>/partition.metadata   "version: 0\ntopic_id: <id>\n" (Kafka's file)
 //
-// Every file is replaced atomically (write a temporary file, fsync, rename,
-// fsync the directory). A topic exists exactly when its json file does:
+// Every file is replaced atomically by storage.WriteFileAtomic (write a
+// temporary file, fsync, rename, fsync the directory). A topic exists exactly when its json file does:
 // creation writes the partition directories first and the json last;
 // deletion removes the json first. Partition directories that no json claims
 // (or whose topic id differs) are left over from an interrupted create or
 // delete and are removed at start.
 const (
 	metaDirName        = "__meta"
+	topicsDirName      = "topics" // in metaDirName
 	metaPropertiesName = "meta.properties"
 	partitionMetaName  = "partition.metadata"
 	producerIDsName    = "producer-ids"
 	deleteSuffix       = "-delete"
 )
 
-// topicRecord is the persisted form of a topic.
+// topicRecord is the persisted form of a topic (see topicStore).
 type topicRecord struct {
 	Name       string            `json:"name"`
 	ID         string            `json:"id"`
@@ -70,57 +73,29 @@ func parseUUID(s string) (uuid, error) {
 	return u, nil
 }
 
-// writeFileAtomic replaces path with data durably.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
+// fileTopicStore is the topicStore of a single broker: one json file per
+// topic in dir (<data-dir>/__meta/topics), named by topic id.
+type fileTopicStore struct{ dir string }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (s fileTopicStore) path(id string) string { return filepath.Join(s.dir, id+".json") }
 
-func (b *Broker) topicsDir() string { return filepath.Join(b.cfg.DataDir, metaDirName, "topics") }
-
-func (b *Broker) saveTopic(rec topicRecord) error {
+func (s fileTopicStore) save(rec topicRecord) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(b.topicsDir(), rec.ID+".json"), data)
+	return storage.WriteFileAtomic(s.path(rec.ID), data)
 }
 
-func (b *Broker) removeTopicRecord(id uuid) error {
-	if err := os.Remove(filepath.Join(b.topicsDir(), id.String()+".json")); err != nil && !os.IsNotExist(err) {
+func (s fileTopicStore) remove(id uuid) error {
+	if err := os.Remove(s.path(id.String())); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return syncDir(b.topicsDir())
+	return storage.SyncDir(s.dir)
 }
 
-func (b *Broker) loadTopicRecords() ([]topicRecord, error) {
-	ents, err := os.ReadDir(b.topicsDir())
+func (s fileTopicStore) loadAll() ([]topicRecord, error) {
+	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +104,7 @@ func (b *Broker) loadTopicRecords() ([]topicRecord, error) {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(b.topicsDir(), e.Name()))
+		data, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +125,7 @@ func (b *Broker) loadMetaProperties() (string, error) {
 	if os.IsNotExist(err) {
 		id := newUUID().String()
 		content := fmt.Sprintf("#Written by gregor\nversion=1\nnode.id=%d\ncluster.id=%s\n", b.nodeID, id)
-		return id, writeFileAtomic(path, []byte(content))
+		return id, storage.WriteFileAtomic(path, []byte(content))
 	}
 	if err != nil {
 		return "", err
@@ -173,7 +148,7 @@ func partitionDirName(topic string, p int32) string {
 }
 
 func writePartitionMetadata(dir string, id uuid) error {
-	return writeFileAtomic(filepath.Join(dir, partitionMetaName), []byte("version: 0\ntopic_id: "+id.String()+"\n"))
+	return storage.WriteFileAtomic(filepath.Join(dir, partitionMetaName), []byte("version: 0\ntopic_id: "+id.String()+"\n"))
 }
 
 func readPartitionMetadata(dir string) (uuid, error) {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 // producerIDBlock is how many producer ids are reserved per durable write,
@@ -45,7 +47,7 @@ func (p *producerIDs) allocate() (int64, error) {
 	defer p.mu.Unlock()
 	if p.next >= p.blockEnd {
 		end := p.next + producerIDBlock
-		if err := writeFileAtomic(p.path, []byte(strconv.FormatInt(end, 10)+"\n")); err != nil {
+		if err := storage.WriteFileAtomic(p.path, []byte(strconv.FormatInt(end, 10)+"\n")); err != nil {
 			return -1, fmt.Errorf("persist producer id block: %w", err)
 		}
 		p.blockEnd = end

@@ -148,7 +148,7 @@ func (c *Coordinator) deleteGroupLocked(g *group) error {
 	}
 	c.cancelGroupTimersLocked(g)
 	for _, s := range g.pending {
-		c.cancelLocked(s)
+		c.timers.cancelLocked(s)
 	}
 	g.pending = make(map[string]*timerSlot)
 	g.transition(stateDead, c.cfg.Now())

@@ -18,25 +18,23 @@ import (
 // Defaults applied by Open to zero fields of Config. They are Kafka's broker
 // defaults of the same names.
 const (
-	DefaultInitialRebalanceDelay         = 3 * time.Second    // group.initial.rebalance.delay.ms
-	DefaultMinSessionTimeout             = 6 * time.Second    // group.min.session.timeout.ms
-	DefaultMaxSessionTimeout             = 30 * time.Minute   // group.max.session.timeout.ms
-	DefaultOffsetsRetention              = 7 * 24 * time.Hour // offsets.retention.minutes
-	DefaultOffsetsRetentionCheckInterval = 10 * time.Minute   // offsets.retention.check.interval.ms
-	DefaultOffsetMetadataMaxSize         = 4096               // offset.metadata.max.bytes
-	DefaultNewMemberJoinTimeout          = 5 * time.Minute    // group.new.member.join.timeout.ms
-	dbFileName                           = "groups.db"        // Config.Dir/groups.db
+	DefaultInitialRebalanceDelay         = 3 * time.Second  // group.initial.rebalance.delay.ms
+	DefaultMinSessionTimeout             = 6 * time.Second  // group.min.session.timeout.ms
+	DefaultMaxSessionTimeout             = 30 * time.Minute // group.max.session.timeout.ms
+	DefaultOffsetsRetention              = week             // offsets.retention.minutes
+	DefaultOffsetsRetentionCheckInterval = 10 * time.Minute // offsets.retention.check.interval.ms
+	DefaultOffsetMetadataMaxSize         = 4096             // offset.metadata.max.bytes
+	DefaultNewMemberJoinTimeout          = 5 * time.Minute  // group.new.member.join.timeout.ms
+	dbFileName                           = "groups.db"      // Config.Dir/groups.db
 	noTimeout                            = time.Duration(math.MaxInt64)
+
+	// week is Kafka's default for how long idle state is kept: the
+	// offsets of an empty group, an unused transactional id.
+	week = 7 * 24 * time.Hour
 )
 
 // ErrClosed is returned by Close when the coordinator was already closed.
 var ErrClosed = errors.New("coordinator: closed")
-
-// Timer is a scheduled call made by Config.AfterFunc. Stop prevents the call
-// if it has not started yet and reports whether it did so.
-type Timer interface {
-	Stop() bool
-}
 
 // Config configures a Coordinator. Zero fields take the Default* values.
 type Config struct {
@@ -81,12 +79,12 @@ type Coordinator struct {
 	// newUUID makes the random part of member ids; tests replace it.
 	newUUID func() string
 
-	mu       sync.Mutex
-	closed   bool
-	groups   map[string]*group
-	timerSeq uint64
-	parked   int // blocked JoinGroup/SyncGroup calls, for tests
-	expiry   timerSlot
+	mu     sync.Mutex
+	closed bool
+	groups map[string]*group
+	timers timers
+	parked int // blocked JoinGroup/SyncGroup calls, for tests
+	expiry timerSlot
 	// txnPending holds TxnOffsetCommit offsets until their transaction
 	// ends (txn_offsets.go).
 	txnPending txnPendingOffsets
@@ -113,6 +111,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		groups:     make(map[string]*group),
 		txnPending: make(txnPendingOffsets),
 	}
+	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
 	if err := c.load(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("coordinator: load %s: %w", dbFileName, err)
@@ -129,12 +128,7 @@ func Open(cfg Config) (*Coordinator, error) {
 }
 
 func withDefaults(cfg Config) Config {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.AfterFunc == nil {
-		cfg.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
-	}
+	clockDefaults(&cfg.Now, &cfg.AfterFunc, &cfg.Logger)
 	if cfg.InitialRebalanceDelay == 0 {
 		cfg.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	} else if cfg.InitialRebalanceDelay < 0 {
@@ -161,9 +155,6 @@ func withDefaults(cfg Config) Config {
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = math.MaxInt32
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
 	return cfg
 }
 
@@ -177,7 +168,7 @@ func (c *Coordinator) Close() error {
 		return ErrClosed
 	}
 	c.closed = true
-	c.cancelLocked(&c.expiry)
+	c.timers.cancelLocked(&c.expiry)
 	for _, g := range c.groups {
 		c.cancelGroupTimersLocked(g)
 		for _, id := range g.order {
@@ -190,41 +181,12 @@ func (c *Coordinator) Close() error {
 	return c.db.Close()
 }
 
-// timerSlot holds at most one scheduled callback. Rescheduling or cancelling
-// bumps seq, so a callback that already fired but waits for the lock sees it
-// is stale and does nothing.
-type timerSlot struct {
-	t   Timer
-	seq uint64
-}
-
-// scheduleLocked (re)arms s to run f under the lock after d.
+// scheduleLocked (re)arms s to run f under the lock after d (see
+// timers.scheduleLocked).
 //
 // Lock should be held.
 func (c *Coordinator) scheduleLocked(s *timerSlot, d time.Duration, f func()) {
-	c.cancelLocked(s)
-	c.timerSeq++
-	seq := c.timerSeq
-	s.seq = seq
-	s.t = c.cfg.AfterFunc(d, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closed || s.seq != seq {
-			return
-		}
-		s.t, s.seq = nil, 0
-		f()
-	})
-}
-
-// cancelLocked disarms s.
-//
-// Lock should be held.
-func (c *Coordinator) cancelLocked(s *timerSlot) {
-	if s.t != nil {
-		s.t.Stop()
-	}
-	s.t, s.seq = nil, 0
+	c.timers.scheduleLocked(s, d, func() func() { f(); return nil })
 }
 
 // waiter is a blocked JoinGroup or SyncGroup call. It is completed at most

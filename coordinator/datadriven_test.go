@@ -31,16 +31,27 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt with the actua
 // harness waits until each outstanding call has either returned or is parked
 // in the coordinator, then prints the calls that returned, in start order.
 func TestDataDriven(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
+	isTxn := func(name string) bool { return strings.HasPrefix(name, "txn_") } // TestTxnDataDriven's
+	forEachDataFile(t, "testdata/*.txt", isTxn, func(t *testing.T, path string) {
+		h := newHarness(t)
+		defer h.close()
+		runDataDriven(t, path, h.run)
+	})
+}
+
+// forEachDataFile runs f as a subtest, named after the file, for every file
+// matching glob whose base name skip does not reject (skip may be nil).
+func forEachDataFile(t *testing.T, glob string, skip func(name string) bool, f func(t *testing.T, path string)) {
+	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testdata: %v", err)
 	}
-	for _, f := range files {
-		if strings.HasPrefix(filepath.Base(f), "txn_") {
-			continue // TestTxnDataDriven's
+	for _, path := range files {
+		if skip != nil && skip(filepath.Base(path)) {
+			continue
 		}
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			runDataDriven(t, f)
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			f(t, path)
 		})
 	}
 }
@@ -85,13 +96,14 @@ func parseDataDriven(t *testing.T, path string) []ddBlock {
 	return blocks
 }
 
-func runDataDriven(t *testing.T, path string) {
+// runDataDriven runs the commands of the testdata file at path through run
+// and compares their output with the file's, or with -rewrite writes the
+// actual output back into the file.
+func runDataDriven(t *testing.T, path string, run func(cmd string) string) {
 	blocks := parseDataDriven(t, path)
-	h := newHarness(t)
-	defer h.close()
 	var rewritten strings.Builder
 	for _, b := range blocks {
-		got := strings.TrimRight(h.run(b.cmd), "\n")
+		got := strings.TrimRight(run(b.cmd), "\n")
 		if *rewrite {
 			for _, c := range b.comments {
 				rewritten.WriteString(c + "\n")

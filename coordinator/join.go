@@ -165,7 +165,7 @@ func (c *Coordinator) joinExistingMemberLocked(g *group, p joinParams) (*waiter[
 		return nil, joinError(p.memberID, kerr.InconsistentGroupProtocol)
 	}
 	if slot, ok := g.pending[p.memberID]; ok {
-		c.cancelLocked(slot)
+		c.timers.cancelLocked(slot)
 		return c.addMemberThenRebalanceLocked(g, p, p.memberID)
 	}
 	if err := g.validateMember(p.memberID, p.instanceID); err != nil {
@@ -291,7 +291,7 @@ func (c *Coordinator) replaceStaticMemberLocked(g *group, instanceID, oldID, new
 	old := g.members[oldID]
 	c.completeJoinLocked(old, joinError(oldID, kerr.FencedInstanceID))
 	c.completeSyncLocked(old, syncError(kerr.FencedInstanceID))
-	c.cancelLocked(&old.hb)
+	c.timers.cancelLocked(&old.hb)
 	m := &member{
 		id:               newID,
 		instanceID:       old.instanceID,
@@ -350,7 +350,7 @@ func (c *Coordinator) prepareRebalanceLocked(g *group, reason string) {
 	if g.state == stateCompletingRebalance {
 		c.resetAndPropagateAssignmentLocked(g, kerr.RebalanceInProgress)
 	}
-	c.cancelLocked(&g.syncTimer)
+	c.timers.cancelLocked(&g.syncTimer)
 	g.pendingSync = nil
 	initial := g.state == stateEmpty
 	g.transition(statePreparingRebalance, c.cfg.Now())
@@ -391,7 +391,7 @@ func (c *Coordinator) tryCompleteInitialRebalanceLocked(g *group, delay, remaini
 //
 // Lock should be held.
 func (c *Coordinator) completeJoinPhaseLocked(g *group) {
-	c.cancelLocked(&g.joinTimer)
+	c.timers.cancelLocked(&g.joinTimer)
 	g.newMemberAdded = false
 	for _, id := range append([]string(nil), g.order...) {
 		m := g.members[id]
@@ -497,7 +497,7 @@ func (c *Coordinator) removeMemberAndUpdateGroupLocked(g *group, m *member) {
 func (c *Coordinator) removeMemberLocked(g *group, m *member, err *kerr.Error) {
 	c.completeJoinLocked(m, joinError("", err))
 	c.completeSyncLocked(m, syncError(err))
-	c.cancelLocked(&m.hb)
+	c.timers.cancelLocked(&m.hb)
 	g.remove(m.id)
 }
 
@@ -527,12 +527,12 @@ func (c *Coordinator) expirePendingSyncLocked(g *group, gen int32) {
 //
 // Lock should be held.
 func (c *Coordinator) cancelGroupTimersLocked(g *group) {
-	c.cancelLocked(&g.joinTimer)
-	c.cancelLocked(&g.syncTimer)
+	c.timers.cancelLocked(&g.joinTimer)
+	c.timers.cancelLocked(&g.syncTimer)
 	for _, m := range g.members {
-		c.cancelLocked(&m.hb)
+		c.timers.cancelLocked(&m.hb)
 	}
 	for _, s := range g.pending {
-		c.cancelLocked(s)
+		c.timers.cancelLocked(s)
 	}
 }

@@ -110,7 +110,7 @@ func (c *Coordinator) syncLocked(req *kmsg.SyncGroupRequest) (*waiter[*kmsg.Sync
 func (c *Coordinator) removePendingSyncLocked(g *group, id string) {
 	delete(g.pendingSync, id)
 	if len(g.pendingSync) == 0 {
-		c.cancelLocked(&g.syncTimer)
+		c.timers.cancelLocked(&g.syncTimer)
 	}
 }
 
@@ -251,7 +251,7 @@ func (c *Coordinator) leave(groupID string, members []kmsg.LeaveGroupRequestMemb
 				rm.ErrorCode = kerr.UnknownMemberID.Code
 			}
 		case g.pending[lm.MemberID] != nil:
-			c.cancelLocked(g.pending[lm.MemberID])
+			c.timers.cancelLocked(g.pending[lm.MemberID])
 			delete(g.pending, lm.MemberID)
 			left++
 		default:

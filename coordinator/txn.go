@@ -17,10 +17,10 @@ import (
 // Defaults applied by OpenTxn to zero fields of TxnConfig. They are Kafka's
 // broker defaults of the same names.
 const (
-	DefaultTxnMaxTimeout            = 15 * time.Minute   // transaction.max.timeout.ms
-	DefaultAbortTimedOutInterval    = 10 * time.Second   // transaction.abort.timed.out.transaction.cleanup.interval.ms
-	DefaultTxnIDExpiration          = 7 * 24 * time.Hour // transactional.id.expiration.ms
-	DefaultRemoveExpiredTxnInterval = time.Hour          // transaction.remove.expired.transaction.cleanup.interval.ms
+	DefaultTxnMaxTimeout            = 15 * time.Minute // transaction.max.timeout.ms
+	DefaultAbortTimedOutInterval    = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	DefaultTxnIDExpiration          = week             // transactional.id.expiration.ms
+	DefaultRemoveExpiredTxnInterval = time.Hour        // transaction.remove.expired.transaction.cleanup.interval.ms
 	DefaultMarkerRetryBackoff       = time.Second
 )
 
@@ -87,13 +87,13 @@ type TxnCoordinator struct {
 	log *slog.Logger
 	db  *bolt.DB
 
-	mu       sync.Mutex
-	closed   bool
-	txns     map[string]*txnEntry
-	byPID    map[int64]string // producer id (and pending next producer id) → transactional id
-	timerSeq uint64
-	abort    timerSlot
-	expire   timerSlot
+	mu     sync.Mutex
+	closed bool
+	txns   map[string]*txnEntry
+	byPID  map[int64]string // producer id (and pending next producer id) → transactional id
+	timers timers
+	abort  timerSlot
+	expire timerSlot
 }
 
 // txnEntry is a transactional id: its durable state and what the
@@ -136,6 +136,7 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		txns:  make(map[string]*txnEntry),
 		byPID: make(map[int64]string),
 	}
+	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
 	ids, metas, err := c.loadTxns()
 	if err != nil {
 		db.Close()
@@ -163,12 +164,7 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 }
 
 func txnWithDefaults(cfg TxnConfig) TxnConfig {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.AfterFunc == nil {
-		cfg.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
-	}
+	clockDefaults(&cfg.Now, &cfg.AfterFunc, &cfg.Logger)
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = DefaultTxnMaxTimeout
 	}
@@ -184,9 +180,6 @@ func txnWithDefaults(cfg TxnConfig) TxnConfig {
 	if cfg.MarkerRetryBackoff <= 0 {
 		cfg.MarkerRetryBackoff = DefaultMarkerRetryBackoff
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
 	return cfg
 }
 
@@ -201,10 +194,10 @@ func (c *TxnCoordinator) Close() error {
 		return ErrClosed
 	}
 	c.closed = true
-	c.cancelLocked(&c.abort)
-	c.cancelLocked(&c.expire)
+	c.timers.cancelLocked(&c.abort)
+	c.timers.cancelLocked(&c.expire)
 	for _, e := range c.txns {
-		c.cancelLocked(&e.retry)
+		c.timers.cancelLocked(&e.retry)
 	}
 	c.mu.Unlock()
 	return c.db.Close()
@@ -242,41 +235,6 @@ func (c *TxnCoordinator) transitionLocked(e *txnEntry, m txnMeta) error {
 	}
 	c.setMetaLocked(e, m)
 	return nil
-}
-
-// scheduleLocked (re)arms s to run f under the lock after d; see
-// Coordinator.scheduleLocked. f may return a function to run after the lock
-// is released (marker writes).
-//
-// Lock should be held.
-func (c *TxnCoordinator) scheduleLocked(s *timerSlot, d time.Duration, f func() func()) {
-	c.cancelLocked(s)
-	c.timerSeq++
-	seq := c.timerSeq
-	s.seq = seq
-	s.t = c.cfg.AfterFunc(d, func() {
-		c.mu.Lock()
-		if c.closed || s.seq != seq {
-			c.mu.Unlock()
-			return
-		}
-		s.t, s.seq = nil, 0
-		after := f()
-		c.mu.Unlock()
-		if after != nil {
-			after()
-		}
-	})
-}
-
-// cancelLocked disarms s.
-//
-// Lock should be held.
-func (c *TxnCoordinator) cancelLocked(s *timerSlot) {
-	if s.t != nil {
-		s.t.Stop()
-	}
-	s.t, s.seq = nil, 0
 }
 
 // fencedFor maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for request

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,44 +40,11 @@ import (
 // and the group commands of TestDataDriven (join, sync, commit, fetch,
 // committed, describe-group).
 func TestTxnDataDriven(t *testing.T) {
-	files, err := filepath.Glob("testdata/txn_*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			runTxnDataDriven(t, f)
-		})
-	}
-}
-
-func runTxnDataDriven(t *testing.T, path string) {
-	blocks := parseDataDriven(t, path)
-	h := newTxnHarness(t)
-	defer h.close()
-	var rewritten strings.Builder
-	for _, b := range blocks {
-		got := strings.TrimRight(h.run(b.cmd), "\n")
-		if *rewrite {
-			for _, c := range b.comments {
-				rewritten.WriteString(c + "\n")
-			}
-			fmt.Fprintf(&rewritten, "%s\n----\n", b.cmd)
-			if got != "" {
-				rewritten.WriteString(got + "\n")
-			}
-			rewritten.WriteString("\n")
-			continue
-		}
-		if got != b.want {
-			t.Fatalf("%s:%d: %s\n--- got:\n%s\n--- want:\n%s", path, b.line, b.cmd, got, b.want)
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(rewritten.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	forEachDataFile(t, "testdata/txn_*.txt", nil, func(t *testing.T, path string) {
+		h := newTxnHarness(t)
+		defer h.close()
+		runDataDriven(t, path, h.run)
+	})
 }
 
 type txnHarness struct {

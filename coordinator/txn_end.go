@@ -233,7 +233,7 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 	if c.closed || e == nil || e.writing || !e.meta.state.preparing() {
 		return nil
 	}
-	c.cancelLocked(&e.retry)
+	c.timers.cancelLocked(&e.retry)
 	if !e.markersDone {
 		m := e.meta
 		parts := m.partitionsByTopic()
@@ -303,7 +303,7 @@ func (c *TxnCoordinator) completeLocked(e *txnEntry) error {
 // Lock should be held.
 func (c *TxnCoordinator) scheduleRetryLocked(e *txnEntry) {
 	id := e.id
-	c.scheduleLocked(&e.retry, c.cfg.MarkerRetryBackoff, func() func() {
+	c.timers.scheduleLocked(&e.retry, c.cfg.MarkerRetryBackoff, func() func() {
 		return func() {
 			if err := c.finish(context.Background(), id); err != nil {
 				c.log.Warn("completing transaction failed; will retry", "transactional_id", id, "err", err)
@@ -317,7 +317,7 @@ func (c *TxnCoordinator) scheduleRetryLocked(e *txnEntry) {
 //
 // Lock should be held.
 func (c *TxnCoordinator) scheduleAbortLocked() {
-	c.scheduleLocked(&c.abort, c.cfg.AbortTimedOutInterval, func() func() {
+	c.timers.scheduleLocked(&c.abort, c.cfg.AbortTimedOutInterval, func() func() {
 		ids := c.abortTimedOutLocked()
 		c.scheduleAbortLocked()
 		if len(ids) == 0 {
@@ -357,7 +357,7 @@ func (c *TxnCoordinator) abortTimedOutLocked() []string {
 //
 // Lock should be held.
 func (c *TxnCoordinator) scheduleExpireLocked() {
-	c.scheduleLocked(&c.expire, c.cfg.RemoveExpiredInterval, func() func() {
+	c.timers.scheduleLocked(&c.expire, c.cfg.RemoveExpiredInterval, func() func() {
 		c.expireLocked()
 		c.scheduleExpireLocked()
 		return nil
@@ -387,7 +387,7 @@ func (c *TxnCoordinator) expireLocked() {
 	}
 	for _, id := range ids {
 		e := c.txns[id]
-		c.cancelLocked(&e.retry)
+		c.timers.cancelLocked(&e.retry)
 		dead := e.meta
 		dead.state = txnDead
 		c.setMetaLocked(e, dead)

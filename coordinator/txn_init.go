@@ -68,19 +68,38 @@ func (c *TxnCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProdu
 		return fail(kerr.InvalidRequest)
 	}
 
+	next, abort, errCode := c.initTransactionalID(id, timeout, expected, expPID, expEpoch)
+	if abort {
+		// Abort right away; the client retries after the abort is done.
+		c.finish(ctx, id)
+	}
+	if errCode != nil {
+		return fail(errCode)
+	}
+	c.log.Info("initialized transactional id", "transactional_id", id, "producer_id", next.producerID, "epoch", next.epoch)
+	r.ProducerID, r.ProducerEpoch = next.producerID, next.epoch
+	return r
+}
+
+// initTransactionalID is the part of InitProducerID done under the lock: it
+// bumps (or creates) id's producer id and epoch and persists the new state,
+// which it returns. An Ongoing transaction is fenced instead: abort reports
+// that its abort must now be driven (by finish, outside the lock) and the
+// request answers CONCURRENT_TRANSACTIONS. A non-nil error is the request's
+// answer.
+func (c *TxnCoordinator) initTransactionalID(id string, timeout time.Duration, expected bool, expPID int64, expEpoch int16) (next txnMeta, abort bool, _ *kerr.Error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return fail(kerr.CoordinatorNotAvailable)
+		return next, false, kerr.CoordinatorNotAvailable
 	}
 	now := c.cfg.Now()
 	e := c.txns[id]
 	if e == nil {
 		pid, err := c.cfg.AllocateProducerID()
 		if err != nil {
-			c.mu.Unlock()
 			c.log.Warn("allocating producer id failed", "err", err)
-			return fail(kerr.CoordinatorNotAvailable)
+			return next, false, kerr.CoordinatorNotAvailable
 		}
 		// Not in c.txns until its first transition is persisted.
 		e = &txnEntry{id: id, meta: txnMeta{
@@ -94,23 +113,17 @@ func (c *TxnCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProdu
 		(expPID == m.prevProducerID && epochExhausted(expEpoch))
 	switch {
 	case expected && !validPID:
-		c.mu.Unlock()
-		return fail(kerr.ProducerFenced)
+		return next, false, kerr.ProducerFenced
 	case e.writing || m.state.preparing():
-		c.mu.Unlock()
-		return fail(kerr.ConcurrentTransactions)
+		return next, false, kerr.ConcurrentTransactions
 	case m.state == txnOngoing:
-		err := c.fenceLocked(e)
-		c.mu.Unlock()
-		if err != nil {
-			return fail(kerr.CoordinatorNotAvailable)
+		if err := c.fenceLocked(e); err != nil {
+			return next, false, kerr.CoordinatorNotAvailable
 		}
-		// Abort right away; the client retries after the abort is done.
-		c.finish(ctx, id)
-		return fail(kerr.ConcurrentTransactions)
+		return next, true, kerr.ConcurrentTransactions
 	}
 
-	next := m.clone()
+	next = m.clone()
 	next.state = txnEmpty
 	next.timeout = timeout
 	next.partitions = make(map[topicPartition]struct{})
@@ -121,9 +134,8 @@ func (c *TxnCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProdu
 	if epochExhausted(m.epoch) && (!expected || expEpoch == m.epoch) {
 		pid, err := c.cfg.AllocateProducerID()
 		if err != nil {
-			c.mu.Unlock()
 			c.log.Warn("allocating producer id failed", "err", err)
-			return fail(kerr.CoordinatorNotAvailable)
+			return next, false, kerr.CoordinatorNotAvailable
 		}
 		next.prevProducerID, next.producerID, next.epoch = m.producerID, pid, 0
 		next.lastEpoch = noProducerEpoch
@@ -139,16 +151,11 @@ func (c *TxnCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProdu
 		case expEpoch == m.lastEpoch:
 			// A retry of a bump whose answer was lost: same epoch again.
 		default:
-			c.mu.Unlock()
-			return fail(kerr.ProducerFenced)
+			return next, false, kerr.ProducerFenced
 		}
 	}
-	err := c.transitionLocked(e, next)
-	c.mu.Unlock()
-	if err != nil {
-		return fail(kerr.CoordinatorNotAvailable)
+	if err := c.transitionLocked(e, next); err != nil {
+		return next, false, kerr.CoordinatorNotAvailable
 	}
-	c.log.Info("initialized transactional id", "transactional_id", id, "producer_id", next.producerID, "epoch", next.epoch)
-	r.ProducerID, r.ProducerEpoch = next.producerID, next.epoch
-	return r
+	return next, false, nil
 }

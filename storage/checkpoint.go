@@ -49,37 +49,41 @@ func readCheckpoint(dir string) (logStartOffset, recoveryPoint int64, ok bool, e
 
 // writeCheckpointFile replaces the checkpoint file.
 func writeCheckpointFile(dir string, logStartOffset, recoveryPoint int64) error {
-	return writeFileAtomic(filepath.Join(dir, checkpointName), fmt.Appendf(nil, checkpointFormat, logStartOffset, recoveryPoint))
+	return WriteFileAtomic(filepath.Join(dir, checkpointName), fmt.Appendf(nil, checkpointFormat, logStartOffset, recoveryPoint))
 }
 
-// writeFileAtomic replaces path by data durably: write path.tmp, fsync,
-// rename over path, fsync the directory.
-func writeFileAtomic(path string, data []byte) error {
+// WriteFileAtomic replaces the file at path by data durably: it writes
+// path+".tmp", fsyncs it, renames it over path and fsyncs the directory, so
+// that after a crash path holds either its old content or data, never a mix.
+// When a step fails the temporary file is removed (after the rename there is
+// none left). The error is a *StorageError naming the step and the file.
+func WriteFileAtomic(path string, data []byte) error {
 	tmp := path + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return ioErr("create", tmp, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return ioErr("write", tmp, err)
+	op := "write"
+	_, err = f.Write(data)
+	if err == nil {
+		op, err = "fsync", f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return ioErr("fsync", tmp, err)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		op, err = "close", cerr
 	}
-	if err := f.Close(); err != nil {
-		return ioErr("close", tmp, err)
+	if err == nil {
+		op, err = "rename", os.Rename(tmp, path)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return ioErr("rename", tmp, err)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return ioErr(op, tmp, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
-// syncDir fsyncs a directory so that created, renamed and removed entries
-// are durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs the directory dir so that the entries created, renamed and
+// removed in it are durable. The error is a *StorageError.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return ioErr("open", dir, err)

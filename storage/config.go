@@ -53,9 +53,11 @@ type Config struct {
 // index.interval.bytes and retention.ms.
 const (
 	DefaultSegmentBytes       = 1 << 30
-	DefaultSegmentMs          = 7 * 24 * 60 * 60 * 1000
+	DefaultSegmentMs          = weekMs
 	DefaultIndexIntervalBytes = 4096
-	DefaultRetentionMs        = 7 * 24 * 60 * 60 * 1000
+	DefaultRetentionMs        = weekMs
+
+	weekMs = 7 * 24 * 60 * 60 * 1000 // Kafka's 7-day default, in milliseconds
 )
 
 // DefaultConfig returns Kafka's defaults: 1 GiB segments rolled after 7 days,

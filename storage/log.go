@@ -300,7 +300,7 @@ func (l *Log) rollLocked() (*segment, error) {
 		l.writeErr = err
 		return nil, err
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := SyncDir(l.dir); err != nil {
 		seg.release()
 		l.writeErr = err
 		return nil, err
@@ -547,7 +547,7 @@ func (l *Log) shutdownLocked() error {
 	if err := os.WriteFile(filepath.Join(l.dir, cleanShutdownName), nil, 0o644); err != nil {
 		return ioErr("create", filepath.Join(l.dir, cleanShutdownName), err)
 	}
-	return syncDir(l.dir)
+	return SyncDir(l.dir)
 }
 
 // releaseAllLocked drops the log's references to its segments and wakes

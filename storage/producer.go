@@ -29,7 +29,7 @@ const maxProducerBatches = 5
 //	     batchCount batches, oldest first, each 32 bytes:
 //	       firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | timestamp int64
 //
-// Snapshots are written (atomically, see writeFileAtomic) when a segment is
+// Snapshots are written (atomically, see WriteFileAtomic) when a segment is
 // rolled and when the log is closed, always after the data below their
 // offset has been fsynced. Open loads the newest one not beyond the
 // recovered log end and replays batch headers from its offset; snapshots
@@ -289,7 +289,7 @@ func decodeProducerSnapshot(b []byte) (map[int64]*producerEntry, error) {
 // writeSnapshot writes the state as the snapshot for offset and deletes all
 // but the newest keptSnapshots snapshots.
 func (m *producerStateManager) writeSnapshot(dir string, offset int64) error {
-	if err := writeFileAtomic(offsetFileName(dir, offset, snapshotSuffix), m.encode()); err != nil {
+	if err := WriteFileAtomic(offsetFileName(dir, offset, snapshotSuffix), m.encode()); err != nil {
 		return err
 	}
 	offsets, err := listSnapshots(dir)

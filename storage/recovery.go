@@ -45,83 +45,130 @@ func Open(dir string, cfg Config) (*Log, error) {
 
 // load reads the directory and recovers the log.
 func (l *Log) load() error {
-	entries, err := os.ReadDir(l.dir)
+	d, err := l.scanDir()
 	if err != nil {
-		return ioErr("readdir", l.dir, err)
-	}
-	clean := false
-	var bases []int64
-	var indexFiles []string
-	txnIndexes := map[int64]bool{}
-	for _, e := range entries {
-		name := e.Name()
-		if name == cleanShutdownName {
-			clean = true
-		} else if strings.HasSuffix(name, tmpSuffix) {
-			_ = os.Remove(filepath.Join(l.dir, name))
-		} else if base, ok := parseOffsetFileName(name, logSuffix); ok {
-			bases = append(bases, base)
-		} else if _, ok := parseOffsetFileName(name, indexSuffix); ok {
-			indexFiles = append(indexFiles, name)
-		} else if _, ok := parseOffsetFileName(name, timeIndexSuffix); ok {
-			indexFiles = append(indexFiles, name)
-		} else if base, ok := parseOffsetFileName(name, txnIndexSuffix); ok {
-			txnIndexes[base] = true
-		}
-	}
-	slices.Sort(bases)
-	for _, name := range indexFiles { // indexes without a .log are leftovers of a deletion
-		base, _ := parseOffsetFileName(strings.TrimSuffix(strings.TrimSuffix(name, timeIndexSuffix), indexSuffix)+logSuffix, logSuffix)
-		if _, found := slices.BinarySearch(bases, base); !found {
-			_ = os.Remove(filepath.Join(l.dir, name))
-		}
+		return err
 	}
 	lso, rp, ckOK, err := readCheckpoint(l.dir)
 	if err != nil {
 		return err
 	}
-
-	var segs []*segment
-	var leo int64
-	if len(bases) == 0 {
-		s, err := createSegment(l.dir, lso, l.logger)
-		if err != nil {
-			return err
-		}
-		segs, leo = []*segment{s}, lso
-		l.segs.Store(&segs)
-	} else {
-		for _, base := range bases {
-			s, err := openSegment(l.dir, base, l.logger)
-			if err != nil {
-				for _, s := range segs {
-					s.release()
-				}
-				return err
-			}
-			segs = append(segs, s)
-		}
-		l.segs.Store(&segs)
-		if clean {
-			segs, leo, err = l.openClean(segs)
-		} else {
-			if !ckOK {
-				rp = 0
-			}
-			k := max(0, sortSearchSegments(segs, rp))
-			l.logger.Info("recovering log after unclean shutdown", "dir", l.dir, "fromSegment", segs[k].logPath, "recoveryPoint", rp)
-			segs, leo, err = l.recoverSegments(segs, k)
-		}
-		l.segs.Store(&segs)
-		if err != nil {
-			return err
-		}
+	segs, leo, err := l.openSegments(d, lso, rp, ckOK)
+	if err != nil {
+		return err
 	}
-
 	if !ckOK || lso < segs[0].base {
 		lso = segs[0].base
 	}
-	lso = min(lso, leo)
+	l.initEnd(segs, min(lso, leo), leo)
+	if err := l.loadTxnIndexes(segs, d.txnIndexes, leo); err != nil {
+		return err
+	}
+	if err := l.loadProducerState(); err != nil {
+		return err
+	}
+	l.publishStableLocked()
+	if err := l.writeCheckpoint(); err != nil {
+		return err
+	}
+	if d.clean {
+		return l.removeCleanShutdownMarker()
+	}
+	return nil
+}
+
+// dirListing is what scanDir found in a log directory.
+type dirListing struct {
+	clean      bool           // the clean-shutdown marker is present
+	bases      []int64        // base offsets of the .log files, ascending
+	txnIndexes map[int64]bool // base offsets that have a .txnindex file
+}
+
+// scanDir lists the log directory, deleting the leftovers of interrupted
+// writes (temporary files) and of deletions (indexes without a .log).
+func (l *Log) scanDir() (dirListing, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return dirListing{}, ioErr("readdir", l.dir, err)
+	}
+	d := dirListing{txnIndexes: map[int64]bool{}}
+	var indexFiles []string
+	for _, e := range entries {
+		name := e.Name()
+		if name == cleanShutdownName {
+			d.clean = true
+		} else if strings.HasSuffix(name, tmpSuffix) {
+			_ = os.Remove(filepath.Join(l.dir, name))
+		} else if base, ok := parseOffsetFileName(name, logSuffix); ok {
+			d.bases = append(d.bases, base)
+		} else if _, ok := parseOffsetFileName(name, indexSuffix); ok {
+			indexFiles = append(indexFiles, name)
+		} else if _, ok := parseOffsetFileName(name, timeIndexSuffix); ok {
+			indexFiles = append(indexFiles, name)
+		} else if base, ok := parseOffsetFileName(name, txnIndexSuffix); ok {
+			d.txnIndexes[base] = true
+		}
+	}
+	slices.Sort(d.bases)
+	for _, name := range indexFiles { // indexes without a .log are leftovers of a deletion
+		base, _ := parseOffsetFileName(strings.TrimSuffix(strings.TrimSuffix(name, timeIndexSuffix), indexSuffix)+logSuffix, logSuffix)
+		if _, found := slices.BinarySearch(d.bases, base); !found {
+			_ = os.Remove(filepath.Join(l.dir, name))
+		}
+	}
+	return d, nil
+}
+
+// openSegments opens the segments listed in d, or creates the first one at
+// lso in a directory without any, and recovers them: openClean after a clean
+// shutdown, otherwise recoverSegments from the segment containing the
+// recovery point rp (from the start if the checkpoint was unusable). It
+// returns the segments, also published in l.segs, and the log end offset.
+func (l *Log) openSegments(d dirListing, lso, rp int64, ckOK bool) ([]*segment, int64, error) {
+	if len(d.bases) == 0 {
+		s, err := createSegment(l.dir, lso, l.logger)
+		if err != nil {
+			return nil, 0, err
+		}
+		segs := []*segment{s}
+		l.segs.Store(&segs)
+		return segs, lso, nil
+	}
+	var segs []*segment
+	for _, base := range d.bases {
+		s, err := openSegment(l.dir, base, l.logger)
+		if err != nil {
+			for _, s := range segs {
+				s.release()
+			}
+			return nil, 0, err
+		}
+		segs = append(segs, s)
+	}
+	l.segs.Store(&segs)
+	var leo int64
+	var err error
+	if d.clean {
+		segs, leo, err = l.openClean(segs)
+	} else {
+		if !ckOK {
+			rp = 0
+		}
+		k := max(0, sortSearchSegments(segs, rp))
+		l.logger.Info("recovering log after unclean shutdown", "dir", l.dir, "fromSegment", segs[k].logPath, "recoveryPoint", rp)
+		segs, leo, err = l.recoverSegments(segs, k)
+	}
+	l.segs.Store(&segs)
+	if err != nil {
+		return nil, 0, err
+	}
+	return segs, leo, nil
+}
+
+// initEnd publishes the recovered offsets and the end of the active segment,
+// and starts the active segment's age (segment.ms) at its first batch's
+// timestamp when that lies in the past, at now otherwise.
+func (l *Log) initEnd(segs []*segment, lso, leo int64) {
 	l.logStartOffset.Store(lso)
 	l.leo.Store(leo)
 	l.recoveryPoint.Store(leo)
@@ -138,7 +185,11 @@ func (l *Log) load() error {
 			}
 		}
 	}
+}
 
+// loadTxnIndexes loads the aborted transactions of the segments that have a
+// .txnindex file.
+func (l *Log) loadTxnIndexes(segs []*segment, txnIndexes map[int64]bool, leo int64) error {
 	for _, s := range segs {
 		if txnIndexes[s.base] {
 			if err := s.loadAborted(leo); err != nil {
@@ -146,21 +197,17 @@ func (l *Log) load() error {
 			}
 		}
 	}
-	if err := l.loadProducerState(); err != nil {
-		return err
-	}
-	l.publishStableLocked()
-	if err := l.writeCheckpoint(); err != nil {
-		return err
-	}
-	if clean {
-		marker := filepath.Join(l.dir, cleanShutdownName)
-		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ioErr("remove", marker, err)
-		}
-		return syncDir(l.dir)
-	}
 	return nil
+}
+
+// removeCleanShutdownMarker deletes the marker of the clean shutdown that
+// load trusted, durably, so that a crash from now on is recovered as one.
+func (l *Log) removeCleanShutdownMarker() error {
+	marker := filepath.Join(l.dir, cleanShutdownName)
+	if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioErr("remove", marker, err)
+	}
+	return SyncDir(l.dir)
 }
 
 // sortSearchSegments returns the index of the segment containing offset (the
@@ -262,7 +309,7 @@ func (l *Log) dropSegments(segs []*segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	return syncDir(l.dir)
+	return SyncDir(l.dir)
 }
 
 // loadProducerState loads the newest usable snapshot and replays the batch

@@ -26,214 +26,239 @@ func topicsCmd(args []string) error {
 		fmt.Fprintln(os.Stderr, topicsUsage)
 		return errUsage
 	}
-	var cf clientFlags
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "list":
-		fs := newFlagSet("topics list", "[--internal]", "Lists topics.")
-		cf.register(fs)
-		internal := fs.Bool("internal", false, "include internal topics")
-		if _, err := parseInterleaved(fs, args); err != nil {
-			return err
-		}
-		adm, ctx, done, err := cf.adminContext()
-		if err != nil {
-			return err
-		}
-		defer done()
-		var td kadm.TopicDetails
-		if *internal {
-			td, err = adm.ListTopicsWithInternal(ctx)
-		} else {
-			td, err = adm.ListTopics(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "TOPIC\tPARTITIONS\tREPLICATION")
-		for _, t := range td.Sorted() {
-			if t.Err != nil {
-				fmt.Fprintf(w, "%s\t-\t-\t%v\n", t.Topic, t.Err)
-				continue
-			}
-			fmt.Fprintf(w, "%s\t%d\t%d\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas())
-		}
-		return w.Flush()
-
+		return topicsList(args)
 	case "create":
-		fs := newFlagSet("topics create", "TOPIC… [flags]", "Creates topics.")
-		cf.register(fs)
-		partitions := fs.Int("partitions", -1, "partitions (-1: the broker's num.partitions)")
-		rf := fs.Int("replication-factor", -1, "replication factor (-1: the broker's default)")
-		var configs multiFlag
-		fs.Var(&configs, "config", "topic config key=value (repeatable)")
-		names, err := parseInterleaved(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(names) == 0 {
-			return errors.New("topics create: name at least one topic")
-		}
-		cfg := map[string]*string{}
-		for _, kv := range configs {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return fmt.Errorf("--config %q: want key=value", kv)
-			}
-			cfg[k] = &v
-		}
-		adm, ctx, done, err := cf.adminContext()
-		if err != nil {
-			return err
-		}
-		defer done()
-		resps, err := adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, names...)
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, r := range resps.Sorted() {
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
-				continue
-			}
-			fmt.Printf("created topic %s with %d partitions\n", r.Topic, r.NumPartitions)
-		}
-		return errors.Join(errs...)
-
+		return topicsCreate(args)
 	case "describe":
-		fs := newFlagSet("topics describe", "TOPIC…", "Describes topics: partitions, offsets, config overrides.")
-		cf.register(fs)
-		names, err := parseInterleaved(fs, args)
-		if err != nil {
-			return err
-		}
-		adm, ctx, done, err := cf.adminContext()
-		if err != nil {
-			return err
-		}
-		defer done()
-		td, err := adm.ListTopics(ctx, names...)
-		if err != nil {
-			return err
-		}
-		starts, err := adm.ListStartOffsets(ctx, names...)
-		if err != nil {
-			return err
-		}
-		ends, err := adm.ListEndOffsets(ctx, names...)
-		if err != nil {
-			return err
-		}
-		rcs, err := adm.DescribeTopicConfigs(ctx, names...)
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, t := range td.Sorted() {
-			if t.Err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", t.Topic, t.Err))
-				continue
-			}
-			fmt.Printf("Topic: %s\tID: %s\tPartitions: %d\tReplication: %d\n", t.Topic, t.ID, len(t.Partitions), t.Partitions.NumReplicas())
-			if rc, err := rcs.On(t.Topic, nil); err == nil {
-				var over []string
-				for _, c := range rc.Configs {
-					if c.Source == 1 { // DYNAMIC_TOPIC_CONFIG
-						over = append(over, c.Key+"="+c.MaybeValue())
-					}
-				}
-				slices.Sort(over)
-				if len(over) > 0 {
-					fmt.Printf("Configs: %s\n", strings.Join(over, ","))
-				}
-			}
-			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET\tRECORDS")
-			for _, p := range t.Partitions.Sorted() {
-				s, _ := starts.Lookup(t.Topic, p.Partition)
-				e, _ := ends.Lookup(t.Topic, p.Partition)
-				fmt.Fprintf(w, "%d\t%d\t%v\t%v\t%d\t%d\t%d\n", p.Partition, p.Leader, p.Replicas, p.ISR, s.Offset, e.Offset, e.Offset-s.Offset)
-			}
-			w.Flush()
-		}
-		return errors.Join(errs...)
-
+		return topicsDescribe(args)
 	case "delete":
-		fs := newFlagSet("topics delete", "TOPIC…", "Deletes topics.")
-		cf.register(fs)
-		names, err := parseInterleaved(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(names) == 0 {
-			return errors.New("topics delete: name at least one topic")
-		}
-		adm, ctx, done, err := cf.adminContext()
-		if err != nil {
-			return err
-		}
-		defer done()
-		resps, err := adm.DeleteTopics(ctx, names...)
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, r := range resps.Sorted() {
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
-				continue
-			}
-			fmt.Printf("deleted topic %s\n", r.Topic)
-		}
-		return errors.Join(errs...)
-
+		return topicsDelete(args)
 	case "alter-config":
-		fs := newFlagSet("topics alter-config", "TOPIC… [--set k=v…] [--delete k…]", "Sets or removes topic config overrides.")
-		cf.register(fs)
-		var sets, dels multiFlag
-		fs.Var(&sets, "set", "key=value to set (repeatable)")
-		fs.Var(&dels, "delete", "key to reset to its default (repeatable)")
-		names, err := parseInterleaved(fs, args)
-		if err != nil {
-			return err
-		}
-		if len(names) == 0 || len(sets)+len(dels) == 0 {
-			return errors.New("topics alter-config: name topics and at least one --set or --delete")
-		}
-		var alters []kadm.AlterConfig
-		for _, kv := range sets {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return fmt.Errorf("--set %q: want key=value", kv)
-			}
-			alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
-		}
-		for _, k := range dels {
-			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-		}
-		adm, ctx, done, err := cf.adminContext()
-		if err != nil {
-			return err
-		}
-		defer done()
-		resps, err := adm.AlterTopicConfigs(ctx, alters, names...)
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, r := range resps {
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
-				continue
-			}
-			fmt.Printf("altered configs of topic %s\n", r.Name)
-		}
-		return errors.Join(errs...)
+		return topicsAlterConfig(args)
 	}
 	fmt.Fprintln(os.Stderr, topicsUsage)
 	return fmt.Errorf("topics: unknown command %q", sub)
+}
+
+// topicsList lists topics with their partition counts and replication factors.
+func topicsList(args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("topics list", "[--internal]", "Lists topics.")
+	cf.register(fs)
+	internal := fs.Bool("internal", false, "include internal topics")
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	adm, ctx, done, err := cf.adminContext()
+	if err != nil {
+		return err
+	}
+	defer done()
+	var td kadm.TopicDetails
+	if *internal {
+		td, err = adm.ListTopicsWithInternal(ctx)
+	} else {
+		td, err = adm.ListTopics(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TOPIC\tPARTITIONS\tREPLICATION")
+	for _, t := range td.Sorted() {
+		if t.Err != nil {
+			fmt.Fprintf(w, "%s\t-\t-\t%v\n", t.Topic, t.Err)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas())
+	}
+	return w.Flush()
+}
+
+// topicsCreate creates topics.
+func topicsCreate(args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("topics create", "TOPIC… [flags]", "Creates topics.")
+	cf.register(fs)
+	partitions := fs.Int("partitions", -1, "partitions (-1: the broker's num.partitions)")
+	rf := fs.Int("replication-factor", -1, "replication factor (-1: the broker's default)")
+	var configs multiFlag
+	fs.Var(&configs, "config", "topic config key=value (repeatable)")
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return errors.New("topics create: name at least one topic")
+	}
+	cfg := map[string]*string{}
+	for _, kv := range configs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--config %q: want key=value", kv)
+		}
+		cfg[k] = &v
+	}
+	adm, ctx, done, err := cf.adminContext()
+	if err != nil {
+		return err
+	}
+	defer done()
+	resps, err := adm.CreateTopics(ctx, int32(*partitions), int16(*rf), cfg, names...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range resps.Sorted() {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+			continue
+		}
+		fmt.Printf("created topic %s with %d partitions\n", r.Topic, r.NumPartitions)
+	}
+	return errors.Join(errs...)
+}
+
+// topicsDescribe prints each topic's partitions (leader, replicas, ISR, offsets) and config overrides.
+func topicsDescribe(args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("topics describe", "TOPIC…", "Describes topics: partitions, offsets, config overrides.")
+	cf.register(fs)
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	adm, ctx, done, err := cf.adminContext()
+	if err != nil {
+		return err
+	}
+	defer done()
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return err
+	}
+	starts, err := adm.ListStartOffsets(ctx, names...)
+	if err != nil {
+		return err
+	}
+	ends, err := adm.ListEndOffsets(ctx, names...)
+	if err != nil {
+		return err
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range td.Sorted() {
+		if t.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", t.Topic, t.Err))
+			continue
+		}
+		fmt.Printf("Topic: %s\tID: %s\tPartitions: %d\tReplication: %d\n", t.Topic, t.ID, len(t.Partitions), t.Partitions.NumReplicas())
+		if rc, err := rcs.On(t.Topic, nil); err == nil {
+			var over []string
+			for _, c := range rc.Configs {
+				if c.Source == 1 { // DYNAMIC_TOPIC_CONFIG
+					over = append(over, c.Key+"="+c.MaybeValue())
+				}
+			}
+			slices.Sort(over)
+			if len(over) > 0 {
+				fmt.Printf("Configs: %s\n", strings.Join(over, ","))
+			}
+		}
+		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "PARTITION\tLEADER\tREPLICAS\tISR\tLOG-START-OFFSET\tLOG-END-OFFSET\tRECORDS")
+		for _, p := range t.Partitions.Sorted() {
+			s, _ := starts.Lookup(t.Topic, p.Partition)
+			e, _ := ends.Lookup(t.Topic, p.Partition)
+			fmt.Fprintf(w, "%d\t%d\t%v\t%v\t%d\t%d\t%d\n", p.Partition, p.Leader, p.Replicas, p.ISR, s.Offset, e.Offset, e.Offset-s.Offset)
+		}
+		w.Flush()
+	}
+	return errors.Join(errs...)
+}
+
+// topicsDelete deletes topics.
+func topicsDelete(args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("topics delete", "TOPIC…", "Deletes topics.")
+	cf.register(fs)
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return errors.New("topics delete: name at least one topic")
+	}
+	adm, ctx, done, err := cf.adminContext()
+	if err != nil {
+		return err
+	}
+	defer done()
+	resps, err := adm.DeleteTopics(ctx, names...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range resps.Sorted() {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+			continue
+		}
+		fmt.Printf("deleted topic %s\n", r.Topic)
+	}
+	return errors.Join(errs...)
+}
+
+// topicsAlterConfig sets and removes topic config overrides.
+func topicsAlterConfig(args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("topics alter-config", "TOPIC… [--set k=v…] [--delete k…]", "Sets or removes topic config overrides.")
+	cf.register(fs)
+	var sets, dels multiFlag
+	fs.Var(&sets, "set", "key=value to set (repeatable)")
+	fs.Var(&dels, "delete", "key to reset to its default (repeatable)")
+	names, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 || len(sets)+len(dels) == 0 {
+		return errors.New("topics alter-config: name topics and at least one --set or --delete")
+	}
+	var alters []kadm.AlterConfig
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--set %q: want key=value", kv)
+		}
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range dels {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	adm, ctx, done, err := cf.adminContext()
+	if err != nil {
+		return err
+	}
+	defer done()
+	resps, err := adm.AlterTopicConfigs(ctx, alters, names...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range resps {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
+			continue
+		}
+		fmt.Printf("altered configs of topic %s\n", r.Name)
+	}
+	return errors.Join(errs...)
 }
 
 func detail(msg string) string {

@@ -1,0 +1,219 @@
+package broker
+
+// Read-only introspection for the admin HTTP listener, the CLI and
+// embedders: topics with their partitions' offsets, groups with their lag,
+// and the records of a partition (decoded by records.go).
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TopicInfo describes a topic for the console and tools.
+type TopicInfo struct {
+	Name string
+	ID   string
+	// Configs are the topic's overrides (the rest are defaults).
+	Configs map[string]string
+	// RetentionMs and RetentionBytes are the effective retention.ms and
+	// retention.bytes (-1: unlimited).
+	RetentionMs, RetentionBytes int64
+	CleanupPolicy               string
+	Partitions                  []PartitionInfo
+}
+
+// PartitionInfo is one partition's offsets and size.
+type PartitionInfo struct {
+	Partition      int32
+	LogStartOffset int64
+	HighWatermark  int64
+	LogEndOffset   int64
+	SizeBytes      int64
+}
+
+// Topics returns every topic sorted by name, with its partitions' offsets.
+func (b *Broker) Topics() []TopicInfo {
+	b.mu.RLock()
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		ts = append(ts, t)
+	}
+	b.mu.RUnlock()
+	slices.SortFunc(ts, func(x, y *topic) int {
+		switch {
+		case x.name < y.name:
+			return -1
+		case x.name > y.name:
+			return 1
+		}
+		return 0
+	})
+	out := make([]TopicInfo, 0, len(ts))
+	for _, t := range ts {
+		configs, parts := b.topicSnapshot(t)
+		ti := TopicInfo{Name: t.name, ID: t.id.String(), Configs: configs,
+			RetentionMs: b.topicInt(configs, "retention.ms"), RetentionBytes: b.topicInt(configs, "retention.bytes")}
+		ti.CleanupPolicy, _ = b.topicConfigValue(configs, "cleanup.policy")
+		for _, p := range parts {
+			ti.Partitions = append(ti.Partitions, PartitionInfo{
+				Partition: p.index, LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
+				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(),
+			})
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// GroupInfo describes a consumer group: its members and, for every
+// partition it committed, the committed offset and the lag.
+type GroupInfo struct {
+	Name         string
+	State        string
+	ProtocolType string
+	Protocol     string
+	Members      []MemberInfo
+	Offsets      []GroupOffset // sorted by topic, partition
+}
+
+// MemberInfo is a group member and, for the consumer protocol, its
+// assigned partitions.
+type MemberInfo struct {
+	ID, InstanceID, ClientID, Host string
+	Assigned                       map[string][]int32
+}
+
+// GroupOffset is a group's position in one partition. Lag is the
+// partition's high watermark minus Committed (0 when the commit is ahead),
+// or -1 when the topic or partition no longer exists.
+type GroupOffset struct {
+	Topic         string
+	Partition     int32
+	Committed     int64
+	HighWatermark int64
+	Lag           int64
+	Member        string // the assigned member's id, if any
+}
+
+// Groups returns every group sorted by name.
+func (b *Broker) Groups() []GroupInfo {
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.Version = 5
+	lresp := b.groups.ListGroups(lreq)
+	var names []string
+	for _, g := range lresp.Groups {
+		names = append(names, g.Group)
+	}
+	slices.Sort(names)
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Version = 5
+	dreq.Groups = names
+	dresp := b.groups.DescribeGroups(dreq)
+	out := make([]GroupInfo, 0, len(dresp.Groups))
+	for _, dg := range dresp.Groups {
+		gi := GroupInfo{Name: dg.Group, State: dg.State, ProtocolType: dg.ProtocolType, Protocol: dg.Protocol}
+		owner := map[string]map[int32]string{}
+		for _, m := range dg.Members {
+			mi := MemberInfo{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+			if m.InstanceID != nil {
+				mi.InstanceID = *m.InstanceID
+			}
+			if dg.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
+				var a kmsg.ConsumerMemberAssignment
+				if err := a.ReadFrom(m.MemberAssignment); err == nil {
+					mi.Assigned = map[string][]int32{}
+					for _, t := range a.Topics {
+						mi.Assigned[t.Topic] = append(mi.Assigned[t.Topic], t.Partitions...)
+						if owner[t.Topic] == nil {
+							owner[t.Topic] = map[int32]string{}
+						}
+						for _, p := range t.Partitions {
+							owner[t.Topic][p] = m.MemberID
+						}
+					}
+				}
+			}
+			gi.Members = append(gi.Members, mi)
+		}
+		for topicName, ps := range b.groups.Committed(dg.Group) {
+			var parts []*partition
+			if t := b.lookupTopic(topicName); t != nil {
+				parts = b.partitionsOf(t)
+			}
+			for p, off := range ps {
+				o := GroupOffset{Topic: topicName, Partition: p, Committed: off, HighWatermark: -1, Lag: -1, Member: owner[topicName][p]}
+				if p >= 0 && int(p) < len(parts) {
+					o.HighWatermark = parts[p].log.HighWatermark()
+					o.Lag = max(o.HighWatermark-off, 0)
+				}
+				gi.Offsets = append(gi.Offsets, o)
+			}
+		}
+		slices.SortFunc(gi.Offsets, func(x, y GroupOffset) int {
+			if x.Topic != y.Topic {
+				if x.Topic < y.Topic {
+					return -1
+				}
+				return 1
+			}
+			return int(x.Partition) - int(y.Partition)
+		})
+		out = append(out, gi)
+	}
+	return out
+}
+
+// ErrUnknownPartition is returned by ReadRecords for a topic or partition
+// that does not exist.
+var ErrUnknownPartition = errors.New("unknown topic or partition")
+
+// maxBrowseBytes bounds the bytes ReadRecords reads from the log per call.
+const maxBrowseBytes = 4 << 20
+
+// ReadRecords returns up to limit records of a partition from offset on
+// (below the high watermark), decompressing batches as needed; control
+// records are skipped. An offset below the log start is moved up to it.
+//
+// It returns ErrUnknownPartition, or the log's read errors.
+func (b *Broker) ReadRecords(topicName string, partitionIndex int32, offset int64, limit int) ([]Record, error) {
+	t := b.lookupTopic(topicName)
+	if t == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownPartition, topicName)
+	}
+	parts := b.partitionsOf(t)
+	if partitionIndex < 0 || int(partitionIndex) >= len(parts) {
+		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topicName, partitionIndex)
+	}
+	l := parts[partitionIndex].log
+	offset = max(offset, l.LogStartOffset())
+	var out []Record
+	read := 0
+	for len(out) < limit && read < maxBrowseBytes && offset < l.HighWatermark() {
+		res, err := l.Read(offset, 1<<20, true)
+		if err != nil {
+			return out, err
+		}
+		buf, err := res.Slice.ReadAll()
+		res.Slice.Release()
+		if err != nil {
+			return out, err
+		}
+		if len(buf) == 0 {
+			break
+		}
+		read += len(buf)
+		next, recs, err := parseBatches(buf, offset, limit-len(out))
+		out = append(out, recs...)
+		if err != nil {
+			return out, err
+		}
+		if next <= offset {
+			break
+		}
+		offset = next
+	}
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package broker
+
+// The Prometheus metrics, for the admin HTTP listener and embedders
+// (Broker.Metrics).
+//
+// Counters and histograms are updated by two hooks: observeRequest, called
+// by conn.run after every handler (request counts and latency per API and
+// version; bytes and records produced per topic), and observeFetch, called
+// by the Fetch handler before it encodes its answer (bytes fetched per
+// topic, from the sizes of the file regions about to be sent; records out
+// are not counted). Gauges (offsets, sizes, lag, connections) are read when
+// scraped.
+//
+// Metrics (all prefixed gregor_):
+//
+//	requests_total{api,version}                       counter
+//	request_duration_seconds{api,version}             histogram (handler time)
+//	topic_bytes_in_total{topic}, topic_records_in_total{topic}    counters
+//	topic_bytes_out_total{topic}  counters
+//	active_connections                                gauge
+//	partition_log_end_offset{topic,partition}         gauge
+//	partition_high_watermark{topic,partition}         gauge
+//	partition_log_start_offset{topic,partition}       gauge
+//	partition_size_bytes{topic,partition}             gauge
+//	group_members{group,state}                        gauge
+//	group_committed_offset{group,topic,partition}     gauge
+//	group_lag{group,topic,partition}                  gauge (high watermark − committed, ≥ 0)
+//	faults_active                                     gauge
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type observer struct {
+	once      sync.Once
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	bytesIn   *prometheus.CounterVec
+	recordsIn *prometheus.CounterVec
+	bytesOut  *prometheus.CounterVec
+	perAPI    sync.Map // apiVersionKey → *apiMetrics
+}
+
+type apiMetrics struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
+}
+
+// Metrics returns the broker's Prometheus registry. It holds only Gregor's
+// metrics; add Go and process collectors to it, or gather it with others.
+func (b *Broker) Metrics() *prometheus.Registry {
+	return b.metrics().reg
+}
+
+func (b *Broker) metrics() *observer {
+	o := &b.obs
+	o.once.Do(func() {
+		o.reg = prometheus.NewRegistry()
+		topicCounter := func(name, help string) *prometheus.CounterVec {
+			return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "gregor", Name: name, Help: help}, []string{"topic"})
+		}
+		o.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "gregor", Name: "requests_total", Help: "Requests handled, by API and version."}, []string{"api", "version"})
+		o.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "gregor", Name: "request_duration_seconds",
+			Help:    "Time from a decoded request to its encoded response (Fetch includes its long poll), by API and version.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"api", "version"})
+		o.bytesIn = topicCounter("topic_bytes_in_total", "Record batch bytes appended, by topic.")
+		o.recordsIn = topicCounter("topic_records_in_total", "Records appended, by topic.")
+		o.bytesOut = topicCounter("topic_bytes_out_total", "Record batch bytes sent to fetchers, by topic.")
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, gauges{b})
+	})
+	return o
+}
+
+// observeRequest records a handled request. It is called by conn.run.
+func (b *Broker) observeRequest(r *request, resp kmsg.Response, start time.Time) {
+	o := b.metrics()
+	key := int32(r.hdr.Key)<<16 | int32(uint16(r.hdr.Version))
+	m, ok := o.perAPI.Load(key)
+	if !ok {
+		labels := []string{kmsg.NameForKey(r.hdr.Key), strconv.Itoa(int(r.hdr.Version))}
+		m, _ = o.perAPI.LoadOrStore(key, &apiMetrics{count: o.requests.WithLabelValues(labels...), latency: o.latency.WithLabelValues(labels...)})
+	}
+	am := m.(*apiMetrics)
+	am.count.Inc()
+	am.latency.Observe(time.Since(start).Seconds())
+
+	req, ok := r.msg.(*kmsg.ProduceRequest)
+	pr, _ := resp.(*kmsg.ProduceResponse)
+	if !ok || pr == nil {
+		return
+	}
+	for ti, rt := range req.Topics {
+		if ti >= len(pr.Topics) {
+			break
+		}
+		var bytes, records int64
+		for pi, rp := range rt.Partitions {
+			if pi >= len(pr.Topics[ti].Partitions) || pr.Topics[ti].Partitions[pi].ErrorCode != 0 {
+				continue
+			}
+			if hdr, err := storage.ParseBatchHeader(rp.Records); err == nil {
+				bytes += int64(len(rp.Records))
+				records += int64(hdr.RecordCount)
+			}
+		}
+		if bytes > 0 {
+			o.bytesIn.WithLabelValues(rt.Topic).Add(float64(bytes))
+			o.recordsIn.WithLabelValues(rt.Topic).Add(float64(records))
+		}
+	}
+}
+
+// observeFetch records the record bytes a Fetch response is about to
+// send. It reads nothing from the regions: counting records would cost a
+// read per batch on the zero-copy path (Kafka reports bytes out only, too).
+func (b *Broker) observeFetch(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice) {
+	o := b.metrics()
+	for ti := range resp.Topics {
+		if ti >= len(regions) {
+			break
+		}
+		var bytes int64
+		for _, s := range regions[ti] {
+			bytes += max(s.Size, 0)
+		}
+		if bytes > 0 {
+			o.bytesOut.WithLabelValues(resp.Topics[ti].Topic).Add(float64(bytes))
+		}
+	}
+}
+
+// gauges is the collector of values read at scrape time.
+type gauges struct{ b *Broker }
+
+var (
+	descConns     = prometheus.NewDesc("gregor_active_connections", "Open client connections.", nil, nil)
+	partLabels    = []string{"topic", "partition"}
+	descLEO       = prometheus.NewDesc("gregor_partition_log_end_offset", "Offset of the next record to be appended.", partLabels, nil)
+	descHW        = prometheus.NewDesc("gregor_partition_high_watermark", "Offset up to which records are visible to consumers.", partLabels, nil)
+	descLSO       = prometheus.NewDesc("gregor_partition_log_start_offset", "First offset still in the log.", partLabels, nil)
+	descSize      = prometheus.NewDesc("gregor_partition_size_bytes", "Bytes of the partition's segments on disk.", partLabels, nil)
+	groupLabels   = []string{"group", "topic", "partition"}
+	descCommitted = prometheus.NewDesc("gregor_group_committed_offset", "A consumer group's committed offset.", groupLabels, nil)
+	descLag       = prometheus.NewDesc("gregor_group_lag", "High watermark minus the group's committed offset (records not yet consumed).", groupLabels, nil)
+	descMembers   = prometheus.NewDesc("gregor_group_members", "Members of a group, labelled with its state.", []string{"group", "state"}, nil)
+	descFaults    = prometheus.NewDesc("gregor_faults_active", "Injected faults still active.", nil, nil)
+)
+
+func (g gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descConns, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults} {
+		ch <- d
+	}
+}
+
+func (g gauges) Collect(ch chan<- prometheus.Metric) {
+	b := g.b
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descConns, float64(b.srv.active.Load()))
+	for _, t := range b.Topics() {
+		for _, p := range t.Partitions {
+			ps := strconv.Itoa(int(p.Partition))
+			gauge(descLEO, float64(p.LogEndOffset), t.Name, ps)
+			gauge(descHW, float64(p.HighWatermark), t.Name, ps)
+			gauge(descLSO, float64(p.LogStartOffset), t.Name, ps)
+			gauge(descSize, float64(p.SizeBytes), t.Name, ps)
+		}
+	}
+	for _, gr := range b.Groups() {
+		gauge(descMembers, float64(len(gr.Members)), gr.Name, gr.State)
+		for _, o := range gr.Offsets {
+			ps := strconv.Itoa(int(o.Partition))
+			gauge(descCommitted, float64(o.Committed), gr.Name, o.Topic, ps)
+			if o.Lag >= 0 {
+				gauge(descLag, float64(o.Lag), gr.Name, o.Topic, ps)
+			}
+		}
+	}
+	gauge(descFaults, float64(len(b.Faults())))
+}
