@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/storage"
@@ -40,7 +41,8 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	if req.Acks == 0 {
 		r.noResponse = true
 	}
-	for _, rt := range req.Topics {
+	var waits []replicaWait
+	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
 		t := b.lookupTopic(rt.Topic)
@@ -61,7 +63,12 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				code = kerr.UnknownTopicOrPartition.Code
 			default:
-				code, msg = b.producePartition(req, settings, parts[rp.Partition], rp.Records, &sp)
+				var w *replicaWait
+				code, msg, w = b.producePartition(req, settings, parts[rp.Partition], rp.Records, &sp)
+				if w != nil {
+					w.ti, w.pi = ti, len(st.Partitions)
+					waits = append(waits, *w)
+				}
 			}
 			sp.ErrorCode = code
 			if code != 0 && msg != "" {
@@ -70,6 +77,10 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(waits) > 0 {
+		timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+		r.wait = func() { b.awaitReplicas(r.ctx, resp, waits, timeout) }
 	}
 	if req.Acks == 0 {
 		// With no response to carry an error, Kafka closes the connection
@@ -85,49 +96,53 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSettings, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string) {
+func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSettings, p *partition, records []byte, sp *kmsg.ProduceResponseTopicPartition) (int16, string, *replicaWait) {
+	ldr, code, msg := b.produceLeadership(p)
+	if code != 0 {
+		return code, msg, nil
+	}
 	hdr, err := storage.ParseBatchHeader(records)
 	if err != nil {
-		return kerr.CorruptMessage.Code, err.Error()
+		return kerr.CorruptMessage.Code, err.Error(), nil
 	}
 	if hdr.Magic != 2 {
-		return kerr.InvalidRecord.Code, "Produce requests with version 3+ may only contain record batches with magic version 2"
+		return kerr.InvalidRecord.Code, "Produce requests with version 3+ may only contain record batches with magic version 2", nil
 	}
 	if hdr.Size() != int64(len(records)) {
 		if hdr.Size() < int64(len(records)) {
-			return kerr.InvalidRecord.Code, "Produce requests with version 3+ must contain exactly one record batch"
+			return kerr.InvalidRecord.Code, "Produce requests with version 3+ must contain exactly one record batch", nil
 		}
-		return kerr.CorruptMessage.Code, "record batch is truncated"
+		return kerr.CorruptMessage.Code, "record batch is truncated", nil
 	}
 	if maxBytes := settings.maxMessageBytes; int64(len(records)) > maxBytes {
-		return kerr.MessageTooLarge.Code, "The record batch size " + strconv.Itoa(len(records)) + " exceeds max.message.bytes " + strconv.FormatInt(maxBytes, 10)
+		return kerr.MessageTooLarge.Code, "The record batch size " + strconv.Itoa(len(records)) + " exceeds max.message.bytes " + strconv.FormatInt(maxBytes, 10), nil
 	}
 	if hdr.Control() {
-		return kerr.InvalidRecord.Code, "clients may not produce control batches"
+		return kerr.InvalidRecord.Code, "clients may not produce control batches", nil
 	}
 	if hdr.Transactional() {
 		if req.TransactionID == nil {
-			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id"
+			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id", nil
 		}
 		code := b.txns.CheckProduce(hdr.ProducerID, hdr.ProducerEpoch, p.topic.name, p.index, req.Version >= 12)
 		if code = coordinator.ProduceTxnError(code, req.Version); code != 0 {
-			return code, "the partition is not part of the producer's ongoing transaction"
+			return code, "the partition is not part of the producer's ongoing transaction", nil
 		}
 	}
-	if req.Acks == -1 && settings.minInsyncReplicas > 1 {
-		return kerr.NotEnoughReplicas.Code, "min.insync.replicas is larger than the single broker's ISR"
+	if code, msg := minInsync(ldr, req.Acks, settings.minInsyncReplicas); code != 0 {
+		return code, msg, nil
 	}
-	opts := storage.AppendOptions{LeaderEpoch: p.leaderEpoch, LogAppendTime: -1}
+	opts := storage.AppendOptions{LeaderEpoch: p.epoch.Load(), LogAppendTime: -1}
 	now := b.cfg.Now().UnixMilli()
 	if settings.logAppendTime {
 		opts.LogAppendTime = now
 	} else {
 		after, before := settings.tsAfterMaxMs, settings.tsBeforeMaxMs
 		if hdr.MaxTimestamp > now && hdr.MaxTimestamp-now > after {
-			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.MaxTimestamp, 10) + " of a record is more than message.timestamp.after.max.ms in the future"
+			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.MaxTimestamp, 10) + " of a record is more than message.timestamp.after.max.ms in the future", nil
 		}
 		if hdr.BaseTimestamp >= 0 && hdr.BaseTimestamp < now && now-hdr.BaseTimestamp > before {
-			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.BaseTimestamp, 10) + " of a record is more than message.timestamp.before.max.ms in the past"
+			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.BaseTimestamp, 10) + " of a record is more than message.timestamp.before.max.ms in the past", nil
 		}
 	}
 	res, err := p.log.Append(records, opts)
@@ -136,12 +151,19 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			b.log.Error("append failed", "topic", p.topic.name, "partition", p.index, "err", err)
 		}
-		return code, err.Error()
+		return code, err.Error(), nil
 	}
 	sp.BaseOffset = res.BaseOffset
 	sp.LogAppendTime = res.LogAppendTime
 	sp.LogStartOffset = res.LogStartOffset
-	return 0, ""
+	if ldr != nil {
+		ldr.MaybeAdvanceHighWatermark()
+		if req.Acks == -1 {
+			// A retried duplicate, too, is answered only once committed.
+			return 0, "", &replicaWait{p: p, ldr: ldr, target: res.LastOffset + 1, minISR: settings.minInsyncReplicas}
+		}
+	}
+	return 0, "", nil
 }
 
 // appendErrorCode maps a storage error to the Kafka error a producer sees.

@@ -48,6 +48,14 @@ type fetchTarget struct {
 	code   int16 // resolution error, answered without reading
 }
 
+// fetchReplicaID is the broker id of a follower's Fetch, -1 for a consumer.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
+}
+
 func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -80,6 +88,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 // resolution errors fetchOnce answers.
 func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchTarget {
 	var targets []fetchTarget
+	replica := fetchReplicaID(req)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		var t *topic
@@ -107,7 +116,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 				tg.code = kerr.UnknownTopicOrPartition.Code
 			default:
 				tg.part = parts[rp.Partition]
-				tg.code = checkLeaderEpoch(rp.CurrentLeaderEpoch, tg.part.leaderEpoch)
+				tg.code = b.fetchLeadership(tg.part, replica, rp.CurrentLeaderEpoch, rp.FetchOffset)
 			}
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -197,6 +206,8 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 			for _, a := range aborted {
 				sp.AbortedTransactions = append(sp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
 			}
+		} else if fetchReplicaID(req) >= 0 {
+			res, err = tg.part.log.ReadForFollower(tg.req.FetchOffset, max(limit, 0), minOne)
 		} else {
 			res, err = tg.part.log.Read(tg.req.FetchOffset, max(limit, 0), minOne)
 		}

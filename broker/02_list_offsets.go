@@ -49,7 +49,10 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				p := parts[rp.Partition]
-				if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); sp.ErrorCode == 0 {
+				if sp.ErrorCode = b.leadership(p); sp.ErrorCode != 0 {
+					break
+				}
+				if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.epoch.Load()); sp.ErrorCode == 0 {
 					b.listOffset(req, p, rp.Timestamp, &sp)
 				}
 			}
@@ -68,7 +71,14 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, p *partition, ts int64
 		upper = l.LastStableOffset()
 	}
 	found := func(offset, timestamp int64) {
-		sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, timestamp, p.leaderEpoch
+		sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, timestamp, p.epoch.Load()
+	}
+	if ldr := p.leader.Load(); ldr != nil && req.ReplicaID < 0 && upper < ldr.EpochStartOffset() && (ts == listLatest || ts == listMaxTimestamp || ts >= 0) {
+		// A new leader's high watermark may still be below the previous
+		// leader's until its followers catch up: answering it would move
+		// a consumer's view of the end backwards (KIP-207).
+		sp.ErrorCode = kerr.OffsetNotAvailable.Code
+		return
 	}
 	switch {
 	case ts == listLatest:

@@ -50,9 +50,12 @@ var (
 func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.nodeID, Host: b.srv.advHost, Port: b.srv.advPort}}
+	brokers, controller := b.brokersView()
+	for _, br := range brokers {
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
+	}
 	resp.ClusterID = &b.clusterID
-	resp.ControllerID = b.nodeID
+	resp.ControllerID = controller
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = clusterAuthorizedOps
 	}
@@ -127,11 +130,12 @@ func (b *Broker) metadataTopic(t *topic, req *kmsg.MetadataRequest) kmsg.Metadat
 	for _, p := range b.partitionsOf(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.index
-		mp.Leader = b.nodeID
-		mp.LeaderEpoch = p.leaderEpoch
-		mp.Replicas = []int32{b.nodeID}
-		mp.ISR = []int32{b.nodeID}
-		mp.OfflineReplicas = []int32{}
+		v := b.partitionView(p)
+		mp.Leader, mp.LeaderEpoch = v.leader, v.leaderEpoch
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = v.replicas, v.isr, v.offline
+		if v.leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gregor-broker/gregor/cluster"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,7 +47,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			fail(kerr.InvalidTopicException, err.Error())
 			continue
 		}
-		partitions, msg, e := b.createTopicsPartitions(rt)
+		partitions, rf, assignment, msg, e := b.createTopicsPartitions(rt)
 		if e != nil {
 			fail(e, msg)
 			continue
@@ -79,8 +80,14 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			}
 		} else {
 			var err error
-			t, err = b.createTopic(rt.Topic, partitions, configs)
+			t, err = b.createTopicAssigned(rt.Topic, partitions, rf, assignment, configs)
 			switch {
+			case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+				fail(kerr.InvalidReplicationFactor, err.Error())
+				continue
+			case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
+				fail(kerr.InvalidReplicaAssignment, err.Error())
+				continue
 			case errors.Is(err, errTopicExists):
 				fail(kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
 				continue
@@ -95,7 +102,12 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			st.TopicID = t.id
 		}
 		st.NumPartitions = partitions
-		st.ReplicationFactor = 1
+		st.ReplicationFactor = rf
+		if t != nil {
+			if parts := b.partitionsOf(t); len(parts) > 0 {
+				st.ReplicationFactor = int16(len(b.partitionView(parts[0]).replicas))
+			}
+		}
 		for _, d := range topicConfigDefs {
 			v, src := b.topicConfigValue(configs, d.name)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
@@ -109,41 +121,62 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 
 // createTopicsPartitions checks a topic's partition count, replication
 // factor and manual assignment; it returns the partition count.
-func (b *Broker) createTopicsPartitions(rt kmsg.CreateTopicsRequestTopic) (int32, string, *kerr.Error) {
+func (b *Broker) createTopicsPartitions(rt kmsg.CreateTopicsRequestTopic) (int32, int16, map[int32][]int32, string, *kerr.Error) {
+	brokers, _ := b.brokersView()
+	live := map[int32]bool{}
+	for _, br := range brokers {
+		live[br.id] = true
+	}
 	if len(rt.ReplicaAssignment) > 0 {
 		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
-			return 0, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.", kerr.InvalidRequest
+			return 0, 0, nil, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.", kerr.InvalidRequest
 		}
 		got := map[int32]bool{}
+		assignment := map[int32][]int32{}
+		rf := len(rt.ReplicaAssignment[0].Replicas)
 		for _, a := range rt.ReplicaAssignment {
 			if a.Partition < 0 || int(a.Partition) >= len(rt.ReplicaAssignment) || got[a.Partition] {
-				return 0, "Unexpected existing or out-of-order partition ids in replica assignment.", kerr.InvalidReplicaAssignment
+				return 0, 0, nil, "Unexpected existing or out-of-order partition ids in replica assignment.", kerr.InvalidReplicaAssignment
 			}
 			got[a.Partition] = true
-			if len(a.Replicas) != 1 || a.Replicas[0] != b.nodeID {
-				return 0, fmt.Sprintf("Replica assignment %v for partition %d names brokers other than the only one, %d.", a.Replicas, a.Partition, b.nodeID), kerr.InvalidReplicaAssignment
+			if len(a.Replicas) == 0 || len(a.Replicas) != rf {
+				return 0, 0, nil, fmt.Sprintf("All partitions should have the same number of replicas: partition %d has %d.", a.Partition, len(a.Replicas)), kerr.InvalidReplicaAssignment
 			}
+			seen := map[int32]bool{}
+			for _, r := range a.Replicas {
+				if seen[r] {
+					return 0, 0, nil, fmt.Sprintf("Duplicate brokers not allowed in replica assignment: %v for partition id %d.", a.Replicas, a.Partition), kerr.InvalidReplicaAssignment
+				}
+				seen[r] = true
+				if !live[r] {
+					if b.cl == nil {
+						return 0, 0, nil, fmt.Sprintf("Replica assignment %v for partition %d names brokers other than the only one, %d.", a.Replicas, a.Partition, b.nodeID), kerr.InvalidReplicaAssignment
+					}
+					return 0, 0, nil, fmt.Sprintf("Unknown broker %d in replica assignment %v for partition %d.", r, a.Replicas, a.Partition), kerr.InvalidReplicaAssignment
+				}
+			}
+			assignment[a.Partition] = a.Replicas
 		}
-		return int32(len(rt.ReplicaAssignment)), "", nil
+		return int32(len(rt.ReplicaAssignment)), int16(rf), assignment, "", nil
 	}
 	n := rt.NumPartitions
 	if n == -1 {
 		n = int32(b.cfg.int64Prop("num.partitions"))
 	}
 	if n <= 0 {
-		return 0, "Number of partitions must be larger than 0.", kerr.InvalidPartitions
+		return 0, 0, nil, "Number of partitions must be larger than 0.", kerr.InvalidPartitions
 	}
 	rf := rt.ReplicationFactor
 	if rf == -1 {
 		rf = int16(b.cfg.int64Prop("default.replication.factor"))
 	}
 	if rf <= 0 {
-		return 0, "Replication factor must be larger than 0.", kerr.InvalidReplicationFactor
+		return 0, 0, nil, "Replication factor must be larger than 0.", kerr.InvalidReplicationFactor
 	}
-	if rf > 1 {
-		return 0, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf), kerr.InvalidReplicationFactor
+	if int(rf) > len(brokers) {
+		return 0, 0, nil, fmt.Sprintf("Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, len(brokers)), kerr.InvalidReplicationFactor
 	}
-	return n, "", nil
+	return n, rf, nil, "", nil
 }
 
 // collidingTopic names an existing topic that differs from name only in

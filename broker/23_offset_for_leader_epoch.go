@@ -3,7 +3,8 @@ package broker
 // OffsetForLeaderEpoch: v2-4 (v0-1 were removed in Kafka 4)
 //
 // Clients use it (KIP-320) to detect log truncation after a leader change.
-// A single broker has had one leader epoch per partition, so every batch is
+// In a cluster the answer comes from the partition's leader-epoch cache,
+// only from its leader. A single broker has had one leader epoch per partition, so every batch is
 // in the current epoch: a request for that epoch (or an earlier one) ends at
 // the log end offset; a later epoch is unknown (-1, -1), as Kafka answers.
 // A stale current leader epoch is FENCED_LEADER_EPOCH, a newer one
@@ -29,8 +30,15 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			if p := partitionAt(parts, rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.leaderEpoch); sp.ErrorCode == 0 && rp.LeaderEpoch >= 0 && rp.LeaderEpoch <= p.leaderEpoch {
-				sp.LeaderEpoch, sp.EndOffset = p.leaderEpoch, p.log.LogEndOffset()
+			} else if sp.ErrorCode = b.leadership(p); sp.ErrorCode != 0 {
+			} else if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.epoch.Load()); sp.ErrorCode != 0 {
+			} else if b.cl != nil {
+				// Followers truncating after a leader change (KIP-101) and
+				// consumers detecting truncation (KIP-320) ask where an
+				// epoch ends in the leader's log.
+				sp.LeaderEpoch, sp.EndOffset = p.log.EndOffsetForLeaderEpoch(rp.LeaderEpoch)
+			} else if epoch := p.epoch.Load(); rp.LeaderEpoch >= 0 && rp.LeaderEpoch <= epoch {
+				sp.LeaderEpoch, sp.EndOffset = epoch, p.log.LogEndOffset()
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

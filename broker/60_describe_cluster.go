@@ -24,8 +24,11 @@ func (b *Broker) handleDescribeCluster(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.nodeID
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.nodeID, Host: b.srv.advHost, Port: b.srv.advPort}}
+	brokers, controller := b.brokersView()
+	resp.ControllerID = controller
+	for _, br := range brokers {
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
+	}
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
 	}

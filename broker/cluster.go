@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,10 @@ type clusterState struct {
 	fetchers *replication.Fetchers
 	lagMax   time.Duration
 	isrKick  chan struct{}
+	applyMu  sync.Mutex                       // serialises applyMetadata
 	applied  atomic.Pointer[cluster.Metadata] // the metadata the local state reflects
+	peersMu  sync.Mutex
+	peers    map[int32]*peer // clients for requests to other brokers
 }
 
 // clusterConfigured reports whether the properties ask for cluster mode.
@@ -185,8 +189,11 @@ func (b *Broker) checkISRs() {
 }
 
 // applyMetadata makes the local topics, logs and replica roles follow md.
-// It runs on the metadata loop (and once at start), never concurrently.
+// It runs on the metadata loop, at start and after this broker's own
+// metadata writes, one call at a time.
 func (b *Broker) applyMetadata(md *cluster.Metadata) {
+	b.cl.applyMu.Lock()
+	defer b.cl.applyMu.Unlock()
 	if prev := b.cl.applied.Load(); prev != nil && prev.Revision >= md.Revision {
 		return
 	}
@@ -526,4 +533,118 @@ func (b *Broker) partitionView(p *partition) replicaView {
 		}
 	}
 	return v
+}
+
+// fetchLeadership checks a Fetch for p: consumers and followers fetch from
+// the leader (in its current epoch, when they name one). A follower's fetch
+// offset is its log end offset: the Leader records it, which may move the
+// high watermark, and a follower out of the ISR that has caught up is
+// proposed for it at once.
+func (b *Broker) fetchLeadership(p *partition, replica, currentEpoch int32, fetchOffset int64) int16 {
+	if code := b.leadership(p); code != 0 {
+		return code
+	}
+	if code := checkLeaderEpoch(currentEpoch, p.epoch.Load()); code != 0 {
+		return code
+	}
+	if b.cl == nil || replica < 0 {
+		return 0
+	}
+	ldr := p.leader.Load()
+	if ldr == nil || !ldr.IsReplica(replica) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	ldr.FollowerFetched(replica, fetchOffset, time.Now())
+	if !slices.Contains(ldr.State().ISR, replica) {
+		b.kickISR()
+	}
+	return 0
+}
+
+// awaitMetadata applies the newest metadata until cond holds or timeout
+// passes: after a metadata write, so that the writer's next request sees
+// its effect here.
+func (b *Broker) awaitMetadata(timeout time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		ch := b.cl.node.Changes()
+		b.applyMetadata(b.cl.node.Metadata())
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		case <-b.ctx.Done():
+			return false
+		}
+	}
+}
+
+// metadataTimeout bounds how long a metadata write waits to be seen here.
+const metadataTimeout = 10 * time.Second
+
+func (b *Broker) clusterCreateTopic(name string, partitions int32, rf int16, assignment map[int32][]int32, configs map[string]string) (*topic, error) {
+	if other := b.collidingTopic(name); other != "" {
+		return nil, fmt.Errorf("%w %s: topics may not differ only in '.' and '_'", errTopicCollides, other)
+	}
+	if rf < 0 {
+		rf = int16(b.cfg.int64Prop("default.replication.factor"))
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	mt, err := b.cl.node.CreateTopic(ctx, name, partitions, rf, assignment, cloneMap(configs))
+	if errors.Is(err, cluster.ErrTopicExists) {
+		return nil, errTopicExists
+	}
+	if err != nil {
+		return nil, err
+	}
+	var t *topic
+	b.awaitMetadata(metadataTimeout, func() bool {
+		t = b.lookupTopic(name)
+		return t != nil && t.id == uuid(mt.ID)
+	})
+	if t == nil || t.id != uuid(mt.ID) {
+		return nil, fmt.Errorf("topic %s was created but has not reached this broker yet", name)
+	}
+	b.log.Info("created topic", "topic", name, "id", t.id, "partitions", partitions, "replication_factor", rf, "configs", configs)
+	return t, nil
+}
+
+func (b *Broker) clusterDeleteTopic(t *topic) error {
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, cluster.ErrUnknownTopic) {
+		return err
+	}
+	b.awaitMetadata(metadataTimeout, func() bool { return b.lookupTopicID(t.id) == nil })
+	return nil
+}
+
+func (b *Broker) clusterAddPartitions(t *topic, count int32) error {
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	if err := b.cl.node.CreatePartitions(ctx, t.name, count, nil); err != nil {
+		return err
+	}
+	b.awaitMetadata(metadataTimeout, func() bool { return int32(len(b.partitionsOf(t))) >= count })
+	b.log.Info("added partitions", "topic", t.name, "partitions", count)
+	return nil
+}
+
+func (b *Broker) clusterSetTopicConfigs(t *topic, configs map[string]string) error {
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	if err := b.cl.node.SetTopicConfigs(ctx, t.name, cloneMap(configs)); err != nil {
+		return err
+	}
+	b.awaitMetadata(metadataTimeout, func() bool {
+		c, _ := b.topicSnapshot(t)
+		return mapsEqual(c, configs)
+	})
+	b.log.Info("altered topic configs", "topic", t.name, "configs", configs)
+	return nil
 }

@@ -20,8 +20,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -49,12 +52,19 @@ type topic struct {
 }
 
 // partition is one partition and its log. On a single broker it is always
-// the leader, in leaderEpoch 0.
+// the leader, in leaderEpoch 0. In a cluster (cluster.go) log is nil when
+// no replica is assigned to this broker (a partition object is replaced
+// when that changes, so log never changes), and the rest follows the
+// metadata.
 type partition struct {
-	topic       *topic
-	index       int32
-	log         *storage.Log
-	leaderEpoch int32
+	topic *topic
+	index int32
+	log   *storage.Log
+
+	epoch       atomic.Int32                       // the current leader epoch
+	meta        atomic.Pointer[cluster.Partition]  // cluster: the partition's state in etcd
+	leader      atomic.Pointer[replication.Leader] // cluster: set while this broker leads
+	followEpoch atomic.Int32                       // cluster: the epoch the fetcher follows
 }
 
 // loadTopics opens every persisted topic's partitions and removes directories
@@ -216,8 +226,19 @@ var (
 	errTopicCollides = errors.New("topic name collides with an existing topic")
 )
 
-// createTopic creates a topic durably. Caller validated name and configs.
+// createTopic creates a topic durably with the default replication factor.
+// Caller validated name and configs.
 func (b *Broker) createTopic(name string, partitions int32, configs map[string]string) (*topic, error) {
+	return b.createTopicAssigned(name, partitions, -1, nil, configs)
+}
+
+// createTopicAssigned creates a topic with replicationFactor replicas per
+// partition (-1: default.replication.factor) or the given assignment. A
+// single node validated both to be itself alone.
+func (b *Broker) createTopicAssigned(name string, partitions int32, replicationFactor int16, assignment map[int32][]int32, configs map[string]string) (*topic, error) {
+	if b.cl != nil {
+		return b.clusterCreateTopic(name, partitions, replicationFactor, assignment, configs)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[name]; ok {
@@ -272,6 +293,9 @@ func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
 
 // deleteTopic removes a topic: its metadata first, then its logs.
 func (b *Broker) deleteTopic(t *topic) error {
+	if b.cl != nil {
+		return b.clusterDeleteTopic(t)
+	}
 	b.mu.Lock()
 	if b.topics[t.name] != t {
 		b.mu.Unlock()
@@ -300,6 +324,9 @@ func (b *Broker) deleteTopic(t *topic) error {
 
 // addPartitions grows t to count partitions.
 func (b *Broker) addPartitions(t *topic, count int32) error {
+	if b.cl != nil {
+		return b.clusterAddPartitions(t, count)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	parts := slices.Clone(t.partitions)
@@ -327,6 +354,9 @@ func (b *Broker) addPartitions(t *topic, count int32) error {
 // setTopicConfigs replaces t's overrides, persists them and applies them to
 // every partition's log.
 func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
+	if b.cl != nil {
+		return b.clusterSetTopicConfigs(t, configs)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.topicRecords.save(topicRecord{Name: t.name, ID: t.id.String(), Partitions: int32(len(t.partitions)), Configs: configs}); err != nil {

@@ -1,0 +1,110 @@
+package broker
+
+// What a Produce does beyond the local append in a cluster: only the
+// partition's leader takes it, a leader whose etcd session may have lapsed
+// takes nothing, acks=all needs min.insync.replicas in the ISR, and its
+// answer waits until the high watermark (the smallest log end offset over
+// the ISR) has passed the batch.
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/gregor-broker/gregor/replication"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// replicaWait is an acks=all batch waiting for its followers.
+type replicaWait struct {
+	ti, pi int // where its answer is in the response
+	p      *partition
+	ldr    *replication.Leader
+	target int64 // the batch's last offset + 1
+	minISR int64
+}
+
+// produceLeadership checks that this broker may take a produce for p: nil
+// and 0 on a single node; in a cluster the partition's Leader, or
+// NOT_LEADER_OR_FOLLOWER.
+func (b *Broker) produceLeadership(p *partition) (*replication.Leader, int16, string) {
+	if b.cl == nil {
+		return nil, 0, ""
+	}
+	ldr := p.leader.Load()
+	if p.log == nil || ldr == nil {
+		return nil, kerr.NotLeaderForPartition.Code, "This server is not the leader for that topic-partition."
+	}
+	if b.cl.node.Fenced() {
+		// Our etcd session may have expired: another broker may be
+		// elected leader at any moment, so this one takes no writes.
+		return nil, kerr.NotLeaderForPartition.Code, "This broker has lost its session with the cluster metadata."
+	}
+	return ldr, 0, ""
+}
+
+// minInsync is the min.insync.replicas check of an acks=all produce.
+func minInsync(ldr *replication.Leader, acks int16, minISR int64) (int16, string) {
+	if acks != -1 || minISR <= 1 {
+		return 0, ""
+	}
+	isr := int64(1)
+	if ldr != nil {
+		isr = int64(ldr.ISRSize())
+	}
+	if isr < minISR {
+		return kerr.NotEnoughReplicas.Code, "The size of the current ISR " + strconv.FormatInt(isr, 10) + " is insufficient to satisfy the min.isr requirement of " + strconv.FormatInt(minISR, 10)
+	}
+	return 0, ""
+}
+
+// awaitReplicas waits until every batch in waits is below its partition's
+// high watermark, or until timeout, and sets each partition's answer.
+func (b *Broker) awaitReplicas(ctx context.Context, resp *kmsg.ProduceResponse, waits []replicaWait, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for _, w := range waits {
+		code := b.awaitReplica(ctx, w, deadline)
+		if code == 0 {
+			continue
+		}
+		sp := &resp.Topics[w.ti].Partitions[w.pi]
+		sp.ErrorCode = code
+		sp.BaseOffset, sp.LogAppendTime = -1, -1
+	}
+}
+
+// awaitReplica waits for one batch: 0 once committed (or
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR has shrunk below
+// min.insync.replicas meanwhile), NOT_LEADER_OR_FOLLOWER when leadership is
+// lost first, REQUEST_TIMED_OUT at the deadline.
+func (b *Broker) awaitReplica(ctx context.Context, w replicaWait, deadline time.Time) int16 {
+	// Leadership changes do not close the log's channel: look again at
+	// least this often.
+	const recheck = 50 * time.Millisecond
+	for {
+		ch := w.p.log.Notify()
+		if w.p.log.HighWatermark() >= w.target {
+			if w.minISR > 1 && int64(w.ldr.ISRSize()) < w.minISR {
+				return kerr.NotEnoughReplicasAfterAppend.Code
+			}
+			return 0
+		}
+		if w.p.leader.Load() != w.ldr {
+			return kerr.NotLeaderForPartition.Code
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return kerr.RequestTimedOut.Code
+		}
+		t := time.NewTimer(min(left, recheck))
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return kerr.RequestTimedOut.Code
+		}
+		t.Stop()
+	}
+}
