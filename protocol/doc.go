@@ -4,7 +4,8 @@
 //
 // It knows nothing of disks or topics. Request and response bodies are
 // decoded and encoded with github.com/twmb/franz-go/pkg/kmsg; this package
-// adds only what kmsg leaves to a server.
+// adds only what kmsg leaves to a server, and reads and writes the wire's
+// primitives with kmsg's own github.com/twmb/franz-go/pkg/kbin.
 //
 // # Framing
 //
@@ -25,6 +26,7 @@
 // # Zero-copy fetch
 //
 // A Fetch response's record bytes are not copied into the encoded response:
-// AppendFetchResponse leaves them as file regions in an Out, which the
-// connection sends with sendfile(2).
+// EncodeFetchResponse leaves them as file regions in an Out, which the
+// connection sends with sendfile(2). Its output is byte for byte what kmsg
+// encodes (TestEncodeFetchResponse_MatchesKmsg).
 package protocol

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestReadFrame_RejectsOversizeAndNegative(t *testing.T) {
@@ -39,19 +42,29 @@ func TestReadFrame_LargeAndShortFrames(t *testing.T) {
 }
 
 func TestParseRequestHeader_V2SkipsTags(t *testing.T) {
-	var f []byte
-	f = binary.BigEndian.AppendUint16(f, 18)
-	f = binary.BigEndian.AppendUint16(f, 3)
-	f = binary.BigEndian.AppendUint32(f, 99)
-	f = binary.BigEndian.AppendUint16(f, 3)
-	f = append(f, "cli"...)
-	f = append(f, 1, 5, 2, 'x', 'y') // one tag: key 5, 2 bytes
-	f = append(f, 0xAB)              // body
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "sw", "1"
+	// A client's frame (header v2 with no tagged fields), without its size
+	// prefix; the header is 8 fixed bytes and the client id (2+3).
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("cli")).AppendRequest(nil, req, 99)[4:]
+	const tagsAt = 8 + 2 + 3
+	if f[tagsAt] != 0 {
+		t.Fatalf("formatter wrote tagged fields: %x", f)
+	}
+	wantBody := req.AppendTo(nil)
+	// The same header with one tagged field (tag 5, 2 bytes), which no
+	// client sends yet but every server must skip.
+	tags := kbin.AppendUvarint(nil, 1) // one field
+	tags = kbin.AppendUvarint(tags, 5) // its tag
+	tags = kbin.AppendUvarint(tags, 2) // its size
+	tags = append(tags, 'x', 'y')
+	f = append(append(f[:tagsAt:tagsAt], tags...), wantBody...)
 	h, body, err := ParseRequestHeader(f, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Key != 18 || h.Version != 3 || h.CorrelationID != 99 || *h.ClientID != "cli" || !bytes.Equal(body, []byte{0xAB}) {
+	if h.Key != int16(kmsg.ApiVersions) || h.Version != 3 || h.CorrelationID != 99 || *h.ClientID != "cli" || !bytes.Equal(body, wantBody) {
 		t.Fatalf("bad header %+v body %x", h, body)
 	}
 	if _, _, err := ParseRequestHeader(f[:12], true); err == nil {
