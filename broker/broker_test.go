@@ -196,7 +196,8 @@ func TestServer_UnknownKeyClosesConnection(t *testing.T) {
 
 func TestServer_OversizeAndNegativeFramesClose(t *testing.T) {
 	_, addr := startBroker(t, "", map[string]string{"socket.request.max.bytes": "1024"})
-	for _, size := range []uint32{2048, 0xffffffff} {
+	// Too large, negative, and empty (no room for a header).
+	for _, size := range []uint32{2048, 0xffffffff, 0} {
 		c := dialRaw(t, addr)
 		c.nc.Write(binary.BigEndian.AppendUint32(nil, size))
 		c.expectClosed()

@@ -73,8 +73,11 @@ var framePool struct {
 	retained int
 }
 
+// frameClass is the pool's size class for an n-byte frame, or -1 when such
+// frames are not pooled: larger than the largest class, or empty (a frame
+// of size 0 carries no header; it is read, refused and dropped).
 func frameClass(n int) int {
-	if n > 1<<maxPooledFrame {
+	if n <= 0 || n > 1<<maxPooledFrame {
 		return -1
 	}
 	return max(bits.Len(uint(n-1)), minPooledFrame)

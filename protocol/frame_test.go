@@ -90,3 +90,22 @@ func TestReadFrameInto_PooledBuffersAreFullyOverwritten(t *testing.T) {
 	}
 	PutFrame(make([]byte, 100)) // not from the pool: ignored
 }
+
+// TestReadFrameInto_EmptyFrame: a size prefix of 0 is valid framing (the
+// header check refuses it later); reading it once indexed past the pool's
+// size classes and panicked the broker's connection reader.
+func TestReadFrameInto_EmptyFrame(t *testing.T) {
+	r := bytes.NewReader([]byte{0, 0, 0, 0})
+	n, err := ReadFrameSize(r, 100)
+	if err != nil || n != 0 {
+		t.Fatalf("size %d, err %v", n, err)
+	}
+	frame, err := ReadFrameInto(r, n)
+	if err != nil || len(frame) != 0 {
+		t.Fatalf("got %d bytes, err %v", len(frame), err)
+	}
+	if n := FrameAllocSize(0); n != 0 {
+		t.Fatalf("FrameAllocSize(0) = %d, want 0", n)
+	}
+	PutFrame(frame)
+}
