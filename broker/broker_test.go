@@ -93,7 +93,11 @@ func (c *rawConn) sendFrame(frame []byte) {
 // recv reads one response into resp, checking the correlation id.
 func (c *rawConn) recv(corr int32, resp kmsg.Response) {
 	c.t.Helper()
-	frame, err := protocol.ReadFrame(c.nc, 100<<20)
+	n, err := protocol.ReadFrameSize(c.nc, 100<<20)
+	if err != nil {
+		c.t.Fatalf("read response size: %v", err)
+	}
+	frame, err := protocol.ReadFrameInto(c.nc, n)
 	if err != nil {
 		c.t.Fatalf("read response: %v", err)
 	}

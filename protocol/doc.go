@@ -10,9 +10,10 @@
 // # Framing
 //
 // Every request and response is an int32 big-endian size followed by that
-// many bytes. ReadFrame refuses a negative size or one above the configured
-// cap (Kafka's socket.request.max.bytes, 100 MiB by default) before it
-// allocates anything.
+// many bytes. ReadFrameSize refuses a negative size or one above the
+// configured cap (Kafka's socket.request.max.bytes, 100 MiB by default)
+// before anything is allocated; ReadFrameInto then reads the body into a
+// pooled buffer, which PutFrame gives back once nothing refers to it.
 //
 // # Headers
 //

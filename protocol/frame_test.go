@@ -4,31 +4,42 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestReadFrame_RejectsOversizeAndNegative(t *testing.T) {
+// readFrame reads one size-prefixed frame the way the broker's connection
+// reader does: ReadFrameSize, then ReadFrameInto (a pooled buffer).
+func readFrame(r io.Reader, limit int32) ([]byte, error) {
+	n, err := ReadFrameSize(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	return ReadFrameInto(r, n)
+}
+
+func TestReadFrameSize_RejectsOversizeAndNegative(t *testing.T) {
 	for _, tc := range []struct {
 		size int32
 		want error
 	}{{-1, ErrNegativeFrame}, {101, ErrFrameTooLarge}} {
 		var b bytes.Buffer
 		binary.Write(&b, binary.BigEndian, tc.size)
-		if _, err := ReadFrame(&b, 100); !errors.Is(err, tc.want) {
+		if _, err := readFrame(&b, 100); !errors.Is(err, tc.want) {
 			t.Fatalf("size %d: got %v, want %v", tc.size, err, tc.want)
 		}
 	}
 }
 
-func TestReadFrame_LargeAndShortFrames(t *testing.T) {
+func TestReadFrameInto_LargeAndShortFrames(t *testing.T) {
 	payload := bytes.Repeat([]byte{7}, 300<<10)
 	var b bytes.Buffer
 	binary.Write(&b, binary.BigEndian, int32(len(payload)))
 	b.Write(payload)
-	got, err := ReadFrame(&b, 1<<20)
+	got, err := readFrame(&b, 1<<20)
 	if err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("got %d bytes, err %v", len(got), err)
 	}
@@ -36,7 +47,7 @@ func TestReadFrame_LargeAndShortFrames(t *testing.T) {
 	var short bytes.Buffer
 	binary.Write(&short, binary.BigEndian, int32(200<<10))
 	short.Write(payload[:1000])
-	if _, err := ReadFrame(&short, 1<<20); err == nil {
+	if _, err := readFrame(&short, 1<<20); err == nil {
 		t.Fatal("short frame accepted")
 	}
 }
@@ -95,12 +106,7 @@ func TestReadFrameInto_PooledBuffersAreFullyOverwritten(t *testing.T) {
 // header check refuses it later); reading it once indexed past the pool's
 // size classes and panicked the broker's connection reader.
 func TestReadFrameInto_EmptyFrame(t *testing.T) {
-	r := bytes.NewReader([]byte{0, 0, 0, 0})
-	n, err := ReadFrameSize(r, 100)
-	if err != nil || n != 0 {
-		t.Fatalf("size %d, err %v", n, err)
-	}
-	frame, err := ReadFrameInto(r, n)
+	frame, err := readFrame(bytes.NewReader([]byte{0, 0, 0, 0}), 100)
 	if err != nil || len(frame) != 0 {
 		t.Fatalf("got %d bytes, err %v", len(frame), err)
 	}
