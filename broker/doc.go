@@ -82,4 +82,38 @@
 // executed, or have their connection closed, for a number of requests or
 // until ClearFaults. Faults are checked in the reader before the handler
 // runs; with none active the check is one atomic load.
+//
+// # Lock order
+//
+// This is the lock order of the whole program; the documentation of
+// packages coordinator, storage and protocol points here. A goroutine that
+// holds a lock may take only locks further down this list, and takes none
+// of them twice (not even Broker.mu for reading: a waiting writer blocks new
+// readers).
+//
+//  1. broker faultSet.mu. Matching a fault against a request resolves topic
+//     ids, which takes Broker.mu for reading.
+//  2. coordinator TxnCoordinator.mu. TxnOffsetCommit stores its offsets, and
+//     a transaction's completion commits or drops them, in the group
+//     coordinator with this lock held, so a transaction cannot end between
+//     the check and the store. AllocateProducerID (producerIDs.mu) is called
+//     with it held; WriteMarkers is called without it.
+//  3. coordinator Coordinator.mu (the group coordinator). It calls
+//     TopicPartitions, which takes Broker.mu for reading, with it held. The
+//     group coordinator has no reference to the transaction coordinator.
+//  4. broker Broker.mu, the topic registry. Its write lock is held while
+//     logs are opened, reconfigured (Log.UpdateConfig) and deleted. The
+//     broker never calls a coordinator with it held (deleteTopic releases it
+//     before DeleteTopicOffsets).
+//  5. storage Log.flushMu, held by Flush and Close around their fsyncs.
+//  6. storage Log.mu, the appender's lock.
+//  7. storage Log.ckptMu (the checkpoint file); apart from it, a segment's
+//     loadMu, then its index files' fileMu, then their mu.
+//
+// Leaves, taken with nothing further inside them: broker producerIDs.mu,
+// server.mu and byteBudget.mu; protocol's frame pool; the coordinators'
+// bbolt files. Storage calls nothing outside itself with a lock held (its
+// Decompress and Logger callbacks take none of these locks), and the
+// callbacks the coordinators are given (TopicPartitions,
+// AllocateProducerID, WriteMarkers) never call back into a coordinator.
 package broker

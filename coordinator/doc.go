@@ -147,4 +147,10 @@
 // them. A transaction found in PrepareCommit or PrepareAbort by OpenTxn is
 // completed then, so nothing stays half-visible after a crash. The broker
 // calls CheckProduce for every transactional produce.
+//
+// # Locks
+//
+// Each coordinator has one mutex; where they and the callbacks they are
+// given sit in the program's lock order is written in package broker's
+// documentation (broker/doc.go, "Lock order").
 package coordinator

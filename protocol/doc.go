@@ -30,4 +30,10 @@
 // EncodeFetchResponse leaves them as file regions in an Out, which the
 // connection sends with sendfile(2). Its output is byte for byte what kmsg
 // encodes (TestEncodeFetchResponse_MatchesKmsg).
+//
+// # Locks
+//
+// The frame pool's mutex is its only lock, a leaf in the program's lock
+// order, which is written in package broker's documentation (broker/doc.go,
+// "Lock order").
 package protocol

@@ -107,4 +107,10 @@
 // ErrInvalidProducerEpoch; file failures a *StorageError wrapping the cause.
 // A failed write or fsync is sticky: the log refuses further appends, since
 // the file's state after a failed fsync is unknown.
+//
+// # Locks
+//
+// The order of storage's locks (Log.flushMu, Log.mu, Log.ckptMu, a
+// segment's loadMu and its index files' locks) among the program's is
+// written in package broker's documentation (broker/doc.go, "Lock order").
 package storage
