@@ -2,6 +2,11 @@ package broker
 
 // InitProducerId: v0-5
 //
+// v1 is v0, v2 flexible, v3 adds the producer id and epoch of a producer
+// that wants to keep its identity (KIP-360), v4 answers PRODUCER_FENCED
+// where older versions get INVALID_PRODUCER_EPOCH, v5 is v4 (KIP-890
+// clients).
+//
 // Idempotent producers (no transactional id) get a new producer id with
 // epoch 0; ids come from durably reserved blocks, so none is handed out
 // twice, even across a crash. A client that passes its current id and epoch

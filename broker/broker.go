@@ -24,12 +24,17 @@ type Broker struct {
 	maxReq    int32
 	reqBytes  byteBudget
 
-	// The topic registry (topics.go): the topics by name and by id, and
-	// where their records are persisted.
+	// mu guards the topic registry (topics.go): the topics and topicsByID
+	// maps, and each topic's partitions, configs and produce fields, which
+	// are replaced under the write lock, never mutated, so a reader may keep
+	// what it loaded under the read lock. The write lock is held across a
+	// topic's creation, growth, config change and the removal of its
+	// metadata, file writes included, so those changes are serialised.
+	// Where it sits in the program's lock order: doc.go, "Lock order".
 	mu           sync.RWMutex
 	topics       map[string]*topic
 	topicsByID   map[uuid]*topic
-	topicRecords topicStore
+	topicRecords topicStore // where the topic records are persisted
 
 	pids   producerIDs
 	groups *coordinator.Coordinator

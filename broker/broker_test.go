@@ -74,24 +74,18 @@ func dialRaw(t testing.TB, addr string) *rawConn {
 	return &rawConn{t, nc}
 }
 
+// testFormatter writes request frames as a client does: size prefix, then
+// header v1, or v2 for flexible versions.
+var testFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+
 // send writes a request with header v1/v2 as the version requires.
 func (c *rawConn) send(corr int32, req kmsg.Request) {
-	var body []byte
-	body = binary.BigEndian.AppendUint16(body, uint16(req.Key()))
-	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
-	body = binary.BigEndian.AppendUint32(body, uint32(corr))
-	body = binary.BigEndian.AppendUint16(body, 4)
-	body = append(body, "test"...)
-	if req.IsFlexible() {
-		body = append(body, 0)
-	}
-	body = req.AppendTo(body)
-	c.sendFrame(body)
+	c.sendFrame(testFormatter.AppendRequest(nil, req, corr))
 }
 
-func (c *rawConn) sendFrame(body []byte) {
-	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
-	if _, err := c.nc.Write(append(frame, body...)); err != nil {
+// sendFrame writes frame, size prefix included, as it is.
+func (c *rawConn) sendFrame(frame []byte) {
+	if _, err := c.nc.Write(frame); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -99,7 +93,11 @@ func (c *rawConn) sendFrame(body []byte) {
 // recv reads one response into resp, checking the correlation id.
 func (c *rawConn) recv(corr int32, resp kmsg.Response) {
 	c.t.Helper()
-	frame, err := protocol.ReadFrame(c.nc, 100<<20)
+	n, err := protocol.ReadFrameSize(c.nc, 100<<20)
+	if err != nil {
+		c.t.Fatalf("read response size: %v", err)
+	}
+	frame, err := protocol.ReadFrameInto(c.nc, n)
 	if err != nil {
 		c.t.Fatalf("read response: %v", err)
 	}
@@ -156,14 +154,11 @@ func TestApiVersions_AdvertisesRegistry(t *testing.T) {
 func TestApiVersions_UnsupportedVersionAnswersV0(t *testing.T) {
 	_, addr := startBroker(t, "", nil)
 	c := dialRaw(t, addr)
-	// A future version with a body we can't parse: the broker must still
-	// answer v0 with UNSUPPORTED_VERSION and its ranges.
-	var body []byte
-	body = binary.BigEndian.AppendUint16(body, uint16(kmsg.ApiVersions))
-	body = binary.BigEndian.AppendUint16(body, 99)
-	body = binary.BigEndian.AppendUint32(body, 7)
-	body = append(body, 0xff, 0xff, 0, 1, 2, 3)
-	c.sendFrame(body)
+	// A future version, whose body the broker cannot know how to parse: it
+	// must still answer v0 with UNSUPPORTED_VERSION and its ranges.
+	future := kmsg.NewPtrApiVersionsRequest()
+	future.Version = 99
+	c.send(7, future)
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	c.recv(7, resp)
@@ -183,12 +178,11 @@ func TestApiVersions_UnsupportedVersionAnswersV0(t *testing.T) {
 func TestServer_UnknownKeyClosesConnection(t *testing.T) {
 	_, addr := startBroker(t, "", nil)
 	c := dialRaw(t, addr)
-	var body []byte
-	body = binary.BigEndian.AppendUint16(body, 9999)
-	body = binary.BigEndian.AppendUint16(body, 0)
-	body = binary.BigEndian.AppendUint32(body, 1)
-	body = append(body, 0, 0)
-	c.sendFrame(body)
+	// An ApiVersions v0 frame with its key (after the size prefix) changed
+	// to one no API has.
+	unknown := testFormatter.AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), 1)
+	binary.BigEndian.PutUint16(unknown[4:], 9999)
+	c.sendFrame(unknown)
 	c.expectClosed()
 	// A known key at an unsupported version closes too (Fetch v3).
 	c = dialRaw(t, addr)
@@ -206,19 +200,20 @@ func TestServer_UnknownKeyClosesConnection(t *testing.T) {
 
 func TestServer_OversizeAndNegativeFramesClose(t *testing.T) {
 	_, addr := startBroker(t, "", map[string]string{"socket.request.max.bytes": "1024"})
-	for _, size := range []uint32{2048, 0xffffffff} {
+	// Too large, negative, and empty (no room for a header).
+	for _, size := range []uint32{2048, 0xffffffff, 0} {
 		c := dialRaw(t, addr)
 		c.nc.Write(binary.BigEndian.AppendUint32(nil, size))
 		c.expectClosed()
 	}
 	// Garbage after a valid header: malformed body closes the connection.
 	c := dialRaw(t, addr)
-	var body []byte
-	body = binary.BigEndian.AppendUint16(body, uint16(kmsg.Metadata))
-	body = binary.BigEndian.AppendUint16(body, 1)
-	body = binary.BigEndian.AppendUint32(body, 1)
-	body = append(body, 0, 0, 0x7f, 0xff, 0xff, 0xff) // 2^31-1 topics
-	c.sendFrame(body)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 1
+	md.Topics = []kmsg.MetadataRequestTopic{} // the body is the topic count
+	garbage := testFormatter.AppendRequest(nil, md, 1)
+	binary.BigEndian.PutUint32(garbage[len(garbage)-4:], 1<<31-1) // 2^31-1 topics
+	c.sendFrame(garbage)
 	c.expectClosed()
 	// The broker still serves others.
 	cl := newClient(t, addr)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"io"
 	"log/slog"
 	"net"
@@ -15,17 +14,10 @@ import (
 // encodeFrame builds a request frame (without its size prefix) the way a
 // client does: header v1, or v2 for flexible versions.
 func encodeFrame(req kmsg.Request, corr int32) []byte {
-	var b []byte
-	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
-	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
-	b = binary.BigEndian.AppendUint32(b, uint32(corr))
-	b = binary.BigEndian.AppendUint16(b, 4)
-	b = append(b, "fuzz"...)
-	if req.IsFlexible() {
-		b = append(b, 0)
-	}
-	return req.AppendTo(b)
+	return fuzzFormatter.AppendRequest(nil, req, corr)[4:]
 }
+
+var fuzzFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
 
 // seedFrames adds, for every handled key, a default request at its lowest
 // and highest served version, and one naming a topic where it has topics.

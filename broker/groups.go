@@ -1,14 +1,14 @@
 package broker
 
-// The classic group APIs are answered by package coordinator; these files
-// only register their versions and pass the decoded request through.
+// The classic group APIs are answered by package coordinator; this file
+// registers their versions, with the notes on what each version changes,
+// and passes the decoded request through.
 //
-//	JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5,
-//	OffsetCommit v2-9 (v0-1 were removed in Kafka 4), OffsetFetch v1-9,
-//	OffsetDelete v0, DescribeGroups v0-6, ListGroups v0-5, DeleteGroups v0-2.
-//
-// JoinGroup and SyncGroup block while the group rebalances; they run in
-// their own goroutine like every request, and end when the connection does.
+// JoinGroup and SyncGroup block while the group rebalances, so they are
+// registered with runAsync: unlike other requests, which run in order on the
+// connection's reader, each runs in a goroutine of its own and ends when the
+// rebalance does or the connection closes (its context is the
+// connection's). Responses are still written in request order.
 
 import (
 	"net"
@@ -17,6 +17,12 @@ import (
 )
 
 func init() {
+	// JoinGroup: v0-9. v1 adds the rebalance timeout (v0 uses the session
+	// timeout for it), v4 makes a first join without member id answer
+	// MEMBER_ID_REQUIRED with a generated id, v5 adds group.instance.id
+	// (static membership), v6 is flexible, v7 returns the protocol type and a
+	// nullable protocol name, v8 adds a reason, v9 adds SkipAssignment, which
+	// the coordinator never sets.
 	register(kmsg.JoinGroup, 0, 9, func(b *Broker, r *request) (kmsg.Response, error) {
 		clientID := ""
 		if r.hdr.ClientID != nil {
@@ -28,30 +34,52 @@ func init() {
 		}
 		return b.groups.JoinGroup(r.ctx, r.msg.(*kmsg.JoinGroupRequest), clientID, "/"+host), nil
 	})
+	// SyncGroup: v0-5. v3 instance id, v4 flexible, v5 protocol type and
+	// name, checked against the group's (INCONSISTENT_GROUP_PROTOCOL).
 	register(kmsg.SyncGroup, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.SyncGroup(r.ctx, r.msg.(*kmsg.SyncGroupRequest)), nil
 	})
+	// Heartbeat: v0-4. v3 instance id, v4 flexible.
 	register(kmsg.Heartbeat, 0, 4, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.Heartbeat(r.msg.(*kmsg.HeartbeatRequest)), nil
 	})
+	// LeaveGroup: v0-5. v3 batches members, each answered on its own; v5
+	// reason.
 	register(kmsg.LeaveGroup, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.LeaveGroup(r.msg.(*kmsg.LeaveGroupRequest)), nil
 	})
+	// OffsetCommit: v2-9 (v0-1 were removed in Kafka 4). v2-4 carry a
+	// retention time, ignored (retention is offsets.retention.minutes after
+	// the group empties, as since KIP-211); v6 leader epochs, v7
+	// group.instance.id, v8 flexible, v9 answers GROUP_ID_NOT_FOUND instead
+	// of ILLEGAL_GENERATION for a member commit to a group that does not
+	// exist.
 	register(kmsg.OffsetCommit, 2, 9, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.OffsetCommit(r.msg.(*kmsg.OffsetCommitRequest)), nil
 	})
+	// OffsetFetch: v1-9 (v0 read ZooKeeper offsets and was removed in Kafka
+	// 4). v2 adds a top-level error and null topics (all committed offsets),
+	// v5 leader epochs, v7 require_stable, v8 batches groups. v9's member id
+	// and epoch belong to KIP-848 groups and are ignored.
 	register(kmsg.OffsetFetch, 1, 9, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.OffsetFetch(r.msg.(*kmsg.OffsetFetchRequest)), nil
 	})
+	// OffsetDelete: v0.
 	register(kmsg.OffsetDelete, 0, 0, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.OffsetDelete(r.msg.(*kmsg.OffsetDeleteRequest)), nil
 	})
+	// DescribeGroups: v0-6. v3 authorized operations, v4 instance ids, v5
+	// flexible, v6 GROUP_ID_NOT_FOUND and an error message for unknown
+	// groups.
 	register(kmsg.DescribeGroups, 0, 6, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.DescribeGroups(r.msg.(*kmsg.DescribeGroupsRequest)), nil
 	})
+	// ListGroups: v0-5. v4 states filter, v5 types filter (all groups here
+	// are "classic").
 	register(kmsg.ListGroups, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.ListGroups(r.msg.(*kmsg.ListGroupsRequest)), nil
 	})
+	// DeleteGroups: v0-2.
 	register(kmsg.DeleteGroups, 0, 2, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.DeleteGroups(r.msg.(*kmsg.DeleteGroupsRequest)), nil
 	})

@@ -1,11 +1,8 @@
 package broker
 
 // The transaction APIs are answered by package coordinator's
-// TxnCoordinator; these registrations pass the decoded requests through.
-//
-//	AddPartitionsToTxn v0-5 (v4+ batched, VerifyOnly), AddOffsetsToTxn v0-4,
-//	EndTxn v0-5 (v5: KIP-890 epoch bump per transaction),
-//	TxnOffsetCommit v0-5, DescribeTransactions v0, ListTransactions v0-2.
+// TxnCoordinator; this file registers their versions, with the notes on
+// what each version changes, and passes the decoded requests through.
 //
 // InitProducerId with a transactional id (22_init_producer_id.go) and the
 // transactional checks of Produce (00_produce.go) also go to it. The
@@ -24,21 +21,39 @@ import (
 )
 
 func init() {
+	// AddPartitionsToTxn: v0-5. v1 is v0, v2 answers PRODUCER_FENCED where
+	// v0-1 get INVALID_PRODUCER_EPOCH, v3 flexible; v4 batches transactions
+	// and adds VerifyOnly (sent by partition leaders, KIP-890 part 1), v5
+	// TRANSACTION_ABORTABLE for verification failures.
 	register(kmsg.AddPartitionsToTxn, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.AddPartitionsToTxn(r.ctx, r.msg.(*kmsg.AddPartitionsToTxnRequest)), nil
 	})
+	// AddOffsetsToTxn: v0-4. v2 PRODUCER_FENCED as above, v3 flexible, v4
+	// TRANSACTION_ABORTABLE.
 	register(kmsg.AddOffsetsToTxn, 0, 4, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.AddOffsetsToTxn(r.msg.(*kmsg.AddOffsetsToTxnRequest)), nil
 	})
+	// EndTxn: v0-5. v1 is v0, v2 answers PRODUCER_FENCED where v0-1 get
+	// INVALID_PRODUCER_EPOCH, v3 flexible, v4 TRANSACTION_ABORTABLE (never
+	// answered by EndTxn), v5 transaction version 2 (KIP-890 part 2): every
+	// EndTxn bumps the epoch and the response carries the producer id and
+	// epoch to use next.
 	register(kmsg.EndTxn, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.EndTxn(r.ctx, r.msg.(*kmsg.EndTxnRequest)), nil
 	})
+	// TxnOffsetCommit: v0-5. v2 leader epochs, v3 flexible with generation,
+	// member id and group.instance.id, v4 TRANSACTION_ABORTABLE, v5 adds the
+	// group to the transaction itself (transaction version 2, so
+	// AddOffsetsToTxn is not needed).
 	register(kmsg.TxnOffsetCommit, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.TxnOffsetCommit(r.msg.(*kmsg.TxnOffsetCommitRequest)), nil
 	})
+	// DescribeTransactions: v0.
 	register(kmsg.DescribeTransactions, 0, 0, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.DescribeTransactions(r.msg.(*kmsg.DescribeTransactionsRequest)), nil
 	})
+	// ListTransactions: v0-2. v1 duration filter, v2 transactional id
+	// regular expression.
 	register(kmsg.ListTransactions, 0, 2, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.ListTransactions(r.msg.(*kmsg.ListTransactionsRequest)), nil
 	})

@@ -1,11 +1,5 @@
 package coordinator
 
-// DescribeGroups: v0-6 (v3 authorized operations, v4 instance ids, v5
-// flexible, v6 GROUP_ID_NOT_FOUND and an error message for unknown groups).
-// ListGroups: v0-5 (v4 states filter, v5 types filter; all groups here are
-// "classic").
-// DeleteGroups: v0-2.
-
 import (
 	"strings"
 

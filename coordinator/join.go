@@ -1,13 +1,5 @@
 package coordinator
 
-// JoinGroup: v0-9
-//
-// v1 adds the rebalance timeout (v0 uses the session timeout for it), v4
-// makes a first join without member id answer MEMBER_ID_REQUIRED with a
-// generated id, v5 adds group.instance.id (static membership), v6 is
-// flexible, v7 returns the protocol type and a nullable protocol name, v8
-// adds a reason, v9 adds SkipAssignment, which this coordinator never sets.
-
 import (
 	"context"
 	"time"

@@ -1,18 +1,5 @@
 package coordinator
 
-// OffsetCommit: v0-9. v0 has no generation/member (a simple commit), v1
-// adds them and a per-partition timestamp, v2-4 a retention time (both
-// ignored: retention is offsets.retention.minutes after the group empties,
-// as since KIP-211), v6 leader epochs, v7 group.instance.id, v8 flexible,
-// v9 answers GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION for a member
-// commit to a group that does not exist.
-//
-// OffsetFetch: v0-9. v2 adds a top-level error and null topics (all
-// committed offsets), v5 leader epochs, v7 require_stable, v8 batches groups.
-// v9's member id and epoch belong to KIP-848 groups and are ignored.
-//
-// OffsetDelete: v0.
-
 import (
 	"slices"
 	"time"
@@ -22,13 +9,12 @@ import (
 )
 
 // OffsetCommit handles an OffsetCommit request. Accepted offsets are written
-// in one bbolt transaction (fsynced) before the response is returned.
+// in one bbolt transaction (fsynced) before the response is returned. The
+// request is taken as the broker serves it, v2 or later: a generation of -1
+// with no member id is a simple (admin or standalone consumer) commit.
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	r := kmsg.NewPtrOffsetCommitResponse()
 	gen, memberID, instanceID := req.Generation, req.MemberID, deref(req.InstanceID)
-	if req.Version == 0 {
-		gen, memberID, instanceID = -1, "", ""
-	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic

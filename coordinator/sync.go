@@ -1,10 +1,5 @@
 package coordinator
 
-// SyncGroup: v0-5 (v3 instance id, v4 flexible, v5 protocol type and name,
-// checked against the group's: INCONSISTENT_GROUP_PROTOCOL).
-// Heartbeat: v0-4 (v3 instance id, v4 flexible).
-// LeaveGroup: v0-5 (v3 batches members, each answered on its own; v5 reason).
-
 import (
 	"context"
 

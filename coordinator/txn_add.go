@@ -1,18 +1,5 @@
 package coordinator
 
-// AddPartitionsToTxn: v0-5. v1 is v0, v2 answers PRODUCER_FENCED where
-// v0-1 get INVALID_PRODUCER_EPOCH, v3 flexible; v4 batches transactions
-// and adds VerifyOnly (sent by partition leaders, KIP-890 part 1), v5
-// TRANSACTION_ABORTABLE for verification failures.
-//
-// AddOffsetsToTxn: v0-4. v2 PRODUCER_FENCED as above, v3 flexible, v4
-// TRANSACTION_ABORTABLE.
-//
-// TxnOffsetCommit: v0-5. v2 leader epochs, v3 flexible with generation,
-// member id and group.instance.id, v4 TRANSACTION_ABORTABLE, v5 adds the
-// group to the transaction itself (transaction version 2, so
-// AddOffsetsToTxn is not needed).
-
 import (
 	"context"
 

@@ -1,9 +1,5 @@
 package coordinator
 
-// DescribeTransactions: v0.
-// ListTransactions: v0-2 (v1 duration filter, v2 transactional id regular
-// expression).
-
 import (
 	"regexp"
 	"slices"

@@ -1,11 +1,5 @@
 package coordinator
 
-// EndTxn: v0-5. v1 is v0, v2 answers PRODUCER_FENCED where v0-1 get
-// INVALID_PRODUCER_EPOCH, v3 flexible, v4 TRANSACTION_ABORTABLE (never
-// answered by EndTxn), v5 transaction version 2 (KIP-890 part 2): every
-// EndTxn bumps the epoch and the response carries the producer id and
-// epoch to use next.
-
 import (
 	"context"
 	"fmt"

@@ -1,10 +1,5 @@
 package coordinator
 
-// InitProducerId: v0-5. v1 is v0, v2 flexible, v3 adds the producer id and
-// epoch of a producer that wants to keep its identity (KIP-360), v4 answers
-// PRODUCER_FENCED where older versions get INVALID_PRODUCER_EPOCH, v5 is v4
-// (KIP-890 clients).
-
 import (
 	"context"
 	"time"

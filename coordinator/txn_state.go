@@ -8,7 +8,8 @@ import (
 
 // txnState is a transactional id's state, with Kafka's names
 // (TransactionState); DescribeTransactions and ListTransactions report
-// them. See txn_doc.go for the transitions.
+// them. The transitions are described in the package documentation
+// (doc.go, "Transaction states").
 type txnState int8
 
 const (

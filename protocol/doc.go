@@ -4,14 +4,16 @@
 //
 // It knows nothing of disks or topics. Request and response bodies are
 // decoded and encoded with github.com/twmb/franz-go/pkg/kmsg; this package
-// adds only what kmsg leaves to a server.
+// adds only what kmsg leaves to a server, and reads and writes the wire's
+// primitives with kmsg's own github.com/twmb/franz-go/pkg/kbin.
 //
 // # Framing
 //
 // Every request and response is an int32 big-endian size followed by that
-// many bytes. ReadFrame refuses a negative size or one above the configured
-// cap (Kafka's socket.request.max.bytes, 100 MiB by default) before it
-// allocates anything.
+// many bytes. ReadFrameSize refuses a negative size or one above the
+// configured cap (Kafka's socket.request.max.bytes, 100 MiB by default)
+// before anything is allocated; ReadFrameInto then reads the body into a
+// pooled buffer, which PutFrame gives back once nothing refers to it.
 //
 // # Headers
 //
@@ -25,6 +27,13 @@
 // # Zero-copy fetch
 //
 // A Fetch response's record bytes are not copied into the encoded response:
-// AppendFetchResponse leaves them as file regions in an Out, which the
-// connection sends with sendfile(2).
+// EncodeFetchResponse leaves them as file regions in an Out, which the
+// connection sends with sendfile(2). Its output is byte for byte what kmsg
+// encodes (TestEncodeFetchResponse_MatchesKmsg).
+//
+// # Locks
+//
+// The frame pool's mutex is its only lock, a leaf in the program's lock
+// order, which is written in package broker's documentation (broker/doc.go,
+// "Lock order").
 package protocol

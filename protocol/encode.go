@@ -1,8 +1,7 @@
 package protocol
 
 import (
-	"encoding/binary"
-
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,11 +27,11 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 	dst = AppendResponseHeader(dst, correlationID, flex)
 	out := &Out{}
 	if version >= 1 {
-		dst = be32(dst, v.ThrottleMillis)
+		dst = kbin.AppendInt32(dst, v.ThrottleMillis)
 	}
 	if version >= 7 {
-		dst = be16(dst, v.ErrorCode)
-		dst = be32(dst, v.SessionID)
+		dst = kbin.AppendInt16(dst, v.ErrorCode)
+		dst = kbin.AppendInt32(dst, v.SessionID)
 	}
 	dst = arrayLen(dst, len(v.Topics), flex)
 	for ti := range v.Topics {
@@ -40,39 +39,41 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 		if version <= 12 {
 			dst = str(dst, t.Topic, flex)
 		} else {
-			dst = append(dst, t.TopicID[:]...)
+			dst = kbin.AppendUuid(dst, t.TopicID)
 		}
 		dst = arrayLen(dst, len(t.Partitions), flex)
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
-			dst = be32(dst, p.Partition)
-			dst = be16(dst, p.ErrorCode)
-			dst = be64(dst, p.HighWatermark)
+			dst = kbin.AppendInt32(dst, p.Partition)
+			dst = kbin.AppendInt16(dst, p.ErrorCode)
+			dst = kbin.AppendInt64(dst, p.HighWatermark)
 			if version >= 4 {
-				dst = be64(dst, p.LastStableOffset)
+				dst = kbin.AppendInt64(dst, p.LastStableOffset)
 			}
 			if version >= 5 {
-				dst = be64(dst, p.LogStartOffset)
+				dst = kbin.AppendInt64(dst, p.LogStartOffset)
 			}
 			if version >= 4 {
-				if p.AbortedTransactions == nil {
-					dst = nullLen(dst, flex)
+				aborted := p.AbortedTransactions
+				if flex {
+					dst = kbin.AppendCompactNullableArrayLen(dst, len(aborted), aborted == nil)
 				} else {
-					dst = arrayLen(dst, len(p.AbortedTransactions), flex)
-					for _, a := range p.AbortedTransactions {
-						dst = be64(dst, a.ProducerID)
-						dst = be64(dst, a.FirstOffset)
-						if flex {
-							dst = append(dst, 0)
-						}
+					dst = kbin.AppendNullableArrayLen(dst, len(aborted), aborted == nil)
+				}
+				for _, a := range aborted {
+					dst = kbin.AppendInt64(dst, a.ProducerID)
+					dst = kbin.AppendInt64(dst, a.FirstOffset)
+					if flex {
+						dst = kbin.AppendUvarint(dst, 0) // no tagged fields
 					}
 				}
 			}
 			if version >= 11 {
-				dst = be32(dst, p.PreferredReadReplica)
+				dst = kbin.AppendInt32(dst, p.PreferredReadReplica)
 			}
 			if r, ok := records(ti, pi); ok && r.Size > 0 {
-				dst = bytesLen(dst, int(r.Size), flex)
+				// The length of the bytes field; its bytes follow as the region.
+				dst = arrayLen(dst, int(r.Size), flex)
 				if out.parts == nil {
 					*out = *NewOut(dst)
 				} else {
@@ -80,18 +81,17 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 				}
 				out.AppendRegion(r)
 				dst = make([]byte, 0, 256)
-			} else if p.RecordBatches == nil {
-				dst = nullLen(dst, flex)
+			} else if flex {
+				dst = kbin.AppendCompactNullableBytes(dst, p.RecordBatches)
 			} else {
-				dst = bytesLen(dst, len(p.RecordBatches), flex)
-				dst = append(dst, p.RecordBatches...)
+				dst = kbin.AppendNullableBytes(dst, p.RecordBatches)
 			}
 			if flex {
 				dst = appendPartitionTags(dst, p)
 			}
 		}
 		if flex {
-			dst = append(dst, 0)
+			dst = kbin.AppendUvarint(dst, 0) // topic: no tagged fields
 		}
 	}
 	if flex {
@@ -99,22 +99,18 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 			var body []byte
 			body = arrayLen(body, len(v.Brokers), true)
 			for _, b := range v.Brokers {
-				body = be32(body, b.NodeID)
-				body = str(body, b.Host, true)
-				body = be32(body, b.Port)
-				if b.Rack == nil {
-					body = append(body, 0)
-				} else {
-					body = str(body, *b.Rack, true)
-				}
-				body = append(body, 0)
+				body = kbin.AppendInt32(body, b.NodeID)
+				body = kbin.AppendCompactString(body, b.Host)
+				body = kbin.AppendInt32(body, b.Port)
+				body = kbin.AppendCompactNullableString(body, b.Rack)
+				body = kbin.AppendUvarint(body, 0) // no tagged fields
 			}
-			dst = binary.AppendUvarint(dst, 1)
-			dst = binary.AppendUvarint(dst, 0)
-			dst = binary.AppendUvarint(dst, uint64(len(body)))
+			dst = kbin.AppendUvarint(dst, 1) // one tagged field:
+			dst = kbin.AppendUvarint(dst, 0) // tag 0, NodeEndpoints
+			dst = kbin.AppendUvarint(dst, uint32(len(body)))
 			dst = append(dst, body...)
 		} else {
-			dst = append(dst, 0)
+			dst = kbin.AppendUvarint(dst, 0) // no tagged fields
 		}
 	}
 	if out.parts == nil {
@@ -125,7 +121,7 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 }
 
 func appendPartitionTags(dst []byte, p *kmsg.FetchResponseTopicPartition) []byte {
-	var n uint64
+	var n uint32
 	de, cl, sn := p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1,
 		p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1,
 		p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1
@@ -134,53 +130,42 @@ func appendPartitionTags(dst []byte, p *kmsg.FetchResponseTopicPartition) []byte
 			n++
 		}
 	}
-	dst = binary.AppendUvarint(dst, n)
+	// Each tagged field is its tag, its size (a fixed-size struct here) and
+	// the struct, which ends with its own empty tagged-field section.
+	dst = kbin.AppendUvarint(dst, n)
 	if de {
 		dst = append(dst, 0, 13)
-		dst = be32(dst, p.DivergingEpoch.Epoch)
-		dst = be64(dst, p.DivergingEpoch.EndOffset)
-		dst = append(dst, 0)
+		dst = kbin.AppendInt32(dst, p.DivergingEpoch.Epoch)
+		dst = kbin.AppendInt64(dst, p.DivergingEpoch.EndOffset)
+		dst = kbin.AppendUvarint(dst, 0)
 	}
 	if cl {
 		dst = append(dst, 1, 9)
-		dst = be32(dst, p.CurrentLeader.LeaderID)
-		dst = be32(dst, p.CurrentLeader.LeaderEpoch)
-		dst = append(dst, 0)
+		dst = kbin.AppendInt32(dst, p.CurrentLeader.LeaderID)
+		dst = kbin.AppendInt32(dst, p.CurrentLeader.LeaderEpoch)
+		dst = kbin.AppendUvarint(dst, 0)
 	}
 	if sn {
 		dst = append(dst, 2, 13)
-		dst = be64(dst, p.SnapshotID.EndOffset)
-		dst = be32(dst, p.SnapshotID.Epoch)
-		dst = append(dst, 0)
+		dst = kbin.AppendInt64(dst, p.SnapshotID.EndOffset)
+		dst = kbin.AppendInt32(dst, p.SnapshotID.Epoch)
+		dst = kbin.AppendUvarint(dst, 0)
 	}
 	return dst
 }
 
-func be16(dst []byte, v int16) []byte { return binary.BigEndian.AppendUint16(dst, uint16(v)) }
-func be32(dst []byte, v int32) []byte { return binary.BigEndian.AppendUint32(dst, uint32(v)) }
-func be64(dst []byte, v int64) []byte { return binary.BigEndian.AppendUint64(dst, uint64(v)) }
-
+// arrayLen appends an array's (or a bytes field's) length: compact
+// (length+1, uvarint) in flexible versions, else int32.
 func arrayLen(dst []byte, n int, flex bool) []byte {
 	if flex {
-		return binary.AppendUvarint(dst, uint64(n)+1)
+		return kbin.AppendCompactArrayLen(dst, n)
 	}
-	return be32(dst, int32(n))
+	return kbin.AppendArrayLen(dst, n)
 }
-
-func nullLen(dst []byte, flex bool) []byte {
-	if flex {
-		return append(dst, 0)
-	}
-	return be32(dst, -1)
-}
-
-func bytesLen(dst []byte, n int, flex bool) []byte { return arrayLen(dst, n, flex) }
 
 func str(dst []byte, s string, flex bool) []byte {
 	if flex {
-		dst = binary.AppendUvarint(dst, uint64(len(s))+1)
-	} else {
-		dst = be16(dst, int16(len(s)))
+		return kbin.AppendCompactString(dst, s)
 	}
-	return append(dst, s...)
+	return kbin.AppendString(dst, s)
 }

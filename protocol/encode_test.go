@@ -115,7 +115,7 @@ func TestOut_WriteToUsesSendfile(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		b, _ := ReadFrame(c, 10<<20)
+		b, _ := readFrame(c, 10<<20)
 		got <- b
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
@@ -123,7 +123,7 @@ func TestOut_WriteToUsesSendfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	before := BytesSentfile.Load()
+	before := sendfileBytes.Load()
 	out := NewOut([]byte{0, 0, 0, 0, 'h', 'i'})
 	out.AppendRegion(Region{File: f, Pos: 0, Size: int64(len(payload))})
 	out.AppendBytes([]byte("end"))
@@ -135,7 +135,7 @@ func TestOut_WriteToUsesSendfile(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatalf("got %d bytes, want %d", len(b), len(want))
 	}
-	if sent := BytesSentfile.Load() - before; sent != int64(len(payload)) {
+	if sent := sendfileBytes.Load() - before; sent != int64(len(payload)) {
 		t.Fatalf("sendfile sent %d bytes, want %d", sent, len(payload))
 	}
 }

@@ -35,27 +35,6 @@ func ReadFrameSize(r io.Reader, max int32) (int32, error) {
 	return n, nil
 }
 
-// ReadFrame reads one size-prefixed frame of at most limit bytes.
-func ReadFrame(r io.Reader, limit int32) ([]byte, error) {
-	n, err := ReadFrameSize(r, limit)
-	if err != nil {
-		return nil, err
-	}
-	return ReadFrameBody(r, n)
-}
-
-// ReadFrameBody reads the n bytes of a frame whose size prefix was read
-// (and checked) with ReadFrameSize. It allocates n bytes at once: the
-// caller bounds what it admits (the broker's queued.max.request.bytes), so
-// growing the buffer in steps would only add garbage.
-func ReadFrameBody(r io.Reader, n int32) ([]byte, error) {
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
-}
-
 // Frame buffers are kept for reuse by power-of-two size class, from 4 KiB
 // to 4 MiB, up to maxRetainedFrameBytes in all: a burst of large produce
 // requests must not leave the broker holding its peak memory afterwards.
@@ -73,8 +52,11 @@ var framePool struct {
 	retained int
 }
 
+// frameClass is the pool's size class for an n-byte frame, or -1 when such
+// frames are not pooled: larger than the largest class, or empty (a frame
+// of size 0 carries no header; it is read, refused and dropped).
 func frameClass(n int) int {
-	if n > 1<<maxPooledFrame {
+	if n <= 0 || n > 1<<maxPooledFrame {
 		return -1
 	}
 	return max(bits.Len(uint(n-1)), minPooledFrame)

@@ -6,21 +6,38 @@ import (
 	"testing"
 )
 
-// FuzzReadFrame reads a frame from arbitrary bytes with a 1 KiB cap.
+// FuzzReadFrame reads frames from arbitrary bytes with a 64 KiB cap, the
+// way the broker's connection reader does: ReadFrameSize, then
+// ReadFrameInto into a pooled buffer, which goes back with PutFrame before
+// the next frame is read (so later frames reuse earlier frames' buffers).
 //
-// Invariants: never panics; never returns more than the cap; a frame it
-// returns is exactly the announced size and the bytes that followed it.
+// Invariants: never panics; never returns more than the cap; every frame it
+// returns is exactly the announced size and the bytes that followed its
+// prefix, whatever a reused buffer held before.
 func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, 'a', 'b', 'c'})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0, 0, 4, 1})
+	f.Add([]byte{0, 0, 0, 3, 'a', 'b', 'c', 0, 0, 0, 1, 'd', 0, 0, 0, 0, 0, 0, 0, 2, 'e'})
+	f.Add(append([]byte{0, 0, 0x10, 0}, bytes.Repeat([]byte{0xAA}, 4096)...))
+	const limit = 64 << 10
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got, err := ReadFrame(bytes.NewReader(in), 1024)
-		if err != nil {
-			return
-		}
-		if len(got) > 1024 || len(in) < 4 || int(binary.BigEndian.Uint32(in)) != len(got) || !bytes.Equal(got, in[4:4+len(got)]) {
-			t.Fatalf("frame of %d bytes from %d input bytes", len(got), len(in))
+		r := bytes.NewReader(in)
+		for off := 0; ; {
+			got, err := ReadFrameSize(r, limit)
+			if err != nil {
+				return
+			}
+			frame, err := ReadFrameInto(r, got)
+			if err != nil {
+				return
+			}
+			n := int(binary.BigEndian.Uint32(in[off:]))
+			if len(frame) > limit || n != len(frame) || !bytes.Equal(frame, in[off+4:off+4+n]) {
+				t.Fatalf("frame of %d bytes at %d of %d input bytes, announced %d", len(frame), off, len(in), n)
+			}
+			off += 4 + n
+			PutFrame(frame)
 		}
 	})
 }

@@ -1,9 +1,10 @@
 package protocol
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
 )
 
 // RequestHeader is a decoded Kafka request header (v1 or v2).
@@ -26,8 +27,8 @@ func ParseRequestHeaderPrefix(frame []byte) (key, version int16, correlationID i
 	if len(frame) < 8 {
 		return 0, 0, 0, ErrShortHeader
 	}
-	return int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:])),
-		int32(binary.BigEndian.Uint32(frame[4:])), nil
+	r := kbin.Reader{Src: frame}
+	return r.Int16(), r.Int16(), r.Int32(), nil
 }
 
 // ParseRequestHeader decodes a request header and returns the body that
@@ -40,87 +41,33 @@ func ParseRequestHeader(frame []byte, flexible bool) (RequestHeader, []byte, err
 	if err != nil {
 		return h, nil, err
 	}
-	r := reader{b: frame[8:]}
-	h.ClientID = r.nullableString()
+	r := kbin.Reader{Src: frame[8:]}
+	h.ClientID = r.NullableString()
 	if flexible {
 		h.Flexible = true
-		r.skipTags()
+		skipTags(&r)
 	}
-	if r.err != nil {
-		return h, nil, fmt.Errorf("request header: %w", r.err)
+	if !r.Ok() {
+		return h, nil, fmt.Errorf("request header: %w", ErrShortHeader)
 	}
-	return h, r.b, nil
+	return h, r.Src, nil
 }
 
 // AppendResponseHeader appends a response header: v0 (correlation id) or,
 // when flexible, v1 (correlation id and an empty tagged-field section).
 func AppendResponseHeader(dst []byte, correlationID int32, flexible bool) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	dst = kbin.AppendInt32(dst, correlationID)
 	if flexible {
-		dst = append(dst, 0)
+		dst = kbin.AppendUvarint(dst, 0) // no tagged fields
 	}
 	return dst
 }
 
-// reader is a bounds-checked big-endian reader; the first failure sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = ErrShortHeader
-	}
-	r.b = nil
-}
-
-func (r *reader) int16() int16 {
-	if len(r.b) < 2 {
-		r.fail()
-		return 0
-	}
-	v := int16(binary.BigEndian.Uint16(r.b))
-	r.b = r.b[2:]
-	return v
-}
-
-func (r *reader) nullableString() *string {
-	n := r.int16()
-	if r.err != nil || n < 0 {
-		return nil
-	}
-	if int(n) > len(r.b) {
-		r.fail()
-		return nil
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return &s
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) skipTags() {
-	count := r.uvarint()
-	for i := uint64(0); i < count && r.err == nil; i++ {
-		r.uvarint() // tag
-		size := r.uvarint()
-		if r.err != nil {
-			return
-		}
-		if size > uint64(len(r.b)) {
-			r.fail()
-			return
-		}
-		r.b = r.b[size:]
+// skipTags skips a tagged-field section: a count, then each field's tag
+// and length-prefixed value. A truncated section invalidates r.
+func skipTags(r *kbin.Reader) {
+	for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+		r.Uvarint() // tag
+		r.Span(int(r.Uvarint()))
 	}
 }

@@ -9,12 +9,15 @@
 // segments. Each segment is a .log file of record batches stored exactly as
 // received (with baseOffset and partitionLeaderEpoch assigned), named by the
 // 20-digit zero-padded offset of its first record, with a sparse offset index
-// (.index) and a time index (.timeindex) beside it. Producer-state snapshots
-// (.snapshot), a checkpoint file (log start offset and recovery point) and a
+// (.index) and a time index (.timeindex) beside it, and an aborted-transaction
+// index (.txnindex) once an ABORT marker has been written to it.
+// Producer-state snapshots (.snapshot, version 2: with each producer's open
+// transaction), a checkpoint file (log start offset and recovery point) and a
 // clean-shutdown marker complete the directory. The byte formats are
 // described next to their constants: batch.go (record batch v2), index.go
-// (.index, .timeindex), producer.go (.snapshot), checkpoint.go (checkpoint,
-// clean-shutdown) and segment.go (file names).
+// (.index, .timeindex), txn.go (.txnindex, control records), producer.go
+// (.snapshot), checkpoint.go (checkpoint, clean-shutdown) and segment.go
+// (file names).
 //
 // # Appending
 //
@@ -36,7 +39,8 @@
 // file position through atomics, so a slow fsync does not stall them. Slices
 // hold a reference to their segment, so retention can unlink a segment while
 // it is being sent. Notify gives long-polling fetches a channel closed when
-// the high watermark advances.
+// the high watermark advances. ReadCommitted stops at the last stable
+// offset instead (see Transactions).
 //
 // # Idempotent producers
 //
@@ -46,7 +50,34 @@
 // is fenced (ErrInvalidProducerEpoch); a sequence gap is ErrOutOfOrderSequence.
 // The state is snapshotted at every roll and at Close and rebuilt on Open from
 // the newest snapshot plus the batch headers after it. Producers whose last
-// batch falls below the log start offset are forgotten.
+// batch falls below the log start offset are forgotten, unless they have a
+// transaction open.
+//
+// # Transactions
+//
+// A transactional producer's first batch (transactional attribute) opens a
+// transaction in the log, and it stays open, across epoch bumps, until
+// AppendMarker writes a control batch (attributes transactional|control)
+// holding one COMMIT or ABORT marker record for that producer; the broker
+// calls it for the transaction coordinator. Control batches carry no
+// sequence numbers, and the idempotence rules do not apply to them.
+//
+// The last stable offset (LastStableOffset) is the first offset of the
+// oldest open transaction, or the high watermark when none is open.
+// ReadCommitted returns nothing at or beyond it, together with the aborted
+// transactions that overlap what it returns (AbortedTransactions), so a
+// read_committed client drops those producers' batches without the broker
+// reading any records. An ABORT marker appends an entry (producer id, first
+// offset, marker offset, last stable offset) to the .txnindex of the
+// segment it is written to; the index is fsynced when its segment is
+// rolled.
+//
+// Each producer's open transaction (its first offset) is part of the
+// producer state, and so of the snapshot (version 2; version 1 snapshots,
+// written before transactions, are still read). After a crash the .txnindex
+// entries and open transactions of the replayed tail are re-derived from
+// the batches and markers after the newest snapshot; entries already in the
+// index are not added twice, and entries beyond a truncation are dropped.
 //
 // # Durability and recovery
 //
@@ -76,4 +107,10 @@
 // ErrInvalidProducerEpoch; file failures a *StorageError wrapping the cause.
 // A failed write or fsync is sticky: the log refuses further appends, since
 // the file's state after a failed fsync is unknown.
+//
+// # Locks
+//
+// The order of storage's locks (Log.flushMu, Log.mu, Log.ckptMu, a
+// segment's loadMu and its index files' locks) among the program's is
+// written in package broker's documentation (broker/doc.go, "Lock order").
 package storage

@@ -1,0 +1,119 @@
+// Package broker is Gregor's Kafka-compatible broker: it accepts client
+// connections, decodes requests, answers each API from a handler of its own,
+// and owns the topics, their partition logs (package storage) and the group
+// and transaction coordinators (package coordinator). A Broker is made with
+// New, bound with Listen, served with Serve and stopped with Close; programs
+// that embed one use its Go API (CreateTopic, Topics, Groups, ReadRecords,
+// Metrics, InjectFault).
+//
+// # Connections
+//
+// Each connection has a reader and a writer goroutine (server.go). The
+// reader reads a frame's size (bounded by socket.request.max.bytes), waits
+// for room in the broker-wide budget of request bytes in flight
+// (queued.max.request.bytes), reads the frame into a pooled buffer, checks
+// its API key and version against the registry before anything of the body
+// is decoded, and runs the handler. Requests run one at a time in arrival
+// order on the reader, as in Kafka: an idempotent producer's pipelined
+// batches must be appended in the order sent. Only handlers registered with
+// runAsync, which may wait a long time (a long-polling Fetch, JoinGroup and
+// SyncGroup during a rebalance), run in goroutines of their own, so they
+// hold up only the responses queued behind them. The writer sends responses
+// strictly in request order, at most maxInFlight behind the reader. An
+// unknown key, an unsupported version (except ApiVersions, which is answered
+// with UNSUPPORTED_VERSION), an undecodable request or a handler's Go error
+// closes the connection; Kafka-visible failures are error codes in the
+// response.
+//
+// # Handlers registry
+//
+// There is one file per API, named by key number and name (00_produce.go,
+// 01_fetch.go, …), opening with a version header ("Fetch: v4-17") and the
+// API's rules, and registering its versions in init with register. The
+// group and transaction APIs, answered by package coordinator, are
+// registered in groups.go and txns.go, with a version note beside each
+// registration. ApiVersions is built from the registry (handlers.go), so
+// what is advertised is exactly what is handled; advertiseFrom advertises
+// versions below the served ones where clients need it (Produce v0-2).
+//
+// # Topics
+//
+// The topic registry is Broker.topics and Broker.topicsByID, under
+// Broker.mu. A topic's partitions slice and its configs map are replaced,
+// never mutated, so a handler may keep the snapshot it loaded under the
+// lock. A topic exists exactly when its metadata file under
+// <data-dir>/__meta/topics does (meta.go): creation writes the partition
+// directories first and the file last, deletion removes the file first and
+// renames the directories aside to be removed in the background. New opens
+// every topic's partitions (storage.Open recovers each log) and removes
+// directories an interrupted create or delete left behind.
+//
+// # Configs
+//
+// Broker properties (Config.Props) are Kafka's names, validated at New and
+// static. Topic configs (configdefs.go) are the topic's overrides
+// (DYNAMIC_TOPIC_CONFIG), else the broker property that is their synonym
+// (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG), as
+// DescribeConfigs reports them. AlterConfigs and IncrementalAlterConfigs
+// persist a topic's new overrides and apply them at once: to every
+// partition's log (storage.Config) and to the settings Produce consults,
+// which are parsed once per change.
+//
+// # Transactions and markers
+//
+// Transactional state lives in coordinator.TxnCoordinator (txns.go opens
+// it, with its file in <data-dir>/__meta). InitProducerId with a
+// transactional id goes to it; Produce asks it (CheckProduce) whether each
+// partition of a transactional batch is in the producer's transaction. When
+// a transaction ends, the coordinator calls writeMarkers, which appends a
+// COMMIT or ABORT control batch to every partition of the transaction with
+// storage's AppendMarker; partitions of deleted topics are skipped. Fetch and
+// ListOffsets with read_committed stop at each partition's last stable
+// offset, and Fetch lists the aborted transactions in what it returns.
+// Producer ids, transactional or not, come from producerIDs
+// (producerids.go), which persists the end of each block before handing out
+// an id from it.
+//
+// # Fault injection
+//
+// InjectFault makes the broker misbehave on purpose, for testing clients
+// (faults.go): requests of one API key, optionally naming a topic and
+// partition, are delayed, answered with an error code without being
+// executed, or have their connection closed, for a number of requests or
+// until ClearFaults. Faults are checked in the reader before the handler
+// runs; with none active the check is one atomic load.
+//
+// # Lock order
+//
+// This is the lock order of the whole program; the documentation of
+// packages coordinator, storage and protocol points here. A goroutine that
+// holds a lock may take only locks further down this list, and takes none
+// of them twice (not even Broker.mu for reading: a waiting writer blocks new
+// readers).
+//
+//  1. broker faultSet.mu. Matching a fault against a request resolves topic
+//     ids, which takes Broker.mu for reading.
+//  2. coordinator TxnCoordinator.mu. TxnOffsetCommit stores its offsets, and
+//     a transaction's completion commits or drops them, in the group
+//     coordinator with this lock held, so a transaction cannot end between
+//     the check and the store. AllocateProducerID (producerIDs.mu) is called
+//     with it held; WriteMarkers is called without it.
+//  3. coordinator Coordinator.mu (the group coordinator). It calls
+//     TopicPartitions, which takes Broker.mu for reading, with it held. The
+//     group coordinator has no reference to the transaction coordinator.
+//  4. broker Broker.mu, the topic registry. Its write lock is held while
+//     logs are opened, reconfigured (Log.UpdateConfig) and deleted. The
+//     broker never calls a coordinator with it held (deleteTopic releases it
+//     before DeleteTopicOffsets).
+//  5. storage Log.flushMu, held by Flush and Close around their fsyncs.
+//  6. storage Log.mu, the appender's lock.
+//  7. storage Log.ckptMu (the checkpoint file); apart from it, a segment's
+//     loadMu, then its index files' fileMu, then their mu.
+//
+// Leaves, taken with nothing further inside them: broker producerIDs.mu,
+// server.mu and byteBudget.mu; protocol's frame pool; the coordinators'
+// bbolt files. Storage calls nothing outside itself with a lock held (its
+// Decompress and Logger callbacks take none of these locks), and the
+// callbacks the coordinators are given (TopicPartitions,
+// AllocateProducerID, WriteMarkers) never call back into a coordinator.
+package broker
