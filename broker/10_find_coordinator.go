@@ -2,8 +2,9 @@ package broker
 
 // FindCoordinator: v0-6
 //
-// This broker coordinates every group (key type 0) and every transactional
-// id (key type 1). v4+ batches keys and answers each with its own error.
+// One broker coordinates every group (key type 0) and every transactional
+// id (key type 1): this one on a single node, the live broker with the
+// lowest id in a cluster (coordinator_route.go). v4+ batches keys and answers each with its own error.
 // Share groups (key type 2) are INVALID_REQUEST.
 
 import (
@@ -19,7 +20,11 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 	find := func(key string) (int32, string, int32, int16, *string) {
 		switch req.CoordinatorType {
 		case 0, 1:
-			return b.nodeID, b.srv.advHost, b.srv.advPort, 0, nil
+			c, ok := b.coordinatorNode()
+			if !ok {
+				return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
+			}
+			return c.id, c.host, c.port, 0, nil
 		default:
 			return -1, "", -1, kerr.InvalidRequest.Code, kmsg.StringPtr("unsupported coordinator key type")
 		}

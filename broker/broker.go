@@ -93,9 +93,13 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.pids.open(filepath.Join(cfg.DataDir, metaDirName, producerIDsName)); err != nil {
 		return nil, err
 	}
-	if err := b.loadTopics(); err != nil {
-		b.closeLogs()
-		return nil, err
+	// In a cluster the topics come from etcd once the broker has joined
+	// (Listen); the files under __meta/topics are a single node's.
+	if !cfg.clusterConfigured() {
+		if err := b.loadTopics(); err != nil {
+			b.closeLogs()
+			return nil, err
+		}
 	}
 	if b.groups, err = b.openGroups(); err != nil {
 		b.closeLogs()
@@ -153,6 +157,7 @@ func (b *Broker) Close() error {
 	b.cancel()
 	b.srv.close()
 	b.bg.Wait()
+	b.stopCluster()
 	var errs []error
 	if b.txns != nil {
 		errs = append(errs, b.txns.Close())

@@ -105,7 +105,13 @@ func (b *Broker) startCluster(host string, port int32) error {
 		Logger:            b.log.With("component", "replica-fetcher"),
 	})
 	b.cl = cs
+	b.pids.reserve = func() (int64, int64, error) {
+		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+		defer cancel()
+		return node.AllocateProducerIDBlock(ctx)
+	}
 	b.applyMetadata(node.Metadata())
+	b.removeStrayClusterDirs()
 	b.bg.Add(2)
 	go b.metadataLoop()
 	go b.isrLoop()
@@ -119,6 +125,7 @@ func (b *Broker) stopCluster() {
 		return
 	}
 	b.cl.fetchers.Close()
+	b.closePeers()
 	if err := b.cl.node.Close(); err != nil {
 		b.log.Warn("leaving the cluster", "err", err)
 	}

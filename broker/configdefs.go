@@ -167,6 +167,16 @@ var brokerConfigDefs = []configDef{
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "10000", "", true, intAtLeast(1), "How often transactions past their timeout are aborted."},
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "3600000", "", true, intAtLeast(1), "How often expired transactional ids are removed."},
 	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, weekMs, "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
+	{"controller.quorum.voters", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode: the nodes that run the embedded etcd members, id@host:port (their etcd peer addresses)."},
+	{"etcd.endpoints", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode with an external etcd: its client URLs (Gregor's own setting)."},
+	{"broker.rack", kmsg.ConfigTypeString, "", "", true, anyString, "This broker's rack; replicas of a partition are spread over racks."},
+	{"broker.session.timeout.ms", kmsg.ConfigTypeInt, "4000", "", true, intAtLeast(1000), "How long a broker that stops renewing its etcd lease stays registered (whole seconds); Kafka's default is 9000, Gregor's is shorter to keep failover under 6 s."},
+	{"replica.lag.time.max.ms", kmsg.ConfigTypeLong, "30000", "", true, atLeast(1), "A follower not caught up for this long leaves the ISR."},
+	{"replica.fetch.wait.max.ms", kmsg.ConfigTypeInt, "500", "", true, intAtLeast(0), "How long a follower's Fetch waits for data at the leader."},
+	{"replica.fetch.min.bytes", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The bytes a follower's Fetch waits for."},
+	{"replica.fetch.max.bytes", kmsg.ConfigTypeInt, "1048576", "", true, intAtLeast(0), "The bytes a follower fetches per partition."},
+	{"replica.fetch.response.max.bytes", kmsg.ConfigTypeInt, "10485760", "", true, intAtLeast(0), "The bytes a follower fetches per request."},
+	{"replica.fetch.backoff.ms", kmsg.ConfigTypeInt, "1000", "", true, intAtLeast(0), "How long a follower waits after a failed fetch."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }
 

@@ -84,4 +84,6 @@ func init() {
 		return b.groups.DeleteGroups(r.msg.(*kmsg.DeleteGroupsRequest)), nil
 	})
 	runAsync(kmsg.JoinGroup, kmsg.SyncGroup)
+	coordinated(kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.OffsetCommit, kmsg.OffsetFetch,
+		kmsg.OffsetDelete, kmsg.DescribeGroups, kmsg.DeleteGroups)
 }

@@ -20,6 +20,9 @@ type handler struct {
 	// JoinGroup or SyncGroup parked during a rebalance): they run beside
 	// the connection's in-order execution instead of holding it up.
 	async bool
+	// coordinated handlers serve a group or a transactional id: in a
+	// cluster only the coordinator takes them (NOT_COORDINATOR elsewhere).
+	coordinated bool
 }
 
 // handlers is the registry, filled by each API file's init. ApiVersions is
@@ -58,4 +61,13 @@ func advertisedKeys() []handler {
 	}
 	slices.SortFunc(hs, func(a, b handler) int { return int(a.key) - int(b.key) })
 	return hs
+}
+
+// coordinated marks keys as served by the group and transaction coordinator.
+func coordinated(keys ...kmsg.Key) {
+	for _, key := range keys {
+		h := handlers[int16(key)]
+		h.coordinated = true
+		handlers[int16(key)] = h
+	}
 }

@@ -143,6 +143,14 @@ func (b *Broker) loadMetaProperties() (string, error) {
 	return props["cluster.id"], nil
 }
 
+// writeMetaProperties rewrites meta.properties with the current cluster id
+// (a cluster's id, adopted when this broker joins it).
+func (b *Broker) writeMetaProperties() error {
+	path := filepath.Join(b.cfg.DataDir, metaPropertiesName)
+	content := fmt.Sprintf("#Written by gregor\nversion=1\nnode.id=%d\ncluster.id=%s\n", b.nodeID, b.clusterID)
+	return storage.WriteFileAtomic(path, []byte(content))
+}
+
 func partitionDirName(topic string, p int32) string {
 	return topic + "-" + strconv.Itoa(int(p))
 }

@@ -22,6 +22,9 @@ type producerIDs struct {
 	path     string
 	next     int64
 	blockEnd int64
+	// reserve, in a cluster, reserves the next block in etcd instead of
+	// the local file, so that no two brokers hand out the same id.
+	reserve func() (first, size int64, err error)
 }
 
 func (p *producerIDs) open(path string) error {
@@ -45,6 +48,13 @@ func (p *producerIDs) open(path string) error {
 func (p *producerIDs) allocate() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.next >= p.blockEnd && p.reserve != nil {
+		first, size, err := p.reserve()
+		if err != nil {
+			return -1, fmt.Errorf("reserve producer id block: %w", err)
+		}
+		p.next, p.blockEnd = first, first+size
+	}
 	if p.next >= p.blockEnd {
 		end := p.next + producerIDBlock
 		if err := storage.WriteFileAtomic(p.path, []byte(strconv.FormatInt(end, 10)+"\n")); err != nil {

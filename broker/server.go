@@ -102,6 +102,12 @@ func (b *Broker) Listen() (net.Addr, error) {
 		return nil, fmt.Errorf("advertise %q: bad port", adv)
 	}
 	b.srv.advHost, b.srv.advPort = host, int32(p)
+	if b.cfg.clusterConfigured() {
+		if err := b.startCluster(host, int32(p)); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	return ln.Addr(), nil
 }
 
@@ -321,7 +327,11 @@ func (c *conn) run(h handler, r *request, p *pending) {
 			p.fatal = fmt.Errorf("internal error handling %s", kmsg.NameForKey(r.hdr.Key))
 		}
 	}()
-	resp, err := h.fn(c.b, r)
+	var resp kmsg.Response
+	var err error
+	if resp = c.b.notCoordinator(h, r.msg); resp == nil {
+		resp, err = h.fn(c.b, r)
+	}
 	if r.frame != nil {
 		protocol.PutFrame(r.frame)
 		r.frame = nil

@@ -57,6 +57,7 @@ func init() {
 	register(kmsg.ListTransactions, 0, 2, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.txns.ListTransactions(r.msg.(*kmsg.ListTransactionsRequest)), nil
 	})
+	coordinated(kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit, kmsg.DescribeTransactions)
 }
 
 // openTxns opens the transaction coordinator, its state in
@@ -81,8 +82,11 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 
 // writeMarkers appends a transaction marker to each listed partition.
 // Partitions of deleted topics are skipped: there is nothing to complete.
-func (b *Broker) writeMarkers(_ context.Context, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+// In a cluster, partitions led by other brokers get theirs through a
+// WriteTxnMarkers request to their leader (markers.go).
+func (b *Broker) writeMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
 	var errs []error
+	remote := map[int32]map[string][]int32{}
 	for name, ps := range partitions {
 		t := b.lookupTopic(name)
 		if t == nil {
@@ -94,12 +98,40 @@ func (b *Broker) writeMarkers(_ context.Context, producerID int64, epoch int16, 
 				continue
 			}
 			part := parts[p]
-			if _, err := part.log.AppendMarker(producerID, epoch, commit, 0, part.leaderEpoch); err != nil && !errors.Is(err, storage.ErrLogClosed) {
+			if b.cl != nil && b.leadership(part) != 0 {
+				leader := int32(-1)
+				if mp := part.meta.Load(); mp != nil {
+					leader = mp.Leader
+				}
+				if remote[leader] == nil {
+					remote[leader] = map[string][]int32{}
+				}
+				remote[leader][name] = append(remote[leader][name], p)
+				continue
+			}
+			if err := b.appendMarker(part, producerID, epoch, commit, 0); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
+	for leader, ps := range remote {
+		if err := b.sendMarkers(ctx, leader, producerID, epoch, commit, ps); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// appendMarker appends one COMMIT or ABORT marker to a partition this
+// broker leads.
+func (b *Broker) appendMarker(part *partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
+	if _, err := part.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, part.epoch.Load()); err != nil && !errors.Is(err, storage.ErrLogClosed) {
+		return err
+	}
+	if ldr := part.leader.Load(); ldr != nil {
+		ldr.MaybeAdvanceHighWatermark()
+	}
+	return nil
 }
 
 func (b *Broker) topicPartitionCount(name string) (int32, bool) {

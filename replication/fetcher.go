@@ -352,8 +352,9 @@ func (f *Fetcher) partitionErrorLocked(p *fpart, code int16) {
 		p.paused = true
 	default:
 		// UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER: the leader has not
-		// seen the new epoch yet. Anything else: try again shortly.
-		p.retryAt = time.Now().Add(f.cfg.Backoff)
+		// seen the new epoch yet, which takes it a moment. Anything else:
+		// try again shortly.
+		p.retryAt = time.Now().Add(min(f.cfg.Backoff, 50*time.Millisecond))
 	}
 }
 

@@ -1,0 +1,137 @@
+package broker
+
+// WriteTxnMarkers: v0-1 (inter-broker)
+//
+// In a cluster the transaction coordinator asks each partition's leader to
+// append the COMMIT or ABORT marker that ends a transaction there, as
+// Kafka's coordinator does. A partition this broker does not lead is
+// NOT_LEADER_OR_FOLLOWER: the coordinator retries once the metadata has
+// moved on.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.WriteTxnMarkers, 0, 1, (*Broker).handleWriteTxnMarkers) }
+
+func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, mt := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = mt.Topic
+			parts := b.topicPartitions(mt.Topic)
+			for _, pi := range mt.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition = pi
+				p := partitionAt(parts, pi)
+				switch {
+				case p == nil:
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case b.leadership(p) != 0:
+					rp.ErrorCode = kerr.NotLeaderForPartition.Code
+				default:
+					if err := b.appendMarker(p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch); err != nil {
+						b.log.Error("write transaction marker", "topic", mt.Topic, "partition", pi, "err", err)
+						rp.ErrorCode = appendErrorCode(err)
+					}
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
+
+// sendMarkers asks leader to append the markers of one transaction.
+func (b *Broker) sendMarkers(ctx context.Context, leader int32, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+	if leader < 0 {
+		return fmt.Errorf("partitions %v have no leader", partitions)
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = producerID, epoch, commit
+	for name, ps := range partitions {
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = name, ps
+		m.Topics = append(m.Topics, t)
+	}
+	req.Markers = append(req.Markers, m)
+	kresp, err := b.peerRequest(ctx, leader, req)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rm := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 && rp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					errs = append(errs, fmt.Errorf("marker for %s[%d] on broker %d: %w", rt.Topic, rp.Partition, leader, kerr.ErrorForCode(rp.ErrorCode)))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// peer is a client for requests to another broker of the cluster.
+type peer struct {
+	addr string
+	cl   *kgo.Client
+}
+
+// peerRequest sends req to broker id.
+func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	if b.cl == nil {
+		return nil, errors.New("not in a cluster")
+	}
+	br, ok := b.cl.node.Metadata().Brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not live", id)
+	}
+	addr := br.Host + ":" + strconv.Itoa(int(br.Port))
+	b.cl.peersMu.Lock()
+	pr := b.cl.peers[id]
+	if pr != nil && pr.addr != addr {
+		pr.cl.Close()
+		pr = nil
+	}
+	if pr == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("gregor-broker-"+strconv.Itoa(int(b.nodeID))),
+			kgo.DialTimeout(2*time.Second), kgo.RequestRetries(0))
+		if err != nil {
+			b.cl.peersMu.Unlock()
+			return nil, err
+		}
+		pr = &peer{addr: addr, cl: cl}
+		if b.cl.peers == nil {
+			b.cl.peers = map[int32]*peer{}
+		}
+		b.cl.peers[id] = pr
+	}
+	b.cl.peersMu.Unlock()
+	return pr.cl.SeedBrokers()[0].Request(ctx, req)
+}
+
+// closePeers closes the inter-broker clients.
+func (b *Broker) closePeers() {
+	b.cl.peersMu.Lock()
+	defer b.cl.peersMu.Unlock()
+	for id, pr := range b.cl.peers {
+		pr.cl.Close()
+		delete(b.cl.peers, id)
+	}
+}
