@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultSessionTimeout is the broker lease TTL used when
+// Config.SessionTimeout is zero. With it a dead broker's lease expires at
+// most 4 s after its last renewal, and the controller moves its partitions
+// within another half second (etcd checks for expired leases every 500 ms),
+// which keeps a failover under the 6 s the project aims for.
+const DefaultSessionTimeout = 4 * time.Second
+
+// Voter is one embedded etcd member, as listed in controller.quorum.voters:
+// node NodeID runs it and its raft peers reach it at http://Host:Port.
+type Voter struct {
+	NodeID int32
+	Host   string
+	Port   int32
+}
+
+// PeerURL is the etcd peer URL of the voter.
+func (v Voter) PeerURL() string {
+	return "http://" + net.JoinHostPort(v.Host, strconv.Itoa(int(v.Port)))
+}
+
+func (v Voter) memberName() string { return "gregor-" + strconv.Itoa(int(v.NodeID)) }
+
+// Config configures a Node.
+type Config struct {
+	// NodeID is this broker's node.id.
+	NodeID int32
+	// Voters are the nodes that run embedded etcd members
+	// (controller.quorum.voters). If NodeID is among them this node starts
+	// its member and talks to it in-process.
+	Voters []Voter
+	// Endpoints are the client URLs of an external etcd cluster
+	// (etcd.endpoints); used instead of Voters when set.
+	Endpoints []string
+	// DataDir holds the embedded member's data under DataDir/__etcd.
+	DataDir string
+	// Host and Port are the Kafka address this broker advertises.
+	Host string
+	Port int32
+	// Rack is broker.rack; replica placement spreads replicas over racks.
+	Rack string
+	// SessionTimeout is the TTL of the broker's lease
+	// (broker.session.timeout.ms), rounded up to whole seconds;
+	// DefaultSessionTimeout when zero.
+	SessionTimeout time.Duration
+	// UncleanLeaderElection (unclean.leader.election.enable) lets the
+	// controller elect a live replica outside the ISR when no ISR member is
+	// alive, accepting the loss of acknowledged records.
+	UncleanLeaderElection bool
+	// ClusterID is stored if etcd has no cluster id yet; otherwise the
+	// stored one wins (see Node.ClusterID).
+	ClusterID string
+	// Logger receives the node's log and etcd's warnings; slog.Default()
+	// when nil.
+	Logger *slog.Logger
+
+	// unsafeNoFsync turns off etcd's fsync (tests only).
+	unsafeNoFsync bool
+}
+
+// ParseVoters parses controller.quorum.voters, a comma-separated list of
+// id@host:port, such as "1@127.0.0.1:9192,2@127.0.0.1:9193".
+func ParseVoters(s string) ([]Voter, error) {
+	var vs []Voter
+	seen := map[int32]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(item, "@")
+		if !ok {
+			return nil, fmt.Errorf("cluster: voter %q: want id@host:port", item)
+		}
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("cluster: voter %q: bad node id", item)
+		}
+		host, portStr, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: voter %q: %w", item, err)
+		}
+		port, err := strconv.ParseUint(portStr, 10, 16)
+		if err != nil || port == 0 || host == "" {
+			return nil, fmt.Errorf("cluster: voter %q: bad host:port", item)
+		}
+		if seen[int32(id)] {
+			return nil, fmt.Errorf("cluster: voter id %d listed twice", id)
+		}
+		seen[int32(id)] = true
+		vs = append(vs, Voter{NodeID: int32(id), Host: host, Port: int32(port)})
+	}
+	if len(vs) == 0 {
+		return nil, errors.New("cluster: no voters")
+	}
+	return vs, nil
+}
+
+func (c *Config) ttlSeconds() int64 {
+	d := c.SessionTimeout
+	if d <= 0 {
+		d = DefaultSessionTimeout
+	}
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 2 {
+		s = 2 // etcd's minimum lease TTL with its default election timeout
+	}
+	return s
+}
+
+func (c *Config) voter() (Voter, bool) {
+	for _, v := range c.Voters {
+		if v.NodeID == c.NodeID {
+			return v, true
+		}
+	}
+	return Voter{}, false
+}

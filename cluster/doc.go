@@ -1,0 +1,91 @@
+// Package cluster keeps a Gregor cluster's metadata in etcd: broker
+// registrations, the controller, topics, partition leadership and ISR,
+// topic configs and producer-id blocks. It is Kafka's ZooKeeper design with
+// etcd in ZooKeeper's place; partition data is replicated elsewhere, with
+// Kafka's follower-fetch protocol. The package imports no other Gregor
+// package.
+//
+// Each broker runs a Node. The nodes listed in controller.quorum.voters run
+// an embedded etcd member (peer URL http://host:port as listed, data under
+// DataDir/__etcd) and reach it in-process; with etcd.endpoints a node joins
+// an external etcd cluster instead.
+//
+// # Keys
+//
+// Everything lives under /gregor/; values are JSON unless said otherwise.
+//
+//	/gregor/cluster-id                the cluster id (plain text), set once by compare-and-set
+//	/gregor/brokers/<id>              {"id","host","port","rack"}, attached to the broker's lease;
+//	                                  its create revision is the broker epoch
+//	/gregor/controller/<lease hex>    etcd's election recipe (concurrency.Election); the key with
+//	                                  the lowest create revision is the controller, its value the node id
+//	/gregor/topics/<name>             {"id": 32 hex digits, "configs": {...}}
+//	/gregor/partitions/<topic>/<p>    {"replicas","isr","leader","leaderEpoch","partitionEpoch",
+//	                                  "addingReplicas","removingReplicas","leaderBrokerEpoch"}
+//	/gregor/producer-ids              the first producer id of the next block (decimal text)
+//
+// As in KRaft's PartitionRecord, a partition's replica assignment lives
+// with its leadership, in one key, so one compare on that key's mod
+// revision guards every change to it. Every write is a transaction
+// conditioned on what it read: the mod revision of the partition or topic
+// key, the create revision (broker epoch) of each broker the write relies
+// on being live, and, for the controller, the create revision of its own
+// election key. A stale controller or leader therefore can never overwrite
+// a newer decision: its compare fails.
+//
+// Each Node mirrors /gregor/ with a watch and publishes immutable Metadata
+// snapshots; Changes is closed at each new one.
+//
+// # Controller
+//
+// Every node campaigns; the winner runs the controller until its lease is
+// lost, it is fenced, or it closes. On taking office and at every metadata
+// change it re-checks every partition against the live brokers:
+//
+//   - a partition whose leader is not live (its registration is gone, or
+//     it registered anew since it was elected: a restart) gets as leader
+//     the first replica, in assignment order, that is live and in the ISR;
+//     dead brokers leave the ISR;
+//   - if no ISR member is live the partition becomes leaderless (leader
+//     -1) and its ISR keeps the last leader, as KRaft does with
+//     unclean.leader.election.enable=false; when that broker registers
+//     again it is elected. With UncleanLeaderElection the first live
+//     replica is elected instead, with an ISR of itself alone;
+//   - a live leader keeps leading; dead followers leave the ISR;
+//   - LeaderEpoch and PartitionEpoch grow with every leader change,
+//     PartitionEpoch with every ISR change.
+//
+// Leaders change the ISR themselves with AlterPartition (shrink a lagging
+// follower, expand a caught-up one), conditioned on their leadership,
+// leader epoch and partition epoch. Topic operations, ElectLeaders and
+// producer-id blocks are written directly by the node that serves the
+// request; their compares make that as safe as routing them to the
+// controller.
+//
+// # Fencing
+//
+// A broker renews its lease every TTL/4 (TTL = SessionTimeout, 4 s by
+// default) and records the send time of each renewal that etcd
+// acknowledged. Fenced reports true once now > send time of the last
+// acknowledged renewal + TTL - TTL/8; a fenced broker must stop accepting
+// writes. Why nobody else can lead before then:
+//
+//   - etcd's leader sets a lease's expiry to (time it processed the
+//     renewal) + TTL, and the renewal was processed after it was sent, so
+//     the expiry is at least send time + TTL; a new etcd leader extends
+//     every lease on taking office, so expiry only moves later; etcd
+//     checks that it is still the leader (a quorum read) before renewing.
+//   - The controller elects a new leader for the broker's partitions only
+//     after seeing the broker's key deleted, which happens only when the
+//     lease has expired (or was revoked by the broker itself).
+//   - So the new leader is chosen after send time + TTL, while the old one
+//     stopped at send time + TTL - TTL/8 by its own monotonic clock. The
+//     margin (500 ms by default) covers clock rate differences and writes
+//     already in flight when the deadline passes.
+//
+// Failover time is bounded by the TTL: a broker that dies expires at most
+// TTL after its last renewal, etcd revokes expired leases every 500 ms, and
+// the controller's write and the watches take milliseconds; when the dead
+// broker also hosted the etcd leader, etcd's election (1 s) comes first and
+// the new etcd leader restarts the lease's TTL.
+package cluster

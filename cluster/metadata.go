@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+)
+
+// Keys in etcd; see the package documentation.
+const (
+	keyPrefix      = "/gregor/"
+	keyClusterID   = "/gregor/cluster-id"
+	keyBrokers     = "/gregor/brokers/"
+	keyController  = "/gregor/controller/"
+	keyTopics      = "/gregor/topics/"
+	keyPartitions  = "/gregor/partitions/"
+	keyProducerIDs = "/gregor/producer-ids"
+)
+
+func brokerKey(id int32) string { return keyBrokers + strconv.Itoa(int(id)) }
+func topicKey(name string) string { return keyTopics + name }
+func partitionsPrefix(topic string) string {
+	return keyPartitions + topic + "/"
+}
+func partitionKey(topic string, p int32) string {
+	return partitionsPrefix(topic) + strconv.Itoa(int(p))
+}
+
+// Broker is a live broker: one whose leased registration is in etcd.
+type Broker struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack string
+	// Epoch is the etcd create revision of the registration; it grows each
+	// time the broker registers anew (Kafka's broker epoch).
+	Epoch int64
+}
+
+// Partition is the replica assignment and leadership of one partition.
+type Partition struct {
+	Index    int32
+	Replicas []int32
+	ISR      []int32
+	// Leader is the leader's node id, or -1 while the partition has none.
+	Leader int32
+	// LeaderEpoch grows with every leader change (including to -1).
+	LeaderEpoch int32
+	// PartitionEpoch grows with every change of the partition's state.
+	PartitionEpoch   int32
+	AddingReplicas   []int32
+	RemovingReplicas []int32
+
+	// LeaderBrokerEpoch is the Broker.Epoch the leader had when it was
+	// elected: a leader that registered anew since (a restart) lost its
+	// in-memory state and is treated as dead by the controller.
+	LeaderBrokerEpoch int64
+
+	modRev int64 // etcd mod revision of the partition key
+}
+
+// Topic is a topic's id, configs and partitions.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Configs    map[string]string
+	Partitions []Partition // indexed by partition index
+
+	modRev int64
+}
+
+// Metadata is an immutable snapshot of the cluster metadata as of etcd
+// revision Revision. Callers must not modify it.
+type Metadata struct {
+	Revision  int64
+	ClusterID string
+	// ControllerID is the node id of the elected controller, or -1.
+	ControllerID int32
+	Brokers      map[int32]Broker
+	Topics       map[string]*Topic
+}
+
+// BrokerIDs returns the ids of the live brokers, sorted.
+func (m *Metadata) BrokerIDs() []int32 {
+	ids := make([]int32, 0, len(m.Brokers))
+	for id := range m.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Partition returns the state of one partition.
+func (m *Metadata) Partition(topic string, p int32) (Partition, bool) {
+	t := m.Topics[topic]
+	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[p], true
+}
+
+// TopicByID returns the topic with the given id, or nil.
+func (m *Metadata) TopicByID(id [16]byte) *Topic {
+	for _, t := range m.Topics {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// brokerJSON is the value of /gregor/brokers/<id>.
+type brokerJSON struct {
+	ID   int32  `json:"id"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	Rack string `json:"rack,omitempty"`
+}
+
+// topicJSON is the value of /gregor/topics/<name>.
+type topicJSON struct {
+	ID      string            `json:"id"` // 32 hex digits
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
+// partitionJSON is the value of /gregor/partitions/<topic>/<index>.
+type partitionJSON struct {
+	Replicas          []int32 `json:"replicas"`
+	ISR               []int32 `json:"isr"`
+	Leader            int32   `json:"leader"`
+	LeaderEpoch       int32   `json:"leaderEpoch"`
+	PartitionEpoch    int32   `json:"partitionEpoch"`
+	AddingReplicas    []int32 `json:"addingReplicas,omitempty"`
+	RemovingReplicas  []int32 `json:"removingReplicas,omitempty"`
+	LeaderBrokerEpoch int64   `json:"leaderBrokerEpoch,omitempty"`
+}
+
+func (p *Partition) toJSON() []byte {
+	b, _ := json.Marshal(partitionJSON{
+		Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+		LeaderBrokerEpoch: p.LeaderBrokerEpoch,
+	})
+	return b
+}
+
+func parsePartition(index int32, kv *mvccpb.KeyValue) (Partition, error) {
+	var j partitionJSON
+	if err := json.Unmarshal(kv.Value, &j); err != nil {
+		return Partition{}, err
+	}
+	return Partition{
+		Index: index, Replicas: j.Replicas, ISR: j.ISR, Leader: j.Leader,
+		LeaderEpoch: j.LeaderEpoch, PartitionEpoch: j.PartitionEpoch,
+		AddingReplicas: j.AddingReplicas, RemovingReplicas: j.RemovingReplicas,
+		LeaderBrokerEpoch: j.LeaderBrokerEpoch, modRev: kv.ModRevision,
+	}, nil
+}
+
+func parseBroker(kv *mvccpb.KeyValue) (Broker, error) {
+	var j brokerJSON
+	if err := json.Unmarshal(kv.Value, &j); err != nil {
+		return Broker{}, err
+	}
+	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Epoch: kv.CreateRevision}, nil
+}
+
+func topicToJSON(id [16]byte, configs map[string]string) []byte {
+	b, _ := json.Marshal(topicJSON{ID: hex.EncodeToString(id[:]), Configs: configs})
+	return b
+}
+
+func parseTopic(name string, kv *mvccpb.KeyValue) (*Topic, error) {
+	var j topicJSON
+	if err := json.Unmarshal(kv.Value, &j); err != nil {
+		return nil, err
+	}
+	t := &Topic{Name: name, Configs: j.Configs, modRev: kv.ModRevision}
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	if _, err := hex.Decode(t.ID[:], []byte(j.ID)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// state is the watcher's mirror of everything under /gregor/.
+type state struct {
+	kvs map[string]*mvccpb.KeyValue
+}
+
+// snapshot parses the mirrored keys into a Metadata. Malformed values are
+// skipped (nothing but this package writes under /gregor/).
+func (s *state) snapshot(rev int64) *Metadata {
+	m := &Metadata{Revision: rev, ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}}
+	var ctrlRev int64
+	parts := map[string][]Partition{}
+	for k, kv := range s.kvs {
+		switch {
+		case k == keyClusterID:
+			m.ClusterID = string(kv.Value)
+		case strings.HasPrefix(k, keyBrokers):
+			if b, err := parseBroker(kv); err == nil {
+				m.Brokers[b.ID] = b
+			}
+		case strings.HasPrefix(k, keyController):
+			if ctrlRev == 0 || kv.CreateRevision < ctrlRev {
+				if id, err := strconv.ParseInt(string(kv.Value), 10, 32); err == nil {
+					ctrlRev, m.ControllerID = kv.CreateRevision, int32(id)
+				}
+			}
+		case strings.HasPrefix(k, keyTopics):
+			name := k[len(keyTopics):]
+			if t, err := parseTopic(name, kv); err == nil {
+				m.Topics[name] = t
+			}
+		case strings.HasPrefix(k, keyPartitions):
+			rest := k[len(keyPartitions):]
+			i := strings.LastIndexByte(rest, '/')
+			if i < 0 {
+				continue
+			}
+			idx, err := strconv.ParseInt(rest[i+1:], 10, 32)
+			if err != nil {
+				continue
+			}
+			if p, err := parsePartition(int32(idx), kv); err == nil {
+				parts[rest[:i]] = append(parts[rest[:i]], p)
+			}
+		}
+	}
+	for name, ps := range parts {
+		t := m.Topics[name]
+		if t == nil {
+			continue
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Index < ps[j].Index })
+		// Partitions are created in one transaction from 0 up, so the
+		// indexes are dense; stop at a gap rather than misindex.
+		for i, p := range ps {
+			if p.Index != int32(i) {
+				ps = ps[:i]
+				break
+			}
+		}
+		t.Partitions = ps
+	}
+	return m
+}
