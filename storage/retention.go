@@ -40,6 +40,7 @@ func (l *Log) ApplyRetention() (int, error) {
 			diff -= segs[n].size.Load()
 		}
 	}
+	n = l.belowHighWatermarkLocked(n)
 	if err := l.deletePrefixLocked(n, "retention"); err != nil {
 		return 0, err
 	}
@@ -69,6 +70,25 @@ func (l *Log) belowStartOffsetLocked(offset int64) int {
 		}
 		if end > offset {
 			break
+		}
+	}
+	return n
+}
+
+// belowHighWatermarkLocked limits n, a number of leading segments to
+// delete, to those entirely below the high watermark, as Kafka does: with
+// Config.ReplicatedHighWatermark a segment still being replicated is kept.
+// In the default mode the high watermark is the log end offset and nothing
+// changes. Lock should be held.
+func (l *Log) belowHighWatermarkLocked(n int) int {
+	segs, hw := l.segments(), l.end.Load().hw
+	for i := 0; i < n; i++ {
+		end := l.leo.Load()
+		if i+1 < len(segs) {
+			end = segs[i+1].base
+		}
+		if end > hw {
+			return i
 		}
 	}
 	return n

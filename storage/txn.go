@@ -164,7 +164,9 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	if err := l.syncIfDueLocked(seg, nowMs); err != nil {
 		return -1, err
 	}
-	l.advanceHighWatermark(seg, pos+h.Size(), h.BaseOffset+1)
+	if !l.replicated {
+		l.advanceHighWatermark(seg, pos+h.Size(), h.BaseOffset+1)
+	}
 	return h.BaseOffset, nil
 }
 
