@@ -168,6 +168,3 @@ func (l *Log) applyMarkerLocked(h BatchHeader, commit bool, seg *segment) error 
 	e.epoch = max(e.epoch, h.ProducerEpoch)
 	return l.completeTxnLocked(h.ProducerID, e, commit, h.BaseOffset, seg)
 }
-
-// assignEpochLocked is replaced by the leader-epoch cache.
-func (l *Log) assignEpochLocked(epoch int32, startOffset int64) error { return nil }

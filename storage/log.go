@@ -43,6 +43,7 @@ type Log struct {
 	leo            atomic.Int64
 	end            atomic.Pointer[endState]
 	logEnd         atomic.Pointer[endState] // the log end offset and its position (replicated mode)
+	epochs         atomic.Pointer[[]EpochEntry] // leader-epoch cache; replaced, never modified
 	stable         atomic.Pointer[endState] // first open transaction's batch; nil when none is open
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64 // every batch below it is fsynced
@@ -161,6 +162,9 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	}
 	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), opts.LeaderEpoch
 	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		return AppendResult{}, err
+	}
 
 	seg, pos, err := l.writeLocked(batch, h, nowMs)
 	if err != nil {

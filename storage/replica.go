@@ -118,7 +118,8 @@ func (l *Log) endStateAtLocked(offset int64) (*endState, error) {
 	return &endState{hw: offset, seg: s, pos: pos}, nil
 }
 
-// loadReplicationState completes Open: the log end's position and, in
+// loadReplicationState completes Open: the log end's position, the
+// leader-epoch cache and, in
 // replicated mode, the high watermark from the checkpoint (clamped to
 // [logStartOffset, logEndOffset]; the log start offset without one, as
 // Kafka does without a high-watermark checkpoint). Lock should be held (or
@@ -129,6 +130,9 @@ func (l *Log) loadReplicationState() error {
 	act := segs[len(segs)-1]
 	leo := l.leo.Load()
 	l.logEnd.Store(&endState{hw: leo, seg: act, pos: act.size.Load()})
+	if err := l.loadLeaderEpochs(); err != nil {
+		return err
+	}
 	if !l.replicated {
 		return nil
 	}

@@ -116,6 +116,9 @@ func (l *Log) deletePrefixLocked(n int, why string) error {
 	if lso := rest[0].base; lso > l.logStartOffset.Load() {
 		l.logStartOffset.Store(lso)
 	}
+	if err := l.truncateEpochsFromStartLocked(l.logStartOffset.Load()); err != nil {
+		return err
+	}
 	l.segs.Store(&rest)
 	if err := l.writeCheckpoint(); err != nil {
 		return err
@@ -157,6 +160,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	l.logStartOffset.Store(offset)
 	if err := l.writeCheckpoint(); err != nil {
+		return offset, err
+	}
+	if err := l.truncateEpochsFromStartLocked(offset); err != nil {
 		return offset, err
 	}
 	if err := l.deletePrefixLocked(l.belowStartOffsetLocked(offset), "log start offset"); err != nil {
