@@ -42,9 +42,9 @@ type Log struct {
 	segs           atomic.Pointer[[]*segment] // sorted by base offset; replaced, never modified
 	leo            atomic.Int64
 	end            atomic.Pointer[endState]
-	logEnd         atomic.Pointer[endState] // the log end offset and its position (replicated mode)
+	logEnd         atomic.Pointer[endState]     // the log end offset and its position (replicated mode)
 	epochs         atomic.Pointer[[]EpochEntry] // leader-epoch cache; replaced, never modified
-	stable         atomic.Pointer[endState] // first open transaction's batch; nil when none is open
+	stable         atomic.Pointer[endState]     // first open transaction's batch; nil when none is open
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64 // every batch below it is fsynced
 	notify         atomic.Pointer[chan struct{}]
