@@ -52,7 +52,9 @@ type Config struct {
 	// BeforeIO is a fault-injection seam for tests: it is called before
 	// each write ("write") and fsync ("fsync") of a segment file with the
 	// file's path, and a non-nil error fails that operation as if the
-	// operating system had returned it. Nil in production.
+	// operating system had returned it; also before TruncateTo cuts a
+	// segment file ("truncate"), to interrupt a truncation. Nil in
+	// production.
 	BeforeIO func(op, path string) error
 }
 
