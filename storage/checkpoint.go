@@ -12,6 +12,12 @@ import (
 // (write to checkpoint.tmp, fsync, rename, fsync the directory):
 //
 //	v1 logStartOffset=<int64> recoveryPoint=<int64>\n
+//	v2 logStartOffset=<int64> recoveryPoint=<int64> highWatermark=<int64>\n
+//
+// A log in the default mode writes v1, exactly as before replication
+// existed; a log with Config.ReplicatedHighWatermark writes v2, whose
+// highWatermark is the last high watermark set with SetHighWatermark. Both
+// versions are read by every mode (a v1 file has no high watermark).
 //
 // logStartOffset is the first offset visible to readers, moved by
 // DeleteRecordsBefore and retention. recoveryPoint is an offset below which
@@ -27,29 +33,57 @@ const (
 	checkpointName    = "checkpoint"
 	cleanShutdownName = "clean-shutdown"
 	checkpointFormat  = "v1 logStartOffset=%d recoveryPoint=%d\n"
+	checkpointFormat2 = "v2 logStartOffset=%d recoveryPoint=%d highWatermark=%d\n"
 )
+
+// checkpoint is the content of the checkpoint file; highWatermark is -1 in
+// a v1 file.
+type checkpoint struct {
+	logStartOffset, recoveryPoint, highWatermark int64
+}
 
 // readCheckpoint reads the checkpoint file; ok is false when it is missing or
 // malformed.
 func readCheckpoint(dir string) (logStartOffset, recoveryPoint int64, ok bool, err error) {
+	c, ok, err := readCheckpointFile(dir)
+	return c.logStartOffset, c.recoveryPoint, ok, err
+}
+
+// readCheckpointFile reads either version of the checkpoint file; ok is
+// false when it is missing or malformed.
+func readCheckpointFile(dir string) (c checkpoint, ok bool, err error) {
 	path := filepath.Join(dir, checkpointName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, false, nil
+		return c, false, nil
 	}
 	if err != nil {
-		return 0, 0, false, ioErr("read", path, err)
+		return c, false, ioErr("read", path, err)
 	}
-	if _, err := fmt.Sscanf(string(b), checkpointFormat, &logStartOffset, &recoveryPoint); err != nil ||
-		string(b) != fmt.Sprintf(checkpointFormat, logStartOffset, recoveryPoint) || logStartOffset < 0 || recoveryPoint < 0 {
-		return 0, 0, false, nil
+	c.highWatermark = -1
+	s := string(b)
+	if _, err := fmt.Sscanf(s, checkpointFormat, &c.logStartOffset, &c.recoveryPoint); err == nil &&
+		s == fmt.Sprintf(checkpointFormat, c.logStartOffset, c.recoveryPoint) && c.logStartOffset >= 0 && c.recoveryPoint >= 0 {
+		return c, true, nil
 	}
-	return logStartOffset, recoveryPoint, true, nil
+	if _, err := fmt.Sscanf(s, checkpointFormat2, &c.logStartOffset, &c.recoveryPoint, &c.highWatermark); err == nil &&
+		s == fmt.Sprintf(checkpointFormat2, c.logStartOffset, c.recoveryPoint, c.highWatermark) &&
+		c.logStartOffset >= 0 && c.recoveryPoint >= 0 && c.highWatermark >= 0 {
+		return c, true, nil
+	}
+	return checkpoint{highWatermark: -1}, false, nil
 }
 
-// writeCheckpointFile replaces the checkpoint file.
-func writeCheckpointFile(dir string, logStartOffset, recoveryPoint int64) error {
-	return WriteFileAtomic(filepath.Join(dir, checkpointName), fmt.Appendf(nil, checkpointFormat, logStartOffset, recoveryPoint))
+// writeCheckpointFile replaces the checkpoint file: v1 when c.highWatermark
+// is negative, else v2.
+func writeCheckpointFile(dir string, c checkpoint) error {
+	var b []byte
+	if c.highWatermark < 0 {
+		b = fmt.Appendf(nil, checkpointFormat, c.logStartOffset, c.recoveryPoint)
+	} else {
+		b = fmt.Appendf(nil, checkpointFormat2, c.logStartOffset, c.recoveryPoint, c.highWatermark)
+	}
+	return WriteFileAtomic(filepath.Join(dir, checkpointName), b)
 }
 
 // WriteFileAtomic replaces the file at path by data durably: it writes

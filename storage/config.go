@@ -41,10 +41,20 @@ type Config struct {
 	Decompress func(codec int8, compressed []byte) ([]byte, error)
 	// Logger receives recovery and deletion messages; nil means slog.Default().
 	Logger *slog.Logger
+	// ReplicatedHighWatermark makes the high watermark the owner's to move
+	// (a replicated partition's leader or follower): Append, AppendMarker
+	// and AppendAsFollower then advance only the log end offset, and
+	// SetHighWatermark advances the high watermark. It is persisted in the
+	// checkpoint file. It is read by Open and cannot be changed afterwards.
+	// False (the default) is the single-broker log: every append advances
+	// the high watermark to the log end offset.
+	ReplicatedHighWatermark bool
 	// BeforeIO is a fault-injection seam for tests: it is called before
 	// each write ("write") and fsync ("fsync") of a segment file with the
 	// file's path, and a non-nil error fails that operation as if the
-	// operating system had returned it. Nil in production.
+	// operating system had returned it; also before TruncateTo cuts a
+	// segment file ("truncate"), to interrupt a truncation. Nil in
+	// production.
 	BeforeIO func(op, path string) error
 }
 

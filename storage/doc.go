@@ -12,12 +12,14 @@
 // (.index) and a time index (.timeindex) beside it, and an aborted-transaction
 // index (.txnindex) once an ABORT marker has been written to it.
 // Producer-state snapshots (.snapshot, version 2: with each producer's open
-// transaction), a checkpoint file (log start offset and recovery point) and a
-// clean-shutdown marker complete the directory. The byte formats are
-// described next to their constants: batch.go (record batch v2), index.go
-// (.index, .timeindex), txn.go (.txnindex, control records), producer.go
-// (.snapshot), checkpoint.go (checkpoint, clean-shutdown) and segment.go
-// (file names).
+// transaction), a checkpoint file (log start offset, recovery point and, for
+// replicated logs, high watermark), the leader-epoch cache
+// (leader-epoch-checkpoint) and a clean-shutdown marker complete the
+// directory. The byte formats are described next to their constants:
+// batch.go (record batch v2), index.go (.index, .timeindex), txn.go
+// (.txnindex, control records), producer.go (.snapshot), checkpoint.go
+// (checkpoint, clean-shutdown), epoch.go (leader-epoch-checkpoint) and
+// segment.go (file names).
 //
 // # Appending
 //
@@ -100,10 +102,39 @@
 // DeleteRecordsBefore moves the log start offset (DeleteRecords). The log
 // start offset is persisted in the checkpoint file whenever it moves.
 //
+// # Replication support
+//
+// The log knows nothing of clusters but has what a replica needs (Kafka's
+// UnifiedLog follower and leader paths):
+//
+//   - Config.ReplicatedHighWatermark: appends move only the log end offset;
+//     the owner moves the high watermark with SetHighWatermark (monotone,
+//     clamped to the log end offset; its file position comes from a queue of
+//     recent batch ends, else from the offset index and batch headers). Read,
+//     ReadCommitted, the last stable offset and Notify are relative to it as
+//     in the default mode; ReadForFollower reads up to the log end offset,
+//     and Notify also fires on appends. The high watermark is persisted in a
+//     v2 checkpoint and restored on Open as min(persisted, log end offset).
+//     Retention deletes only segments below it.
+//   - AppendAsFollower appends the records of a Fetch response at their own
+//     offsets and leader epochs, byte for byte, rebuilding producer and
+//     transaction state without the idempotence checks, so a new leader
+//     recognises a retried batch.
+//   - TruncateTo cuts the log at an offset (a batch containing it goes
+//     too); TruncateFullyAndStartAt restarts it empty at an offset. Both are
+//     crash safe: an interrupted truncation reopens to a prefix of the old
+//     log, never with a later segment brought back.
+//   - The leader-epoch cache (leader-epoch-checkpoint) maps each leader
+//     epoch to its first offset, filled from the batches' partitionLeaderEpoch
+//     and AssignLeaderEpoch, cut by truncation and by the log start offset,
+//     rebuilt from the batch headers when its file is missing or damaged.
+//     EndOffsetForLeaderEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279).
+//
 // # Errors
 //
 // Rejected batches give ErrCorruptBatch, ErrInvalidRecord or
-// ErrUnsupportedMagic; idempotence violations ErrOutOfOrderSequence or
+// ErrUnsupportedMagic; follower batches that do not continue the log
+// ErrOffsetMismatch; idempotence violations ErrOutOfOrderSequence or
 // ErrInvalidProducerEpoch; file failures a *StorageError wrapping the cause.
 // A failed write or fsync is sticky: the log refuses further appends, since
 // the file's state after a failed fsync is unknown.

@@ -37,6 +37,12 @@ var (
 	// producer has been fenced.
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
 
+	// ErrOffsetMismatch is returned when AppendAsFollower is given batches
+	// that do not start at the log end offset or do not follow each other
+	// without a gap (Kafka's UnexpectedAppendOffsetException). Nothing is
+	// appended.
+	ErrOffsetMismatch = errors.New("storage: batch offsets do not continue the log")
+
 	// ErrLogClosed is returned when an operation is attempted on a Log after
 	// Close or Delete.
 	ErrLogClosed = errors.New("storage: log is closed")

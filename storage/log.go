@@ -28,6 +28,12 @@ type Log struct {
 	producers   producerStateManager
 	lastFlushMs int64
 	writeErr    error // sticky: set by a failed write or fsync
+	// replicated is Config.ReplicatedHighWatermark, fixed at Open.
+	replicated bool
+	// hwEnds are the ends of recent batches above the high watermark
+	// (replicated mode), oldest first: where SetHighWatermark finds the
+	// file position of a new high watermark without reading the log.
+	hwEnds []*endState
 
 	// Published for readers, who do not take mu; written under mu (the
 	// recovery point also by Flush).
@@ -36,7 +42,9 @@ type Log struct {
 	segs           atomic.Pointer[[]*segment] // sorted by base offset; replaced, never modified
 	leo            atomic.Int64
 	end            atomic.Pointer[endState]
-	stable         atomic.Pointer[endState] // first open transaction's batch; nil when none is open
+	logEnd         atomic.Pointer[endState]     // the log end offset and its position (replicated mode)
+	epochs         atomic.Pointer[[]EpochEntry] // leader-epoch cache; replaced, never modified
+	stable         atomic.Pointer[endState]     // first open transaction's batch; nil when none is open
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64 // every batch below it is fsynced
 	notify         atomic.Pointer[chan struct{}]
@@ -91,10 +99,12 @@ func (l *Log) active() *segment {
 }
 
 // UpdateConfig replaces the configuration; it applies to the next append,
-// roll, flush check and retention run.
+// roll, flush check and retention run. ReplicatedHighWatermark cannot be
+// changed on an open log: its value from Open is kept.
 func (l *Log) UpdateConfig(cfg Config) {
 	cfg = cfg.normalized()
 	l.mu.Lock()
+	cfg.ReplicatedHighWatermark = l.replicated
 	l.cfg = cfg
 	l.rcfg.Store(&cfg)
 	l.mu.Unlock()
@@ -106,7 +116,9 @@ func (l *Log) UpdateConfig(cfg Config) {
 // modified in place: baseOffset, partitionLeaderEpoch and, with
 // LogAppendTime, the attributes, maxTimestamp and CRC. The high watermark
 // advances before Append returns, after an fsync when flush.messages calls
-// for one.
+// for one; with Config.ReplicatedHighWatermark it does not (see
+// SetHighWatermark). A partitionLeaderEpoch above the latest leader epoch
+// starts a new epoch in the leader-epoch cache at the batch's baseOffset.
 //
 // Errors: ErrUnsupportedMagic, ErrCorruptBatch, ErrInvalidRecord (batch
 // rejected); ErrInvalidProducerEpoch, ErrOutOfOrderSequence (idempotence);
@@ -150,6 +162,9 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	}
 	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), opts.LeaderEpoch
 	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		return AppendResult{}, err
+	}
 
 	seg, pos, err := l.writeLocked(batch, h, nowMs)
 	if err != nil {
@@ -161,7 +176,9 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	if err := l.syncIfDueLocked(seg, nowMs); err != nil {
 		return AppendResult{}, err
 	}
-	l.advanceHighWatermark(seg, pos+h.Size(), h.LastOffset()+1)
+	if !l.replicated {
+		l.advanceHighWatermark(seg, pos+h.Size(), h.LastOffset()+1)
+	}
 	res.BaseOffset, res.LastOffset = h.BaseOffset, h.LastOffset()
 	res.LogStartOffset = l.logStartOffset.Load()
 	return res, nil
@@ -176,7 +193,19 @@ func (l *Log) writeLocked(batch []byte, h BatchHeader, nowMs int64) (*segment, i
 		return nil, 0, err
 	}
 	pos := seg.size.Load()
-	if err := l.writeAt(seg, batch, pos); err != nil {
+	if err := l.writeBytesLocked(seg, batch, pos, nowMs); err != nil {
+		return nil, 0, err
+	}
+	seg.track(pos, h.Size(), h.LastOffset(), h.MaxTimestamp, l.cfg.IndexIntervalBytes)
+	l.leo.Store(h.LastOffset() + 1)
+	l.publishLogEndLocked(seg, pos+h.Size(), h.LastOffset()+1)
+	return seg, pos, nil
+}
+
+// writeBytesLocked writes b at pos, the end of seg, and grows seg's size.
+// Lock should be held.
+func (l *Log) writeBytesLocked(seg *segment, b []byte, pos, nowMs int64) error {
+	if err := l.writeAt(seg, b, pos); err != nil {
 		werr := ioErr("write", seg.logPath, err)
 		// A failed write (a full disk, say) leaves nothing behind once
 		// the partial bytes are cut off: later appends may succeed when
@@ -184,15 +213,13 @@ func (l *Log) writeLocked(batch []byte, h BatchHeader, nowMs int64) (*segment, i
 		if terr := seg.file.Truncate(pos); terr != nil {
 			l.writeErr = werr
 		}
-		return nil, 0, werr
+		return werr
 	}
-	seg.size.Store(pos + h.Size())
+	seg.size.Store(pos + int64(len(b)))
 	if seg.firstAppendMs == 0 {
 		seg.firstAppendMs = nowMs
 	}
-	seg.track(pos, h.Size(), h.LastOffset(), h.MaxTimestamp, l.cfg.IndexIntervalBytes)
-	l.leo.Store(h.LastOffset() + 1)
-	return seg, pos, nil
+	return nil
 }
 
 // syncIfDueLocked fsyncs seg when flush.messages messages have been
@@ -222,7 +249,9 @@ func (l *Log) advanceHighWatermark(seg *segment, pos, hw int64) {
 
 // Notify returns a channel that is closed when the high watermark next
 // advances, or when the log is closed. Call it before checking the high
-// watermark so that an advance in between is not missed.
+// watermark so that an advance in between is not missed. With
+// Config.ReplicatedHighWatermark it is also closed when the log end offset
+// advances, so that follower fetches (ReadForFollower) can wait on it.
 func (l *Log) Notify() <-chan struct{} {
 	for {
 		if ch := l.notify.Load(); ch != nil {
@@ -314,11 +343,16 @@ func (l *Log) rollLocked() (*segment, error) {
 	return seg, nil
 }
 
-// writeCheckpoint persists the current log start offset and recovery point.
+// writeCheckpoint persists the current log start offset and recovery point,
+// and in replicated mode the high watermark.
 func (l *Log) writeCheckpoint() error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
-	return writeCheckpointFile(l.dir, l.logStartOffset.Load(), l.recoveryPoint.Load())
+	c := checkpoint{logStartOffset: l.logStartOffset.Load(), recoveryPoint: l.recoveryPoint.Load(), highWatermark: -1}
+	if l.replicated {
+		c.highWatermark = l.end.Load().hw
+	}
+	return writeCheckpointFile(l.dir, c)
 }
 
 // Read returns the bytes of the log starting with the batch that contains
@@ -428,7 +462,8 @@ func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
 func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 
 // HighWatermark is the offset below which records are readable; on a single
-// broker it equals LogEndOffset except while an append is in flight.
+// broker it equals LogEndOffset except while an append is in flight. With
+// Config.ReplicatedHighWatermark it is what SetHighWatermark last set.
 func (l *Log) HighWatermark() int64 { return l.end.Load().hw }
 
 // Size is the total size in bytes of the segment files.

@@ -68,6 +68,9 @@ func (l *Log) load() error {
 		return err
 	}
 	l.publishStableLocked()
+	if err := l.loadReplicationState(); err != nil {
+		return err
+	}
 	if err := l.writeCheckpoint(); err != nil {
 		return err
 	}

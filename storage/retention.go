@@ -40,6 +40,7 @@ func (l *Log) ApplyRetention() (int, error) {
 			diff -= segs[n].size.Load()
 		}
 	}
+	n = l.belowHighWatermarkLocked(n)
 	if err := l.deletePrefixLocked(n, "retention"); err != nil {
 		return 0, err
 	}
@@ -74,6 +75,25 @@ func (l *Log) belowStartOffsetLocked(offset int64) int {
 	return n
 }
 
+// belowHighWatermarkLocked limits n, a number of leading segments to
+// delete, to those entirely below the high watermark, as Kafka does: with
+// Config.ReplicatedHighWatermark a segment still being replicated is kept.
+// In the default mode the high watermark is the log end offset and nothing
+// changes. Lock should be held.
+func (l *Log) belowHighWatermarkLocked(n int) int {
+	segs, hw := l.segments(), l.end.Load().hw
+	for i := 0; i < n; i++ {
+		end := l.leo.Load()
+		if i+1 < len(segs) {
+			end = segs[i+1].base
+		}
+		if end > hw {
+			return i
+		}
+	}
+	return n
+}
+
 // deletePrefixLocked deletes the first n segments, rolling a new active
 // segment first if all of them must go, moves the log start offset to the
 // first remaining segment if it was below, persists it, and forgets the
@@ -95,6 +115,9 @@ func (l *Log) deletePrefixLocked(n int, why string) error {
 	rest := append([]*segment(nil), segs[n:]...)
 	if lso := rest[0].base; lso > l.logStartOffset.Load() {
 		l.logStartOffset.Store(lso)
+	}
+	if err := l.truncateEpochsFromStartLocked(l.logStartOffset.Load()); err != nil {
+		return err
 	}
 	l.segs.Store(&rest)
 	if err := l.writeCheckpoint(); err != nil {
@@ -137,6 +160,9 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	}
 	l.logStartOffset.Store(offset)
 	if err := l.writeCheckpoint(); err != nil {
+		return offset, err
+	}
+	if err := l.truncateEpochsFromStartLocked(offset); err != nil {
 		return offset, err
 	}
 	if err := l.deletePrefixLocked(l.belowStartOffsetLocked(offset), "log start offset"); err != nil {

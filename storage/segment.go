@@ -26,7 +26,8 @@ import (
 //	00000000000000000000.index      offset index (see index.go)
 //	00000000000000000000.timeindex  time index (see index.go)
 //	00000000000000001234.snapshot   producer state before offset 1234 (see producer.go)
-//	checkpoint                      log start offset and recovery point (see checkpoint.go)
+//	checkpoint                      log start offset, recovery point, high watermark (see checkpoint.go)
+//	leader-epoch-checkpoint         leader epochs and their start offsets (see epoch.go)
 //	clean-shutdown                  empty; present only between Close and Open
 //
 // A .log file holds the batches whose offsets start at its base offset, with

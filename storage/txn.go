@@ -149,6 +149,9 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	h := parseHeader(batch)
 	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), leaderEpoch
 	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
+	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		return -1, err
+	}
 	seg, pos, err := l.writeLocked(batch, h, nowMs)
 	if err != nil {
 		return -1, err
@@ -164,7 +167,9 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	if err := l.syncIfDueLocked(seg, nowMs); err != nil {
 		return -1, err
 	}
-	l.advanceHighWatermark(seg, pos+h.Size(), h.BaseOffset+1)
+	if !l.replicated {
+		l.advanceHighWatermark(seg, pos+h.Size(), h.BaseOffset+1)
+	}
 	return h.BaseOffset, nil
 }
 
