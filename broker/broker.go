@@ -46,6 +46,8 @@ type Broker struct {
 
 	srv server
 
+	cl *clusterState // nil on a single node (cluster.go)
+
 	obs    observer // metrics (metrics.go)
 	faults faultSet // fault injection (faults.go)
 }

@@ -624,7 +624,7 @@ func (b *Broker) clusterCreateTopic(name string, partitions int32, rf int16, ass
 func (b *Broker) clusterDeleteTopic(t *topic) error {
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, cluster.ErrUnknownTopic) {
+	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, cluster.ErrUnknownTopicOrPartition) {
 		return err
 	}
 	b.awaitMetadata(metadataTimeout, func() bool { return b.lookupTopicID(t.id) == nil })

@@ -26,7 +26,7 @@ type FollowerLog interface {
 	TruncateFullyAndStartAt(offset int64) error
 	// AppendAsFollower appends the leader's batches at their offsets.
 	AppendAsFollower(records []byte) error
-	SetHighWatermark(hw int64)
+	SetHighWatermark(hw int64) error
 	// MaybeIncrementLogStartOffset follows the leader's log start offset
 	// (DeleteRecords, retention) up to the high watermark.
 	MaybeIncrementLogStartOffset(offset int64) error
@@ -448,7 +448,9 @@ func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
 		}
 	}
 	if hw := min(rp.HighWatermark, l.LogEndOffset()); hw > l.HighWatermark() {
-		l.SetHighWatermark(hw)
+		if err := l.SetHighWatermark(hw); err != nil {
+			f.cfg.Logger.Warn("follower high watermark", "partition", p.tp, "err", err)
+		}
 	}
 	if rp.LogStartOffset > l.LogStartOffset() {
 		if err := l.MaybeIncrementLogStartOffset(min(rp.LogStartOffset, l.HighWatermark())); err != nil {

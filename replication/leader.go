@@ -12,7 +12,7 @@ type LeaderLog interface {
 	HighWatermark() int64
 	// SetHighWatermark moves the high watermark forward (never back) to
 	// at most the log end offset.
-	SetHighWatermark(hw int64)
+	SetHighWatermark(hw int64) error
 }
 
 // State is a partition's replication state as the cluster metadata holds
@@ -191,7 +191,9 @@ func (l *Leader) MaybeAdvanceHighWatermark() {
 	}
 	l.mu.Unlock()
 	if hw > l.log.HighWatermark() {
-		l.log.SetHighWatermark(hw)
+		// A failure here is the log's own (closed, or an I/O error it
+		// keeps); the high watermark simply does not move.
+		_ = l.log.SetHighWatermark(hw)
 	}
 }
 

@@ -11,10 +11,11 @@ type memLog struct{ leo, hw int64 }
 
 func (m *memLog) LogEndOffset() int64  { return m.leo }
 func (m *memLog) HighWatermark() int64 { return m.hw }
-func (m *memLog) SetHighWatermark(hw int64) {
+func (m *memLog) SetHighWatermark(hw int64) error {
 	if hw > m.hw && hw <= m.leo {
 		m.hw = hw
 	}
+	return nil
 }
 
 func allLive(int32) bool { return true }
