@@ -517,7 +517,7 @@ func (b *Broker) brokersView() ([]brokerInfo, int32) {
 
 // replicaView is a partition's leadership as Metadata lists it.
 type replicaView struct {
-	leader, leaderEpoch     int32
+	leader, leaderEpoch    int32
 	replicas, isr, offline []int32
 }
 
