@@ -22,7 +22,7 @@ const (
 	keyProducerIDs = "/gregor/producer-ids"
 )
 
-func brokerKey(id int32) string { return keyBrokers + strconv.Itoa(int(id)) }
+func brokerKey(id int32) string   { return keyBrokers + strconv.Itoa(int(id)) }
 func topicKey(name string) string { return keyTopics + name }
 func partitionsPrefix(topic string) string {
 	return keyPartitions + topic + "/"
