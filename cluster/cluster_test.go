@@ -455,24 +455,32 @@ func TestCluster(t *testing.T) {
 	// failover stops the leader of orders-0 and waits for the controller to
 	// elect the next ISR member in assignment order.
 	failover := func(t *testing.T, crash bool) {
-		before, _ := n1.Metadata().Partition("orders", 0)
-		if len(before.ISR) != 3 {
-			t.Fatalf("ISR %v", before.ISR)
-		}
+		m0 := c.waitAll("orders-0 with a full ISR", func(m *Metadata) bool {
+			p, _ := m.Partition("orders", 0)
+			return len(p.ISR) == 3 && len(m.Brokers) == 3
+		})
+		before, _ := m0.Partition("orders", 0)
 		dead := before.Leader
 		want := before.Replicas[0]
 		if want == dead {
 			want = before.Replicas[1]
 		}
+		survivor := c.node(want)
+		deadNode := c.node(dead)
+		wasEtcdLeader := uint64(deadNode.etcd.Server.MemberID()) == deadNode.etcd.Server.Lead()
+		wasController := m0.ControllerID == dead
 		start := time.Now()
-		c.stop(dead, crash)
-		m := c.waitAll("a new leader", func(m *Metadata) bool {
+		stopped := make(chan struct{})
+		go func() { c.stop(dead, crash); close(stopped) }()
+		m := waitMeta(t, survivor, "a new leader", func(m *Metadata) bool {
 			p, _ := m.Partition("orders", 0)
 			return p.Leader != dead && p.Leader >= 0
 		})
 		took := time.Since(start)
+		<-stopped
 		p, _ := m.Partition("orders", 0)
-		t.Logf("crash=%v: leader %d → %d (epoch %d → %d) in %v", crash, dead, p.Leader, before.LeaderEpoch, p.LeaderEpoch, took)
+		t.Logf("crash=%v: leader %d → %d (epoch %d → %d) in %v; the dead node was etcd leader: %v, controller: %v",
+			crash, dead, p.Leader, before.LeaderEpoch, p.LeaderEpoch, took, wasEtcdLeader, wasController)
 		if p.Leader != want || p.LeaderEpoch != before.LeaderEpoch+1 || slices.Contains(p.ISR, dead) || len(p.ISR) != 2 {
 			t.Fatalf("after failover: %+v (want leader %d)", p, want)
 		}
