@@ -73,8 +73,13 @@
 //   - etcd's leader sets a lease's expiry to (time it processed the
 //     renewal) + TTL, and the renewal was processed after it was sent, so
 //     the expiry is at least send time + TTL; a new etcd leader extends
-//     every lease on taking office, so expiry only moves later; etcd
-//     checks that it is still the leader (a quorum read) before renewing.
+//     every lease by one election timeout on taking office, so expiry
+//     only moves later. A raft leader that lost its quorum may still
+//     acknowledge renewals until it steps down (etcd skips the quorum check
+//     while the leader is ticking), at most two election timeouts after its
+//     last contact; the new raft leader is elected at least one election
+//     timeout after that contact and adds one more on promotion, so its
+//     expiry is still later than any renewal the old one acknowledged.
 //   - The controller elects a new leader for the broker's partitions only
 //     after seeing the broker's key deleted, which happens only when the
 //     lease has expired (or was revoked by the broker itself).
