@@ -64,7 +64,7 @@
 //
 // # Fencing
 //
-// A broker renews its lease every TTL/4 (TTL = SessionTimeout, 4 s by
+// A broker renews its lease every TTL/4 (TTL = SessionTimeout, 3 s by
 // default) and records the send time of each renewal that etcd
 // acknowledged. Fenced reports true once now > send time of the last
 // acknowledged renewal + TTL - TTL/8; a fenced broker must stop accepting
@@ -73,19 +73,27 @@
 //   - etcd's leader sets a lease's expiry to (time it processed the
 //     renewal) + TTL, and the renewal was processed after it was sent, so
 //     the expiry is at least send time + TTL; a new etcd leader extends
-//     every lease on taking office, so expiry only moves later; etcd
-//     checks that it is still the leader (a quorum read) before renewing.
+//     every lease by one election timeout on taking office, so expiry
+//     only moves later. A raft leader that lost its quorum may still
+//     acknowledge renewals until it steps down (etcd skips the quorum check
+//     while the leader is ticking), at most two election timeouts after its
+//     last contact; the new raft leader is elected at least one election
+//     timeout after that contact and adds one more on promotion, so its
+//     expiry is still later than any renewal the old one acknowledged.
 //   - The controller elects a new leader for the broker's partitions only
 //     after seeing the broker's key deleted, which happens only when the
 //     lease has expired (or was revoked by the broker itself).
 //   - So the new leader is chosen after send time + TTL, while the old one
 //     stopped at send time + TTL - TTL/8 by its own monotonic clock. The
-//     margin (500 ms by default) covers clock rate differences and writes
+//     margin (375 ms by default) covers clock rate differences and writes
 //     already in flight when the deadline passes.
 //
 // Failover time is bounded by the TTL: a broker that dies expires at most
-// TTL after its last renewal, etcd revokes expired leases every 500 ms, and
-// the controller's write and the watches take milliseconds; when the dead
-// broker also hosted the etcd leader, etcd's election (1 s) comes first and
-// the new etcd leader restarts the lease's TTL.
+// TTL after its last renewal (between TTL - TTL/4 and TTL after its death),
+// etcd revokes expired leases every 500 ms, and the controller's write and
+// the watches take milliseconds. When the dead broker also hosted etcd's
+// raft leader, the members first elect a new one (election timeout 500 ms,
+// randomized up to 1 s, with the embedded member's 50 ms heartbeat), and
+// the new raft leader extends every lease by one election timeout: with
+// the default TTL of 3 s that is 4-5.5 s from death to new leader.
 package cluster
