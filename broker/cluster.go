@@ -233,12 +233,12 @@ func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic) error {
 		b.mu.Lock()
 		t = nil
 	}
+	configsChanged := t == nil || !mapsEqual(t.configs, mt.Configs)
 	if t == nil {
-		t = &topic{name: mt.Name, id: uuid(mt.ID), configs: map[string]string{}}
+		t = &topic{name: mt.Name, id: uuid(mt.ID)}
 		b.topics[t.name] = t
 		b.topicsByID[t.id] = t
 	}
-	configsChanged := !mapsEqual(t.configs, mt.Configs)
 	if configsChanged {
 		t.configs = cloneMap(mt.Configs)
 		t.produce = b.produceSettingsFor(t.configs)

@@ -170,7 +170,7 @@ var brokerConfigDefs = []configDef{
 	{"controller.quorum.voters", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode: the nodes that run the embedded etcd members, id@host:port (their etcd peer addresses)."},
 	{"etcd.endpoints", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode with an external etcd: its client URLs (Gregor's own setting)."},
 	{"broker.rack", kmsg.ConfigTypeString, "", "", true, anyString, "This broker's rack; replicas of a partition are spread over racks."},
-	{"broker.session.timeout.ms", kmsg.ConfigTypeInt, "4000", "", true, intAtLeast(1000), "How long a broker that stops renewing its etcd lease stays registered (whole seconds); Kafka's default is 9000, Gregor's is shorter to keep failover under 6 s."},
+	{"broker.session.timeout.ms", kmsg.ConfigTypeInt, "3000", "", true, intAtLeast(1000), "How long a broker that stops renewing its etcd lease stays registered (whole seconds); Kafka's default is 9000, Gregor's is shorter to keep failover under 6 s."},
 	{"replica.lag.time.max.ms", kmsg.ConfigTypeLong, "30000", "", true, atLeast(1), "A follower not caught up for this long leaves the ISR."},
 	{"replica.fetch.wait.max.ms", kmsg.ConfigTypeInt, "500", "", true, intAtLeast(0), "How long a follower's Fetch waits for data at the leader."},
 	{"replica.fetch.min.bytes", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The bytes a follower's Fetch waits for."},
