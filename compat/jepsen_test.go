@@ -144,7 +144,14 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 	errs := r.produceErrs
 	r.mu.Unlock()
 	res := jepsenCheck(h, jepsenGapThreshold)
-	t.Logf("%s(produce errors: %d, HW observations: %d, batches acknowledged: %d)", res.Summary(), errs, len(h.HWs), len(h.Written))
+	noEpoch := 0
+	for _, o := range h.HWs {
+		if o.LeaderEpoch < 0 {
+			noEpoch++
+		}
+	}
+	t.Logf("%s(produce errors: %d, HW observations: %d of which %d without a leaderEpoch, batches acknowledged: %d)",
+		res.Summary(), errs, len(h.HWs), noEpoch, len(h.Written))
 	if !res.OK() {
 		t.Fatalf("jepsen: %d properties broken (seed %d); see the VIOLATION lines above", len(res.Violations), seed)
 	}
