@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: build run test unit compat crash fuzz bench lint clean
+.PHONY: build run test unit compat crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -33,6 +33,17 @@ compat:
 CRASH_CYCLES ?= 25
 crash:
 	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 30m -run '^TestCrash' -v ./compat
+
+## jepsen: idempotent acks=all producers, a live consumer and a high-watermark
+## monitor on a 3-node cluster (RF=3, min.insync.replicas=2) while a nemesis
+## kills, stops and cuts brokers, $(JEPSEN_CYCLES) cycles; then every history
+## is checked (compat/jepsen_check_test.go). make test runs 2 cycles.
+## JEPSEN_NODES=1 runs it against one single-node broker instead.
+## TODO(lead): drop GREGOR_CLUSTER=1 here once TestClusterJepsen no longer skips without it.
+JEPSEN_CYCLES ?= 20
+JEPSEN_NODES  ?= 3
+jepsen:
+	GREGOR_CLUSTER=1 GREGOR_JEPSEN_NODES=$(JEPSEN_NODES) GREGOR_JEPSEN_CYCLES=$(JEPSEN_CYCLES) $(GO) test -count=1 -timeout 90m -run '^TestClusterJepsen$$' -v ./compat
 
 ## fuzz: every fuzz target for $(FUZZTIME) each
 fuzz:
