@@ -124,7 +124,7 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		if req.TransactionID == nil {
 			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id", nil
 		}
-		code := b.txns.CheckProduce(hdr.ProducerID, hdr.ProducerEpoch, p.topic.name, p.index, req.Version >= 12)
+		code := b.checkTxnProduce(*req.TransactionID, hdr.ProducerID, hdr.ProducerEpoch, p, req.Version >= 12)
 		if code = coordinator.ProduceTxnError(code, req.Version); code != 0 {
 			return code, "the partition is not part of the producer's ongoing transaction", nil
 		}

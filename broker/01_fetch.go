@@ -213,7 +213,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 		}
 		if err != nil {
 			sp.ErrorCode = readErrorCode(err)
-			if sp.ErrorCode != kerr.OffsetOutOfRange.Code {
+			if sp.ErrorCode != kerr.OffsetOutOfRange.Code && !errors.Is(err, storage.ErrLogClosed) {
 				b.log.Error("fetch read", "topic", tg.part.topic.name, "partition", tg.part.index, "err", err)
 			}
 			errored = true

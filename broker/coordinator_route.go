@@ -10,6 +10,9 @@ package broker
 // first); that is the limit the replicated-coordinator work removes.
 
 import (
+	"context"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -40,4 +43,50 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 		code = kerr.CoordinatorNotAvailable.Code
 	}
 	return errorResponse(msg, code, b.topicNameByID)
+}
+
+// checkTxnProduce checks that a transactional batch belongs to its
+// producer's ongoing transaction (adding the partition to it with Produce
+// v12, KIP-890 part 2), asking the transaction coordinator: in-process when
+// it is this broker, else with an inter-broker AddPartitionsToTxn (VerifyOnly
+// for the older Produce versions), as Kafka's partition leaders do.
+func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p *partition, implicitAdd bool) int16 {
+	c, ok := b.coordinatorNode()
+	if b.cl == nil || (ok && c.id == b.nodeID) {
+		return b.txns.CheckProduce(producerID, epoch, p.topic.name, p.index, implicitAdd)
+	}
+	if !ok {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = txnID, producerID, epoch, !implicitAdd
+	tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	tt.Topic, tt.Partitions = p.topic.name, []int32{p.index}
+	tx.Topics = append(tx.Topics, tt)
+	req.Transactions = append(req.Transactions, tx)
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	kresp, err := b.peerRequest(ctx, c.id, req)
+	if err != nil {
+		b.log.Warn("verifying a transactional produce with the coordinator", "coordinator", c.id, "err", err)
+		return kerr.NotEnoughReplicas.Code // retriable: the producer tries again
+	}
+	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	for _, rt := range resp.Transactions {
+		for _, t := range rt.Topics {
+			for _, rp := range t.Partitions {
+				if rp.ErrorCode != 0 {
+					if rp.ErrorCode == kerr.ProducerFenced.Code {
+						return kerr.InvalidProducerEpoch.Code
+					}
+					return rp.ErrorCode
+				}
+			}
+		}
+	}
+	return 0
 }
