@@ -25,8 +25,11 @@ func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
 			part := partitionAt(parts, p)
-			if part == nil {
+			if part == nil || b.leadership(part) != 0 {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if part != nil {
+					sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				}
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}

@@ -326,7 +326,16 @@ func (b *Broker) applyRole(md *cluster.Metadata, p *partition) {
 	mp := p.meta.Load()
 	tp := replication.TP{Topic: p.topic.name, Partition: p.index}
 	st := replication.State{LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch, Replicas: mp.Replicas, ISR: mp.ISR}
+	self, registered := md.Brokers[b.nodeID]
 	switch {
+	case mp.Leader == b.nodeID && (!registered || (mp.LeaderBrokerEpoch != 0 && mp.LeaderBrokerEpoch != self.Epoch)):
+		// Elected before this process started (a restart within the old
+		// registration's lease): the controller elects anew. Leading in
+		// the old epoch now could serve a log that is behind what that
+		// epoch acknowledged.
+		p.leader.Store(nil)
+		p.epoch.Store(mp.LeaderEpoch)
+		b.cl.fetchers.Unfollow(tp)
 	case mp.Leader == b.nodeID:
 		if ldr := p.leader.Load(); ldr != nil && ldr.LeaderEpoch() == mp.LeaderEpoch {
 			ldr.Update(st, time.Now())

@@ -58,6 +58,9 @@ func (b *Broker) Topics() []TopicInfo {
 			RetentionMs: b.topicInt(configs, "retention.ms"), RetentionBytes: b.topicInt(configs, "retention.bytes")}
 		ti.CleanupPolicy, _ = b.topicConfigValue(configs, "cleanup.policy")
 		for _, p := range parts {
+			if p.log == nil {
+				continue // a cluster partition with no replica here
+			}
 			ti.Partitions = append(ti.Partitions, PartitionInfo{
 				Partition: p.index, LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
 				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(),
@@ -145,7 +148,7 @@ func (b *Broker) Groups() []GroupInfo {
 			}
 			for p, off := range ps {
 				o := GroupOffset{Topic: topicName, Partition: p, Committed: off, HighWatermark: -1, Lag: -1, Member: owner[topicName][p]}
-				if p >= 0 && int(p) < len(parts) {
+				if p >= 0 && int(p) < len(parts) && parts[p].log != nil {
 					o.HighWatermark = parts[p].log.HighWatermark()
 					o.Lag = max(o.HighWatermark-off, 0)
 				}
@@ -184,7 +187,7 @@ func (b *Broker) ReadRecords(topicName string, partitionIndex int32, offset int6
 		return nil, fmt.Errorf("%w: %s", ErrUnknownPartition, topicName)
 	}
 	parts := b.partitionsOf(t)
-	if partitionIndex < 0 || int(partitionIndex) >= len(parts) {
+	if partitionIndex < 0 || int(partitionIndex) >= len(parts) || parts[partitionIndex].log == nil {
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topicName, partitionIndex)
 	}
 	l := parts[partitionIndex].log

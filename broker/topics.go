@@ -372,12 +372,18 @@ func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
 	return nil
 }
 
+// allPartitions returns every partition with a log on this broker (in a
+// cluster, the partitions it is a replica of).
 func (b *Broker) allPartitions() []*partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []*partition
 	for _, t := range b.topics {
-		out = append(out, t.partitions...)
+		for _, p := range t.partitions {
+			if p.log != nil {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }
