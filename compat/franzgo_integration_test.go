@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,29 @@ func TestFranzGoIntegration(t *testing.T) {
 	}
 
 	b := newBroker(t)
+	runFranzGo(t, names, b.addr, 1)
+}
+
+// TestFranzGoIntegration_Cluster runs the same list against a three-node
+// cluster (through the harness's proxies) with KGO_TEST_RF=3: every topic
+// the suite creates is replicated three times, every produce is acks=all on
+// three replicas.
+func TestFranzGoIntegration_Cluster(t *testing.T) {
+	if os.Getenv("GREGOR_SKIP_FRANZGO") == "1" {
+		t.Skip("GREGOR_SKIP_FRANZGO=1")
+	}
+	names := readFranzGoList(t)
+	if run := os.Getenv("GREGOR_FRANZGO_TESTS"); run != "" {
+		names = strings.Split(run, "|")
+	}
+	c := startCluster(t, 3)
+	c.WaitBrokers(3)
+	runFranzGo(t, names, strings.Join(c.Seeds(), ","), 3)
+}
+
+// runFranzGo runs franz-go's kgo tests named in names against seeds and
+// fails t unless every one passes.
+func runFranzGo(t *testing.T, names []string, seeds string, rf int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "test", "github.com/twmb/franz-go/pkg/kgo",
@@ -42,8 +66,8 @@ func TestFranzGoIntegration(t *testing.T) {
 		"-run", "^("+strings.Join(names, "|")+")$")
 	cmd.Dir = moduleRoot
 	cmd.Env = append(os.Environ(),
-		"KGO_SEEDS="+b.addr,
-		"KGO_TEST_RF=1",
+		"KGO_SEEDS="+seeds,
+		"KGO_TEST_RF="+strconv.Itoa(rf),
 		"KGO_TEST_RECORDS="+envOr("KGO_TEST_RECORDS", "10000"),
 		"KGO_LOG_LEVEL="+envOr("KGO_LOG_LEVEL", "none"),
 	)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -48,13 +47,6 @@ const (
 // cluster.
 func TestClusterJepsen(t *testing.T) {
 	nodes := envInt("GREGOR_JEPSEN_NODES", 3)
-	if nodes > 1 && os.Getenv("GREGOR_CLUSTER") != "1" {
-		// TODO(lead): when the cluster lands (issue 10), remove this skip so
-		// that `make test` runs the short pass; until then a gregor without
-		// controller.quorum.voters cannot form the cluster this test needs.
-		t.Skip("SKIPPED: TestClusterJepsen needs a clustered gregor (issue 10, controller.quorum.voters), which does not exist yet. " +
-			"Set GREGOR_CLUSTER=1 to run it against a cluster, or GREGOR_JEPSEN_NODES=1 to run it against one broker.")
-	}
 	if nodes != 1 && nodes != 3 {
 		t.Fatalf("GREGOR_JEPSEN_NODES=%d: 1 or 3", nodes)
 	}
