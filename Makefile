@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: cluster build run test unit compat crash jepsen fuzz bench lint clean
+.PHONY: cluster build run deps test unit compat crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -27,16 +27,35 @@ cluster: build
 			--set node.id=$$n --set controller.quorum.voters=$$V & \
 	done; wait
 
-## test: vet, unit tests, and the compat suite (real clients incl. kcat)
-test:
+## deps: the programs the tests run that Go does not build: kcat (compat
+## suite) and chromium (console test). Missing ones are installed with
+## apt-get, as root or through passwordless sudo; otherwise it stops and
+## says what to install. Nothing is done when both are on the PATH.
+DEPS := kcat chromium
+deps:
+	@missing=""; \
+	for c in $(DEPS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	[ -n "$$missing" ] || exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	else echo "make deps: missing:$$missing. Install them as root (apt-get install -y$$missing) and run make test again." >&2; exit 1; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "make deps: missing:$$missing, and no apt-get to install them with; install them by hand." >&2; exit 1; }; \
+	echo "make deps: installing$$missing with $${sudo:+sudo }apt-get"; \
+	$$sudo apt-get update -qq && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null || exit 1; \
+	for c in $$missing; do command -v $$c >/dev/null 2>&1 || { echo "make deps: $$c still not on the PATH after apt-get install $$c" >&2; exit 1; }; done
+
+## test: vet, unit tests, and the compat suite (real clients incl. kcat);
+## installs kcat and chromium first when missing (deps)
+test: deps
 	$(GO) vet ./...
 	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 12m ./...
 	cd bench && $(GO) vet ./... && $(GO) test $(TESTFLAGS) -timeout 2m ./...
 
 unit:
-	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 5m ./protocol/... ./storage/... ./broker/... ./coordinator/...
+	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 5m ./protocol/... ./storage/... ./broker/... ./coordinator/... ./cluster/... ./replication/...
 
-compat:
+compat: deps
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
 
 ## crash: kill -9 the real broker under load, many cycles (CI runs 3 within make test)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker"
 	"github.com/gregor-broker/gregor/gregortest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -207,7 +208,27 @@ func TestFaults_OverHTTP(t *testing.T) {
 	cl := newClient(t, b.Addr(), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
 	done := make(chan error, 1)
 	go func() { done <- cl.ProduceSync(ctx, &kgo.Record{Topic: "f", Value: []byte("y")}).FirstErr() }()
-	time.Sleep(300 * time.Millisecond)
+	// Clear the fault only once the producer has retried through it.
+	deadline := time.Now().Add(10 * time.Second)
+	for hits := 0; hits < 2; {
+		code, body := get(t, "http://"+b.HTTPAddr()+"/admin/faults")
+		var list []broker.FaultStatus
+		if code != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 1 {
+			t.Fatalf("list faults: %d %s", code, body)
+		}
+		if hits = list[0].Hits; hits >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the permanent fault was hit %d times in 10s; want the producer to retry through it", hits)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the producer finished while every Produce failed: %v", err)
+	default:
+	}
 	req, _ := http.NewRequest(http.MethodDelete, "http://"+b.HTTPAddr()+"/admin/faults", nil)
 	if resp, err := httpClient.Do(req); err != nil || resp.StatusCode != 204 {
 		t.Fatalf("clear faults: %v", err)

@@ -19,7 +19,7 @@ import (
 )
 
 // chromium finds Debian's headless browser. Without it the console tests
-// fail, unless GREGOR_SKIP_CHROMIUM=1 (CI installs it: .ci/run).
+// fail, unless GREGOR_SKIP_CHROMIUM=1 (make test installs it: make deps).
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("GREGOR_CHROMIUM"); p != "" {

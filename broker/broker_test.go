@@ -57,6 +57,19 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
+// waitFor polls cond until it holds, failing the test with what after
+// timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", timeout, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // rawConn speaks the wire protocol directly, for requests no client would
 // send.
 type rawConn struct {
@@ -264,12 +277,28 @@ func TestFetch_LongPollWokenByProduce(t *testing.T) {
 	if _, err := b.createTopic("wake", 1, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A fault that changes nothing, to count the Fetch requests dispatched.
+	probe, err := b.InjectFault(Fault{APIKey: int16(kmsg.Fetch), Topic: "wake", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cons := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"wake": {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxWait(5*time.Second))
 	prod := newClient(t, addr)
 	ctx := testCtx(t)
+	produced := make(chan error, 1)
 	go func() {
-		time.Sleep(200 * time.Millisecond)
-		prod.ProduceSync(ctx, &kgo.Record{Topic: "wake", Value: []byte("hello")})
+		// Produce once the consumer's first Fetch has reached its handler.
+		for dispatched := false; !dispatched; {
+			for _, f := range b.Faults() {
+				dispatched = dispatched || f.ID == probe && f.Hits > 0
+			}
+			if ctx.Err() != nil {
+				produced <- ctx.Err()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		produced <- prod.ProduceSync(ctx, &kgo.Record{Topic: "wake", Value: []byte("hello")}).FirstErr()
 	}()
 	start := time.Now()
 	fs := cons.PollFetches(ctx)
@@ -282,6 +311,9 @@ func TestFetch_LongPollWokenByProduce(t *testing.T) {
 	}
 	if el := time.Since(start); el > 3*time.Second {
 		t.Fatalf("long poll not woken by the append: %v", el)
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("produce: %v", err)
 	}
 }
 

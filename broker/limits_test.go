@@ -5,6 +5,9 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestByteBudget_WaitsForRoom(t *testing.T) {
@@ -18,10 +21,16 @@ func TestByteBudget_WaitsForRoom(t *testing.T) {
 		bb.acquire(ctx, 60)
 		close(got)
 	}()
+	// The waiter creates the wake channel only after finding no room.
+	waitFor(t, 5*time.Second, "the second acquire to wait", func() bool {
+		bb.mu.Lock()
+		defer bb.mu.Unlock()
+		return bb.wake != nil
+	})
 	select {
 	case <-got:
 		t.Fatal("acquired beyond the budget")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	bb.release(60)
 	select {
@@ -59,20 +68,35 @@ func TestServer_IdleConnectionsClosed(t *testing.T) {
 }
 
 func TestServer_MaxConnections(t *testing.T) {
-	_, addr := startBroker(t, "", map[string]string{"max.connections": "2"})
-	var conns []net.Conn
+	b, addr := startBroker(t, "", map[string]string{"max.connections": "2"})
+	roundTrip := func(c *rawConn) {
+		t.Helper()
+		req := apiVersionsReq()
+		c.send(1, req)
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		c.recv(1, resp)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("ApiVersions: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+	// An answer proves the broker accepted and counted the connection.
+	var conns []*rawConn
 	for i := 0; i < 2; i++ {
 		c := dialRaw(t, addr)
-		conns = append(conns, c.nc)
+		roundTrip(c)
+		conns = append(conns, c)
 	}
-	time.Sleep(100 * time.Millisecond)
+	if n := b.srv.active.Load(); n != 2 {
+		t.Fatalf("active connections %d, want 2", n)
+	}
 	third := dialRaw(t, addr)
 	third.expectClosed()
-	conns[0].Close()
-	time.Sleep(100 * time.Millisecond)
+	if n := b.srv.active.Load(); n != 2 {
+		t.Fatalf("active connections %d after the refused third, want 2", n)
+	}
+	conns[0].nc.Close()
+	waitFor(t, 5*time.Second, "the broker to notice the closed connection", func() bool { return b.srv.active.Load() == 1 })
 	fourth := dialRaw(t, addr)
-	req := apiVersionsReq()
-	fourth.send(1, req)
-	resp := req.ResponseKind()
-	fourth.recv(1, resp)
+	roundTrip(fourth)
+	roundTrip(conns[1])
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,6 +226,23 @@ func (w *groupWatch) waitBalanced(t *testing.T, ctx context.Context, members []s
 	}
 }
 
+// rounds counts the Fetch and Heartbeat responses a client has read: the
+// events in which a redelivery or a rebalance would have to show up.
+type rounds struct{ fetches, heartbeats atomic.Int64 }
+
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (r *rounds) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	switch key {
+	case int16(kmsg.Fetch):
+		r.fetches.Add(1)
+	case int16(kmsg.Heartbeat):
+		r.heartbeats.Add(1)
+	}
+}
+
 // groupMember is one kgo consumer-group member: a goroutine polls with
 // rebalances blocked, records what it receives and commits it before
 // allowing the next rebalance, so nothing it received is redelivered.
@@ -233,6 +251,7 @@ type groupMember struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
 	done   chan struct{}
+	rounds *rounds
 
 	mu   sync.Mutex
 	errs []error
@@ -251,16 +270,21 @@ func startMember(t *testing.T, addr, name, group, topic string, w *groupWatch, g
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.RetryTimeout(15 * time.Second),
+		// Short long polls, so that waitFetches sees rounds quickly
+		// once everything has been consumed.
+		kgo.FetchMaxWait(250 * time.Millisecond),
 	}
 	if w != nil {
 		opts = append(opts, w.opts(name)...)
 	}
+	r := new(rounds)
+	opts = append(opts, kgo.WithHooks(r))
 	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &groupMember{name: name, cl: cl, cancel: cancel, done: make(chan struct{})}
+	m := &groupMember{name: name, cl: cl, cancel: cancel, done: make(chan struct{}), rounds: r}
 	go m.run(ctx, got)
 	t.Cleanup(m.close)
 	return m
@@ -322,6 +346,35 @@ func (m *groupMember) check(t *testing.T) {
 	}
 }
 
+// waitRounds waits until every member's client has read n more responses
+// of the kind count picks (Fetch or Heartbeat) than when it was called.
+func waitRounds(t *testing.T, ctx context.Context, ms []*groupMember, what string, n int64, count func(*rounds) *atomic.Int64) {
+	t.Helper()
+	from := make([]int64, len(ms))
+	for i, m := range ms {
+		from[i] = count(m.rounds).Load()
+	}
+	for i, m := range ms {
+		for count(m.rounds).Load() < from[i]+n {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("member %s read %d of %d %s responses before the deadline", m.name, count(m.rounds).Load()-from[i], n, what)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// waitFetches waits until every member has read three more Fetch
+// responses. kgo sends a Fetch only once the records of the previous one
+// have been polled, so whatever the broker served before the call,
+// duplicates included, has reached the members' tallies by then (the
+// records of the third are the only ones that may still be on their way).
+func waitFetches(t *testing.T, ctx context.Context, ms []*groupMember) {
+	t.Helper()
+	waitRounds(t, ctx, ms, "Fetch", 3, func(r *rounds) *atomic.Int64 { return &r.fetches })
+}
+
 // describeGroup describes one group and fails on any error.
 func describeGroup(t *testing.T, ctx context.Context, adm *kadm.Client, group string) kadm.DescribedGroup {
 	t.Helper()
@@ -368,6 +421,40 @@ func waitGroupState(t *testing.T, ctx context.Context, adm *kadm.Client, group, 
 		select {
 		case <-ctx.Done():
 			t.Fatalf("group %s: state %s with %d members, want %s with %d", group, d.State, len(d.Members), state, members)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitCommittedAtEnd polls until group's committed offset of every
+// partition of topic equals the partition's end offset.
+func waitCommittedAtEnd(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string) {
+	t.Helper()
+	var last string
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil || ends.Error() != nil {
+			t.Fatalf("ListEndOffsets %s: %v %v", topic, err, ends.Error())
+		}
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil || offs.Error() != nil {
+			t.Fatalf("FetchOffsets %s: %v %v", group, err, offs.Error())
+		}
+		atEnd := true
+		last = ""
+		ends.Each(func(e kadm.ListedOffset) {
+			o, ok := offs.Lookup(topic, e.Partition)
+			if !ok || o.At != e.Offset {
+				atEnd = false
+				last += fmt.Sprintf(" [%d] committed %d end %d", e.Partition, o.At, e.Offset)
+			}
+		})
+		if atEnd {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s never committed the end of %s:%s", group, topic, last)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -440,7 +527,7 @@ func TestGroups_FranzGoThreeMembers(t *testing.T) {
 			second := produceValues(t, ctx, prod, topic, "during", 300)
 			all := append(slices.Clone(first), second...)
 			got.waitDistinct(t, ctx, len(all), "first run")
-			time.Sleep(300 * time.Millisecond) // let any duplicate arrive
+			waitFetches(t, ctx, ms) // a duplicate would have arrived by then
 			got.checkExactlyOnce(t, "first run", all)
 			t.Logf("%s: records per member %v", tc.name, got.perMember())
 			for _, m := range ms {
@@ -460,7 +547,7 @@ func TestGroups_FranzGoThreeMembers(t *testing.T) {
 			got2.waitDistinct(t, ctx, len(third), "restarted group")
 			stableAt = w2.waitBalanced(t, ctx, names, 6)
 			t.Logf("%s: restarted group balanced %v after start", tc.name, stableAt.Sub(start).Round(time.Millisecond))
-			time.Sleep(500 * time.Millisecond)
+			waitFetches(t, ctx, ms)
 			got2.checkExactlyOnce(t, "restarted group (no redelivery)", third)
 			for _, m := range ms {
 				m.close()
@@ -554,7 +641,7 @@ func TestGroups_FranzGoKilledMember(t *testing.T) {
 		}
 	}
 	got.waitDistinct(t, ctx, len(first)+len(second), "after the kill")
-	time.Sleep(300 * time.Millisecond)
+	waitFetches(t, ctx, []*groupMember{m0, m1})
 	got.checkExactlyOnce(t, "all records", append(slices.Clone(first), second...))
 	for _, m := range []*groupMember{m0, m1} {
 		m.close()
@@ -603,7 +690,7 @@ func TestGroups_FranzGoAssignors(t *testing.T) {
 					}
 				}
 			}
-			checkNoRebalanceLoop(t, ms)
+			checkNoRebalanceLoop(t, ctx, ms)
 			got.waitDistinct(t, ctx, len(values), "three members")
 
 			ms[2].close()
@@ -620,7 +707,7 @@ func TestGroups_FranzGoAssignors(t *testing.T) {
 					}
 				}
 			}
-			checkNoRebalanceLoop(t, ms[:2])
+			checkNoRebalanceLoop(t, ctx, ms[:2])
 			got.checkExactlyOnce(t, tc.protocol, values)
 			for _, m := range ms {
 				m.check(t)
@@ -629,15 +716,17 @@ func TestGroups_FranzGoAssignors(t *testing.T) {
 	}
 }
 
-// checkNoRebalanceLoop requires every member's generation to stay put for
-// 1.5 s (several heartbeats).
-func checkNoRebalanceLoop(t *testing.T, ms []*groupMember) {
+// checkNoRebalanceLoop requires every member's generation to stay put over
+// three heartbeats of every member. A rebalance is announced in a heartbeat
+// response, after which the member rejoins (a new generation) before it
+// heartbeats again, so one announced in the first two would be seen.
+func checkNoRebalanceLoop(t *testing.T, ctx context.Context, ms []*groupMember) {
 	t.Helper()
 	gens := make([]int32, len(ms))
 	for i, m := range ms {
 		_, gens[i] = m.cl.GroupMetadata()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitRounds(t, ctx, ms, "Heartbeat", 3, func(r *rounds) *atomic.Int64 { return &r.heartbeats })
 	for i, m := range ms {
 		if _, g := m.cl.GroupMetadata(); g != gens[i] {
 			t.Errorf("member %s: generation went from %d to %d while the group should have been stable", m.name, gens[i], g)
@@ -703,7 +792,7 @@ func TestGroups_FranzGoStaticMembers(t *testing.T) {
 			t.Errorf("Heartbeat from the replaced member %s of instance-%s: %v, want FENCED_INSTANCE_ID", oldID, name, err)
 		}
 	}
-	checkNoRebalanceLoop(t, ms)
+	checkNoRebalanceLoop(t, ctx, ms)
 }
 
 // saramaMember is a handler of a sarama ConsumerGroup that records each
@@ -742,6 +831,13 @@ func (h *saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 			return nil
 		}
 	}
+}
+
+// sessionClaims returns the claims of every session so far.
+func (h *saramaMember) sessionClaims() []map[string][]int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.claims)
 }
 
 // lastClaims returns the partitions of topic claimed in the latest session.
@@ -858,8 +954,15 @@ func TestGroups_SaramaConsumerGroup(t *testing.T) {
 	ha.mu.Unlock()
 	second := produceValues(t, ctx, prod, topic, "second", 200)
 	got.waitDistinct(t, ctx, len(first)+len(second), "after b left")
-	time.Sleep(300 * time.Millisecond)
+	// a tallies a record before marking it, and consumes each partition in
+	// offset order: once its commits reach the end of every partition, any
+	// redelivery (from b's last commits) has been tallied.
+	sessions := len(ha.sessionClaims())
+	waitCommittedAtEnd(t, ctx, adm, group, topic)
 	got.checkExactlyOnce(t, "sarama group", append(slices.Clone(first), second...))
+	if n := len(ha.sessionClaims()); n != sessions {
+		t.Errorf("member a started %d more sessions after its claims converged", n-sessions)
+	}
 
 	stopA()
 	if err := <-doneA; err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -55,13 +56,20 @@ func TestLimits_IdleConnectionsAndRequestFlood(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Measure once the broker has accepted every one: it accepts in
+	// order, so a client that connects after them and is answered was
+	// accepted after all of them.
+	ictx := testCtx(t, 20*time.Second)
+	if err := newClient(t, b).Ping(ictx); err != nil {
+		t.Fatalf("broker unresponsive with %d idle connections: %v", idleConns, err)
+	}
 	withIdle := rssKiB(t, pid, "VmRSS")
 
 	// The flood: 64 connections each announce a 9 MiB request and send its
 	// bytes slowly, well past what the 64 MiB budget admits at once.
-	const flooders, size = 64, 9 << 20
+	const flooders, size, budget = 64, 9 << 20, 64 << 20
 	var wg sync.WaitGroup
+	var written atomic.Int64
 	stop := make(chan struct{})
 	for i := 0; i < flooders; i++ {
 		wg.Add(1)
@@ -81,14 +89,25 @@ func TestLimits_IdleConnectionsAndRequestFlood(t *testing.T) {
 				default:
 				}
 				c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-				if _, err := c.Write(chunk); err != nil {
+				n, err := c.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
 					return
 				}
 			}
 		}()
 	}
-	// The broker keeps serving a well-behaved client during the flood.
-	time.Sleep(2 * time.Second)
+	// The broker keeps serving a well-behaved client during the flood: ask
+	// once the flooders have written twice the budget, more than the
+	// broker admits at once and more than the sockets buffer, while most
+	// of the flood (64 x 9 MiB) is still to come.
+	deadline := time.Now().Add(20 * time.Second)
+	for written.Load() < 2*budget {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker took only %d MiB of the flood in 20s", written.Load()>>20)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	ctx := testCtx(t, 20*time.Second)
 	cl := newClient(t, b)
 	if err := cl.Ping(ctx); err != nil {
@@ -107,7 +126,7 @@ func TestLimits_IdleConnectionsAndRequestFlood(t *testing.T) {
 	// refused request is garbage at once: allow three budgets over the
 	// idle set. What matters is that it does not grow with the flood (160
 	// such requests gave 214 MiB, 64 gave 186–250 MiB).
-	if peak > withIdle+3*64<<10 {
+	if peak > withIdle+3*budget>>10 {
 		t.Errorf("peak RSS %d MiB during the flood: the request budget does not bound memory", peak>>10)
 	}
 }

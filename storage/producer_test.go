@@ -111,8 +111,30 @@ func TestProducer_EpochBumpRequiresSequenceZero(t *testing.T) {
 func TestProducer_UnknownProducerStartsAnywhere(t *testing.T) {
 	l := openLog(t, filepath.Join(t.TempDir(), "t-0"), testConfig())
 	defer l.Close()
-	mustAppend(t, l, pbatch(1, 3, 42, 1))
-	mustAppend(t, l, pbatch(1, 3, 43, 1))
+	// A producer the log has never seen may start at any sequence and
+	// epoch; from then on it is held to them.
+	first := mustAppend(t, l, pbatch(1, 3, 42, 1))
+	second := mustAppend(t, l, pbatch(1, 3, 43, 1))
+	if first.BaseOffset != 0 || first.LastOffset != 0 || first.Duplicate ||
+		second.BaseOffset != 1 || second.LastOffset != 1 || second.Duplicate {
+		t.Fatalf("appends at seq 42 and 43: %+v %+v, want offsets 0 and 1", first, second)
+	}
+	want := []ProducerState{{ProducerID: pid(1), Epoch: 3, LastSequence: 43, LastTimestamp: 143, LastOffset: 1, TxnStartOffset: -1}}
+	if got := l.ProducerStates(); !slices.Equal(got, want) {
+		t.Fatalf("producer states %+v, want %+v", got, want)
+	}
+	if r, err := appendP(t, l, pbatch(1, 3, 42, 1)); err != nil || !r.Duplicate || r.BaseOffset != 0 {
+		t.Fatalf("retry of seq 42: %+v %v, want the duplicate at offset 0", r, err)
+	}
+	if _, err := appendP(t, l, pbatch(1, 3, 45, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("seq 45 after 43: %v, want ErrOutOfOrderSequence", err)
+	}
+	if _, err := appendP(t, l, pbatch(1, 2, 44, 1)); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("epoch 2 after 3: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if leo := l.LogEndOffset(); leo != 2 {
+		t.Fatalf("log end offset %d after the refused appends, want 2", leo)
+	}
 }
 
 func TestProducer_RejectsMissingSequence(t *testing.T) {
@@ -177,7 +199,9 @@ func TestProducer_StateSurvivesCrash(t *testing.T) {
 	l, res := producerLog(t, dir)
 	before := l.ProducerStates()
 	crashed := crashCopy(t, dir)
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	l = openLog(t, crashed, smallSegments())
 	defer l.Close()
 	if got := l.ProducerStates(); !slices.Equal(got, before) {
@@ -190,13 +214,25 @@ func TestProducer_StateRebuiltWithoutSnapshots(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t-0")
 	l, res := producerLog(t, dir)
 	crashed := crashCopy(t, dir)
-	l.Close()
-	snaps, _ := listSnapshots(crashed)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := listSnapshots(crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) == 0 {
+		t.Fatal("no producer snapshots to remove")
+	}
 	for _, off := range snaps {
-		os.Remove(offsetFileName(crashed, off, snapshotSuffix))
+		if err := os.Remove(offsetFileName(crashed, off, snapshotSuffix)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A damaged snapshot is ignored too.
-	os.WriteFile(offsetFileName(crashed, 3, snapshotSuffix), []byte("garbage snapshot"), 0o644)
+	if err := os.WriteFile(offsetFileName(crashed, 3, snapshotSuffix), []byte("garbage snapshot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	l = openLog(t, crashed, smallSegments())
 	defer l.Close()
 	checkProducersAfterReopen(t, l, res)

@@ -22,6 +22,65 @@ func fillLog(t *testing.T, l *Log, n int) [][]byte {
 	return out
 }
 
+// header parses a batch the test built, failing the test if it cannot.
+func header(t *testing.T, b []byte) BatchHeader {
+	t.Helper()
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		t.Fatalf("parse batch header: %v", err)
+	}
+	return h
+}
+
+// readFile, writeFile, appendFile and fileSize fail the test on any error.
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeFile(t *testing.T, p string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t *testing.T, p string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileSize(t *testing.T, p string) int64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// closeLog closes a log the test is done with, failing on an error.
+func closeLog(t *testing.T, l *Log) {
+	t.Helper()
+	if err := l.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
 func smallSegments() Config {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1500
@@ -37,8 +96,7 @@ func checkLog(t *testing.T, l *Log, want [][]byte) {
 	}
 	wantLEO := int64(0)
 	if len(want) > 0 {
-		h, _ := ParseBatchHeader(want[len(want)-1])
-		wantLEO = h.LastOffset() + 1
+		wantLEO = header(t, want[len(want)-1]).LastOffset() + 1
 	}
 	if l.LogEndOffset() != wantLEO || l.HighWatermark() != wantLEO {
 		t.Fatalf("leo %d hw %d, want %d", l.LogEndOffset(), l.HighWatermark(), wantLEO)
@@ -81,7 +139,7 @@ func TestLog_ReopenWithoutClose(t *testing.T) {
 	l := openLog(t, dir, smallSegments())
 	all := fillLog(t, l, 40)
 	crashed := crashCopy(t, dir)
-	l.Close()
+	closeLog(t, l)
 	l2 := openLog(t, crashed, smallSegments())
 	defer l2.Close()
 	checkLog(t, l2, all)
@@ -90,31 +148,32 @@ func TestLog_ReopenWithoutClose(t *testing.T) {
 // crashLogWithTail builds a log, copies it as if crashed, and returns the
 // copy's directory, the batches and the active segment's path.
 func crashLogWithTail(t *testing.T) (string, [][]byte, string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "t-0")
 	l := openLog(t, dir, smallSegments())
 	all := fillLog(t, l, 30)
 	act := l.active().base
 	crashed := crashCopy(t, dir)
-	l.Close()
+	closeLog(t, l)
 	return crashed, all, segFile(crashed, act, logSuffix)
 }
 
 func TestLog_RecoverTruncatesTornWrite(t *testing.T) {
 	dir, all, active := crashLogWithTail(t)
-	fi, _ := os.Stat(active)
+	size := fileSize(t, active)
 	last := all[len(all)-1]
-	if err := os.Truncate(active, fi.Size()-int64(len(last))/2); err != nil {
+	if err := os.Truncate(active, size-int64(len(last))/2); err != nil {
 		t.Fatal(err)
 	}
 	l := openLog(t, dir, smallSegments())
 	defer l.Close()
 	checkLog(t, l, all[:len(all)-1])
-	if fi2, _ := os.Stat(active); fi2.Size() != fi.Size()-int64(len(last)) {
-		t.Fatalf("active segment is %d bytes, want %d", fi2.Size(), fi.Size()-int64(len(last)))
+	if got := fileSize(t, active); got != size-int64(len(last)) {
+		t.Fatalf("active segment is %d bytes, want %d", got, size-int64(len(last)))
 	}
 	// The log continues at the truncation point.
 	b := simpleBatch(1, 5, 1)
-	h, _ := ParseBatchHeader(all[len(all)-2])
+	h := header(t, all[len(all)-2])
 	if res := mustAppend(t, l, b); res.BaseOffset != h.LastOffset()+1 {
 		t.Fatalf("appended at %d, want %d", res.BaseOffset, h.LastOffset()+1)
 	}
@@ -122,9 +181,7 @@ func TestLog_RecoverTruncatesTornWrite(t *testing.T) {
 
 func TestLog_RecoverTruncatesTornHeader(t *testing.T) {
 	dir, all, active := crashLogWithTail(t)
-	f, _ := os.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
-	f.Write(all[0][:30]) // a partial header
-	f.Close()
+	appendFile(t, active, all[0][:30]) // a partial header
 	l := openLog(t, dir, smallSegments())
 	defer l.Close()
 	checkLog(t, l, all)
@@ -132,9 +189,7 @@ func TestLog_RecoverTruncatesTornHeader(t *testing.T) {
 
 func TestLog_RecoverTruncatesGarbage(t *testing.T) {
 	dir, all, active := crashLogWithTail(t)
-	f, _ := os.OpenFile(active, os.O_WRONLY|os.O_APPEND, 0)
-	f.Write(bytes.Repeat([]byte{0xa5}, 1000))
-	f.Close()
+	appendFile(t, active, bytes.Repeat([]byte{0xa5}, 1000))
 	l := openLog(t, dir, smallSegments())
 	defer l.Close()
 	checkLog(t, l, all)
@@ -142,9 +197,9 @@ func TestLog_RecoverTruncatesGarbage(t *testing.T) {
 
 func TestLog_RecoverTruncatesFlippedByte(t *testing.T) {
 	dir, all, active := crashLogWithTail(t)
-	b, _ := os.ReadFile(active)
+	b := readFile(t, active)
 	b[len(b)-3] ^= 0x10 // in the last batch's records: CRC mismatch
-	os.WriteFile(active, b, 0o644)
+	writeFile(t, active, b)
 	l := openLog(t, dir, smallSegments())
 	defer l.Close()
 	checkLog(t, l, all[:len(all)-1])
@@ -152,10 +207,10 @@ func TestLog_RecoverTruncatesFlippedByte(t *testing.T) {
 
 func TestLog_RecoverTruncatesBadOffset(t *testing.T) {
 	dir, all, active := crashLogWithTail(t)
-	b, _ := os.ReadFile(active)
+	b := readFile(t, active)
 	last := all[len(all)-1]
 	b[len(b)-len(last)+7]++ // baseOffset is outside the CRC; continuity catches it
-	os.WriteFile(active, b, 0o644)
+	writeFile(t, active, b)
 	l := openLog(t, dir, smallSegments())
 	defer l.Close()
 	checkLog(t, l, all[:len(all)-1])
@@ -169,7 +224,7 @@ func TestLog_RecoverFromRecoveryPointOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed := crashCopy(t, dir)
-	l.Close()
+	closeLog(t, l)
 	l2 := openLog(t, crashed, smallSegments())
 	defer l2.Close()
 	segs := l2.segments()
@@ -186,14 +241,17 @@ func TestLog_RecoverDamageInEarlierSegmentDropsLaterOnes(t *testing.T) {
 	l := openLog(t, dir, smallSegments())
 	all := fillLog(t, l, 40)
 	crashed := crashCopy(t, dir)
-	l.Close()
-	os.Remove(filepath.Join(crashed, checkpointName)) // recover everything
+	closeLog(t, l)
+	// Recover everything.
+	if err := os.Remove(filepath.Join(crashed, checkpointName)); err != nil {
+		t.Fatal(err)
+	}
 	// Damage the first batch of the second segment.
 	second := l.segments()[1].base
 	p := segFile(crashed, second, logSuffix)
-	b, _ := os.ReadFile(p)
+	b := readFile(t, p)
 	b[BatchHeaderSize+2] ^= 1
-	os.WriteFile(p, b, 0o644)
+	writeFile(t, p, b)
 	l2 := openLog(t, crashed, smallSegments())
 	defer l2.Close()
 	if n := len(l2.segments()); n != 2 {
@@ -201,7 +259,7 @@ func TestLog_RecoverDamageInEarlierSegmentDropsLaterOnes(t *testing.T) {
 	}
 	var want [][]byte
 	for _, b := range all {
-		if h, _ := ParseBatchHeader(b); h.BaseOffset < second {
+		if header(t, b).BaseOffset < second {
 			want = append(want, b)
 		}
 	}
@@ -215,7 +273,7 @@ func TestLog_RebuildsMissingIndexes(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		which func(segs []int64) int64
-		harm  func(path string)
+		harm  func(t *testing.T, path string)
 	}{
 		{"delete active .index", last, remove(indexSuffix)},
 		{"delete active .timeindex", last, remove(timeIndexSuffix)},
@@ -239,21 +297,21 @@ func TestLog_RebuildsMissingIndexes(t *testing.T) {
 				bases = append(bases, s.base)
 			}
 			base := tt.which(bases)
-			origIdx, _ := os.ReadFile(segFile(dir, base, indexSuffix))
-			origTime, _ := os.ReadFile(segFile(dir, base, timeIndexSuffix))
+			origIdx := readFile(t, segFile(dir, base, indexSuffix))
+			origTime := readFile(t, segFile(dir, base, timeIndexSuffix))
 			if len(origIdx) == 0 || len(origTime) == 0 {
 				t.Fatalf("segment %d has empty indexes", base)
 			}
-			tt.harm(offsetFileName(dir, base, ""))
+			tt.harm(t, offsetFileName(dir, base, ""))
 			l = openLog(t, dir, smallSegments())
 			checkLog(t, l, all)
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := os.ReadFile(segFile(dir, base, indexSuffix)); !bytes.Equal(got, origIdx) {
+			if got := readFile(t, segFile(dir, base, indexSuffix)); !bytes.Equal(got, origIdx) {
 				t.Errorf(".index rebuilt as %x, want %x", got, origIdx)
 			}
-			if got, _ := os.ReadFile(segFile(dir, base, timeIndexSuffix)); !bytes.Equal(got, origTime) {
+			if got := readFile(t, segFile(dir, base, timeIndexSuffix)); !bytes.Equal(got, origTime) {
 				t.Errorf(".timeindex rebuilt as %x, want %x", got, origTime)
 			}
 		})
@@ -263,29 +321,39 @@ func TestLog_RebuildsMissingIndexes(t *testing.T) {
 func first(b []int64) int64 { return b[0] }
 func last(b []int64) int64  { return b[len(b)-1] }
 
-func remove(suffix string) func(string) {
-	return func(p string) { os.Remove(p + suffix) }
+func remove(suffix string) func(*testing.T, string) {
+	return func(t *testing.T, p string) {
+		if err := os.Remove(p + suffix); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
-func truncate(suffix string, n int64) func(string) {
-	return func(p string) { os.Truncate(p+suffix, n) }
+func truncate(suffix string, n int64) func(*testing.T, string) {
+	return func(t *testing.T, p string) {
+		if err := os.Truncate(p+suffix, n); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
-func garbage(suffix string) func(string) {
-	return func(p string) {
-		b, _ := os.ReadFile(p + suffix)
+func garbage(suffix string) func(*testing.T, string) {
+	return func(t *testing.T, p string) {
+		b := readFile(t, p+suffix)
 		for i := range b {
 			b[i] = byte(i * 7)
 		}
-		os.WriteFile(p+suffix, b, 0o644)
+		writeFile(t, p+suffix, b)
 	}
 }
 
 func TestLog_OpenEmptyDirAndLeftovers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "t-0")
-	os.MkdirAll(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "checkpoint.tmp"), []byte("x"), 0o644)
-	os.WriteFile(segFile(dir, 500, indexSuffix), []byte("orphan"), 0o644)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "checkpoint.tmp"), []byte("x"))
+	writeFile(t, segFile(dir, 500, indexSuffix), []byte("orphan"))
 	l := openLog(t, dir, testConfig())
 	defer l.Close()
 	if l.LogEndOffset() != 0 || len(l.segments()) != 1 {

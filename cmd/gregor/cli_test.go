@@ -176,16 +176,18 @@ func TestCLI_Groups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// Explicit create times: ten records, then four late ones 10 ms after,
+	// with mid for --to-datetime between them.
+	early := time.Now().Truncate(time.Millisecond)
+	late := early.Add(10 * time.Millisecond)
+	mid := early.Add(5 * time.Millisecond).UnixMilli()
 	for i := range 10 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "gt", Partition: int32(i % 2), Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "gt", Partition: int32(i % 2), Value: []byte(fmt.Sprint(i)), Timestamp: early}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(5 * time.Millisecond)
-	mid := time.Now().UnixMilli()
-	time.Sleep(5 * time.Millisecond)
 	for i := range 4 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "gt", Partition: int32(i % 2), Value: []byte("late")}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "gt", Partition: int32(i % 2), Value: []byte("late"), Timestamp: late}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
