@@ -387,3 +387,14 @@ func (b *Broker) allPartitions() []*partition {
 	}
 	return out
 }
+
+// topicList returns every topic.
+func (b *Broker) topicList() []*topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		out = append(out, t)
+	}
+	return out
+}

@@ -431,17 +431,22 @@ func (r *jepsenRun) cut() {
 func (r *jepsenRun) finalRead(ctx context.Context) {
 	r.t.Helper()
 	cl := r.c.Client(kgo.ConsumeTopics(r.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, r.topic)
-	if err != nil {
+	// A leader elected in the last cycle answers OFFSET_NOT_AVAILABLE until
+	// its high watermark has caught up with its epoch (KIP-207): retry.
+	end := map[int32]int64{}
+	if err := waitUntil(jepsenRecovery, func() error {
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, r.topic)
+		if err != nil {
+			return err
+		}
+		if err := ends.Error(); err != nil {
+			return err
+		}
+		ends.Each(func(o kadm.ListedOffset) { end[o.Partition] = o.Offset })
+		return nil
+	}); err != nil {
 		r.t.Fatalf("final ListEndOffsets: %v", err)
 	}
-	end := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			r.t.Fatalf("final ListEndOffsets %d: %v", o.Partition, o.Err)
-		}
-		end[o.Partition] = o.Offset
-	})
 	next := map[int32]int64{}
 	done := func() bool {
 		for p, e := range end {
