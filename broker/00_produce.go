@@ -74,6 +74,9 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			if code != 0 && msg != "" {
 				sp.ErrorMessage = kmsg.StringPtr(msg)
 			}
+			if req.Version >= 10 && t != nil {
+				b.produceLeaderHint(resp, &sp, partitionAt(parts, rp.Partition))
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -124,6 +124,9 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 			// Kafka answers empty records, never null: librdkafka rejects
 			// a null record set.
 			sp.RecordBatches = []byte{}
+			if req.Version >= 16 && (tg.code == kerr.NotLeaderForPartition.Code || tg.code == kerr.FencedLeaderEpoch.Code) {
+				b.fetchLeaderHint(resp, &sp, tg.part)
+			}
 			st.Partitions = append(st.Partitions, sp)
 			targets = append(targets, tg)
 		}

@@ -71,6 +71,9 @@ func (b *Broker) awaitReplicas(ctx context.Context, resp *kmsg.ProduceResponse, 
 		sp := &resp.Topics[w.ti].Partitions[w.pi]
 		sp.ErrorCode = code
 		sp.BaseOffset, sp.LogAppendTime = -1, -1
+		if resp.Version >= 10 {
+			b.produceLeaderHint(resp, sp, w.p)
+		}
 	}
 }
 
@@ -107,4 +110,63 @@ func (b *Broker) awaitReplica(ctx context.Context, w replicaWait, deadline time.
 		}
 		t.Stop()
 	}
+}
+
+// leaderHint returns the leader of p as the metadata has it, for the
+// KIP-951 hints that spare a client a Metadata round trip after
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH; false when there is none
+// to give (a single node, no leader, or this broker).
+func (b *Broker) leaderHint(p *partition) (mp *brokerInfo, leader, epoch int32, ok bool) {
+	if b.cl == nil || p == nil {
+		return nil, -1, -1, false
+	}
+	st := p.meta.Load()
+	if st == nil || st.Leader < 0 || st.Leader == b.nodeID {
+		return nil, -1, -1, false
+	}
+	md := b.cl.node.Metadata()
+	br, live := md.Brokers[st.Leader]
+	if !live {
+		return nil, -1, -1, false
+	}
+	bi := &brokerInfo{id: br.ID, host: br.Host, port: br.Port}
+	if br.Rack != "" {
+		bi.rack = &br.Rack
+	}
+	return bi, st.Leader, st.LeaderEpoch, true
+}
+
+// produceLeaderHint adds the new leader to a Produce answer (v10+) that
+// sends the client elsewhere.
+func (b *Broker) produceLeaderHint(resp *kmsg.ProduceResponse, sp *kmsg.ProduceResponseTopicPartition, p *partition) {
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code && sp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		return
+	}
+	br, leader, epoch, ok := b.leaderHint(p)
+	if !ok {
+		return
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+	for _, e := range resp.Brokers {
+		if e.NodeID == br.id {
+			return
+		}
+	}
+	resp.Brokers = append(resp.Brokers, kmsg.ProduceResponseBroker{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
+}
+
+// fetchLeaderHint adds the new leader to a Fetch answer (v16+) that sends
+// the client elsewhere.
+func (b *Broker) fetchLeaderHint(resp *kmsg.FetchResponse, sp *kmsg.FetchResponseTopicPartition, p *partition) {
+	br, leader, epoch, ok := b.leaderHint(p)
+	if !ok {
+		return
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+	for _, e := range resp.Brokers {
+		if e.NodeID == br.id {
+			return
+		}
+	}
+	resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
 }
