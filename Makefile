@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: cluster build run deps test unit compat crash jepsen fuzz bench lint clean
+.PHONY: bench-cluster cluster build run deps test unit compat crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -96,6 +96,11 @@ lint:
 
 clean:
 	rm -rf bin
+
+## bench-cluster: a three-node cluster on this machine: acks=all produce
+## throughput RF=3 beside RF=1, and failover time after kill -9 of a leader.
+bench-cluster:
+	cd bench && $(GO) run ./cmd/cluster-bench $(BENCH_CLUSTER_FLAGS)
 
 ## bench-compare: Gregor and kfake as processes on loopback, interleaved run
 ## by run; writes docs/benchmarks.md. Knobs: BENCH_FLAGS="-runs 5 -n 2000000"
