@@ -58,6 +58,7 @@ type clusterOpt interface{ apply(*clusterCfg) }
 type clusterCfg struct {
 	single bool
 	sets   []string
+	etcd   string // etcd.endpoints of an external etcd; empty: embedded members
 }
 
 type clusterOptFunc func(*clusterCfg)
@@ -69,6 +70,12 @@ func (f clusterOptFunc) apply(c *clusterCfg) { f(c) }
 func withSingleNode() clusterOpt { return clusterOptFunc(func(c *clusterCfg) { c.single = true }) }
 
 // withSet passes --set key=value to every node.
+// withExternalEtcd makes the nodes join the etcd cluster at endpoints
+// (etcd.endpoints) instead of running embedded members.
+func withExternalEtcd(endpoints string) clusterOpt {
+	return clusterOptFunc(func(c *clusterCfg) { c.etcd = endpoints })
+}
+
 func withSet(kv ...string) clusterOpt {
 	return clusterOptFunc(func(c *clusterCfg) { c.sets = append(c.sets, kv...) })
 }
@@ -148,7 +155,7 @@ func startCluster(t testing.TB, n int, opts ...clusterOpt) *cluster {
 		c.nodes = append(c.nodes, nd)
 		voters = append(voters, fmt.Sprintf("%d@%s", id, nd.peerAddr))
 	}
-	if !c.cfg.single {
+	if !c.cfg.single && c.cfg.etcd == "" {
 		c.voters = strings.Join(voters, ",")
 	}
 	// Start every process before waiting for any: a member of a new etcd
@@ -242,6 +249,9 @@ func (nd *clusterNode) args() []string {
 	args := []string{"--listen", nd.listenAddr, "--advertise", nd.Addr(), "--data-dir", nd.dataDir, "--set", fmt.Sprintf("node.id=%d", nd.id)}
 	if nd.c.voters != "" {
 		args = append(args, "--set", "controller.quorum.voters="+nd.c.voters)
+	}
+	if nd.c.cfg.etcd != "" {
+		args = append(args, "--set", "etcd.endpoints="+nd.c.cfg.etcd)
 	}
 	for _, s := range nd.c.cfg.sets {
 		args = append(args, "--set", s)
