@@ -108,6 +108,25 @@ func TestReassignPartition_MovesLeaderAndAddsReplica(t *testing.T) {
 	leaderSize := logDirSize(dirsBefore[a], topic)
 	t.Logf("%d records, %d bytes on the leader %d; moving [%d %d] -> [%d %d]", records, leaderSize, a, a, bID, bID, cID)
 
+	// A producer keeps writing (acks=all, one record at a time) through the
+	// move; what it had acknowledged must be read back at those offsets.
+	live := map[int64]string{} // offset -> key of acknowledged records
+	stopLive, liveDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stopLive:
+				return
+			default:
+			}
+			key := "live-" + strconv.Itoa(i)
+			if r, err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key)}).First(); err == nil {
+				live[r.Offset] = key
+			}
+		}
+	}()
+
 	// Reassign: a (the leader) leaves, c joins.
 	start := time.Now()
 	var req kadm.AlterPartitionAssignmentsReq
@@ -167,7 +186,10 @@ func TestReassignPartition_MovesLeaderAndAddsReplica(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reassignment did not complete within %v: %v", reassignTimeout, err)
 	}
-	t.Logf("reassignment of %d bytes completed in %v (listed in progress: %v)", leaderSize, took, sawInProgress)
+	close(stopLive)
+	<-liveDone
+	t.Logf("reassignment of %d bytes completed in %v (listed in progress: %v); %d records acknowledged meanwhile",
+		leaderSize, took, sawInProgress, len(live))
 
 	// Every acknowledged record at its offset, and the partition still
 	// takes writes on its new leader.
@@ -176,29 +198,36 @@ func TestReassignPartition_MovesLeaderAndAddsReplica(t *testing.T) {
 			t.Fatalf("record %d acknowledged at offset %d", i, off)
 		}
 	}
-	if r, err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("after")}).First(); err != nil || r.Offset != int64(records) {
-		t.Fatalf("produce after the move: offset %v err %v", r, err)
+	after, err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("after")}).First()
+	if err != nil {
+		t.Fatalf("produce after the move: %v", err)
 	}
+	live[after.Offset] = "after"
 	consumer := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	seen := 0
-	for seen <= records {
+	var next int64
+	keys := map[string]bool{}
+	for next <= after.Offset {
 		fs := consumer.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of %d: %v", seen, records+1, err)
+			t.Fatalf("consumed up to offset %d of %d: %v", next, after.Offset, err)
 		}
 		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset != int64(seen) {
-				t.Fatalf("record at offset %d, want %d", r.Offset, seen)
+			if r.Offset != next {
+				t.Fatalf("record at offset %d, want %d", r.Offset, next)
 			}
-			want := strconv.Itoa(seen)
-			if seen == records {
-				want = "after"
+			want, acked := live[r.Offset]
+			if r.Offset < int64(records) {
+				want, acked = strconv.Itoa(int(r.Offset)), true
 			}
-			if string(r.Key) != want {
+			if acked && string(r.Key) != want {
 				t.Fatalf("offset %d holds key %q, want %q", r.Offset, r.Key, want)
 			}
-			seen++
+			if keys[string(r.Key)] {
+				t.Fatalf("key %q twice (offset %d)", r.Key, r.Offset)
+			}
+			keys[string(r.Key)] = true
+			next++
 		})
 	}
 
