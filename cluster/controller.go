@@ -73,7 +73,7 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 			}
 			n.log.Info("partition change", "topic", name, "partition", p.Index,
 				"leader", np.Leader, "leaderEpoch", np.LeaderEpoch, "partitionEpoch", np.PartitionEpoch,
-				"isr", np.ISR, "prevLeader", p.Leader, "rev", resp.Header.Revision)
+				"isr", np.ISR, "replicas", np.Replicas, "prevLeader", p.Leader, "rev", resp.Header.Revision)
 		}
 	}
 	return false
@@ -91,7 +91,29 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 //     live replica with an ISR of itself alone;
 //   - every leader change bumps LeaderEpoch and PartitionEpoch, every ISR
 //     change PartitionEpoch.
+//   - a reassignment in progress completes once its ISR allows (see
+//     completeReassignment), in the same change as any of the above, each
+//     epoch growing by one at most.
 func decide(p Partition, live map[int32]int64, unclean bool) (Partition, bool) {
+	np, changed := decideLeadership(p, live, unclean)
+	cp, done := completeReassignment(np, live)
+	if !done {
+		return np, changed
+	}
+	leaderChanged := cp.Leader != p.Leader || np.LeaderEpoch != p.LeaderEpoch
+	if cp.Leader != np.Leader {
+		cp.LeaderBrokerEpoch = live[cp.Leader]
+	}
+	cp.PartitionEpoch = p.PartitionEpoch + 1
+	cp.LeaderEpoch = p.LeaderEpoch
+	if leaderChanged {
+		cp.LeaderEpoch++
+	}
+	return cp, true
+}
+
+// decideLeadership is decide without reassignments.
+func decideLeadership(p Partition, live map[int32]int64, unclean bool) (Partition, bool) {
 	isLive := func(id int32) bool { _, ok := live[id]; return ok }
 	liveISR := make([]int32, 0, len(p.ISR))
 	for _, r := range p.ISR {

@@ -54,6 +54,11 @@
 //   - a live leader keeps leading; dead followers leave the ISR;
 //   - LeaderEpoch and PartitionEpoch grow with every leader change,
 //     PartitionEpoch with every ISR change.
+//   - a partition reassignment in progress (AddingReplicas and
+//     RemovingReplicas set by AlterPartitionReassignments, KIP-455)
+//     completes once the ISR holds every adding replica: the removing
+//     replicas leave Replicas and ISR and, if the leader was one of them,
+//     the first live target replica in the ISR leads (see reassign.go).
 //
 // Leaders change the ISR themselves with AlterPartition (shrink a lagging
 // follower, expand a caught-up one), conditioned on their leadership,

@@ -46,6 +46,13 @@ var (
 	// ErrEligibleLeadersNotAvailable is returned by an unclean ElectLeaders
 	// when no replica is live.
 	ErrEligibleLeadersNotAvailable = errors.New("cluster: eligible leaders not available")
+	// ErrNoReassignmentInProgress is returned by AlterPartitionReassignments
+	// when asked to cancel the reassignment of a partition that has none.
+	ErrNoReassignmentInProgress = errors.New("cluster: no partition reassignment in progress")
+	// ErrReassignmentUnclean is returned by AlterPartitionReassignments when
+	// cancelling would leave the ISR empty (every member was being added)
+	// and unclean leader election is off.
+	ErrReassignmentUnclean = errors.New("cluster: cancelling the reassignment would need an unclean leader election")
 	// ErrFenced is returned by writes made while this node's lease is not
 	// known to be alive.
 	ErrFenced = errors.New("cluster: broker is fenced")

@@ -217,7 +217,9 @@ func (l *Leader) maximalISRLocked() []int32 {
 // followers out of it whose log end offset has reached the high watermark
 // and the start of this leader epoch join it. Nothing is proposed while a
 // proposal is in flight. live tells whether a broker is registered; only
-// live brokers join.
+// live brokers join. Replicas that a reassignment adds (an Update with a
+// larger replica set) join the same way once caught up; the proposed ISR
+// never holds a broker outside the replicas.
 func (l *Leader) CheckISR(now time.Time, lagMax time.Duration, live func(int32) bool) (ISRChange, bool) {
 	hw := l.log.HighWatermark()
 	l.mu.Lock()
@@ -228,6 +230,10 @@ func (l *Leader) CheckISR(now time.Time, lagMax time.Duration, live func(int32) 
 	var isr []int32
 	changed := false
 	for _, r := range l.state.ISR {
+		if r != l.self && !slices.Contains(l.state.Replicas, r) {
+			changed = true // never propose a member outside the replicas
+			continue
+		}
 		if f := l.followers[r]; r != l.self && f != nil && now.Sub(f.lastCaughtUp) > lagMax {
 			changed = true
 			continue

@@ -144,3 +144,46 @@ func TestLeader_CaughtUpTimeFollowsKafkasRule(t *testing.T) {
 		t.Fatal("a stuck follower was kept in the ISR")
 	}
 }
+
+// TestLeader_ReassignmentAddsReplica: a replica a reassignment adds is
+// tracked from the Update that lists it and proposed for the ISR once it
+// reaches the high watermark; a member outside the replicas is never
+// proposed.
+func TestLeader_ReassignmentAddsReplica(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lag := 10 * time.Second
+	log := &memLog{leo: 40}
+	l := NewLeader(1, log, State{LeaderEpoch: 2, PartitionEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 0, now)
+	l.FollowerFetched(2, 40, now)
+	if l.IsReplica(3) {
+		t.Fatal("3 is a replica before the reassignment")
+	}
+	// The reassignment [1 2] -> [2 3]: replicas [2 3 1], 3 adding.
+	l.Update(State{LeaderEpoch: 2, PartitionEpoch: 5, Replicas: []int32{2, 3, 1}, ISR: []int32{1, 2}}, now)
+	if !l.IsReplica(3) {
+		t.Fatal("3 not tracked after the reassignment")
+	}
+	l.FollowerFetched(3, 10, now.Add(time.Second))
+	if ch, ok := l.CheckISR(now.Add(time.Second), lag, allLive); ok {
+		t.Fatalf("proposed %+v with 3 behind", ch)
+	}
+	if log.hw != 40 {
+		t.Fatalf("hw = %d: the adding replica held it back", log.hw)
+	}
+	l.FollowerFetched(3, 40, now.Add(2*time.Second))
+	ch, ok := l.CheckISR(now.Add(2*time.Second), lag, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2, 3}) || ch.PartitionEpoch != 5 {
+		t.Fatalf("expand = %+v %v, want [1 2 3] at partition epoch 5", ch, ok)
+	}
+	// A state whose ISR names a broker outside the replicas (never written
+	// by the controller, but the leader must not echo it).
+	l.Update(State{LeaderEpoch: 2, PartitionEpoch: 6, Replicas: []int32{1, 3}, ISR: []int32{1, 2, 3}}, now.Add(3*time.Second))
+	if l.IsReplica(2) {
+		t.Fatal("2 still tracked after leaving the replicas")
+	}
+	l.FollowerFetched(3, 40, now.Add(3*time.Second))
+	ch, ok = l.CheckISR(now.Add(3*time.Second), lag, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 3}) {
+		t.Fatalf("proposed %+v %v, want [1 3]", ch, ok)
+	}
+}
