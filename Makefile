@@ -92,7 +92,7 @@ bench: bench-compare
 lint:
 	@test -z "$$(gofmt -l . | tee /dev/stderr)"
 	$(GO) vet ./...
-	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed; skipped"; fi
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 clean:
 	rm -rf bin

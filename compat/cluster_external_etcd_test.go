@@ -43,7 +43,7 @@ func startEtcd(t *testing.T) string {
 
 func TestCluster_ExternalEtcd(t *testing.T) {
 	endpoints := startEtcd(t)
-	c := startCluster(t, 3, withExternalEtcd(endpoints))
+	c := startCluster(t, 3, withExternalEtcd(endpoints), withSet("default.replication.factor=3"))
 	ctx := testCtx(t, 2*time.Minute)
 	topic := topicName(t, "")
 	min2 := "2"

@@ -477,19 +477,21 @@ func (c *cluster) WaitAPIVersions() {
 func (c *cluster) WaitBrokers(n int) {
 	c.t.Helper()
 	err := waitUntil(clusterWaitTimeout, func() error {
-		var last error
+		// Every running node must list them: requests that check the
+		// live brokers (CreateTopics' replication factor) may go to any.
 		for _, nd := range c.nodes {
-			md, err := metadataFrom(nd.Addr())
-			if err != nil {
-				last = fmt.Errorf("node %d: %w", nd.id, err)
+			if !nd.Running() {
 				continue
 			}
-			if len(md.Brokers) == n {
-				return nil
+			md, err := metadataFrom(nd.Addr())
+			if err != nil {
+				return fmt.Errorf("node %d: %w", nd.id, err)
 			}
-			last = fmt.Errorf("node %d lists %d brokers", nd.id, len(md.Brokers))
+			if len(md.Brokers) != n {
+				return fmt.Errorf("node %d lists %d brokers", nd.id, len(md.Brokers))
+			}
 		}
-		return last
+		return nil
 	})
 	if err != nil {
 		c.t.Fatalf("Metadata never listed %d brokers within %v: %v", n, clusterWaitTimeout, err)
