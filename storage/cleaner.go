@@ -135,7 +135,7 @@ func (l *Log) Cleanable(minCompactionLagMs, maxCompactionLagMs int64) CleanableS
 	segs, firstDirty, upper := l.cleanRange(minCompactionLagMs)
 	st := CleanableState{FirstDirtyOffset: firstDirty, FirstUncleanableOffset: upper}
 	nowMs := l.rcfg.Load().Now().UnixMilli()
-	for i, s := range segs {
+	for i, s := range segs[:len(segs)-1] {
 		end := segs[i+1].base
 		if end > upper {
 			break
@@ -1084,4 +1084,30 @@ func swapEnd(path string) (int64, error) {
 		return 0, &CorruptionError{File: path, Reason: "empty swap file"}
 	}
 	return end, nil
+}
+
+// HasRecordWithoutKey reports whether the v2 batch b (already validated)
+// holds a record with a null key, which a compacted topic refuses.
+// decompress expands compressed records; when it is nil a compressed batch
+// is reported as keyed. Errors: ErrInvalidRecord for records that do not
+// parse or do not decompress.
+func HasRecordWithoutKey(b []byte, decompress func(codec int8, compressed []byte) ([]byte, error)) (bool, error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return false, err
+	}
+	if int64(len(b)) < h.Size() || h.Control() || (h.Codec() != CodecNone && decompress == nil) {
+		return false, nil
+	}
+	recs, err := batchRecords(b[:h.Size()], h, decompress)
+	if err != nil {
+		return false, fmt.Errorf("%w: decompress: %v", ErrInvalidRecord, err)
+	}
+	keyless := false
+	err = walkRecords(recs, h.RecordCount, func(r rawRecord) {
+		if r.key == nil {
+			keyless = true
+		}
+	})
+	return keyless, err
 }

@@ -284,3 +284,52 @@ func TestCleaner_DataDriven(t *testing.T) {
 		}
 	}
 }
+
+// TestCleaner_Cleanable: the dirty ratio counts the cleanable segments
+// from the cleaner checkpoint; the active segment is not counted; a clean
+// brings it to 0, and max.compaction.lag.ms marks an old dirty segment
+// overdue.
+func TestCleaner_Cleanable(t *testing.T) {
+	clk := &clock{ms: 1_000_000}
+	cfg := testConfig()
+	cfg.Now = clk.now
+	l := openLog(t, filepath.Join(t.TempDir(), "t-0"), cfg)
+	defer l.Close()
+	roll := func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if _, err := l.rollLocked(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := l.Cleanable(0, 0); st.DirtyBytes != 0 || st.DirtyRatio != 0 {
+		t.Fatalf("empty log: %+v", st)
+	}
+	for i := 0; i < 4; i++ {
+		mustAppend(t, l, makeBatch(batchOpts{}, rec{key: []byte("k"), value: []byte(strconv.Itoa(i)), ts: clk.ms}))
+	}
+	if st := l.Cleanable(0, 0); st.DirtyBytes != 0 {
+		t.Fatalf("only an active segment: %+v", st)
+	}
+	roll()
+	size := l.Size()
+	mustAppend(t, l, makeBatch(batchOpts{}, rec{key: []byte("k"), value: []byte("x"), ts: clk.ms}))
+	st := l.Cleanable(0, 0)
+	if st.DirtyBytes != size || st.CleanBytes != 0 || st.DirtyRatio != 1 || st.FirstUncleanableOffset != 4 || st.Overdue {
+		t.Fatalf("one dirty segment: %+v", st)
+	}
+	if st := l.Cleanable(100, 0); st.DirtyBytes != 0 {
+		t.Fatalf("younger than min.compaction.lag.ms: %+v", st)
+	}
+	clk.ms += 200
+	if st := l.Cleanable(0, 100); !st.Overdue {
+		t.Fatalf("older than max.compaction.lag.ms: %+v", st)
+	}
+	if _, err := l.Clean(CleanOptions{Map: NewOffsetMap(1<<12, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	st = l.Cleanable(0, 0)
+	if st.DirtyBytes != 0 || st.CleanBytes == 0 || st.DirtyRatio != 0 || st.FirstDirtyOffset != 4 {
+		t.Fatalf("after a clean: %+v", st)
+	}
+}
