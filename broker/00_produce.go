@@ -123,6 +123,9 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	if hdr.Control() {
 		return kerr.InvalidRecord.Code, "clients may not produce control batches", nil
 	}
+	if code, msg := checkCompactedKeys(settings, p, records); code != 0 {
+		return code, msg, nil
+	}
 	if hdr.Transactional() {
 		if req.TransactionID == nil {
 			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id", nil

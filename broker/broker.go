@@ -48,8 +48,10 @@ type Broker struct {
 
 	cl *clusterState // nil on a single node (cluster.go)
 
-	obs    observer // metrics (metrics.go)
-	faults faultSet // fault injection (faults.go)
+	obs observer // metrics (metrics.go)
+
+	cleaner cleanerState // the log cleaner threads (cleaner.go)
+	faults  faultSet     // fault injection (faults.go)
 }
 
 // New opens (or creates) the data directory, recovers every partition and
@@ -146,6 +148,7 @@ func (b *Broker) startBackground() {
 			b.log.Info("retention deleted segments", "topic", p.topic.name, "partition", p.index, "segments", n, "logStartOffset", p.log.LogStartOffset())
 		}
 	})
+	b.startCleaner()
 	every(min(b.cfg.int64Prop("log.flush.scheduler.interval.ms"), 1000), func(p *partition) {
 		if err := p.log.FlushIfDue(); err != nil {
 			b.log.Error("flush", "topic", p.topic.name, "partition", p.index, "err", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +112,11 @@ func (c *Config) int64Prop(name string) int64 {
 	return n
 }
 
+func (c *Config) stringProp(name string) string {
+	v, _ := c.brokerValue(name)
+	return v
+}
+
 func (c *Config) boolProp(name string) bool {
 	v, _ := c.brokerValue(name)
 	return v == "true"
@@ -152,6 +158,15 @@ func (b *Broker) storageConfig(t *topic) storage.Config {
 	c.RetentionBytes = b.topicInt(o, "retention.bytes")
 	c.FlushMessages = b.topicInt(o, "flush.messages")
 	c.FlushMs = b.topicInt(o, "flush.ms")
+	if policy, _ := b.topicConfigValue(o, "cleanup.policy"); isCompacted(policy) {
+		// Compacted: segment.ms is capped by max.compaction.lag.ms so that
+		// the head becomes cleanable in time (KIP-354); without delete,
+		// retention deletes nothing.
+		c.SegmentMs = min(c.SegmentMs, b.topicInt(o, "max.compaction.lag.ms"))
+		if !slices.Contains(splitList(policy), "delete") {
+			c.RetentionMs, c.RetentionBytes = -1, -1
+		}
+	}
 	c.Now = b.cfg.Now
 	c.Decompress = decompress
 	c.Logger = b.log.With("topic", t.name)
@@ -166,6 +181,7 @@ type produceSettings struct {
 	logAppendTime     bool
 	tsAfterMaxMs      int64
 	tsBeforeMaxMs     int64
+	compacted         bool // cleanup.policy has compact: records need keys
 }
 
 func (b *Broker) produceSettingsFor(overrides map[string]string) produceSettings {
@@ -176,5 +192,6 @@ func (b *Broker) produceSettingsFor(overrides map[string]string) produceSettings
 		logAppendTime:     ts == "LogAppendTime",
 		tsAfterMaxMs:      b.topicInt(overrides, "message.timestamp.after.max.ms"),
 		tsBeforeMaxMs:     b.topicInt(overrides, "message.timestamp.before.max.ms"),
+		compacted:         isCompacted(b.topicValue(overrides, "cleanup.policy")),
 	}
 }

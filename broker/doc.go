@@ -105,13 +105,16 @@
 //     logs are opened, reconfigured (Log.UpdateConfig) and deleted. The
 //     broker never calls a coordinator with it held (deleteTopic releases it
 //     before DeleteTopicOffsets).
-//  5. storage Log.flushMu, held by Flush and Close around their fsyncs.
-//  6. storage Log.mu, the appender's lock.
-//  7. storage Log.ckptMu (the checkpoint file); apart from it, a segment's
+//  5. storage Log.cleanMu, held by Clean throughout; Clean takes Log.mu
+//     only to swap cleaned segments in, and never Log.flushMu.
+//  6. storage Log.flushMu, held by Flush and Close around their fsyncs.
+//  7. storage Log.mu, the appender's lock.
+//  8. storage Log.ckptMu (the checkpoint file); apart from it, a segment's
 //     loadMu, then its index files' fileMu, then their mu.
 //
 // Leaves, taken with nothing further inside them: broker producerIDs.mu,
-// server.mu and byteBudget.mu; protocol's frame pool; the coordinators'
+// server.mu, byteBudget.mu, cleanerState.mu and the cleaner's throttler.mu
+// (Clean's Throttle callback); protocol's frame pool; the coordinators'
 // bbolt files. Storage calls nothing outside itself with a lock held (its
 // Decompress and Logger callbacks take none of these locks), and the
 // callbacks the coordinators are given (TopicPartitions,

@@ -32,6 +32,10 @@ type PartitionInfo struct {
 	HighWatermark  int64
 	LogEndOffset   int64
 	SizeBytes      int64
+	// DirtyRatio is, for a compacted topic, the share of the cleanable
+	// bytes not yet cleaned (the log cleaner's min.cleanable.dirty.ratio
+	// compares with it); 0 otherwise.
+	DirtyRatio float64
 }
 
 // Topics returns every topic sorted by name, with its partitions' offsets.
@@ -65,6 +69,10 @@ func (b *Broker) Topics() []TopicInfo {
 				Partition: p.index, LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
 				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(),
 			})
+			if isCompacted(ti.CleanupPolicy) {
+				pi := &ti.Partitions[len(ti.Partitions)-1]
+				pi.DirtyRatio = p.log.Cleanable(b.topicInt(configs, "min.compaction.lag.ms"), 0).DirtyRatio
+			}
 		}
 		out = append(out, ti)
 	}

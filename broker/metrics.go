@@ -26,6 +26,9 @@ package broker
 //	group_committed_offset{group,topic,partition}     gauge
 //	group_lag{group,topic,partition}                  gauge (high watermark − committed, ≥ 0)
 //	faults_active                                     gauge
+//	cleaner_bytes_read_total, cleaner_bytes_written_total, cleaner_runs_total  gauges (monotone)
+//	partition_dirty_ratio{topic,partition}            gauge (compacted topics)
+//	partition_last_clean_timestamp_seconds{topic,partition}  gauge (cleaned since start)
 
 import (
 	"strconv"
@@ -153,10 +156,15 @@ var (
 	descLag       = prometheus.NewDesc("gregor_group_lag", "High watermark minus the group's committed offset (records not yet consumed).", groupLabels, nil)
 	descMembers   = prometheus.NewDesc("gregor_group_members", "Members of a group, labelled with its state.", []string{"group", "state"}, nil)
 	descFaults    = prometheus.NewDesc("gregor_faults_active", "Injected faults still active.", nil, nil)
+	descCleanRead = prometheus.NewDesc("gregor_cleaner_bytes_read_total", "Segment bytes read by the log cleaner.", nil, nil)
+	descCleanWrit = prometheus.NewDesc("gregor_cleaner_bytes_written_total", "Bytes of cleaned segments written by the log cleaner.", nil, nil)
+	descCleanRuns = prometheus.NewDesc("gregor_cleaner_runs_total", "Log cleans run.", nil, nil)
+	descDirty     = prometheus.NewDesc("gregor_partition_dirty_ratio", "Compacted partitions: dirty bytes over cleanable bytes.", partLabels, nil)
+	descLastClean = prometheus.NewDesc("gregor_partition_last_clean_timestamp_seconds", "When the cleaner last cleaned the partition.", partLabels, nil)
 )
 
 func (g gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConns, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults} {
+	for _, d := range []*prometheus.Desc{descConns, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean} {
 		ch <- d
 	}
 }
@@ -187,4 +195,28 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(descFaults, float64(len(b.Faults())))
+	b.collectCleaner(ch)
+}
+
+// collectCleaner adds the cleaner's metrics.
+func (b *Broker) collectCleaner(ch chan<- prometheus.Metric) {
+	c := &b.cleaner
+	c.mu.Lock()
+	read, written, runs := c.bytesRead, c.bytesWritten, c.runs
+	c.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descCleanRead, prometheus.CounterValue, float64(read))
+	ch <- prometheus.MustNewConstMetric(descCleanWrit, prometheus.CounterValue, float64(written))
+	ch <- prometheus.MustNewConstMetric(descCleanRuns, prometheus.CounterValue, float64(runs))
+	for _, p := range b.allPartitions() {
+		configs, _ := b.topicSnapshot(p.topic)
+		if !isCompacted(b.topicValue(configs, "cleanup.policy")) {
+			continue
+		}
+		ps := strconv.Itoa(int(p.index))
+		st := p.log.Cleanable(b.topicInt(configs, "min.compaction.lag.ms"), 0)
+		ch <- prometheus.MustNewConstMetric(descDirty, prometheus.GaugeValue, st.DirtyRatio, p.topic.name, ps)
+		if _, _, last := b.cleanerStats(p); last >= 0 {
+			ch <- prometheus.MustNewConstMetric(descLastClean, prometheus.GaugeValue, float64(last)/1000, p.topic.name, ps)
+		}
+	}
 }

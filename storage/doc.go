@@ -102,6 +102,22 @@
 // DeleteRecordsBefore moves the log start offset (DeleteRecords). The log
 // start offset is persisted in the checkpoint file whenever it moves.
 //
+// # Compaction
+//
+// Clean is Kafka's log cleaner for cleanup.policy=compact (cleaner.go has
+// the rules): it keeps the latest record of every key in the segments below
+// the active one and below the last stable offset, dropping older records,
+// expired tombstones, keyless records, aborted transactional data and
+// markers no longer needed, without ever changing an offset. Its key map
+// (OffsetMap) has a fixed size; a map that fills ends a pass, and Clean
+// runs passes until the dirty part is covered. Cleaned segments replace the
+// originals through .cleaned and .swap files that Open rolls back or
+// completes; the first dirty offset is kept in cleaner-offset-checkpoint.
+// Cleanable reports the dirty ratio the broker's cleaner threads schedule
+// by. Offsets inside a segment may therefore have gaps, which recovery
+// accepts; the last batch of every segment is kept (emptied if need be) so
+// that segments still follow each other without a gap.
+//
 // # Replication support
 //
 // The log knows nothing of clusters but has what a replica needs (Kafka's

@@ -22,6 +22,9 @@ type Log struct {
 
 	flushMu sync.Mutex // serialises Flush and Close; taken before mu
 	ckptMu  sync.Mutex // serialises writes of the checkpoint file
+	cleanMu sync.Mutex // serialises Clean; taken before mu
+
+	cleanerOffset atomic.Int64 // the cleaner checkpoint; -1 until read
 
 	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
 	cfg         Config

@@ -31,6 +31,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		return nil, ioErr("mkdir", dir, err)
 	}
 	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager()}
+	l.cleanerOffset.Store(-1)
 	l.rcfg.Store(&cfg)
 	if err := l.load(); err != nil {
 		if p := l.segs.Load(); p != nil {
@@ -90,6 +91,9 @@ type dirListing struct {
 // scanDir lists the log directory, deleting the leftovers of interrupted
 // writes (temporary files) and of deletions (indexes without a .log).
 func (l *Log) scanDir() (dirListing, error) {
+	if err := recoverCleanerFiles(l.dir); err != nil {
+		return dirListing{}, err
+	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return dirListing{}, ioErr("readdir", l.dir, err)

@@ -30,9 +30,11 @@ import (
 //	leader-epoch-checkpoint         leader epochs and their start offsets (see epoch.go)
 //	clean-shutdown                  empty; present only between Close and Open
 //
-// A .log file holds the batches whose offsets start at its base offset, with
-// no gaps and no header; the next segment starts at the offset after its last
-// batch. Files ending in .tmp are half-written replacements and are removed
+// A .log file holds the batches whose offsets start at its base offset, in
+// increasing offset order and without a header; the next segment starts at
+// the offset after its last batch. Offsets have gaps only where the cleaner
+// removed records (see cleaner.go); it keeps every segment's last batch,
+// possibly emptied, so that segments still follow each other without gaps. Files ending in .tmp are half-written replacements and are removed
 // by Open.
 const (
 	logSuffix        = ".log"
@@ -359,8 +361,8 @@ func (s *segment) rebuild(interval int32, verifyCRC bool) (scanResult, error) {
 			res.corrupt = &CorruptionError{File: s.logPath, Pos: pos, Reason: reason}
 			return res, nil
 		}
-		if h.BaseOffset != res.next {
-			return bad(fmt.Sprintf("baseOffset %d, expected %d", h.BaseOffset, res.next))
+		if h.BaseOffset < res.next { // gaps are compaction's
+			return bad(fmt.Sprintf("baseOffset %d, expected at least %d", h.BaseOffset, res.next))
 		}
 		if h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxUint32 {
 			return bad(fmt.Sprintf("lastOffsetDelta %d", h.LastOffsetDelta))
@@ -423,10 +425,10 @@ func (s *segment) checkIndexes(idx, tidx []byte, interval int32, expectNext int6
 		switch {
 		case first && wantLast >= 0 && h.LastOffset() != wantLast:
 			return 0, mt, 0, fmt.Errorf("last index entry says offset %d at %d, batch there ends at %d", wantLast, pos, h.LastOffset())
-		case first && wantLast < 0 && h.BaseOffset != s.base:
+		case first && wantLast < 0 && h.BaseOffset < s.base:
 			return 0, mt, 0, fmt.Errorf("first batch has offset %d, segment base is %d", h.BaseOffset, s.base)
-		case !first && h.BaseOffset != next:
-			return 0, mt, 0, fmt.Errorf("batch at %d has offset %d, expected %d", pos, h.BaseOffset, next)
+		case !first && h.BaseOffset < next:
+			return 0, mt, 0, fmt.Errorf("batch at %d has offset %d, expected at least %d", pos, h.BaseOffset, next)
 		case !first && bytesSince > int64(interval):
 			return 0, mt, 0, fmt.Errorf("batch at %d should have an index entry", pos)
 		case h.LastOffsetDelta < 0:

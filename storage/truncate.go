@@ -103,6 +103,11 @@ func (l *Log) truncateLocked(i int, cut, next int64) error {
 	if err := l.writeCheckpoint(); err != nil {
 		return err
 	}
+	if l.cleanerCheckpoint() > next {
+		if err := l.setCleanerCheckpoint(next); err != nil {
+			return err
+		}
+	}
 	if err := l.deleteSnapshotsAbove(next); err != nil {
 		return err
 	}
@@ -232,6 +237,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.hwEnds = l.hwEnds[:0]
 		l.producers = newProducerStateManager()
 		l.publishStableLocked()
+		if err := l.setCleanerCheckpoint(offset); err != nil {
+			return err
+		}
 		if err := l.setEpochsLocked(nil); err != nil {
 			return err
 		}

@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestCleaner_CompactsTopicInBackground: on a compacted topic a record
+// without a key is refused with INVALID_RECORD; the cleaner thread cleans
+// the topic's full segment once its dirty ratio passes
+// min.cleanable.dirty.ratio; a franz-go consumer reading from the start
+// then sees fewer records, each at its original offset, ending with the
+// latest value of every key; the metrics show the clean.
+func TestCleaner_CompactsTopicInBackground(t *testing.T) {
+	b, addr := startBroker(t, "", map[string]string{"log.cleaner.backoff.ms": "10"})
+	if _, err := b.createTopic("comp", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, addr, kgo.DefaultProduceTopic("comp"), kgo.ProducerBatchCompression(kgo.GzipCompression()),
+		kgo.ConsumeTopics("comp"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := testCtx(t)
+
+	got := producePartition(t, cl, produceReq("comp", 0, makeBatch([]string{"no key"}, -1, -1, -1)))
+	if got.ErrorCode != kerr.InvalidRecord.Code || got.ErrorMessage == nil ||
+		*got.ErrorMessage != "Compacted topic cannot accept message without key in topic partition comp-0." {
+		t.Fatalf("keyless record on a compacted topic: %v %v", kerr.ErrorForCode(got.ErrorCode), got.ErrorMessage)
+	}
+
+	produced := map[int64]string{} // offset → key=value
+	latest := map[string]int64{}
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 14; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 40; k++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("k%02d", k)), Value: []byte(fmt.Sprintf("r%d-%x", round, rng.Int63()) + randomText(rng, 4000))})
+		}
+		res := cl.ProduceSync(ctx, recs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			produced[r.Record.Offset] = string(r.Record.Key) + "=" + string(r.Record.Value)
+			latest[string(r.Record.Key)] = r.Record.Offset
+		}
+	}
+	p := b.topics["comp"].partitions[0]
+	waitFor(t, 20*time.Second, "a clean", func() bool {
+		_, _, last := b.cleanerStats(p)
+		return last >= 0
+	})
+
+	lastSeen := map[string]int64{}
+	n, prev := 0, int64(-1)
+	for n == 0 || prev < p.log.HighWatermark()-1 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset <= prev || produced[r.Offset] != string(r.Key)+"="+string(r.Value) {
+				t.Fatalf("record at %d (after %d) is not the one produced there", r.Offset, prev)
+			}
+			prev = r.Offset
+			lastSeen[string(r.Key)] = r.Offset
+			n++
+		})
+	}
+	if n >= len(produced) {
+		t.Fatalf("read %d records of %d produced: nothing compacted", n, len(produced))
+	}
+	for k, off := range latest {
+		if lastSeen[k] != off {
+			t.Fatalf("key %s: last read at %d, latest produced at %d", k, lastSeen[k], off)
+		}
+	}
+	mfs, err := b.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if m.GetCounter() != nil {
+				found[mf.GetName()] = m.GetCounter().GetValue()
+			} else if m.GetGauge() != nil {
+				found[mf.GetName()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if found["gregor_cleaner_bytes_read_total"] < 1<<20 || found["gregor_cleaner_bytes_written_total"] <= 0 {
+		t.Fatalf("cleaner metrics: %v", found)
+	}
+	if _, ok := found["gregor_partition_dirty_ratio"]; !ok {
+		t.Fatalf("no dirty ratio metric: %v", found)
+	}
+}
+
+// randomText is n letters that do not compress much.
+func randomText(rng *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + rng.Intn(26))
+	}
+	return string(b)
+}
