@@ -204,6 +204,35 @@ func ValidateBatch(b []byte) (BatchHeader, error) {
 	return h, nil
 }
 
+// ValidateReplicatedBatch checks a batch copied from a partition leader:
+// framing and CRC-32C as ValidateBatch, but with the leeway a log the
+// cleaner has compacted needs: fewer records than the offsets the batch
+// spans (recordCount <= lastOffsetDelta+1, zero for a batch kept only for
+// its producer state), with gaps between their offset deltas.
+//
+// Errors: ErrUnsupportedMagic, ErrCorruptBatch, ErrInvalidRecord.
+func ValidateReplicatedBatch(b []byte) (BatchHeader, error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return BatchHeader{}, err
+	}
+	if h.Length < batchMinLength || int64(h.Length)+batchLengthOverhead != int64(len(b)) {
+		return BatchHeader{}, fmt.Errorf("%w: batchLength %d does not match %d bytes", ErrCorruptBatch, h.Length, len(b))
+	}
+	if crc := crc32.Checksum(b[batchAttributesPos:], castagnoli); crc != h.CRC {
+		return BatchHeader{}, fmt.Errorf("%w: crc %08x, computed %08x", ErrCorruptBatch, h.CRC, crc)
+	}
+	if h.RecordCount < 0 || h.LastOffsetDelta < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1 {
+		return BatchHeader{}, fmt.Errorf("%w: recordCount %d with lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
+	}
+	switch h.Codec() {
+	case CodecNone, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd:
+	default:
+		return BatchHeader{}, fmt.Errorf("%w: unknown compression codec %d", ErrInvalidRecord, h.Codec())
+	}
+	return h, nil
+}
+
 // recordMeta is what the log needs to know about one record.
 type recordMeta struct {
 	index          int32 // position in the batch

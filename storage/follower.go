@@ -36,11 +36,13 @@ func splitFollowerRecords(records []byte) ([]followerBatch, error) {
 			break // partial batch at the end of the response
 		}
 		b := records[off : off+batchLengthOverhead+int(length)]
-		h, err := ValidateBatch(b)
+		h, err := ValidateReplicatedBatch(b)
 		if err != nil {
 			return nil, fmt.Errorf("batch at byte %d: %w", off, err)
 		}
-		if n := len(out); n > 0 && h.BaseOffset != out[n-1].h.LastOffset()+1 {
+		// A compacted log has gaps between batches: offsets only
+		// increase, as Kafka's follower checks.
+		if n := len(out); n > 0 && h.BaseOffset <= out[n-1].h.LastOffset() {
 			return nil, fmt.Errorf("%w: batch at offset %d follows one ending at %d", ErrOffsetMismatch, h.BaseOffset, out[n-1].h.LastOffset())
 		}
 		out = append(out, followerBatch{h: h, off: int64(off)})
@@ -89,7 +91,7 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 	if len(batches) == 0 {
 		return res, nil
 	}
-	if leo := l.leo.Load(); batches[0].h.BaseOffset != leo {
+	if leo := l.leo.Load(); batches[0].h.BaseOffset < leo {
 		return res, fmt.Errorf("%w: first batch at offset %d, log end offset is %d", ErrOffsetMismatch, batches[0].h.BaseOffset, leo)
 	}
 	for _, b := range batches {

@@ -143,19 +143,16 @@ func TestLog_AppendAsFollowerRejects(t *testing.T) {
 
 	h0, _ := ParseBatchHeader(all)
 	second := all[h0.Size():]
-	if _, err := follower.AppendAsFollower(second); !errors.Is(err, ErrOffsetMismatch) {
-		t.Fatalf("batch past the log end: %v", err)
-	}
 	bad := slices.Clone(all)
 	bad[h0.Size()+BatchHeaderSize+3] ^= 1 // second batch's records
 	if _, err := follower.AppendAsFollower(bad); !errors.Is(err, ErrCorruptBatch) || follower.LogEndOffset() != 0 {
 		t.Fatalf("corrupt second batch: %v, leo %d", err, follower.LogEndOffset())
 	}
-	gap := slices.Clone(all[:h0.Size()])
 	h1, _ := ParseBatchHeader(second)
-	gap = append(gap, second[h1.Size():]...) // first and third batches
-	if _, err := follower.AppendAsFollower(gap); !errors.Is(err, ErrOffsetMismatch) || follower.LogEndOffset() != 0 {
-		t.Fatalf("gap between batches: %v, leo %d", err, follower.LogEndOffset())
+	backwards := slices.Clone(second[:h1.Size()])
+	backwards = append(backwards, all[:h0.Size()]...) // second batch, then the first
+	if _, err := follower.AppendAsFollower(backwards); !errors.Is(err, ErrOffsetMismatch) || follower.LogEndOffset() != 0 {
+		t.Fatalf("offsets going back: %v, leo %d", err, follower.LogEndOffset())
 	}
 	// Nothing, or only a partial batch: nothing appended, no error.
 	for _, b := range [][]byte{nil, all[:5], all[:h0.Size()-1]} {
@@ -169,6 +166,89 @@ func TestLog_AppendAsFollowerRejects(t *testing.T) {
 	}
 	if _, err := follower.AppendAsFollower(all[:h0.Size()]); !errors.Is(err, ErrOffsetMismatch) {
 		t.Fatalf("same batch again: %v", err)
+	}
+}
+
+// TestLog_AppendAsFollowerAcceptsCompactedGaps: a leader whose log the
+// cleaner compacted sends batches with gaps between them and batches with
+// fewer records than offsets; the follower keeps them as they are, offsets
+// included, as Kafka's follower does.
+func TestLog_AppendAsFollowerAcceptsCompactedGaps(t *testing.T) {
+	root := t.TempDir()
+	leader := leaderLog(t, filepath.Join(root, "leader", "t-0"))
+	defer leader.Close()
+	all := readFollower(t, leader, 0)
+	h0, _ := ParseBatchHeader(all)
+	second := all[h0.Size():]
+	h1, _ := ParseBatchHeader(second)
+	third := second[h1.Size():]
+	h2, _ := ParseBatchHeader(third)
+
+	follower := openLog(t, filepath.Join(root, "follower", "t-0"), replicatedConfig())
+	defer follower.Close()
+	gap := slices.Clone(all[:h0.Size()])
+	gap = append(gap, third[:h2.Size()]...) // first and third batches
+	res, err := follower.AppendAsFollower(gap)
+	if err != nil || res.Count != 2 || follower.LogEndOffset() != h2.LastOffset()+1 {
+		t.Fatalf("gap between batches: %+v %v, leo %d, want %d", res, err, follower.LogEndOffset(), h2.LastOffset()+1)
+	}
+	// A batch past the log end (the ones between were compacted away).
+	late := openLog(t, filepath.Join(root, "late", "t-0"), replicatedConfig())
+	defer late.Close()
+	if _, err := late.AppendAsFollower(second[:h1.Size()]); err != nil || late.LogEndOffset() != h1.LastOffset()+1 {
+		t.Fatalf("batch past the log end: %v, leo %d", err, late.LogEndOffset())
+	}
+}
+
+// TestLog_FollowerCopiesACleanedLog: a follower that catches up from a
+// leader whose log the cleaner has compacted (a batch with one record left
+// of three offsets, merged segments) ends with the leader's offsets and
+// records, and the leader's bytes.
+func TestLog_FollowerCopiesACleanedLog(t *testing.T) {
+	root := t.TempDir()
+	leader := openLog(t, filepath.Join(root, "leader", "t-0"), replicatedConfig())
+	defer leader.Close()
+	kv := func(k, v string) rec { return rec{key: []byte(k), value: []byte(v), ts: 1000} }
+	roll := func() {
+		leader.mu.Lock()
+		defer leader.mu.Unlock()
+		if _, err := leader.rollLocked(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAppend(t, leader, makeBatch(batchOpts{}, kv("k0", "a"), kv("k1", "a"), kv("k2", "a"))) // 0-2
+	roll()
+	mustAppend(t, leader, makeBatch(batchOpts{}, kv("k0", "b"))) // 3
+	mustAppend(t, leader, makeBatch(batchOpts{}, kv("k1", "b"))) // 4
+	roll()
+	mustAppend(t, leader, makeBatch(batchOpts{}, kv("k9", "x"))) // 5, active
+	if err := leader.SetHighWatermark(leader.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Clean(CleanOptions{Map: NewOffsetMap(1<<12, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	cleaned := readLog(t, leader)
+	h, _ := ParseBatchHeader(cleaned[0])
+	if h.BaseOffset != 0 || h.RecordCount != 1 || h.LastOffsetDelta != 2 {
+		t.Fatalf("first batch after cleaning: base %d, %d records, lastOffsetDelta %d; want 0, 1, 2", h.BaseOffset, h.RecordCount, h.LastOffsetDelta)
+	}
+
+	follower := openLog(t, filepath.Join(root, "follower", "t-0"), replicatedConfig())
+	defer follower.Close()
+	for follower.LogEndOffset() < leader.LogEndOffset() {
+		if _, err := follower.AppendAsFollower(readFollower(t, leader, follower.LogEndOffset())); err != nil {
+			t.Fatalf("follower at %d: %v", follower.LogEndOffset(), err)
+		}
+	}
+	if err := follower.SetHighWatermark(leader.HighWatermark()); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := readLog(t, follower), cleaned; !slices.EqualFunc(g, w, bytes.Equal) {
+		t.Fatalf("follower has %d batches, the cleaned leader %d, or their bytes differ", len(g), len(w))
+	}
+	if g, w := follower.LogEndOffset(), leader.LogEndOffset(); g != w || g != 6 {
+		t.Fatalf("follower log end %d, leader %d, want 6", g, w)
 	}
 }
 
