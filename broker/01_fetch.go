@@ -74,6 +74,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	}
 	b.fetchWaiting(r, req, resp, targets, regions)
 	b.observeFetch(req, resp, regions)
+	b.rewriteEndpoints(r, resp)
 	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0

@@ -97,9 +97,12 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 	case "log.dirs":
 		v, src = b.cfg.DataDir, kmsg.ConfigSourceStaticBrokerConfig
 	case "listeners":
-		v, src = "PLAINTEXT://"+b.cfg.Listen, kmsg.ConfigSourceStaticBrokerConfig
+		v, src = b.listenersValue(), kmsg.ConfigSourceStaticBrokerConfig
 	case "advertised.listeners":
-		v, src = "PLAINTEXT://"+b.srv.advHost+":"+strconv.Itoa(int(b.srv.advPort)), kmsg.ConfigSourceStaticBrokerConfig
+		v, src = b.advertisedListenersValue(), kmsg.ConfigSourceStaticBrokerConfig
+	}
+	if d.typ == kmsg.ConfigTypePassword && v != "" {
+		c.IsSensitive, v = true, "" // never reveal keys and passwords
 	}
 	c.Name, c.Source, c.ReadOnly, c.ConfigType = d.name, src, true, d.typ
 	if v != "" {

@@ -52,6 +52,9 @@ type Broker struct {
 
 	cleaner cleanerState // the log cleaner threads (cleaner.go)
 	faults  faultSet     // fault injection (faults.go)
+
+	localUsers *fileUserStore // SASL users of a single node (users.go)
+	sec        securityStats  // TLS and SASL counts (sasl.go)
 }
 
 // New opens (or creates) the data directory, recovers every partition and
@@ -90,6 +93,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	b.topicRecords = fileTopicStore{dir: topicsDir}
+	b.localUsers = &fileUserStore{path: filepath.Join(cfg.DataDir, metaDirName, usersFileName)}
 	var err error
 	if b.clusterID, err = b.loadMetaProperties(); err != nil {
 		return nil, err

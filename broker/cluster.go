@@ -59,6 +59,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		DataDir:               b.cfg.DataDir,
 		Host:                  host,
 		Port:                  port,
+		Listeners:             b.advertisedEndpoints(),
 		Rack:                  b.cfg.Props["broker.rack"],
 		SessionTimeout:        time.Duration(b.cfg.int64Prop("broker.session.timeout.ms")) * time.Millisecond,
 		UncleanLeaderElection: b.cfg.boolProp("unclean.leader.election.enable"),
@@ -103,6 +104,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		PartitionMaxBytes: int32(b.cfg.int64Prop("replica.fetch.max.bytes")),
 		Backoff:           time.Duration(b.cfg.int64Prop("replica.fetch.backoff.ms")) * time.Millisecond,
 		Logger:            b.log.With("component", "replica-fetcher"),
+		ClientOpts:        b.srv.interOpts,
 	})
 	b.cl = cs
 	b.pids.reserve = func() (int64, int64, error) {

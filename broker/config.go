@@ -57,7 +57,7 @@ func ParseProperties(r io.Reader, props map[string]string) error {
 // ones, as Kafka does.
 func validateProps(props map[string]string, log *slog.Logger) error {
 	for k, v := range props {
-		d, ok := brokerConfigByName[k]
+		d, ok := brokerConfigByName[listenerConfigName(k)]
 		if !ok {
 			log.Warn("unknown configuration supplied, ignored", "name", k)
 			continue

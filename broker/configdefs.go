@@ -192,6 +192,7 @@ var (
 )
 
 func init() {
+	brokerConfigDefs = append(brokerConfigDefs, securityConfigDefs...)
 	for i := range topicConfigDefs {
 		d := &topicConfigDefs[i]
 		topicConfigByName[d.name] = d

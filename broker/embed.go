@@ -45,15 +45,16 @@ func (b *Broker) Ready() bool {
 	}
 	b.srv.mu.Lock()
 	defer b.srv.mu.Unlock()
-	return b.srv.ln != nil && !b.srv.closed
+	return len(b.srv.listeners) > 0 && !b.srv.closed
 }
 
-// Addr returns the bound listener address, or "" before Listen.
+// Addr returns the bound address of the first listener, or "" before
+// Listen (ListenerAddr gives any listener's).
 func (b *Broker) Addr() string {
 	b.srv.mu.Lock()
 	defer b.srv.mu.Unlock()
-	if b.srv.ln == nil {
+	if len(b.srv.listeners) == 0 {
 		return ""
 	}
-	return b.srv.ln.Addr().String()
+	return b.srv.listeners[0].ln.Addr().String()
 }

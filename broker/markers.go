@@ -110,8 +110,9 @@ func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (k
 		pr = nil
 	}
 	if pr == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("gregor-broker-"+strconv.Itoa(int(b.nodeID))),
-			kgo.DialTimeout(2*time.Second), kgo.RequestRetries(0))
+		opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("gregor-broker-" + strconv.Itoa(int(b.nodeID))),
+			kgo.DialTimeout(2 * time.Second), kgo.RequestRetries(0)}, b.srv.interOpts...)
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			b.cl.peersMu.Unlock()
 			return nil, err

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,14 +22,18 @@ import (
 // answered; the reader stops reading until the oldest is written.
 const maxInFlight = 64
 
-// server owns the listener and the live connections.
+// server owns the listeners and the live connections.
 type server struct {
-	mu      sync.Mutex
-	ln      net.Listener
-	conns   map[*conn]struct{}
-	wg      sync.WaitGroup
-	closed  bool
-	active  atomic.Int64
+	mu        sync.Mutex
+	listeners []*listener // listeners.go
+	interName string      // inter.broker.listener.name
+	interOpts []kgo.Opt   // TLS and SASL of inter-broker clients (interbroker.go)
+	conns     map[*conn]struct{}
+	wg        sync.WaitGroup
+	closed    bool
+	active    atomic.Int64
+	// advHost and advPort are the inter-broker listener's advertised
+	// address, the one the cluster metadata holds.
 	advHost string
 	advPort int32
 }
@@ -45,6 +52,11 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	queue  chan *pending // responses, in request order
+
+	ls        *listener
+	auth      *connAuth              // nil unless the listener uses SASL (sasl.go)
+	principal atomic.Pointer[string] // set by TLS client certificates and SASL
+	bw        *bufio.Writer          // TLS: responses are copied through it
 }
 
 // pending is a request's place in its connection's response order.
@@ -54,6 +66,9 @@ type pending struct {
 	release func()        // called after out is written or dropped
 	fatal   error         // non-nil: close the connection instead of answering
 	bytes   int64         // request bytes held in the broker's budget until answered
+	// closeAfter closes the connection once out is written (a failed SASL
+	// exchange is answered, then closed).
+	closeAfter bool
 }
 
 // request is what a handler sees.
@@ -67,6 +82,7 @@ type request struct {
 	out        *protocol.Out
 	release    func()
 	noResponse bool
+	closeAfter bool // answer, then close the connection
 	// wait, when set by a handler, runs in a goroutine of its own after
 	// the handler returns and before the response is encoded: the part of
 	// a request that must happen in order (an append) is done by the
@@ -77,54 +93,92 @@ type request struct {
 	frame []byte // pooled request bytes, returned after the handler (Produce only)
 }
 
-// Listen binds the configured address. It is separate from Serve so a caller
-// can learn the bound address (for --listen 127.0.0.1:0) before serving.
+// Listen binds the configured listeners (listeners, else Config.Listen as
+// one PLAINTEXT listener) and returns the first one's address. It is
+// separate from Serve so a caller can learn the bound address (for --listen
+// 127.0.0.1:0) before serving; ListenerAddr gives the others'.
 func (b *Broker) Listen() (net.Addr, error) {
-	ln, err := net.Listen("tcp", b.cfg.Listen)
+	ls, inter, err := b.buildListeners()
 	if err != nil {
 		return nil, err
 	}
-	b.srv.mu.Lock()
-	b.srv.ln = ln
-	b.srv.mu.Unlock()
-	adv := b.cfg.Advertise
-	if adv == "" {
-		adv = ln.Addr().String()
+	if err := b.bindListeners(ls); err != nil {
+		return nil, err
 	}
-	host, port, err := net.SplitHostPort(adv)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("advertise %q: %w", adv, err)
-	}
-	var p int
-	if _, err := fmt.Sscanf(port, "%d", &p); err != nil || p <= 0 || p > 65535 {
-		ln.Close()
-		return nil, fmt.Errorf("advertise %q: bad port", adv)
-	}
-	b.srv.advHost, b.srv.advPort = host, int32(p)
-	if b.cfg.clusterConfigured() {
-		if err := b.startCluster(host, int32(p)); err != nil {
-			ln.Close()
-			return nil, err
+	closeAll := func() {
+		for _, l := range ls {
+			l.ln.Close()
 		}
 	}
-	return ln.Addr(), nil
+	b.srv.mu.Lock()
+	b.srv.listeners, b.srv.interName = ls, inter
+	b.srv.mu.Unlock()
+	for _, l := range ls {
+		if l.name == inter {
+			b.srv.advHost, b.srv.advPort = l.advHost, l.advPort
+		}
+	}
+	if b.srv.interOpts, err = b.interBrokerOpts(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	if b.cfg.clusterConfigured() {
+		if err := b.startCluster(b.srv.advHost, b.srv.advPort); err != nil {
+			closeAll()
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+		err := b.seedClusterUsers(ctx)
+		cancel()
+		if err != nil {
+			b.log.Warn("copying local users into the cluster failed", "err", err)
+		}
+	}
+	return ls[0].ln.Addr(), nil
 }
 
-// Serve accepts connections until Close. Listen must have been called.
+// Serve accepts connections on every listener until Close. Listen must
+// have been called.
 func (b *Broker) Serve() error {
 	s := &b.srv
 	s.mu.Lock()
-	ln := s.ln
+	ls := s.listeners
 	s.mu.Unlock()
-	if ln == nil {
+	if len(ls) == 0 {
 		return errors.New("broker: Serve before Listen")
 	}
+	errc := make(chan error, len(ls))
+	for _, l := range ls {
+		go func() { errc <- b.accept(l) }()
+	}
+	var first error
+	for range ls {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			s.close() // one listener failing stops the broker serving
+		}
+	}
+	return first
+}
+
+// accept serves one listener.
+func (b *Broker) accept(l *listener) error {
+	s := &b.srv
 	maxConns := b.cfg.int64Prop("max.connections")
+	var tlsCfg *tls.Config
+	if l.tls != nil {
+		tlsCfg = l.tls.serverConfig()
+	}
 	for {
-		nc, err := ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			if b.ctx.Err() != nil {
+				return nil
+			}
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
 				return nil
 			}
 			var ne net.Error
@@ -142,8 +196,18 @@ func (b *Broker) Serve() error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := &conn{b: b, nc: nc, log: b.log.With("remote", nc.RemoteAddr().String()),
+		c := &conn{b: b, nc: nc, ls: l, log: b.log.With("remote", nc.RemoteAddr().String()),
 			queue: make(chan *pending, maxInFlight)}
+		if len(s.listeners) > 1 {
+			c.log = c.log.With("listener", l.name)
+		}
+		if tlsCfg != nil {
+			c.nc = tls.Server(nc, tlsCfg)
+			c.bw = bufio.NewWriterSize(c.nc, 64<<10)
+		}
+		if l.sasl != nil {
+			c.auth = &connAuth{deadline: time.Now().Add(l.sasl.authTimeout)}
+		}
 		c.ctx, c.cancel = context.WithCancel(b.ctx)
 		s.mu.Lock()
 		if s.closed {
@@ -167,8 +231,10 @@ func (b *Broker) Serve() error {
 func (s *server) close() {
 	s.mu.Lock()
 	s.closed = true
-	if s.ln != nil {
-		s.ln.Close()
+	for _, l := range s.listeners {
+		if l.ln != nil {
+			l.ln.Close()
+		}
 	}
 	for c := range s.conns {
 		c.nc.Close()
@@ -181,11 +247,18 @@ func (c *conn) readLoop() {
 	defer c.b.srv.wg.Done()
 	defer close(c.queue)
 	idle := time.Duration(c.b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond
+	if !c.handshakeTLS() {
+		c.cancel()
+		return
+	}
 	for {
-		if idle > 0 {
+		switch {
+		case !c.auth.authenticated():
+			c.nc.SetReadDeadline(c.auth.deadline) // authenticate in time
+		case idle > 0:
 			c.nc.SetReadDeadline(time.Now().Add(idle))
 		}
-		n, err := protocol.ReadFrameSize(c.nc, c.b.maxReq)
+		n, err := protocol.ReadFrameSize(c.nc, c.frameLimit())
 		if err != nil {
 			c.logReadError(err)
 			c.cancel()
@@ -219,7 +292,52 @@ func (c *conn) readLoop() {
 			go func() { <-p.done; c.b.reqBytes.release(p.bytes) }()
 			return
 		}
+		if p.closeAfter {
+			return // the writer closes the connection after the answer
+		}
 	}
+}
+
+// write sends one response: with writev and sendfile on a plain TCP
+// connection, copied through a buffer into the TLS connection otherwise
+// (sendfile cannot go through TLS).
+func (c *conn) write(out *protocol.Out) error {
+	if c.bw == nil {
+		_, err := out.WriteTo(c.nc)
+		return err
+	}
+	if _, err := out.WriteToWriter(c.bw); err != nil {
+		return err
+	}
+	return c.bw.Flush()
+}
+
+// handshakeTLS completes a TLS connection's handshake and takes the
+// principal of the client's certificate; false closes the connection.
+func (c *conn) handshakeTLS() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	timeout := 10 * time.Second
+	if c.ls.sasl != nil {
+		timeout = c.ls.sasl.authTimeout
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.b.sec.noteTLSHandshake(false)
+		if c.ctx.Err() == nil {
+			c.log.Info("TLS handshake failed", "err", err)
+		}
+		return false
+	}
+	c.b.sec.noteTLSHandshake(true)
+	if c.auth == nil {
+		p := c.ls.tls.tlsPrincipal(tc.ConnectionState())
+		c.principal.Store(&p)
+	}
+	return true
 }
 
 func (c *conn) logReadError(err error) {
@@ -282,6 +400,9 @@ func decodeRequest(frame []byte) (handler, protocol.RequestHeader, kmsg.Request,
 // dispatch decodes one request frame and starts its handler. An error means
 // the connection must be closed.
 func (c *conn) dispatch(frame []byte) (*pending, error) {
+	if c.auth != nil && c.auth.phase == authRaw {
+		return c.handleRawToken(frame)
+	}
 	h, hdr, msg, err := decodeRequest(frame)
 	if err == errUnsupportedApiVersions {
 		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
@@ -291,6 +412,9 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 		return p, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := c.gate(hdr.Key); err != nil {
 		return nil, err
 	}
 	p := &pending{done: make(chan struct{})}
@@ -309,6 +433,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 		go c.run(h, r, p)
 	} else {
 		c.run(h, r, p) // in the reader: the next request waits, as in Kafka
+		p.closeAfter = r.closeAfter
 	}
 	return p, nil
 }
@@ -367,6 +492,7 @@ func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, sta
 	case r.out != nil:
 		p.out, p.release = r.out, r.release
 	default:
+		c.b.rewriteEndpoints(r, resp)
 		resp.SetVersion(r.hdr.Version)
 		p.out = protocol.EncodeResponse(r.hdr.CorrelationID, resp)
 	}
@@ -395,11 +521,16 @@ func (c *conn) writeLoop() {
 			c.nc.Close()
 		}
 		if p.out != nil && !broken {
-			if _, err := p.out.WriteTo(c.nc); err != nil {
+			if err := c.write(p.out); err != nil {
 				broken = true
 				c.cancel()
 				c.nc.Close()
 			}
+		}
+		if p.closeAfter && !broken {
+			broken = true
+			c.cancel()
+			c.nc.Close()
 		}
 		if p.release != nil {
 			p.release()

@@ -50,6 +50,11 @@ type Config struct {
 	// Host and Port are the Kafka address this broker advertises.
 	Host string
 	Port int32
+	// Listeners are the advertised addresses of all the broker's listeners
+	// by listener name (Host and Port are the inter-broker listener's);
+	// registered so that each broker can tell a client the address of the
+	// listener it came in on.
+	Listeners map[string]Endpoint
 	// Rack is broker.rack; replica placement spreads replicas over racks.
 	Rack string
 	// SessionTimeout is the TTL of the broker's lease

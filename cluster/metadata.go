@@ -37,6 +37,10 @@ type Broker struct {
 	Host string
 	Port int32
 	Rack string
+	// Listeners are the broker's advertised addresses by listener name;
+	// empty for a broker that registered none (Host and Port then serve
+	// every listener).
+	Listeners map[string]Endpoint
 	// Epoch is the etcd create revision of the registration; it grows each
 	// time the broker registers anew (Kafka's broker epoch).
 	Epoch int64
@@ -120,6 +124,15 @@ type brokerJSON struct {
 	Host string `json:"host"`
 	Port int32  `json:"port"`
 	Rack string `json:"rack,omitempty"`
+	// Listeners was added with the security listeners; older
+	// registrations lack it.
+	Listeners map[string]Endpoint `json:"listeners,omitempty"`
+}
+
+// Endpoint is a host and port a broker advertises.
+type Endpoint struct {
+	Host string `json:"host"`
+	Port int32  `json:"port"`
 }
 
 // topicJSON is the value of /gregor/topics/<name>.
@@ -168,7 +181,7 @@ func parseBroker(kv *mvccpb.KeyValue) (Broker, error) {
 	if err := json.Unmarshal(kv.Value, &j); err != nil {
 		return Broker{}, err
 	}
-	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Epoch: kv.CreateRevision}, nil
+	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision}, nil
 }
 
 func topicToJSON(id [16]byte, configs map[string]string) []byte {

@@ -218,7 +218,7 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 	}
 	n.noteRenewal(sent, g.TTL)
 	key := brokerKey(n.cfg.NodeID)
-	val, _ := json.Marshal(brokerJSON{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack})
+	val, _ := json.Marshal(brokerJSON{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack, Listeners: n.cfg.Listeners})
 	var epoch int64
 	for epoch == 0 {
 		resp, err := n.cli.Txn(ctx).

@@ -170,3 +170,31 @@ func sendRegion(conn net.Conn, r Region) (int64, error) {
 func copyRegion(w io.Writer, r Region) (int64, error) {
 	return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Size))
 }
+
+// WriteToWriter writes the frame to w part by part, reading file regions
+// into it: for connections whose bytes must pass through user space (TLS,
+// where sendfile cannot be used). Give it a buffered writer so that small
+// parts are not written one by one.
+func (o *Out) WriteToWriter(w io.Writer) (int64, error) {
+	o.finish()
+	var total int64
+	for _, p := range o.parts {
+		var n int64
+		var err error
+		if p.r.File == nil {
+			var k int
+			k, err = w.Write(p.b)
+			n = int64(k)
+		} else {
+			n, err = copyRegion(w, p.r)
+			if err == nil && n < p.r.Size {
+				err = io.ErrUnexpectedEOF // file shorter than the region
+			}
+		}
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// securityConfigDefs are the listener, TLS and SASL properties (listeners.go,
+// tls.go, sasl.go, oauth.go, interbroker.go). Each may also be given for one
+// listener as listener.name.<name>.<property>. Passwords and keys are of
+// type PASSWORD, which DescribeConfigs never reveals.
+var securityConfigDefs = []configDef{
+	{"listener.security.protocol.map", kmsg.ConfigTypeString, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "", true, anyString, "Listener names and their security protocols, NAME:PROTOCOL,…"},
+	{"inter.broker.listener.name", kmsg.ConfigTypeString, "", "", true, anyString, "The listener the brokers of a cluster use among themselves (default: PLAINTEXT, else the first listener)."},
+	{"security.inter.broker.protocol", kmsg.ConfigTypeString, "PLAINTEXT", "", true, oneOf(protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL), "The security protocol of the inter-broker listener, when inter.broker.listener.name is not set."},
+	{"ssl.keystore.type", kmsg.ConfigTypeString, "PEM", "", true, anyString, "The key store format; Gregor reads PEM only."},
+	{"ssl.keystore.location", kmsg.ConfigTypeString, "", "", true, anyString, "A PEM file with the private key and the certificate chain."},
+	{"ssl.keystore.certificate.chain", kmsg.ConfigTypePassword, "", "", true, anyString, "The certificate chain, PEM, inline."},
+	{"ssl.keystore.key", kmsg.ConfigTypePassword, "", "", true, anyString, "The private key, PEM, inline."},
+	{"ssl.keystore.password", kmsg.ConfigTypePassword, "", "", true, anyString, "Unused: Gregor reads unencrypted PEM keys."},
+	{"ssl.key.password", kmsg.ConfigTypePassword, "", "", true, anyString, "Unused: Gregor reads unencrypted PEM keys."},
+	{"ssl.truststore.type", kmsg.ConfigTypeString, "PEM", "", true, anyString, "The trust store format; Gregor reads PEM only."},
+	{"ssl.truststore.location", kmsg.ConfigTypeString, "", "", true, anyString, "A PEM file of trusted CA certificates."},
+	{"ssl.truststore.certificates", kmsg.ConfigTypePassword, "", "", true, anyString, "Trusted CA certificates, PEM, inline."},
+	{"ssl.truststore.password", kmsg.ConfigTypePassword, "", "", true, anyString, "Unused: PEM trust stores have no password."},
+	{"ssl.client.auth", kmsg.ConfigTypeString, "none", "", true, oneOf("none", "requested", "required"), "Whether TLS clients must present a certificate."},
+	{"ssl.enabled.protocols", kmsg.ConfigTypeList, "TLSv1.2,TLSv1.3", "", true, listOf("TLSv1.2", "TLSv1.3"), "The TLS versions accepted."},
+	{"ssl.principal.mapping.rules", kmsg.ConfigTypeString, "DEFAULT", "", true, anyString, "Rules mapping a client certificate's distinguished name to a principal."},
+	{"ssl.endpoint.identification.algorithm", kmsg.ConfigTypeString, "https", "", true, anyString, "Inter-broker clients verify the host name unless this is empty."},
+	{"sasl.enabled.mechanisms", kmsg.ConfigTypeList, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "", true, anyString, "The SASL mechanisms served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER). Kafka's default is GSSAPI, which Gregor does not serve."},
+	{"sasl.mechanism.inter.broker.protocol", kmsg.ConfigTypeString, "", "", true, anyString, "The SASL mechanism inter-broker clients use."},
+	{"sasl.jaas.config", kmsg.ConfigTypePassword, "", "", true, anyString, "JAAS configuration; Gregor reads username, password and unsecuredLoginStringClaim_sub from it for inter-broker clients."},
+	{"sasl.server.max.receive.size", kmsg.ConfigTypeInt, "524288", "", true, intAtLeast(1), "The largest frame accepted before authentication."},
+	{"sasl.server.authentication.timeout.ms", kmsg.ConfigTypeLong, "10000", "", true, atLeast(1), "A connection that has not authenticated this long after it was accepted is closed (Gregor's setting)."},
+	{"connections.max.reauth.ms", kmsg.ConfigTypeLong, "0", "", true, atLeast(0), "The longest SASL session before the client must re-authenticate; 0 = no limit."},
+	{"sasl.oauthbearer.jwks.endpoint.url", kmsg.ConfigTypeString, "", "", true, anyString, "JWKS (file:// or http(s)://) of the keys signed OAUTHBEARER tokens are checked against; unset = Kafka's unsecured validator."},
+	{"sasl.oauthbearer.jwks.endpoint.refresh.ms", kmsg.ConfigTypeLong, "3600000", "", true, atLeast(1), "How often the JWKS is fetched again."},
+	{"sasl.oauthbearer.expected.audience", kmsg.ConfigTypeList, "", "", true, anyString, "Audiences one of which a token must name."},
+	{"sasl.oauthbearer.expected.issuer", kmsg.ConfigTypeString, "", "", true, anyString, "The issuer a token must name."},
+	{"sasl.oauthbearer.clock.skew.seconds", kmsg.ConfigTypeInt, "30", "", true, intAtLeast(0), "Clock skew allowed when checking a token's times (0 for the unsecured validator unless set)."},
+	{"sasl.oauthbearer.sub.claim.name", kmsg.ConfigTypeString, "sub", "", true, anyString, "The claim holding the principal."},
+}
+
+// listenerConfigName strips listener.name.<listener>. (and a mechanism
+// prefix, as in listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config) from
+// a property name, for validation.
+func listenerConfigName(k string) string {
+	rest, ok := strings.CutPrefix(k, "listener.name.")
+	if !ok {
+		return k
+	}
+	_, rest, _ = strings.Cut(rest, ".")
+	for _, m := range supportedMechanisms {
+		if r, ok := strings.CutPrefix(rest, strings.ToLower(m)+"."); ok {
+			return r
+		}
+	}
+	return rest
+}

@@ -1,0 +1,126 @@
+package broker
+
+// Inter-broker clients (replica fetchers, peer requests) reach the other
+// brokers on inter.broker.listener.name, whose address is the Host and Port
+// each broker registers. On an SSL or SASL_SSL listener they use the
+// listener's trust store (and this broker's key store as client
+// certificate, for ssl.client.auth=required); host names are verified
+// unless ssl.endpoint.identification.algorithm is empty. On a SASL listener
+// they authenticate with sasl.mechanism.inter.broker.protocol and the
+// credentials of the JAAS configuration Kafka reads, the first set of
+//
+//	listener.name.<listener>.<mechanism>.sasl.jaas.config
+//	listener.name.<listener>.sasl.jaas.config
+//	sasl.jaas.config
+//
+// from which username="…" and password="…" are taken (PLAIN, SCRAM), or
+// unsecuredLoginStringClaim_sub="…" for an unsecured OAUTHBEARER token.
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// interBrokerOpts returns the kgo options for a client of another broker's
+// inter-broker listener.
+func (b *Broker) interBrokerOpts() ([]kgo.Opt, error) {
+	var l *listener
+	for _, x := range b.srv.listeners {
+		if x.name == b.srv.interName {
+			l = x
+		}
+	}
+	if l == nil {
+		return nil, nil
+	}
+	props, _ := b.listenerProps(l.name)
+	var opts []kgo.Opt
+	if l.usesTLS() {
+		cfg, err := clientTLSConfig(props)
+		if err != nil {
+			return nil, fmt.Errorf("inter-broker TLS: %w", err)
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	if l.usesSASL() {
+		m, err := b.interBrokerMechanism(l.name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+var jaasOption = regexp.MustCompile(`([A-Za-z_]+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+
+// parseJAAS returns the quoted options of a JAAS login module line.
+func parseJAAS(s string) map[string]string {
+	out := map[string]string{}
+	for _, m := range jaasOption.FindAllStringSubmatch(s, -1) {
+		out[m[1]] = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
+	}
+	return out
+}
+
+func (b *Broker) interBrokerMechanism(listenerName string) (sasl.Mechanism, error) {
+	mech := strings.ToUpper(b.cfg.Props["sasl.mechanism.inter.broker.protocol"])
+	if mech == "" {
+		return nil, fmt.Errorf("inter.broker.listener.name %s uses SASL: set sasl.mechanism.inter.broker.protocol", listenerName)
+	}
+	ln := strings.ToLower(listenerName)
+	var jaas string
+	for _, k := range []string{
+		"listener.name." + ln + "." + strings.ToLower(mech) + ".sasl.jaas.config",
+		"listener.name." + ln + ".sasl.jaas.config",
+		"sasl.jaas.config",
+	} {
+		if v := b.cfg.Props[k]; v != "" {
+			jaas = v
+			break
+		}
+	}
+	opts := parseJAAS(jaas)
+	user, pass := opts["username"], opts["password"]
+	switch mech {
+	case mechPlain, mechScramSHA256, mechScramSHA512:
+		if user == "" {
+			return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol %s: no username and password in the listener's sasl.jaas.config", mech)
+		}
+	}
+	switch mech {
+	case mechPlain:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case mechScramSHA256:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case mechScramSHA512:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	case mechOAuthBearer:
+		sub := opts["unsecuredLoginStringClaim_sub"]
+		if sub == "" {
+			return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol OAUTHBEARER: no unsecuredLoginStringClaim_sub in sasl.jaas.config")
+		}
+		return oauth.Oauth(func(context.Context) (oauth.Auth, error) {
+			return oauth.Auth{Token: unsecuredToken(sub, b.cfg.Now().Add(time.Hour))}, nil
+		}), nil
+	}
+	return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol %s is not supported", mech)
+}
+
+// unsecuredToken is an unsecured JWS ({"alg":"none"}) for sub, valid
+// until exp.
+func unsecuredToken(sub string, exp time.Time) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	claims := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, sub, time.Now().Unix(), exp.Unix())
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
+}
