@@ -46,8 +46,10 @@ type listener struct {
 	sasl     *saslState // SASL_PLAINTEXT and SASL_SSL
 }
 
-func (l *listener) usesTLS() bool  { return l.protocol == protoSSL || l.protocol == protoSASLSSL }
-func (l *listener) usesSASL() bool { return l.protocol == protoSASLPlaintext || l.protocol == protoSASLSSL }
+func (l *listener) usesTLS() bool { return l.protocol == protoSSL || l.protocol == protoSASLSSL }
+func (l *listener) usesSASL() bool {
+	return l.protocol == protoSASLPlaintext || l.protocol == protoSASLSSL
+}
 
 // listenerSpec is one NAME://host:port entry.
 type listenerSpec struct {

@@ -200,6 +200,7 @@ func (c *conn) completeAuth(sess saslSession) (int64, error) {
 		c.log.Info("authenticated", "principal", principal, "mechanism", a.mech)
 	} else {
 		c.log.Debug("re-authenticated", "principal", principal, "mechanism", a.mech)
+		c.b.sec.reauths.Add(1)
 	}
 	a.principal, a.phase, a.reauth, a.session = principal, authDone, false, nil
 	c.principal.Store(&principal)
@@ -332,8 +333,9 @@ func (b *Broker) lookupUser(name string) (*userRecord, error) {
 
 // securityStats counts handshakes and authentications.
 type securityStats struct {
-	tlsHandshakes, tlsFailures atomic.Int64
+	tlsHandshakes, tlsFailures  atomic.Int64
 	authSuccesses, authFailures atomic.Int64
+	reauths                     atomic.Int64
 }
 
 func (s *securityStats) noteTLSHandshake(ok bool) {
@@ -357,6 +359,9 @@ func (s *securityStats) noteAuth(ok bool) {
 type SecurityStats struct {
 	TLSHandshakes, TLSHandshakeFailures int64
 	AuthSuccesses, AuthFailures         int64
+	// Reauthentications are the successful KIP-368 re-authentications
+	// (also counted in AuthSuccesses).
+	Reauthentications int64
 }
 
 // SecurityStats returns the broker's TLS and SASL counts.
@@ -364,6 +369,7 @@ func (b *Broker) SecurityStats() SecurityStats {
 	return SecurityStats{
 		TLSHandshakes: b.sec.tlsHandshakes.Load(), TLSHandshakeFailures: b.sec.tlsFailures.Load(),
 		AuthSuccesses: b.sec.authSuccesses.Load(), AuthFailures: b.sec.authFailures.Load(),
+		Reauthentications: b.sec.reauths.Load(),
 	}
 }
 

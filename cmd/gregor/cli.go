@@ -8,6 +8,7 @@ package main
 //	gregor produce TOPIC [flags] < lines
 //	gregor consume TOPIC [flags]
 //	gregor healthcheck [--http ADDR]
+//	gregor users add|delete NAME … --data-dir DIR   (offline, see users.go)
 //
 // Each takes --brokers HOST:PORT[,…] (default $GREGOR_BROKERS or
 // 127.0.0.1:9092) and --timeout.
@@ -34,6 +35,7 @@ var subcommands = map[string]func(args []string) error{
 	"produce":     produceCmd,
 	"consume":     consumeCmd,
 	"healthcheck": healthcheckCmd,
+	"users":       usersCmd,
 }
 
 // errUsage is returned after a usage message was printed.
