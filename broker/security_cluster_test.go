@@ -1,0 +1,142 @@
+package broker
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+func freeTCPPorts(t *testing.T, n int) []int {
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// A two-broker cluster whose brokers talk to each other over SASL_SSL
+// with SCRAM-SHA-512 (inter.broker.listener.name) while clients use a
+// PLAINTEXT listener: an acks=all produce to a partition with two
+// replicas succeeds only if the follower's fetcher authenticated, and
+// Metadata through each listener lists that listener's addresses of both
+// brokers (registered in etcd).
+func TestCluster_InterBrokerSASLSSL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	pki := newTestPKI(t)
+	ks, _ := pki.keystore(t, "server", "localhost")
+	ports := freeTCPPorts(t, 2)
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
+	brokers := make([]*Broker, 2)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		dir := t.TempDir()
+		if i == 0 {
+			if err := AddUser(dir, "broker", mechScramSHA512, "broker-secret", 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := New(Config{DataDir: dir, Logger: testLogger(), Props: map[string]string{
+			"node.id":                                               fmt.Sprint(i + 1),
+			"controller.quorum.voters":                              voters,
+			"listeners":                                             "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+			"listener.security.protocol.map":                        "INTERNAL:SASL_SSL,EXTERNAL:PLAINTEXT",
+			"inter.broker.listener.name":                            "INTERNAL",
+			"sasl.mechanism.inter.broker.protocol":                  "SCRAM-SHA-512",
+			"listener.name.internal.sasl.enabled.mechanisms":        "SCRAM-SHA-512",
+			"listener.name.internal.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+			"ssl.keystore.location":                                 ks,
+			"ssl.truststore.location":                               pki.caPath,
+			"replica.fetch.wait.max.ms":                             "100",
+			"broker.session.timeout.ms":                             "3000",
+			"log.dirs":                                              filepath.Join(dir),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[i] = b
+		t.Cleanup(func() { b.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, errs[i] = b.Listen(); errs[i] == nil {
+				go b.Serve()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ext := brokers[0].ListenerAddr("EXTERNAL").String()
+	cl := newClient(t, ext, kgo.DefaultProduceTopic("replicated"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	adm := kadm.NewClient(cl)
+	ctx := testCtx(t)
+	waitFor(t, 30*time.Second, "both brokers in Metadata", func() bool {
+		m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return err == nil && len(m.Brokers) == 2
+	})
+	m, _ := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	for _, mb := range m.Brokers {
+		want := brokers[mb.NodeID-1].ListenerAddr("EXTERNAL").String()
+		if got := net.JoinHostPort(mb.Host, fmt.Sprint(mb.Port)); got != want {
+			t.Errorf("broker %d listed at %s, want its EXTERNAL %s", mb.NodeID, got, want)
+		}
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "replicated"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the follower in the ISR", func() bool {
+		td, err := adm.ListTopics(ctx, "replicated")
+		if err != nil {
+			return false
+		}
+		p := td["replicated"].Partitions[0]
+		return len(p.ISR) == 2
+	})
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce %d: %v", i, err)
+		}
+	}
+	// The inter-broker listener itself needs SCRAM.
+	internal := brokers[1].ListenerAddr("INTERNAL").String()
+	good := kgo.SASL(scram.Auth{User: "broker", Pass: "broker-secret"}.AsSha512Mechanism())
+	if err := pingErr(t, internal, good, kgo.DialTLSConfig(pki.clientTLS())); err != nil {
+		t.Fatalf("INTERNAL with the broker's credentials: %v", err)
+	}
+	if err := pingErr(t, internal, kgo.DialTLSConfig(pki.clientTLS())); err == nil {
+		t.Fatal("INTERNAL let a client in without SASL")
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("GREGOR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
