@@ -88,15 +88,24 @@ func newScramSession(b *Broker, mech string) *scramSession {
 	return &scramSession{mech: mech, conv: srv.NewConversation()}
 }
 
-func (s *scramSession) step(in []byte) ([]byte, bool, error) {
-	out, err := s.conv.Step(string(in))
+func (s *scramSession) step(in []byte) (out []byte, done bool, err error) {
+	defer func() {
+		// The library is third-party code parsing wire input (v1.1.2
+		// panicked on a client-first ",,,", found by FuzzSASLExchanges):
+		// whatever it does, a bad message fails the exchange, never the
+		// broker.
+		if v := recover(); v != nil {
+			out, done, err = nil, false, invalidCredentials(s.mech)
+		}
+	}()
+	resp, err := s.conv.Step(string(in))
 	if err != nil {
 		if se, ok := err.(*saslError); ok {
 			return nil, false, se
 		}
 		return nil, false, invalidCredentials(s.mech)
 	}
-	return []byte(out), s.conv.Done() && s.conv.Valid(), nil
+	return []byte(resp), s.conv.Done() && s.conv.Valid(), nil
 }
 
 func (s *scramSession) result() (string, time.Time) { return s.conv.Username(), time.Time{} }

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -137,5 +139,42 @@ func TestOut_WriteToUsesSendfile(t *testing.T) {
 	}
 	if sent := sendfileBytes.Load() - before; sent != int64(len(payload)) {
 		t.Fatalf("sendfile sent %d bytes, want %d", sent, len(payload))
+	}
+}
+
+// WriteToWriter (the TLS path) writes the same frame as WriteTo, reading
+// the file regions instead of sending them with sendfile.
+func TestOut_WriteToWriterCopiesRegions(t *testing.T) {
+	dir := t.TempDir()
+	payload := bytes.Repeat([]byte("0123456789"), 100_000)
+	f, err := os.Create(filepath.Join(dir, "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write(payload)
+	out := NewOut([]byte{0, 0, 0, 0, 'h', 'i'})
+	out.AppendRegion(Region{File: f, Pos: 5, Size: 500_000})
+	out.AppendBytes([]byte("end"))
+	before := sendfileBytes.Load()
+	var buf bytes.Buffer
+	w := bufio.NewWriterSize(&buf, 64<<10)
+	n, err := out.WriteToWriter(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	want, _ := out.Bytes()
+	if n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("wrote %d bytes, want the %d of Bytes", n, len(want))
+	}
+	if sendfileBytes.Load() != before {
+		t.Fatal("sendfile used by WriteToWriter")
+	}
+	// A region past the end of its file fails instead of sending short.
+	short := NewOut([]byte{0, 0, 0, 0})
+	short.AppendRegion(Region{File: f, Pos: int64(len(payload)) - 10, Size: 100})
+	if _, err := short.WriteToWriter(io.Discard); err == nil {
+		t.Fatal("a region beyond the file was written")
 	}
 }
