@@ -242,6 +242,17 @@ func (b *Broker) advertisedEndpoints() map[string]cluster.Endpoint {
 	return m
 }
 
+// Listeners returns the names of the listeners, in configuration order.
+func (b *Broker) Listeners() []string {
+	b.srv.mu.Lock()
+	defer b.srv.mu.Unlock()
+	var names []string
+	for _, l := range b.srv.listeners {
+		names = append(names, l.name)
+	}
+	return names
+}
+
 // ListenerAddr returns the bound address of the named listener (for
 // listeners=…://127.0.0.1:0), or nil.
 func (b *Broker) ListenerAddr(name string) net.Addr {

@@ -59,6 +59,12 @@ func TestFranzGoIntegration_Cluster(t *testing.T) {
 // runFranzGo runs franz-go's kgo tests named in names against seeds and
 // fails t unless every one passes.
 func runFranzGo(t *testing.T, names []string, seeds string, rf int) {
+	runFranzGoEnv(t, names, seeds, rf)
+}
+
+// runFranzGoEnv is runFranzGo with more environment (KGO_TEST_TLS,
+// KGO_TEST_SCRAM, …).
+func runFranzGoEnv(t *testing.T, names []string, seeds string, rf int, env ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "test", "github.com/twmb/franz-go/pkg/kgo",
@@ -71,6 +77,7 @@ func runFranzGo(t *testing.T, names []string, seeds string, rf int) {
 		"KGO_TEST_RECORDS="+envOr("KGO_TEST_RECORDS", "10000"),
 		"KGO_LOG_LEVEL="+envOr("KGO_LOG_LEVEL", "none"),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, runErr := cmd.Output()

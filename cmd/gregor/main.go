@@ -10,6 +10,12 @@
 // console and fault injection (package admin).
 //
 // With no arguments it serves on 127.0.0.1:9092 with data in ./data.
+// --listen is the shorthand for one PLAINTEXT listener; Kafka's listeners,
+// advertised.listeners, listener.security.protocol.map and the ssl.* and
+// sasl.* properties (--set or --config) configure TLS and SASL listeners,
+// which are logged one by one (msg=listener name=… addr=…); the first is
+// the addr of the listening line. `gregor users add` creates SASL users
+// before the first start.
 // Properties use Kafka's names (num.partitions, log.retention.ms, …); --set
 // overrides --config. SIGINT or SIGTERM shuts down gracefully: connections
 // are closed, every partition is flushed and marked clean.
@@ -116,6 +122,11 @@ func serve(args []string) error {
 		return err
 	}
 	defer stopHTTP()
+	if names := b.Listeners(); len(names) > 1 {
+		for _, n := range names {
+			log.Info("listener", "name", n, "addr", b.ListenerAddr(n).String())
+		}
+	}
 	log.Info("listening", "addr", addr.String(), "data_dir", *dataDir, "cluster_id", b.ClusterID(), "startup", time.Since(start))
 
 	sig := make(chan os.Signal, 1)
