@@ -25,6 +25,26 @@
 // closes the connection; Kafka-visible failures are error codes in the
 // response.
 //
+// # Listeners and security
+//
+// A broker serves one or more listeners (listeners.go): Kafka's listeners,
+// advertised.listeners, listener.security.protocol.map and
+// inter.broker.listener.name, or Config.Listen as one PLAINTEXT listener.
+// Each connection knows its listener; Metadata, DescribeCluster,
+// FindCoordinator and the KIP-951 leader hints are rewritten to the
+// addresses of that listener (rewriteEndpoints, from the listeners every
+// broker registers in etcd). SSL and SASL_SSL listeners wrap connections in
+// TLS (tls.go: PEM key and trust stores, reloaded when their files change,
+// ssl.client.auth, ssl.principal.mapping.rules in principal.go); responses
+// then go through Out.WriteToWriter and a buffer, since sendfile cannot
+// cross TLS. SASL_PLAINTEXT and SASL_SSL connections must authenticate
+// first (sasl.go: the states, SaslHandshake and SaslAuthenticate, KIP-368
+// re-authentication; sasl_mechs.go: PLAIN and SCRAM; oauth.go:
+// OAUTHBEARER) against the user store (users.go: a file under __meta on one
+// node, etcd in a cluster), managed with DescribeUserScramCredentials and
+// AlterUserScramCredentials. Inter-broker clients use the inter-broker
+// listener's TLS and SASL settings (interbroker.go).
+//
 // # Handlers registry
 //
 // There is one file per API, named by key number and name (00_produce.go,
@@ -113,7 +133,10 @@
 //     loadMu, then its index files' fileMu, then their mu.
 //
 // Leaves, taken with nothing further inside them: broker producerIDs.mu,
-// server.mu, byteBudget.mu, cleanerState.mu and the cleaner's throttler.mu
+// server.mu, byteBudget.mu, cleanerState.mu, tlsState.mu, jwksCache.mu,
+// fileUserStore.mu (alterMu, AlterUserScramCredentials' own, is taken
+// before it and before etcd calls, never inside another lock), and the
+// cleaner's throttler.mu
 // (Clean's Throttle callback); protocol's frame pool; the coordinators'
 // bbolt files. Storage calls nothing outside itself with a lock held (its
 // Decompress and Logger callbacks take none of these locks), and the

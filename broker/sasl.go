@@ -171,7 +171,7 @@ func (c *conn) gate(key int16) error {
 
 // frameLimit is the largest frame the connection may send now.
 func (c *conn) frameLimit() int32 {
-	if c.auth != nil && c.auth.phase != authDone {
+	if !c.auth.authenticated() { // not during a re-authentication: requests go on
 		return min(c.b.maxReq, c.ls.sasl.maxReceive)
 	}
 	return c.b.maxReq

@@ -257,6 +257,8 @@ func (c *conn) readLoop() {
 			c.nc.SetReadDeadline(c.auth.deadline) // authenticate in time
 		case idle > 0:
 			c.nc.SetReadDeadline(time.Now().Add(idle))
+		case c.auth != nil:
+			c.nc.SetReadDeadline(time.Time{}) // the authentication deadline is past
 		}
 		n, err := protocol.ReadFrameSize(c.nc, c.frameLimit())
 		if err != nil {

@@ -168,6 +168,9 @@ func TestSecurity_FranzGoAuthTests(t *testing.T) {
 // TestSecurity_FranzGoSuiteOverTLS runs the franz-go tests of
 // franzgo-passing.txt with every connection over TLS (KGO_TEST_TLS with
 // a client certificate, against the SSL listener that requires one).
+// TestIssue769 is left out: it sets its own Dialer, which kgo refuses
+// beside DialTLSConfig (the test then panics on a nil client), so it
+// cannot run over TLS against any broker.
 func TestSecurity_FranzGoSuiteOverTLS(t *testing.T) {
 	if os.Getenv("GREGOR_SKIP_FRANZGO") == "1" {
 		t.Skip("GREGOR_SKIP_FRANZGO=1")
@@ -175,7 +178,12 @@ func TestSecurity_FranzGoSuiteOverTLS(t *testing.T) {
 	pki := newSecPKI(t)
 	_, crt, key := pki.issue(t, "kgo", "kgo-suite")
 	_, addrs := secureBroker(t, pki)
-	names := readFranzGoList(t)
+	var names []string
+	for _, n := range readFranzGoList(t) {
+		if n != "TestIssue769" {
+			names = append(names, n)
+		}
+	}
 	if run := os.Getenv("GREGOR_FRANZGO_TESTS"); run != "" {
 		names = strings.Split(run, "|")
 	}
