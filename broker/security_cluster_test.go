@@ -96,9 +96,13 @@ func TestCluster_InterBrokerSASLSSL(t *testing.T) {
 	cl := newClient(t, ext, kgo.DefaultProduceTopic("replicated"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	adm := kadm.NewClient(cl)
 	ctx := testCtx(t)
-	waitFor(t, 30*time.Second, "both brokers in Metadata", func() bool {
-		m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-		return err == nil && len(m.Brokers) == 2
+	waitFor(t, 30*time.Second, "both brokers in each broker's metadata", func() bool {
+		for _, b := range brokers {
+			if bs, _ := b.brokersView(); len(bs) != 2 {
+				return false
+			}
+		}
+		return true
 	})
 	m, _ := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	for _, mb := range m.Brokers {
