@@ -118,11 +118,12 @@ func (b *Broker) Listen() (net.Addr, error) {
 			b.srv.advHost, b.srv.advPort = l.advHost, l.advPort
 		}
 	}
-	if b.srv.interOpts, err = b.interBrokerOpts(); err != nil {
-		closeAll()
-		return nil, err
-	}
 	if b.cfg.clusterConfigured() {
+		// Only brokers of a cluster have peers to reach.
+		if b.srv.interOpts, err = b.interBrokerOpts(); err != nil {
+			closeAll()
+			return nil, err
+		}
 		if err := b.startCluster(b.srv.advHost, b.srv.advPort); err != nil {
 			closeAll()
 			return nil, err

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker"
 	"github.com/gregor-broker/gregor/gregortest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // gregorBin is the binary under test, built by TestMain.
@@ -322,4 +324,39 @@ func TestCLI_UsageErrors(t *testing.T) {
 		t.Fatalf("reset-offsets usage: %s", stderr)
 	}
 	run(t, "", true, "consume", "--brokers", "127.0.0.1:1")
+}
+
+// TestCLI_UsersAddOffline: `gregor users add` writes a SCRAM credential
+// (never the password) into a data directory no broker has used yet, and
+// the broker started on it authenticates that user.
+func TestCLI_UsersAddOffline(t *testing.T) {
+	dir := t.TempDir()
+	run(t, "", false, "users", "add", "alice", "--password", "s3cret-pw", "--mechanism", "SCRAM-SHA-512", "--data-dir", dir)
+	run(t, "", true, "users", "add", "bob", "--data-dir", dir)                                                  // no password
+	run(t, "", true, "users", "add", "bob", "--password", "x", "--mechanism", "SCRAM-SHA-1", "--data-dir", dir) // unknown mechanism
+	raw, err := os.ReadFile(filepath.Join(dir, "__meta", "users.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "s3cret-pw") || !strings.Contains(string(raw), "SCRAM-SHA-512") {
+		t.Fatalf("users file: %s", raw)
+	}
+	b, err := broker.New(broker.Config{DataDir: dir, Props: map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	addr, err := b.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Serve()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr.String()), kgo.SASL(scram.Auth{User: "alice", Pass: "s3cret-pw"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Ping(testCtx(t)); err != nil {
+		t.Fatalf("alice cannot authenticate: %v", err)
+	}
 }
