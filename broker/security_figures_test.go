@@ -27,7 +27,7 @@ func TestSecurityFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, addrs := secureBroker(t, pki, dir, nil)
-	const n, size = 50_000, 1024
+	const n, size = 200_000, 1024
 	value := bytes.Repeat([]byte("v"), size)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
