@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,4 +196,43 @@ func rgb(img image.Image, x, y int) [3]uint8 {
 func near(a, b [3]uint8) bool {
 	d := func(x, y uint8) int { return max(int(x)-int(y), int(y)-int(x)) }
 	return d(a[0], b[0]) <= 6 && d(a[1], b[1]) <= 6 && d(a[2], b[2]) <= 6
+}
+
+// TestConsole_DirtyRatioInChromium: a compacted topic's page shows each
+// partition's dirty ratio, the number the log cleaner compares with
+// min.cleanable.dirty.ratio.
+func TestConsole_DirtyRatioInChromium(t *testing.T) {
+	bin := chromium(t)
+	now := time.UnixMilli(1_700_000_000_000)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	b := gregortest.Start(t, gregortest.HTTP(), gregortest.Clock(clock), gregortest.Prop("log.cleaner.enable", "false"),
+		gregortest.Topic("kv", 1, map[string]string{"cleanup.policy": "compact", "segment.ms": "1000"}))
+	ctx := testCtx(t)
+	cl := newClient(t, b.Addr(), kgo.DefaultProduceTopic("kv"))
+	for i, v := range []string{"a", "b"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte(v), Timestamp: clock()}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			mu.Lock()
+			now = now.Add(2 * time.Second) // the next append rolls the segment
+			mu.Unlock()
+		}
+	}
+	var ratio float64
+	for _, ti := range b.Broker.Topics() {
+		if ti.Name == "kv" {
+			ratio = ti.Partitions[0].DirtyRatio
+		}
+	}
+	if ratio != 1 {
+		t.Fatalf("dirty ratio of a rolled, never-cleaned compacted partition = %v, want 1", ratio)
+	}
+	dom := runChromium(t, bin, "http://"+b.HTTPAddr()+"/topics/kv", "--dump-dom")
+	for _, want := range []string{`<th title="share of the cleanable bytes not yet compacted">Dirty ratio</th>`, `<td class="num dirty">1.00</td>`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("compacted topic page lacks %s:\n%s", want, dom)
+		}
+	}
 }
