@@ -625,3 +625,75 @@ func (c *Coordinator) LoadedPartitions() []int32 {
 	slices.Sort(out)
 	return out
 }
+
+// TxnOffsetCommit stores a transaction's offsets as pending, as Kafka's
+// group coordinator does when the transaction coordinator is another
+// broker (which then completes them with CompleteTxnOffsetsIn). Unknown
+// partitions answer UNKNOWN_TOPIC_OR_PARTITION.
+func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	r := kmsg.NewPtrTxnOffsetCommitResponse()
+	pending := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !c.partitionExists(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				pending++
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	if pending == 0 {
+		return r
+	}
+	if req.Group == "" || req.TransactionalID == "" {
+		code := kerr.InvalidGroupID.Code
+		if req.Group != "" {
+			code = kerr.InvalidRequest.Code
+		}
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if rp := &r.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
+					rp.ErrorCode = code
+				}
+			}
+		}
+		return r
+	}
+	c.txnOffsetCommit(req, r)
+	return r
+}
+
+// CompleteTxnOffsetsIn completes (CompleteTxnOffsets) the pending offsets
+// of producerID in every group of partition p of __consumer_offsets: the
+// transaction marker of that partition. NOT_COORDINATOR if p is not
+// loaded here.
+func (c *Coordinator) CompleteTxnOffsetsIn(p int32, producerID int64, commit bool) error {
+	c.mu.Lock()
+	if st := c.parts[p]; c.cfg.Log != nil && st != partLoaded {
+		c.mu.Unlock()
+		if st == partLoading {
+			return kerr.CoordinatorLoadInProgress
+		}
+		return kerr.NotCoordinator
+	}
+	var groups []string
+	for g, byProducer := range c.txnPending {
+		if _, ok := byProducer[producerID]; ok && (c.cfg.Log == nil || c.partitionOf(g) == p) {
+			groups = append(groups, g)
+		}
+	}
+	c.mu.Unlock()
+	slices.Sort(groups)
+	for _, g := range groups {
+		if err := c.CompleteTxnOffsets(g, producerID, commit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
