@@ -81,8 +81,8 @@ func TestPartitionForJavaHashCode(t *testing.T) {
 		want int32
 	}{
 		{"", 0},
-		{"test", 3556498 % 50},  // "test".hashCode() = 3556498
-		{"hello", 99162322 % 50}, // "hello".hashCode() = 99162322
+		{"test", 3556498 % 50},    // "test".hashCode() = 3556498
+		{"hello", 99162322 % 50},  // "hello".hashCode() = 99162322
 		{"polygenelubricants", 0}, // hashCode() = Integer.MIN_VALUE; Utils.abs → 0
 		{"console-consumer-1", PartitionFor("console-consumer-1", 50)},
 		{"\U0001F600", int32((31*0xD83D + 0xDE00) % 50)}, // a surrogate pair: two UTF-16 units
