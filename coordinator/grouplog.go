@@ -438,7 +438,7 @@ func applyRecord(tx *bolt.Tx, r replayed) error {
 			return nil
 		}
 		rec := groupRecordFromLog(&v)
-		rec.LogOffset = r.offset
+		rec.LogOffset, rec.Logged = r.offset, true
 		val, err := json.Marshal(rec)
 		if err != nil {
 			return err
