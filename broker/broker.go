@@ -108,8 +108,8 @@ func New(cfg Config) (*Broker, error) {
 		b.closeLogs()
 		return nil, err
 	}
-	if !cfg.clusterConfigured() {
-		b.syncGroupPartitions() // in a cluster: as the metadata arrives
+	if !cfg.clusterConfigured() && b.lookupTopic(offsetsTopicName) != nil {
+		b.offsetsTopic() // loads it; in a cluster: as the metadata arrives
 	}
 	if b.txns, err = b.openTxns(); err != nil {
 		b.groups.Close()

@@ -26,6 +26,7 @@ import (
 	"hash/crc32"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
@@ -49,7 +50,8 @@ func internalTopicConfigs() map[string]string {
 
 // offsetsState is this broker's part in loading __consumer_offsets.
 type offsetsState struct {
-	createMu sync.Mutex // one creation at a time
+	createMu sync.Mutex  // one creation at a time
+	ready    atomic.Bool // single node: the topic exists and its partitions were loaded
 
 	mu     sync.Mutex
 	loaded map[int32]int32       // partition → leader epoch it is (being) loaded for
@@ -59,12 +61,16 @@ type offsetsState struct {
 // offsetsTopic returns __consumer_offsets, creating it if needed; nil if
 // it cannot be created now.
 func (b *Broker) offsetsTopic() *topic {
-	if t := b.lookupTopic(offsetsTopicName); t != nil {
+	if t := b.lookupTopic(offsetsTopicName); t != nil && (b.cl != nil || b.offsets.ready.Load()) {
 		return t
 	}
 	b.offsets.createMu.Lock()
 	defer b.offsets.createMu.Unlock()
 	if t := b.lookupTopic(offsetsTopicName); t != nil {
+		if b.cl == nil && !b.offsets.ready.Load() {
+			b.syncGroupPartitions()
+			b.offsets.ready.Store(true)
+		}
 		return t
 	}
 	n := int32(b.cfg.int64Prop("offsets.topic.num.partitions"))
@@ -87,7 +93,9 @@ func (b *Broker) offsetsTopic() *topic {
 		return nil
 	}
 	if b.cl == nil {
+		// Loaded before anyone is told of the coordinator.
 		b.syncGroupPartitions()
+		b.offsets.ready.Store(true)
 	}
 	return t
 }
@@ -216,10 +224,20 @@ func (b *Broker) groupCoordinator(group string) (brokerInfo, int16) {
 // broker serves it, else NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
 // COORDINATOR_NOT_AVAILABLE.
 func (b *Broker) groupCoordinatorCode(group string) int16 {
-	if b.offsetsTopic() == nil {
+	t := b.offsetsTopic()
+	if t == nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	return b.groups.GroupError(group)
+	code := b.groups.GroupError(group)
+	if code == kerr.NotCoordinator.Code {
+		parts := b.partitionsOf(t)
+		if p := partitionAt(parts, coordinator.PartitionFor(group, int32(len(parts)))); p != nil {
+			if leads, _ := b.leadsGroupPartition(p); leads {
+				code = kerr.CoordinatorLoadInProgress.Code // elected, not loaded yet
+			}
+		}
+	}
+	return code
 }
 
 // requestGroups returns the groups a group request is for; false for the
