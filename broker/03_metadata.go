@@ -124,6 +124,7 @@ func (b *Broker) metadataTopic(t *topic, req *kmsg.MetadataRequest) kmsg.Metadat
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.name)
 	mt.TopicID = t.id
+	mt.IsInternal = isInternalTopic(t.name)
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = topicAuthorizedOps
 	}

@@ -2,9 +2,10 @@ package broker
 
 // FindCoordinator: v0-6
 //
-// One broker coordinates every group (key type 0) and every transactional
-// id (key type 1): this one on a single node, the live broker with the
-// lowest id in a cluster (coordinator_route.go). v4+ batches keys and answers each with its own error.
+// A group (key type 0) is coordinated by the leader of its partition of
+// __consumer_offsets; every transactional id (key type 1) by one broker:
+// this one on a single node, the live broker with the lowest id in a
+// cluster (coordinator_route.go). v4+ batches keys and answers each with its own error.
 // Share groups (key type 2) are INVALID_REQUEST.
 
 import (
@@ -19,7 +20,13 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (int32, string, int32, int16, *string) {
 		switch req.CoordinatorType {
-		case 0, 1:
+		case 0:
+			c, code := b.groupCoordinator(key)
+			if code != 0 {
+				return -1, "", -1, code, nil
+			}
+			return c.id, c.host, c.port, 0, nil
+		case 1:
 			c, ok := b.coordinatorNode()
 			if !ok {
 				return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil

@@ -36,9 +36,10 @@ type Broker struct {
 	topicsByID   map[uuid]*topic
 	topicRecords topicStore // where the topic records are persisted
 
-	pids   producerIDs
-	groups *coordinator.Coordinator
-	txns   *coordinator.TxnCoordinator
+	pids    producerIDs
+	groups  *coordinator.Coordinator
+	txns    *coordinator.TxnCoordinator
+	offsets offsetsState // loading of __consumer_offsets (offsets_topic.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -112,6 +113,9 @@ func New(cfg Config) (*Broker, error) {
 	if b.groups, err = b.openGroups(); err != nil {
 		b.closeLogs()
 		return nil, err
+	}
+	if !cfg.clusterConfigured() && b.lookupTopic(offsetsTopicName) != nil {
+		b.offsetsTopic() // loads it; in a cluster: as the metadata arrives
 	}
 	if b.txns, err = b.openTxns(); err != nil {
 		b.groups.Close()
@@ -198,6 +202,8 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		MaxGroupSize:                  int(b.cfg.int64Prop("group.max.size")),
 		TopicPartitions:               b.topicPartitionCount,
 		Logger:                        b.log.With("component", "groups"),
+		Log:                           groupLog{b},
+		LogPartitions:                 int32(b.cfg.int64Prop("offsets.topic.num.partitions")),
 	})
 }
 

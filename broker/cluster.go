@@ -223,6 +223,7 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 		b.dropLocalTopic(t)
 	}
 	b.cl.applied.Store(md)
+	b.syncGroupPartitions() // group coordinator: load and unload (offsets_topic.go)
 }
 
 // applyTopic brings one topic's local state in line with the metadata.

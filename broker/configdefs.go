@@ -168,6 +168,8 @@ var brokerConfigDefs = []configDef{
 	{"group.max.session.timeout.ms", kmsg.ConfigTypeInt, "1800000", "", true, intAtLeast(0), "The largest session timeout a member may ask for."},
 	{"group.max.size", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(1), "The most members a consumer group may have."},
 	{"offsets.retention.minutes", kmsg.ConfigTypeInt, "10080", "", true, intAtLeast(1), "Committed offsets of an empty group are kept this long."},
+	{"offsets.topic.num.partitions", kmsg.ConfigTypeInt, "50", "", true, intAtLeast(1), "The number of partitions of __consumer_offsets (read when it is created)."},
+	{"offsets.topic.replication.factor", kmsg.ConfigTypeInt, "3", "", true, intAtLeast(1), "The replication factor of __consumer_offsets, capped at the number of live brokers when it is created."},
 	{"offsets.retention.check.interval.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(1), "How often expired offsets are removed."},
 	{"transaction.max.timeout.ms", kmsg.ConfigTypeInt, "900000", "", true, intAtLeast(1), "The largest transaction timeout a producer may ask for."},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "10000", "", true, intAtLeast(1), "How often transactions past their timeout are aborted."},

@@ -1,13 +1,15 @@
 package broker
 
-// Which broker coordinates groups and transactional ids. On a single node:
-// this one. In a cluster, until the coordinators keep their state in
-// replicated internal topics, every group and transactional id is
-// coordinated by one broker, the live broker with the lowest node id, so
-// that a group's offsets and the transactions that commit offsets for it
-// are in the same place; the others answer NOT_COORDINATOR. When that
-// broker dies, the next one takes over with the state it has (none, at
-// first); that is the limit the replicated-coordinator work removes.
+// Which broker coordinates groups and transactional ids. A group is
+// coordinated by the leader of its partition of __consumer_offsets, on a
+// single node too (offsets_topic.go); elsewhere its requests answer
+// NOT_COORDINATOR, and COORDINATOR_LOAD_IN_PROGRESS while the partition
+// loads. Transactional ids, until __transaction_state exists, are all
+// coordinated by one broker: this one on a single node, the live broker
+// with the lowest node id in a cluster; when it dies the next one takes
+// over with the state it has (none, at first). A transaction's offsets are
+// kept pending by the group's coordinator and completed there by a
+// WriteTxnMarkers for the group's __consumer_offsets partition.
 
 import (
 	"context"
@@ -31,7 +33,18 @@ func (b *Broker) coordinatorNode() (brokerInfo, bool) {
 // is not the coordinator with NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE
 // when there is none), and returns nil for every other request.
 func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
-	if !h.coordinated || b.cl == nil {
+	if !h.coordinated {
+		return nil
+	}
+	if groups, ok := requestGroups(msg); ok {
+		for _, g := range groups {
+			if code := b.groupCoordinatorCode(g); code != 0 {
+				return errorResponse(msg, code, b.topicNameByID)
+			}
+		}
+		return nil
+	}
+	if b.cl == nil {
 		return nil
 	}
 	c, ok := b.coordinatorNode()

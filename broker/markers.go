@@ -39,6 +39,8 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 				switch {
 				case p == nil:
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case mt.Topic == offsetsTopicName:
+					rp.ErrorCode = b.groupOffsetsMarker(pi, m.ProducerID, m.Committed)
 				case b.leadership(p) != 0:
 					rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				default:

@@ -46,7 +46,14 @@ func init() {
 	// group to the transaction itself (transaction version 2, so
 	// AddOffsetsToTxn is not needed).
 	register(kmsg.TxnOffsetCommit, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
-		return b.txns.TxnOffsetCommit(r.msg.(*kmsg.TxnOffsetCommitRequest)), nil
+		req := r.msg.(*kmsg.TxnOffsetCommitRequest)
+		if c, ok := b.coordinatorNode(); b.cl != nil && (!ok || c.id != b.nodeID) {
+			// The group is coordinated here, its transactional id
+			// elsewhere: the group stores the offsets as pending, as
+			// Kafka's group coordinator does.
+			return b.groups.TxnOffsetCommit(req), nil
+		}
+		return b.txns.TxnOffsetCommit(req), nil
 	})
 	// DescribeTransactions: v0.
 	register(kmsg.DescribeTransactions, 0, 0, func(b *Broker, r *request) (kmsg.Response, error) {
@@ -75,6 +82,7 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 		AllocateProducerID:    b.pids.allocate,
 		WriteMarkers:          b.writeMarkers,
 		Groups:                b.groups,
+		CompleteOffsets:       b.completeTxnOffsets,
 		TopicPartitions:       b.topicPartitionCount,
 		Logger:                b.log.With("component", "txns"),
 	})

@@ -137,7 +137,7 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 //
 // Lock should be held.
 func (c *Coordinator) deleteGroupLocked(g *group) error {
-	if err := c.deleteStoredGroup(g.id); err != nil {
+	if err := c.deleteStoredGroup(g); err != nil {
 		return err
 	}
 	c.cancelGroupTimersLocked(g)

@@ -66,6 +66,12 @@ type Config struct {
 	TopicPartitions func(topic string) (partitions int32, ok bool)
 
 	Logger *slog.Logger
+
+	// Log, if set, keeps groups and offsets in __consumer_offsets, of
+	// LogPartitions partitions, and the coordinator serves only the
+	// groups of the partitions loaded with LoadPartition (grouplog.go).
+	Log           GroupLog
+	LogPartitions int32
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every
@@ -88,6 +94,12 @@ type Coordinator struct {
 	// txnPending holds TxnOffsetCommit offsets until their transaction
 	// ends (txn_offsets.go).
 	txnPending txnPendingOffsets
+
+	// With a Log: the load state of each partition, the appends in flight
+	// and the offset after the last record appended or replayed.
+	parts    map[int32]int
+	inflight map[int32]int
+	logNext  map[int32]int64
 }
 
 // Open opens (creating if needed) Dir/groups.db and restores every group and
@@ -110,6 +122,9 @@ func Open(cfg Config) (*Coordinator, error) {
 		newUUID:    randomUUID,
 		groups:     make(map[string]*group),
 		txnPending: make(txnPendingOffsets),
+		parts:      make(map[int32]int),
+		inflight:   make(map[int32]int),
+		logNext:    make(map[int32]int64),
 	}
 	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
 	if err := c.load(); err != nil {
@@ -151,6 +166,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.OffsetMetadataMaxSize == 0 {
 		cfg.OffsetMetadataMaxSize = DefaultOffsetMetadataMaxSize
+	}
+	if cfg.LogPartitions <= 0 {
+		cfg.LogPartitions = 50
 	}
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = math.MaxInt32

@@ -68,8 +68,10 @@
 //
 // # Persistence
 //
-// Committed offsets are written to bbolt (and fsynced) before OffsetCommit
-// returns. Group metadata is written when the leader's SyncGroup completes a
+// With Config.Log (the broker's), groups and offsets are records of
+// __consumer_offsets and groups.db is the materialised view of the
+// partitions this coordinator has loaded; see grouplog.go. Committed
+// offsets are written to bbolt (and fsynced) before OffsetCommit returns. Group metadata is written when the leader's SyncGroup completes a
 // rebalance, when the group becomes Empty, and when a static member is
 // replaced, as Kafka writes its GroupMetadata records. Open restores groups
 // with members as Stable in their stored generation with fresh session

@@ -112,6 +112,7 @@ type offsetEntry struct {
 	leaderEpoch int32
 	metadata    *string
 	commitTime  time.Time
+	logOffset   int64 // of its __consumer_offsets record; -1 for none
 }
 
 type group struct {

@@ -79,13 +79,64 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 			}
 			writes = append(writes, offsetWrite{
 				topic: t.Topic, partition: p.Partition,
-				entry: offsetEntry{offset: p.Offset, leaderEpoch: epoch, metadata: p.Metadata, commitTime: now},
+				entry: offsetEntry{offset: p.Offset, leaderEpoch: epoch, metadata: p.Metadata, commitTime: now, logOffset: -1},
 				resp:  rp,
 			})
 		}
 	}
 	if len(writes) == 0 {
 		return r
+	}
+	if c.cfg.Log != nil {
+		// Kafka's way: the records go to the group's partition of
+		// __consumer_offsets, and the commit is answered and applied only
+		// once the partition's ISR has them.
+		recs := make([]LogRecord, len(writes))
+		for i, w := range writes {
+			recs[i] = offsetCommitRecord(g.id, w.topic, w.partition, &w.entry)
+		}
+		next, wait, done, err := c.appendLocked(g.id, recs)
+		if err != nil {
+			for _, w := range writes {
+				w.resp.ErrorCode = err.Code
+			}
+			return r
+		}
+		c.mu.Unlock()
+		werr := wait()
+		c.mu.Lock()
+		done()
+		if werr != nil || c.closed || c.ownerErrLocked(g.id) != nil {
+			if werr != nil {
+				c.log.Warn("offset commit not committed to __consumer_offsets", "group", g.id, "err", werr)
+			}
+			for _, w := range writes {
+				w.resp.ErrorCode = kerr.NotCoordinator.Code
+			}
+			return r
+		}
+		base := next - int64(len(writes))
+		for i := range writes {
+			writes[i].entry.logOffset = base + int64(i)
+		}
+		if cur := c.groups[g.id]; cur != nil {
+			g = cur
+			created = false
+		} else {
+			created = true // deleted meanwhile; the commit re-creates it
+		}
+		// A later commit of the same partition may have been applied
+		// first: keep the newer one.
+		kept := writes[:0]
+		for _, w := range writes {
+			if e, ok := g.offsets[w.topic][w.partition]; !ok || e.logOffset < w.entry.logOffset {
+				kept = append(kept, w)
+			}
+		}
+		writes = kept
+		if len(writes) == 0 {
+			return r
+		}
 	}
 	if err := c.storeOffsetsLocked(g.id, writes); err != nil {
 		c.log.Warn("persisting offsets failed", "group", g.id, "err", err)

@@ -20,9 +20,15 @@ import (
 //	                  Empty, or its last static member replacement.
 //	bucket "offsets": one nested bucket per group id; in it
 //	                  key   = topic, 0x00, partition (uint32 big endian)
-//	                  value = format 0x01, offset int64, leader epoch int32,
-//	                          commit time (Unix ms) int64, metadata length
-//	                          int32 (-1 = null), metadata bytes.
+//	                  value = format 0x02, offset int64, leader epoch int32,
+//	                          commit time (Unix ms) int64, log offset int64
+//	                          (of its __consumer_offsets record, -1 for none),
+//	                          metadata length int32 (-1 = null), metadata
+//	                          bytes. Format 0x01, written before
+//	                          __consumer_offsets existed, has no log offset.
+//	bucket "log":     __consumer_offsets partition (uint32 big endian) →
+//	                  the offset (int64) up to which this view reflects
+//	                  that partition's log (grouplog.go).
 //	bucket "txn_offsets": pending transactional offsets, see txn_offsets.go.
 //
 // Topic names cannot contain 0x00, so keys sort by topic then partition.
@@ -32,9 +38,11 @@ var (
 )
 
 const (
-	groupRecordVersion  = 1
-	offsetRecordVersion = 0x01
-	offsetRecordMinLen  = 1 + 8 + 4 + 8 + 4
+	groupRecordVersion    = 1
+	offsetRecordVersionV1 = 0x01
+	offsetRecordVersion   = 0x02
+	offsetRecordMinLenV1  = 1 + 8 + 4 + 8 + 4
+	offsetRecordMinLen    = 1 + 8 + 4 + 8 + 8 + 4
 )
 
 type groupRecord struct {
@@ -45,6 +53,10 @@ type groupRecord struct {
 	Leader       string         `json:"leader"`
 	StateTimeMs  int64          `json:"state_time_ms"`
 	Members      []memberRecord `json:"members"`
+	// LogOffset is the offset of the group's GroupMetadata record in
+	// __consumer_offsets, if Logged.
+	LogOffset int64 `json:"log_offset,omitempty"`
+	Logged    bool  `json:"logged,omitempty"`
 }
 
 type memberRecord struct {
@@ -90,6 +102,9 @@ func (c *Coordinator) storeGroupLocked(g *group) error {
 			mr.Protocols = append(mr.Protocols, protocolRecord{p.name, p.metadata})
 		}
 		rec.Members = append(rec.Members, mr)
+	}
+	if off := c.appendAsyncLocked(g.id, []LogRecord{groupMetadataRecord(g.id, &rec)}); off >= 0 {
+		rec.LogOffset, rec.Logged = off, true
 	}
 	val, err := json.Marshal(rec)
 	if err != nil {
@@ -137,6 +152,11 @@ func (c *Coordinator) storeOffsetsLocked(groupID string, ws []offsetWrite) error
 }
 
 func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) error {
+	var tombstones []LogRecord
+	for _, k := range keys {
+		tombstones = append(tombstones, offsetCommitRecord(groupID, k.topic, k.partition, nil))
+	}
+	c.appendAsyncLocked(groupID, tombstones)
 	return c.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketOffsets)
 		if root == nil {
@@ -155,7 +175,16 @@ func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) erro
 	})
 }
 
-func (c *Coordinator) deleteStoredGroup(groupID string) error {
+func (c *Coordinator) deleteStoredGroup(g *group) error {
+	groupID := g.id
+	var tombstones []LogRecord
+	for _, topic := range sortedKeys(g.offsets) {
+		for _, p := range sortedKeys(g.offsets[topic]) {
+			tombstones = append(tombstones, offsetCommitRecord(groupID, topic, p, nil))
+		}
+	}
+	tombstones = append(tombstones, groupMetadataRecord(groupID, nil))
+	c.appendAsyncLocked(groupID, tombstones)
 	return c.db.Update(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketGroups); b != nil {
 			if err := b.Delete([]byte(groupID)); err != nil {
@@ -184,6 +213,7 @@ func encodeOffset(e offsetEntry) []byte {
 	v = binary.BigEndian.AppendUint64(v, uint64(e.offset))
 	v = binary.BigEndian.AppendUint32(v, uint32(e.leaderEpoch))
 	v = binary.BigEndian.AppendUint64(v, uint64(e.commitTime.UnixMilli()))
+	v = binary.BigEndian.AppendUint64(v, uint64(e.logOffset))
 	if e.metadata == nil {
 		return binary.BigEndian.AppendUint32(v, 0xffffffff)
 	}
@@ -209,14 +239,21 @@ func decodeOffset(key, val []byte) (topic string, partition int32, e offsetEntry
 	}
 	topic = string(key[:len(key)-5])
 	partition = int32(binary.BigEndian.Uint32(key[len(key)-4:]))
-	if len(val) < offsetRecordMinLen || val[0] != offsetRecordVersion {
+	minLen := offsetRecordMinLen
+	switch {
+	case len(val) >= offsetRecordMinLenV1 && val[0] == offsetRecordVersionV1:
+		minLen = offsetRecordMinLenV1
+		e.logOffset = -1
+	case len(val) >= offsetRecordMinLen && val[0] == offsetRecordVersion:
+		e.logOffset = int64(binary.BigEndian.Uint64(val[21:]))
+	default:
 		return "", 0, e, corrupt("bad value header")
 	}
 	e.offset = int64(binary.BigEndian.Uint64(val[1:]))
 	e.leaderEpoch = int32(binary.BigEndian.Uint32(val[9:]))
 	e.commitTime = time.UnixMilli(int64(binary.BigEndian.Uint64(val[13:])))
-	n := int32(binary.BigEndian.Uint32(val[21:]))
-	rest := val[offsetRecordMinLen:]
+	n := int32(binary.BigEndian.Uint32(val[minLen-4:]))
+	rest := val[minLen:]
 	switch {
 	case n == -1:
 	case n < 0 || int(n) != len(rest):
@@ -232,6 +269,16 @@ func decodeOffset(key, val []byte) (topic string, partition int32, e offsetEntry
 // in its stored generation; one without, Empty. Groups that only have
 // offsets (simple consumers) come back Empty without a protocol type.
 func (c *Coordinator) load() error {
+	if c.cfg.Log != nil {
+		return c.db.Update(func(tx *bolt.Tx) error { return c.loadPendingTx(tx) })
+	}
+	return c.loadLocked(nil)
+}
+
+// loadLocked restores the groups for which keep is true (all if nil).
+//
+// Lock should be held (or the coordinator not yet shared).
+func (c *Coordinator) loadLocked(keep func(id string) bool) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
 		gb, err := tx.CreateBucketIfNotExists(bucketGroups)
 		if err != nil {
@@ -246,6 +293,9 @@ func (c *Coordinator) load() error {
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return &CorruptError{Bucket: "groups", Key: k, Reason: err.Error()}
 			}
+			if keep != nil && !keep(string(k)) {
+				return nil
+			}
 			if rec.Version != groupRecordVersion {
 				return &CorruptError{Bucket: "groups", Key: k, Reason: fmt.Sprintf("unknown version %d", rec.Version)}
 			}
@@ -255,14 +305,19 @@ func (c *Coordinator) load() error {
 		if err != nil {
 			return err
 		}
-		if err := c.loadPendingTx(tx); err != nil {
-			return err
+		if keep == nil {
+			if err := c.loadPendingTx(tx); err != nil {
+				return err
+			}
 		}
 		return ob.ForEach(func(k, v []byte) error {
 			if v != nil {
 				return &CorruptError{Bucket: "offsets", Key: k, Reason: "not a bucket"}
 			}
 			id := string(k)
+			if keep != nil && !keep(id) {
+				return nil
+			}
 			g := c.groups[id]
 			if g == nil {
 				g = newGroup(id, c.cfg.Now())

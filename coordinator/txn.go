@@ -70,6 +70,10 @@ type TxnConfig struct {
 	// Groups keeps TxnOffsetCommit offsets pending until the transaction
 	// ends. Nil answers TxnOffsetCommit with COORDINATOR_NOT_AVAILABLE.
 	Groups *Coordinator
+	// CompleteOffsets, if set, replaces Groups.CompleteTxnOffsets when a
+	// transaction ends: the broker sends the outcome to the group's
+	// coordinator, which may be another broker.
+	CompleteOffsets func(group string, producerID int64, commit bool) error
 	// TopicPartitions reports a topic's partition count; AddPartitionsToTxn
 	// and TxnOffsetCommit answer UNKNOWN_TOPIC_OR_PARTITION for others. Nil
 	// accepts all.

@@ -264,9 +264,13 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 func (c *TxnCoordinator) completeLocked(e *txnEntry) error {
 	m := e.meta
 	commit := m.state == txnPrepareCommit
-	if g := c.cfg.Groups; g != nil {
+	complete := c.cfg.CompleteOffsets
+	if complete == nil && c.cfg.Groups != nil {
+		complete = c.cfg.Groups.CompleteTxnOffsets
+	}
+	if complete != nil {
 		for _, group := range m.sortedGroups() {
-			if err := g.CompleteTxnOffsets(group, m.producerID, commit); err != nil {
+			if err := complete(group, m.producerID, commit); err != nil {
 				return err
 			}
 		}

@@ -232,7 +232,7 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 			}
 			ws = append(ws, write{
 				key:  offsetKey{t.Topic, p.Partition},
-				p:    pendingTxnOffset{entry: offsetEntry{offset: p.Offset, leaderEpoch: epoch, metadata: p.Metadata, commitTime: now}},
+				p:    pendingTxnOffset{entry: offsetEntry{offset: p.Offset, leaderEpoch: epoch, metadata: p.Metadata, commitTime: now, logOffset: -1}},
 				resp: rp,
 			})
 		}
@@ -290,6 +290,20 @@ func (c *Coordinator) CompleteTxnOffsets(group string, producerID int64, commit 
 		for _, k := range sortedOffsetKeys(pending) {
 			if p := pending[k]; !p.superseded {
 				apply = append(apply, offsetWrite{topic: k.topic, partition: k.partition, entry: p.entry})
+			}
+		}
+	}
+	if len(apply) > 0 && c.cfg.Log != nil {
+		// The committed offsets become OffsetCommit records of the group's
+		// partition (Kafka keeps the transactional records and their
+		// marker there instead).
+		recs := make([]LogRecord, len(apply))
+		for i := range apply {
+			recs[i] = offsetCommitRecord(group, apply[i].topic, apply[i].partition, &apply[i].entry)
+		}
+		if off := c.appendAsyncLocked(group, recs); off >= 0 {
+			for i := range apply {
+				apply[i].entry.logOffset = off - int64(len(apply)-1-i)
 			}
 		}
 	}

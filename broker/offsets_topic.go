@@ -1,0 +1,478 @@
+package broker
+
+// __consumer_offsets: the group coordinator's replicated log.
+//
+// The topic is created on first use (a FindCoordinator for a group, or any
+// group request), on a single node too (replication factor 1), with
+// offsets.topic.num.partitions partitions and
+// offsets.topic.replication.factor replicas capped at the live brokers. It
+// is internal (is_internal in Metadata, so regex consumers skip it) and
+// compacted; until log compaction exists it is created with retention.ms
+// and retention.bytes -1, so that retention never deletes live state.
+//
+// Group G is coordinated by the leader of partition
+// coordinator.PartitionFor(G, partitions). When this broker becomes leader
+// of a partition (a new leader epoch), the coordinator loads it
+// (COORDINATOR_LOAD_IN_PROGRESS meanwhile); when it stops leading, the
+// coordinator unloads it (NOT_COORDINATOR). groupLog is the coordinator's
+// access to the partitions: appends wait for the high watermark as an
+// acks=all produce does.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/replication"
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const offsetsTopicName = "__consumer_offsets"
+
+// isInternalTopic reports the topics Metadata marks internal.
+func isInternalTopic(name string) bool {
+	return name == offsetsTopicName || name == "__transaction_state"
+}
+
+// internalTopicConfigs are the configs of the coordinators' topics.
+func internalTopicConfigs() map[string]string {
+	return map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"}
+}
+
+// offsetsState is this broker's part in loading __consumer_offsets.
+type offsetsState struct {
+	createMu sync.Mutex  // one creation at a time
+	ready    atomic.Bool // single node: the topic exists and its partitions were loaded
+
+	mu     sync.Mutex
+	loaded map[int32]int32       // partition → leader epoch it is (being) loaded for
+	loadMu map[int32]*sync.Mutex // one load of a partition at a time
+}
+
+// offsetsTopic returns __consumer_offsets, creating it if needed; nil if
+// it cannot be created now.
+func (b *Broker) offsetsTopic() *topic {
+	if t := b.lookupTopic(offsetsTopicName); t != nil && (b.cl != nil || b.offsets.ready.Load()) {
+		return t
+	}
+	b.offsets.createMu.Lock()
+	defer b.offsets.createMu.Unlock()
+	if t := b.lookupTopic(offsetsTopicName); t != nil {
+		if b.cl == nil && !b.offsets.ready.Load() {
+			b.syncGroupPartitions()
+			b.offsets.ready.Store(true)
+		}
+		return t
+	}
+	n := int32(b.cfg.int64Prop("offsets.topic.num.partitions"))
+	rf := int16(1)
+	if b.cl != nil {
+		rf = int16(b.cfg.int64Prop("offsets.topic.replication.factor"))
+		if brokers, _ := b.brokersView(); len(brokers) < int(rf) {
+			rf = int16(len(brokers))
+		}
+		if rf < 1 {
+			return nil
+		}
+	}
+	t, err := b.createTopicAssigned(offsetsTopicName, n, rf, nil, internalTopicConfigs())
+	if errors.Is(err, errTopicExists) {
+		return b.lookupTopic(offsetsTopicName)
+	}
+	if err != nil {
+		b.log.Warn("creating "+offsetsTopicName, "err", err)
+		return nil
+	}
+	if b.cl == nil {
+		// Loaded before anyone is told of the coordinator.
+		b.syncGroupPartitions()
+		b.offsets.ready.Store(true)
+	}
+	return t
+}
+
+// leadsGroupPartition reports whether this broker leads p, and in which
+// leader epoch (0 on a single node).
+func (b *Broker) leadsGroupPartition(p *partition) (bool, int32) {
+	if p.log == nil {
+		return false, 0
+	}
+	if b.cl == nil {
+		return true, 0
+	}
+	ldr := p.leader.Load()
+	if ldr == nil || b.cl.node.Fenced() {
+		return false, 0
+	}
+	return true, ldr.LeaderEpoch()
+}
+
+// syncGroupPartitions loads the partitions of __consumer_offsets this
+// broker has become leader of and unloads those it no longer leads. It
+// runs after every applied metadata change, and when the topic is created
+// on a single node.
+func (b *Broker) syncGroupPartitions() {
+	t := b.lookupTopic(offsetsTopicName)
+	if t == nil || b.groups == nil {
+		return
+	}
+	type load struct{ pi, epoch int32 }
+	var loads []load
+	b.offsets.mu.Lock()
+	if b.offsets.loaded == nil {
+		b.offsets.loaded = map[int32]int32{}
+		b.offsets.loadMu = map[int32]*sync.Mutex{}
+	}
+	for _, p := range b.partitionsOf(t) {
+		leads, epoch := b.leadsGroupPartition(p)
+		cur, ok := b.offsets.loaded[p.index]
+		switch {
+		case leads && (!ok || cur != epoch):
+			if ok {
+				b.groups.UnloadPartition(p.index)
+			}
+			b.offsets.loaded[p.index] = epoch
+			if b.offsets.loadMu[p.index] == nil {
+				b.offsets.loadMu[p.index] = &sync.Mutex{}
+			}
+			loads = append(loads, load{p.index, epoch})
+		case !leads && ok:
+			delete(b.offsets.loaded, p.index)
+			b.groups.UnloadPartition(p.index)
+			b.log.Info("unloaded group coordinator partition", "partition", p.index)
+		}
+	}
+	b.offsets.mu.Unlock()
+	for _, l := range loads {
+		if b.cl == nil {
+			b.loadGroupPartition(l.pi, l.epoch) // quick: no replicas to wait for
+		} else {
+			go b.loadGroupPartition(l.pi, l.epoch)
+		}
+	}
+}
+
+// loadGroupPartition loads partition pi while this broker leads it in
+// epoch, retrying failed loads.
+func (b *Broker) loadGroupPartition(pi, epoch int32) {
+	b.offsets.mu.Lock()
+	mu := b.offsets.loadMu[pi]
+	b.offsets.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		b.offsets.mu.Lock()
+		cur, ok := b.offsets.loaded[pi]
+		b.offsets.mu.Unlock()
+		if !ok || cur != epoch || b.ctx.Err() != nil {
+			return
+		}
+		start := time.Now()
+		err := b.groups.LoadPartition(pi)
+		if err == nil {
+			b.log.Info("loaded group coordinator partition", "partition", pi, "leader_epoch", epoch, "took", time.Since(start))
+			return
+		}
+		b.log.Warn("loading group coordinator partition", "partition", pi, "err", err, "attempt", attempt)
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// groupCoordinator returns the broker coordinating group: the leader of
+// its partition of __consumer_offsets.
+func (b *Broker) groupCoordinator(group string) (brokerInfo, int16) {
+	t := b.offsetsTopic()
+	if t == nil {
+		return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
+	}
+	parts := b.partitionsOf(t)
+	if len(parts) == 0 {
+		return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
+	}
+	p := parts[coordinator.PartitionFor(group, int32(len(parts)))]
+	leader := b.nodeID
+	if b.cl != nil {
+		mp := p.meta.Load()
+		if mp == nil || mp.Leader < 0 {
+			return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
+		}
+		leader = mp.Leader
+	}
+	brokers, _ := b.brokersView()
+	for _, br := range brokers {
+		if br.id == leader {
+			return br, 0
+		}
+	}
+	return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
+}
+
+// groupCoordinatorCode is what a request for group gets here: 0 if this
+// broker serves it, else NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
+// COORDINATOR_NOT_AVAILABLE.
+func (b *Broker) groupCoordinatorCode(group string) int16 {
+	t := b.offsetsTopic()
+	if t == nil {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	code := b.groups.GroupError(group)
+	if code == kerr.NotCoordinator.Code {
+		parts := b.partitionsOf(t)
+		if p := partitionAt(parts, coordinator.PartitionFor(group, int32(len(parts)))); p != nil {
+			if leads, _ := b.leadsGroupPartition(p); leads {
+				code = kerr.CoordinatorLoadInProgress.Code // elected, not loaded yet
+			}
+		}
+	}
+	return code
+}
+
+// requestGroups returns the groups a group request is for; false for the
+// requests that are not for groups.
+func requestGroups(msg kmsg.Request) ([]string, bool) {
+	switch m := msg.(type) {
+	case *kmsg.JoinGroupRequest:
+		return []string{m.Group}, true
+	case *kmsg.SyncGroupRequest:
+		return []string{m.Group}, true
+	case *kmsg.HeartbeatRequest:
+		return []string{m.Group}, true
+	case *kmsg.LeaveGroupRequest:
+		return []string{m.Group}, true
+	case *kmsg.OffsetCommitRequest:
+		return []string{m.Group}, true
+	case *kmsg.TxnOffsetCommitRequest:
+		return []string{m.Group}, true
+	case *kmsg.OffsetDeleteRequest:
+		return []string{m.Group}, true
+	case *kmsg.OffsetFetchRequest:
+		if m.Version >= 8 {
+			gs := make([]string, 0, len(m.Groups))
+			for _, g := range m.Groups {
+				gs = append(gs, g.Group)
+			}
+			return gs, true
+		}
+		return []string{m.Group}, true
+	case *kmsg.DescribeGroupsRequest:
+		return m.Groups, true
+	case *kmsg.DeleteGroupsRequest:
+		return m.Groups, true
+	}
+	return nil, false
+}
+
+// groupLog implements coordinator.GroupLog on __consumer_offsets.
+type groupLog struct{ b *Broker }
+
+// commitTimeout bounds how long an offset commit waits for the ISR.
+const commitTimeout = 30 * time.Second
+
+func (g groupLog) partition(pi int32) (*partition, error) {
+	t := g.b.lookupTopic(offsetsTopicName)
+	if t == nil {
+		return nil, errors.New(offsetsTopicName + " does not exist")
+	}
+	p := partitionAt(g.b.partitionsOf(t), pi)
+	if p == nil || p.log == nil {
+		return nil, fmt.Errorf("%s-%d is not here", offsetsTopicName, pi)
+	}
+	return p, nil
+}
+
+func (g groupLog) Append(pi int32, recs []coordinator.LogRecord) (int64, func() error, error) {
+	b := g.b
+	p, err := g.partition(pi)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ldr *replication.Leader
+	if b.cl != nil {
+		if ldr = p.leader.Load(); ldr == nil || b.cl.node.Fenced() {
+			return 0, nil, kerr.NotLeaderForPartition
+		}
+	}
+	res, err := p.log.Append(buildBatch(recs, b.cfg.Now().UnixMilli()), storage.AppendOptions{LeaderEpoch: p.epoch.Load(), LogAppendTime: -1})
+	if err != nil {
+		return 0, nil, err
+	}
+	if ldr != nil {
+		ldr.MaybeAdvanceHighWatermark()
+	}
+	target := res.LastOffset + 1
+	wait := func() error {
+		if ldr == nil {
+			return awaitHighWatermark(b.ctx, p.log, target, func() bool { return false })
+		}
+		if code := b.awaitReplica(b.ctx, replicaWait{p: p, ldr: ldr, target: target, minISR: 1}, time.Now().Add(commitTimeout)); code != 0 {
+			return kerr.ErrorForCode(code)
+		}
+		return nil
+	}
+	return target, wait, nil
+}
+
+// awaitHighWatermark waits until l's high watermark reaches target, or
+// lost reports that it never will here.
+func awaitHighWatermark(ctx context.Context, l *storage.Log, target int64, lost func() bool) error {
+	deadline := time.Now().Add(commitTimeout)
+	for {
+		ch := l.Notify()
+		if l.HighWatermark() >= target {
+			return nil
+		}
+		if lost() {
+			return kerr.NotLeaderForPartition
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return kerr.RequestTimedOut
+		}
+		t := time.NewTimer(min(left, 50*time.Millisecond))
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+func (g groupLog) Replay(pi int32, from int64, fn func(offset int64, r coordinator.LogRecord) error) (int64, error) {
+	b := g.b
+	p, err := g.partition(pi)
+	if err != nil {
+		return 0, err
+	}
+	ldr := p.leader.Load()
+	// What the previous leader appended is committed once the followers
+	// have it: wait for the high watermark to reach the log end first.
+	end := p.log.LogEndOffset()
+	if err := awaitHighWatermark(b.ctx, p.log, end, func() bool { return b.cl != nil && p.leader.Load() != ldr }); err != nil {
+		return 0, err
+	}
+	if from > end {
+		return end, nil // truncated below the view: the caller rebuilds
+	}
+	off := max(from, p.log.LogStartOffset())
+	for off < end {
+		rr, err := p.log.Read(off, 1<<20, true)
+		if err != nil {
+			return off, err
+		}
+		buf, err := rr.Slice.ReadAll()
+		rr.Slice.Release()
+		if err != nil {
+			return off, err
+		}
+		if len(buf) == 0 {
+			break
+		}
+		next, recs, err := parseBatches(buf, off, math.MaxInt)
+		if err != nil {
+			return off, err
+		}
+		for _, r := range recs {
+			if err := fn(r.Offset, coordinator.LogRecord{Key: r.Key, Value: r.Value}); err != nil {
+				return off, err
+			}
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return off, nil
+}
+
+var batchCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
+// buildBatch encodes recs as one uncompressed record batch (magic 2).
+func buildBatch(recs []coordinator.LogRecord, nowMs int64) []byte {
+	var body []byte
+	for i, r := range recs {
+		var rec []byte
+		rec = append(rec, 0)                              // attributes
+		rec = binary.AppendVarint(rec, 0)                 // timestamp delta
+		rec = binary.AppendVarint(rec, int64(i))          // offset delta
+		rec = binary.AppendVarint(rec, int64(len(r.Key))) // key
+		rec = append(rec, r.Key...)
+		if r.Value == nil {
+			rec = binary.AppendVarint(rec, -1)
+		} else {
+			rec = binary.AppendVarint(rec, int64(len(r.Value)))
+			rec = append(rec, r.Value...)
+		}
+		rec = binary.AppendVarint(rec, 0) // headers
+		body = binary.AppendVarint(body, int64(len(rec)))
+		body = append(body, rec...)
+	}
+	rb := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		LastOffsetDelta:      int32(len(recs) - 1),
+		FirstTimestamp:       nowMs,
+		MaxTimestamp:         nowMs,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           int32(len(recs)),
+		Records:              body,
+	}
+	rb.Length = int32(49 + len(body))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], batchCRCTable))
+	return raw
+}
+
+// completeTxnOffsets ends a transaction's pending offsets in group at its
+// coordinator: here, or with a WriteTxnMarkers for the group's partition
+// of __consumer_offsets sent to its leader, as Kafka's transaction
+// coordinator does.
+func (b *Broker) completeTxnOffsets(group string, producerID int64, commit bool) error {
+	if b.cl == nil || b.groups.GroupError(group) == 0 {
+		return b.groups.CompleteTxnOffsets(group, producerID, commit)
+	}
+	c, code := b.groupCoordinator(group)
+	if code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	t := b.lookupTopic(offsetsTopicName)
+	if t == nil {
+		return errors.New(offsetsTopicName + " does not exist")
+	}
+	pi := coordinator.PartitionFor(group, int32(len(b.partitionsOf(t))))
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	return b.sendMarkers(ctx, c.id, producerID, -1, commit, map[string][]int32{offsetsTopicName: {pi}})
+}
+
+// groupOffsetsMarker is the WriteTxnMarkers of a __consumer_offsets
+// partition: the group coordinator commits or drops the transaction's
+// pending offsets of the groups of that partition.
+func (b *Broker) groupOffsetsMarker(pi int32, producerID int64, commit bool) int16 {
+	if err := b.groups.CompleteTxnOffsetsIn(pi, producerID, commit); err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return ke.Code
+		}
+		b.log.Warn("completing transactional offsets", "partition", pi, "err", err)
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return 0
+}

@@ -1,0 +1,699 @@
+package coordinator
+
+// Groups and offsets as records of __consumer_offsets.
+//
+// With Config.Log set, the coordinator is Kafka's: the state of group G
+// lives in partition PartitionFor(G, Config.LogPartitions) of
+// __consumer_offsets, in Kafka's record formats (kmsg.OffsetCommitKey/Value,
+// kmsg.GroupMetadataKey/Value; a nil value is a tombstone), and this
+// coordinator serves only the groups of the partitions it has loaded
+// (LoadPartition, when this broker becomes their leader; UnloadPartition
+// when it stops). groups.db stays the materialised view: every offset and
+// group in it carries the log offset of the record it came from, and bucket
+// "log" holds, per partition, the offset up to which the view reflects the
+// log, so a load replays only the tail. Records are applied only over older
+// ones, so replaying a record twice changes nothing.
+//
+// OffsetCommit appends its records and answers once the partition's high
+// watermark has passed them (GroupLog.Append's wait), then applies them to
+// groups.db and memory. Group metadata (when a rebalance completes, when
+// the group empties, when a static member is replaced), tombstones of
+// deleted offsets and groups (OffsetDelete, DeleteGroups, expiry) and the
+// offsets a transaction commits are appended without waiting, and applied
+// at once, as before.
+//
+// Without Config.Log (tests, tools) every group is served from groups.db
+// alone, as in earlier versions.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	bolt "go.etcd.io/bbolt"
+)
+
+// LogRecord is one record of a __consumer_offsets partition.
+type LogRecord struct {
+	Key, Value []byte // Value nil: a tombstone
+}
+
+// GroupLog is the coordinator's view of __consumer_offsets, implemented by
+// the broker.
+type GroupLog interface {
+	// Append appends records to partition as one batch, if this broker
+	// leads it. It returns the offset after the batch and wait, which
+	// blocks until the partition's high watermark has reached that offset
+	// (nil) or the batch cannot be committed here (leadership lost,
+	// timeout).
+	Append(partition int32, records []LogRecord) (next int64, wait func() error, err error)
+	// Replay calls fn with every committed record of partition at or
+	// after from (from the log start offset if from is below it) and
+	// returns the offset after the last one read.
+	Replay(partition int32, from int64, fn func(offset int64, r LogRecord) error) (next int64, err error)
+}
+
+// Load states of a partition.
+const (
+	partLoading = 1
+	partLoaded  = 2
+)
+
+var bucketLog = []byte("log")
+
+// PartitionFor is Kafka's placement of group (or transactional id) id
+// among n partitions: abs(id.hashCode()) % n, with Java's String.hashCode
+// over UTF-16 code units and Kafka's Utils.abs (Integer.MIN_VALUE → 0).
+func PartitionFor(id string, n int32) int32 {
+	var h int32
+	for _, r := range id {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+func (c *Coordinator) partitionOf(groupID string) int32 {
+	return PartitionFor(groupID, c.cfg.LogPartitions)
+}
+
+// ownerErrLocked is nil when this coordinator serves groupID: always
+// without a log, else when its partition is loaded.
+//
+// Lock should be held.
+func (c *Coordinator) ownerErrLocked(groupID string) *kerr.Error {
+	if c.cfg.Log == nil {
+		return nil
+	}
+	switch c.parts[c.partitionOf(groupID)] {
+	case partLoaded:
+		return nil
+	case partLoading:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return kerr.NotCoordinator
+}
+
+// GroupError reports what a request for groupID gets here: 0, or
+// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
+func (c *Coordinator) GroupError(groupID string) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if err := c.ownerErrLocked(groupID); err != nil {
+		return err.Code
+	}
+	return 0
+}
+
+func offsetCommitRecord(group, topic string, partition int32, e *offsetEntry) LogRecord {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, topic, partition
+	r := LogRecord{Key: k.AppendTo(nil)}
+	if e != nil {
+		v := kmsg.NewOffsetCommitValue()
+		v.Version, v.Offset, v.LeaderEpoch, v.CommitTimestamp = 3, e.offset, e.leaderEpoch, e.commitTime.UnixMilli()
+		if e.metadata != nil {
+			v.Metadata = *e.metadata
+		}
+		r.Value = v.AppendTo(nil)
+	}
+	return r
+}
+
+func groupMetadataRecord(id string, rec *groupRecord) LogRecord {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, id
+	r := LogRecord{Key: k.AppendTo(nil)}
+	if rec == nil {
+		return r
+	}
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = 3
+	v.ProtocolType, v.Generation, v.CurrentStateTimestamp = rec.ProtocolType, rec.Generation, rec.StateTimeMs
+	if rec.Protocol != "" {
+		v.Protocol = kmsg.StringPtr(rec.Protocol)
+	}
+	if rec.Leader != "" {
+		v.Leader = kmsg.StringPtr(rec.Leader)
+	}
+	for _, mr := range rec.Members {
+		m := kmsg.NewGroupMetadataValueMember()
+		m.MemberID, m.ClientID, m.ClientHost = mr.ID, mr.ClientID, mr.ClientHost
+		if mr.InstanceID != "" {
+			m.InstanceID = kmsg.StringPtr(mr.InstanceID)
+		}
+		m.RebalanceTimeoutMillis, m.SessionTimeoutMillis = int32(mr.RebalanceTimeoutMs), int32(mr.SessionTimeoutMs)
+		for _, p := range mr.Protocols {
+			if p.Name == rec.Protocol {
+				m.Subscription = p.Metadata
+			}
+		}
+		m.Assignment = mr.Assignment
+		v.Members = append(v.Members, m)
+	}
+	r.Value = v.AppendTo(nil)
+	return r
+}
+
+// groupRecordFromLog converts a GroupMetadataValue back; members keep only
+// the selected protocol, as Kafka's records do.
+func groupRecordFromLog(v *kmsg.GroupMetadataValue) groupRecord {
+	rec := groupRecord{Version: groupRecordVersion, ProtocolType: v.ProtocolType, Generation: v.Generation, StateTimeMs: v.CurrentStateTimestamp}
+	if v.Protocol != nil {
+		rec.Protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		rec.Leader = *v.Leader
+	}
+	for _, m := range v.Members {
+		mr := memberRecord{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeoutMs: int64(m.SessionTimeoutMillis), RebalanceTimeoutMs: int64(m.RebalanceTimeoutMillis), Assignment: m.Assignment}
+		if m.InstanceID != nil {
+			mr.InstanceID = *m.InstanceID
+		}
+		if rec.Protocol != "" {
+			mr.Protocols = []protocolRecord{{rec.Protocol, m.Subscription}}
+		}
+		rec.Members = append(rec.Members, mr)
+	}
+	return rec
+}
+
+// appendLocked appends records to groupID's partition and counts the batch
+// as in flight until done is called (under the lock) with its outcome.
+//
+// Lock should be held.
+func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64, wait func() error, done func(), err *kerr.Error) {
+	if err := c.ownerErrLocked(groupID); err != nil {
+		return 0, nil, nil, err
+	}
+	p := c.partitionOf(groupID)
+	next, wait, aerr := c.cfg.Log.Append(p, recs)
+	if aerr != nil {
+		c.log.Warn("appending to __consumer_offsets failed", "group", groupID, "partition", p, "err", aerr)
+		return 0, nil, nil, kerr.NotCoordinator
+	}
+	c.inflight[p]++
+	done = func() {
+		c.inflight[p]--
+		if next > c.logNext[p] {
+			c.logNext[p] = next
+		}
+		if c.inflight[p] == 0 && c.parts[p] == partLoaded {
+			if err := c.db.Update(func(tx *bolt.Tx) error { return putCheckpoint(tx, p, c.logNext[p]) }); err != nil {
+				c.log.Warn("recording the __consumer_offsets checkpoint failed", "partition", p, "err", err)
+			}
+		}
+	}
+	return next, wait, done, nil
+}
+
+// appendAsyncLocked appends records without waiting for them; their bbolt
+// and memory effects are applied by the caller at once.
+//
+// Lock should be held.
+func (c *Coordinator) appendAsyncLocked(groupID string, recs []LogRecord) int64 {
+	if c.cfg.Log == nil || len(recs) == 0 {
+		return -1
+	}
+	next, wait, done, err := c.appendLocked(groupID, recs)
+	if err != nil {
+		return -1
+	}
+	go func() {
+		werr := wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if werr != nil {
+			c.log.Warn("a __consumer_offsets record was not committed", "group", groupID, "err", werr)
+		}
+		done()
+	}()
+	return next - 1
+}
+
+func putCheckpoint(tx *bolt.Tx, p int32, next int64) error {
+	b, err := tx.CreateBucketIfNotExists(bucketLog)
+	if err != nil {
+		return err
+	}
+	return b.Put(binary.BigEndian.AppendUint32(nil, uint32(p)), binary.BigEndian.AppendUint64(nil, uint64(next)))
+}
+
+func getCheckpoint(tx *bolt.Tx, p int32) int64 {
+	if b := tx.Bucket(bucketLog); b != nil {
+		if v := b.Get(binary.BigEndian.AppendUint32(nil, uint32(p))); len(v) == 8 {
+			return int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	return 0
+}
+
+// LoadPartition makes this coordinator serve the groups of partition p of
+// __consumer_offsets, which this broker now leads: groups.db is brought up
+// to the end of the partition's log (replaying from its checkpoint), groups
+// and offsets groups.db holds from before the log existed (an upgraded data
+// directory) are written to the log, and the groups are loaded. Meanwhile
+// their requests answer COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) LoadPartition(p int32) error {
+	c.mu.Lock()
+	if c.closed || c.cfg.Log == nil || c.parts[p] != 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.parts[p] = partLoading
+	c.mu.Unlock()
+	err := c.loadPartition(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parts[p] != partLoading { // unloaded meanwhile
+		return err
+	}
+	if err != nil {
+		delete(c.parts, p)
+		return err
+	}
+	c.parts[p] = partLoaded
+	if err := c.loadLocked(func(id string) bool { return c.partitionOf(id) == p }); err != nil {
+		delete(c.parts, p)
+		return err
+	}
+	for _, g := range c.groups {
+		if c.partitionOf(g.id) != p {
+			continue
+		}
+		for _, id := range g.order {
+			c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
+		}
+	}
+	return nil
+}
+
+type replayed struct {
+	offset int64
+	key    []byte
+	value  []byte
+}
+
+func (c *Coordinator) loadPartition(p int32) error {
+	var from int64
+	c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	var recs []replayed
+	next, err := c.cfg.Log.Replay(p, from, func(off int64, r LogRecord) error {
+		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("coordinator: replaying __consumer_offsets-%d: %w", p, err)
+	}
+	if next < from {
+		// The log is shorter than the view: it was truncated (an unclean
+		// election). Rebuild the view of this partition from the log.
+		if err := c.dropStoredPartition(p); err != nil {
+			return err
+		}
+		recs = recs[:0]
+		if next, err = c.cfg.Log.Replay(p, 0, func(off int64, r LogRecord) error {
+			recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if err := c.db.Update(func(tx *bolt.Tx) error {
+		for _, r := range recs {
+			if err := applyRecord(tx, r); err != nil {
+				return err
+			}
+		}
+		return putCheckpoint(tx, p, next)
+	}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if next > c.logNext[p] {
+		c.logNext[p] = next
+	}
+	c.mu.Unlock()
+	return c.migratePartition(p)
+}
+
+// applyRecord applies one replayed record to groups.db unless the view
+// already holds a later one for its key.
+func applyRecord(tx *bolt.Tx, r replayed) error {
+	if len(r.key) < 2 {
+		return nil
+	}
+	switch binary.BigEndian.Uint16(r.key) {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if k.ReadFrom(r.key) != nil {
+			return nil
+		}
+		root, err := tx.CreateBucketIfNotExists(bucketOffsets)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists([]byte(k.Group))
+		if err != nil {
+			return err
+		}
+		kb := offsetKeyBytes(k.Topic, k.Partition)
+		if old := b.Get(kb); old != nil {
+			if _, _, e, err := decodeOffset(kb, old); err == nil && e.logOffset >= r.offset {
+				return nil
+			}
+		}
+		if r.value == nil {
+			return b.Delete(kb)
+		}
+		var v kmsg.OffsetCommitValue
+		if v.ReadFrom(r.value) != nil {
+			return nil
+		}
+		md := v.Metadata
+		e := offsetEntry{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: &md, commitTime: time.UnixMilli(v.CommitTimestamp), logOffset: r.offset}
+		if v.Version < 3 {
+			e.leaderEpoch = -1
+		}
+		return b.Put(kb, encodeOffset(e))
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if k.ReadFrom(r.key) != nil {
+			return nil
+		}
+		gb, err := tx.CreateBucketIfNotExists(bucketGroups)
+		if err != nil {
+			return err
+		}
+		if old := gb.Get([]byte(k.Group)); old != nil {
+			var rec groupRecord
+			if json.Unmarshal(old, &rec) == nil && rec.LogOffset >= r.offset {
+				return nil
+			}
+		}
+		if r.value == nil {
+			if err := gb.Delete([]byte(k.Group)); err != nil {
+				return err
+			}
+			// A group tombstone follows its offsets' tombstones; whatever
+			// offsets are left are older than it.
+			if root := tx.Bucket(bucketOffsets); root != nil {
+				if ob := root.Bucket([]byte(k.Group)); ob != nil {
+					var stale [][]byte
+					ob.ForEach(func(kb, vb []byte) error {
+						if _, _, e, err := decodeOffset(kb, vb); err != nil || e.logOffset < r.offset {
+							stale = append(stale, slices.Clone(kb))
+						}
+						return nil
+					})
+					for _, kb := range stale {
+						if err := ob.Delete(kb); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if v.ReadFrom(r.value) != nil {
+			return nil
+		}
+		rec := groupRecordFromLog(&v)
+		rec.LogOffset, rec.Logged = r.offset, true
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return gb.Put([]byte(k.Group), val)
+	}
+	return nil
+}
+
+// dropStoredPartition removes the view of partition p's groups.
+func (c *Coordinator) dropStoredPartition(p int32) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		if gb := tx.Bucket(bucketGroups); gb != nil {
+			var ids [][]byte
+			gb.ForEach(func(k, _ []byte) error {
+				if c.partitionOf(string(k)) == p {
+					ids = append(ids, slices.Clone(k))
+				}
+				return nil
+			})
+			for _, id := range ids {
+				if err := gb.Delete(id); err != nil {
+					return err
+				}
+			}
+		}
+		if root := tx.Bucket(bucketOffsets); root != nil {
+			var ids [][]byte
+			root.ForEach(func(k, _ []byte) error {
+				if c.partitionOf(string(k)) == p {
+					ids = append(ids, slices.Clone(k))
+				}
+				return nil
+			})
+			for _, id := range ids {
+				if err := root.DeleteBucket(id); err != nil {
+					return err
+				}
+			}
+		}
+		return putCheckpoint(tx, p, 0)
+	})
+}
+
+// migratePartition writes to the log what groups.db holds of partition p
+// without a log offset: the groups and offsets of a data directory written
+// before __consumer_offsets existed. It waits for them to be committed and
+// then records their offsets in groups.db.
+func (c *Coordinator) migratePartition(p int32) error {
+	type legacyGroup struct {
+		id      string
+		rec     *groupRecord
+		offsets []offsetWrite
+	}
+	var legacy []legacyGroup
+	index := map[string]int{}
+	get := func(id string) *legacyGroup {
+		i, ok := index[id]
+		if !ok {
+			i = len(legacy)
+			index[id] = i
+			legacy = append(legacy, legacyGroup{id: id})
+		}
+		return &legacy[i]
+	}
+	err := c.db.View(func(tx *bolt.Tx) error {
+		if gb := tx.Bucket(bucketGroups); gb != nil {
+			gb.ForEach(func(k, v []byte) error {
+				var rec groupRecord
+				if c.partitionOf(string(k)) == p && json.Unmarshal(v, &rec) == nil && !rec.Logged {
+					get(string(k)).rec = &rec
+				}
+				return nil
+			})
+		}
+		root := tx.Bucket(bucketOffsets)
+		if root == nil {
+			return nil
+		}
+		return root.ForEach(func(k, _ []byte) error {
+			b := root.Bucket(k)
+			if b == nil || c.partitionOf(string(k)) != p {
+				return nil
+			}
+			return b.ForEach(func(kb, vb []byte) error {
+				topic, part, e, err := decodeOffset(kb, vb)
+				if err == nil && e.logOffset < 0 {
+					lg := get(string(k))
+					lg.offsets = append(lg.offsets, offsetWrite{topic: topic, partition: part, entry: e})
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil || len(legacy) == 0 {
+		return err
+	}
+	for _, lg := range legacy {
+		var recs []LogRecord
+		if lg.rec != nil {
+			recs = append(recs, groupMetadataRecord(lg.id, lg.rec))
+		}
+		for i := range lg.offsets {
+			recs = append(recs, offsetCommitRecord(lg.id, lg.offsets[i].topic, lg.offsets[i].partition, &lg.offsets[i].entry))
+		}
+		next, wait, aerr := c.cfg.Log.Append(p, recs)
+		if aerr != nil {
+			return fmt.Errorf("coordinator: migrating group %q to __consumer_offsets: %w", lg.id, aerr)
+		}
+		if werr := wait(); werr != nil {
+			return fmt.Errorf("coordinator: migrating group %q to __consumer_offsets: %w", lg.id, werr)
+		}
+		base := next - int64(len(recs))
+		err := c.db.Update(func(tx *bolt.Tx) error {
+			off := base
+			if lg.rec != nil {
+				lg.rec.LogOffset, lg.rec.Logged = off, true
+				val, err := json.Marshal(lg.rec)
+				if err != nil {
+					return err
+				}
+				if err := tx.Bucket(bucketGroups).Put([]byte(lg.id), val); err != nil {
+					return err
+				}
+				off++
+			}
+			if len(lg.offsets) > 0 {
+				b := tx.Bucket(bucketOffsets).Bucket([]byte(lg.id))
+				for _, w := range lg.offsets {
+					w.entry.logOffset = off
+					off++
+					if err := b.Put(offsetKeyBytes(w.topic, w.partition), encodeOffset(w.entry)); err != nil {
+						return err
+					}
+				}
+			}
+			return putCheckpoint(tx, p, next)
+		})
+		if err != nil {
+			return err
+		}
+		c.log.Info("migrated a group to __consumer_offsets", "group", lg.id, "partition", p, "offsets", len(lg.offsets))
+	}
+	return nil
+}
+
+// UnloadPartition stops serving the groups of partition p: this broker no
+// longer leads it. Blocked JoinGroup and SyncGroup calls answer
+// NOT_COORDINATOR; groups.db keeps the view for a later load.
+func (c *Coordinator) UnloadPartition(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.Log == nil || c.parts[p] == 0 {
+		return
+	}
+	delete(c.parts, p)
+	for id, g := range c.groups {
+		if c.partitionOf(id) != p {
+			continue
+		}
+		c.cancelGroupTimersLocked(g)
+		for _, s := range g.pending {
+			c.timers.cancelLocked(s)
+		}
+		for _, mid := range g.order {
+			m := g.members[mid]
+			c.completeJoinLocked(m, joinError(mid, kerr.NotCoordinator))
+			c.completeSyncLocked(m, syncError(kerr.NotCoordinator))
+		}
+		delete(c.groups, id)
+	}
+}
+
+// LoadedPartitions reports the partitions this coordinator serves.
+func (c *Coordinator) LoadedPartitions() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int32
+	for p, s := range c.parts {
+		if s == partLoaded {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TxnOffsetCommit stores a transaction's offsets as pending, as Kafka's
+// group coordinator does when the transaction coordinator is another
+// broker (which then completes them with CompleteTxnOffsetsIn). Unknown
+// partitions answer UNKNOWN_TOPIC_OR_PARTITION.
+func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	r := kmsg.NewPtrTxnOffsetCommitResponse()
+	pending := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !c.partitionExists(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				pending++
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	if pending == 0 {
+		return r
+	}
+	if req.Group == "" || req.TransactionalID == "" {
+		code := kerr.InvalidGroupID.Code
+		if req.Group != "" {
+			code = kerr.InvalidRequest.Code
+		}
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if rp := &r.Topics[i].Partitions[j]; rp.ErrorCode == 0 {
+					rp.ErrorCode = code
+				}
+			}
+		}
+		return r
+	}
+	c.txnOffsetCommit(req, r)
+	return r
+}
+
+// CompleteTxnOffsetsIn completes (CompleteTxnOffsets) the pending offsets
+// of producerID in every group of partition p of __consumer_offsets: the
+// transaction marker of that partition. NOT_COORDINATOR if p is not
+// loaded here.
+func (c *Coordinator) CompleteTxnOffsetsIn(p int32, producerID int64, commit bool) error {
+	c.mu.Lock()
+	if st := c.parts[p]; c.cfg.Log != nil && st != partLoaded {
+		c.mu.Unlock()
+		if st == partLoading {
+			return kerr.CoordinatorLoadInProgress
+		}
+		return kerr.NotCoordinator
+	}
+	var groups []string
+	for g, byProducer := range c.txnPending {
+		if _, ok := byProducer[producerID]; ok && (c.cfg.Log == nil || c.partitionOf(g) == p) {
+			groups = append(groups, g)
+		}
+	}
+	c.mu.Unlock()
+	slices.Sort(groups)
+	for _, g := range groups {
+		if err := c.CompleteTxnOffsets(g, producerID, commit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
