@@ -73,6 +73,9 @@ func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, name string, duplicat
 	if t == nil {
 		return kerr.UnknownTopicOrPartition, "Topic '" + name + "' does not exist."
 	}
+	if b.cl != nil && !validateOnly {
+		return b.clusterAlterConfigs(t, change)
+	}
 	current, _ := b.topicSnapshot(t)
 	next, e, msg := change(maps.Clone(current))
 	if e != nil || validateOnly {

@@ -667,3 +667,42 @@ func (b *Broker) clusterSetTopicConfigs(t *topic, configs map[string]string) err
 	b.log.Info("altered topic configs", "topic", t.name, "configs", configs)
 	return nil
 }
+
+// errConfigRejected ends an etcd config update whose change was refused.
+var errConfigRejected = errors.New("config change rejected")
+
+// clusterAlterConfigs applies an AlterConfigs or IncrementalAlterConfigs
+// change to the topic's overrides as etcd holds them (not this broker's
+// copy, which may lag), so a concurrent change through another broker is
+// never overwritten.
+func (b *Broker) clusterAlterConfigs(t *topic, change func(map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
+	var rejected *kerr.Error
+	var rejectMsg string
+	var next map[string]string
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	err := b.cl.node.UpdateTopicConfigs(ctx, t.name, func(current map[string]string) (map[string]string, error) {
+		n, e, msg := change(current)
+		if e != nil {
+			rejected, rejectMsg = e, msg
+			return nil, errConfigRejected
+		}
+		next = n
+		return n, nil
+	})
+	switch {
+	case rejected != nil:
+		return rejected, rejectMsg
+	case errors.Is(err, cluster.ErrUnknownTopicOrPartition):
+		return kerr.UnknownTopicOrPartition, "Topic '" + t.name + "' does not exist."
+	case err != nil:
+		b.log.Error("alter topic configs", "topic", t.name, "err", err)
+		return kerr.KafkaStorageError, err.Error()
+	}
+	b.awaitMetadata(metadataTimeout, func() bool {
+		c, _ := b.topicSnapshot(t)
+		return mapsEqual(c, next)
+	})
+	b.log.Info("altered topic configs", "topic", t.name, "configs", next)
+	return nil, ""
+}

@@ -317,6 +317,15 @@ func (n *Node) CreatePartitions(ctx context.Context, name string, total int32, a
 // SetTopicConfigs replaces a topic's configs. It returns
 // ErrUnknownTopicOrPartition if there is no such topic.
 func (n *Node) SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error {
+	return n.UpdateTopicConfigs(ctx, name, func(map[string]string) (map[string]string, error) { return configs, nil })
+}
+
+// UpdateTopicConfigs replaces a topic's config overrides by what update
+// makes of the overrides etcd holds, in a transaction conditioned on them:
+// an incremental change made through another broker in between is never
+// lost (update runs again on the newer overrides). An error from update
+// ends it unchanged and is returned.
+func (n *Node) UpdateTopicConfigs(ctx context.Context, name string, update func(current map[string]string) (map[string]string, error)) error {
 	for range maxAttempts {
 		resp, err := n.cli.Get(ctx, topicKey(name))
 		if err != nil {
@@ -326,6 +335,14 @@ func (n *Node) SetTopicConfigs(ctx context.Context, name string, configs map[str
 			return ErrUnknownTopicOrPartition
 		}
 		t, err := parseTopic(name, resp.Kvs[0])
+		if err != nil {
+			return err
+		}
+		current := maps.Clone(t.Configs)
+		if current == nil {
+			current = map[string]string{}
+		}
+		configs, err := update(current)
 		if err != nil {
 			return err
 		}
