@@ -104,12 +104,18 @@ func parseBatches(t *testing.T, b []byte) []kmsg.RecordBatch {
 }
 
 // direct sends req to the seed broker (the only broker) as is: no
-// splitting by partition leader, no retries.
+// splitting by partition leader, no retries. With several seeds (cluster
+// mode) req must name one partition (Produce, Fetch, ListOffsets), and it
+// goes as is to that partition's leader.
 func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Request) (R, error) {
 	var zero R
 	seeds := cl.SeedBrokers()
 	if len(seeds) != 1 {
-		return zero, fmt.Errorf("client has %d seed brokers, want 1", len(seeds))
+		to, err := partitionLeader(ctx, cl, req)
+		if err != nil {
+			return zero, err
+		}
+		seeds = []*kgo.Broker{to}
 	}
 	resp, err := seeds[0].Request(ctx, req)
 	if err != nil {
@@ -120,6 +126,61 @@ func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Reque
 		return zero, fmt.Errorf("response type %T", resp)
 	}
 	return r, nil
+}
+
+// partitionLeader returns the leader of the one partition req names, as
+// Metadata reports it, waiting while the partition has no leader.
+func partitionLeader(ctx context.Context, cl *kgo.Client, req kmsg.Request) (*kgo.Broker, error) {
+	var topics []string
+	var partitions []int32
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		for _, rt := range r.Topics {
+			topics = append(topics, rt.Topic)
+			for _, rp := range rt.Partitions {
+				partitions = append(partitions, rp.Partition)
+			}
+		}
+	case *kmsg.FetchRequest:
+		for _, rt := range r.Topics {
+			topics = append(topics, rt.Topic)
+			for _, rp := range rt.Partitions {
+				partitions = append(partitions, rp.Partition)
+			}
+		}
+	case *kmsg.ListOffsetsRequest:
+		for _, rt := range r.Topics {
+			topics = append(topics, rt.Topic)
+			for _, rp := range rt.Partitions {
+				partitions = append(partitions, rp.Partition)
+			}
+		}
+	}
+	if len(topics) != 1 || len(partitions) != 1 || topics[0] == "" {
+		return nil, fmt.Errorf("direct %T to a cluster: want one partition named by topic, got topics %q partitions %v", req, topics, partitions)
+	}
+	for {
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topics[0])
+		md.Topics = append(md.Topics, mt)
+		resp, err := md.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, fmt.Errorf("Metadata for %s: %w", topics[0], err)
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.Partition == partitions[0] && p.ErrorCode == 0 && p.Leader >= 0 {
+					return cl.Broker(int(p.Leader)), nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s[%d] has no leader: %w", topics[0], partitions[0], ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // rawFetch issues one Fetch for one partition at offset (no session, short
