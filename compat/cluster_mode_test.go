@@ -10,6 +10,7 @@ package compat
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -82,7 +83,28 @@ func newClusterBroker(t *testing.T, sets ...string) *broker {
 	waitAllBrokers(c)
 	b := &broker{cluster: c, seeds: c.Seeds(), sets: sets}
 	b.addr = b.seeds[0]
+	clusterBrokers.Store(t.Name(), b)
+	t.Cleanup(func() { clusterBrokers.CompareAndDelete(t.Name(), b) })
 	return b
+}
+
+// clusterBrokers maps a test's name to the cluster newBroker started for
+// it, for helpers that are given a client but not the broker.
+var clusterBrokers sync.Map // string → *broker
+
+// clusterBrokerOf returns the cluster-mode broker of t or of a test t is a
+// subtest of, nil if there is none.
+func clusterBrokerOf(t *testing.T) *broker {
+	for name := t.Name(); ; {
+		if b, ok := clusterBrokers.Load(name); ok {
+			return b.(*broker)
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return nil
+		}
+		name = name[:i]
+	}
 }
 
 // stopClusterGracefully sends SIGTERM to every running node at once and

@@ -369,8 +369,9 @@ func newAdmin(t *testing.T, b *broker) *kadm.Client {
 	return kadm.NewClient(newClient(t, b))
 }
 
-// createTopic creates a topic with replication factor 1 (3 in cluster mode)
-// and returns its ID.
+// createTopic creates a topic with replication factor 1 and returns its ID.
+// In cluster mode the replication factor is 3, and it returns once every
+// node's Metadata lists the topic with a leader for each partition.
 func createTopic(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, partitions int32, configs map[string]*string) [16]byte {
 	t.Helper()
 	resp, err := adm.CreateTopic(ctx, partitions, replicationFactor(), configs, topic)
@@ -379,6 +380,9 @@ func createTopic(t *testing.T, ctx context.Context, adm *kadm.Client, topic stri
 	}
 	if resp.ID == ([16]byte{}) {
 		t.Errorf("CreateTopic %q: zero topic id in response (CreateTopics v7+ returns the id)", topic)
+	}
+	if b := clusterBrokerOf(t); b != nil {
+		b.waitTopic(t, topic, int(partitions))
 	}
 	return resp.ID
 }
