@@ -4,8 +4,9 @@ package compat
 // broker with newBroker gets a three-node cluster instead (make
 // compat-cluster), so the same assertions run against replicated
 // partitions, leaders spread over three nodes and a coordinator that is
-// one of them. Tests that are about one process (kill -9 and restarts of
-// "the broker", crash cycles, its RSS) call singleNodeOnly and skip there.
+// one of them. restart and crashRestart stop or kill every node and start
+// them all again. Tests that are about one process (kill -9 cycles under
+// load, its RSS) call singleNodeOnly and skip there.
 
 import (
 	"fmt"
@@ -36,15 +37,6 @@ func singleNodeOnly(t *testing.T, why string) {
 	t.Helper()
 	if clusterMode {
 		t.Skip("single-node only (GREGOR_COMPAT_CLUSTER=1): " + why)
-	}
-}
-
-// skipInCluster skips t in cluster mode because of a known, diagnosed
-// difference; bug names it.
-func skipInCluster(t *testing.T, bug string) {
-	t.Helper()
-	if clusterMode {
-		t.Skip("skipped in cluster mode: " + bug)
 	}
 }
 
