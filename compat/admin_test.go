@@ -457,6 +457,20 @@ func configOf(t *testing.T, ctx context.Context, adm *kadm.Client, topic, key st
 func wantConfig(t *testing.T, ctx context.Context, adm *kadm.Client, stage, topic, key, value string, source kmsg.ConfigSource) {
 	t.Helper()
 	c := configOf(t, ctx, adm, topic, key)
+	if clusterMode {
+		// DescribeConfigs answers from the receiving node's metadata,
+		// which follows an alter made through another node a moment
+		// later (as a Kafka broker's metadata cache follows the
+		// controller).
+		start := time.Now()
+		for (c.MaybeValue() != value || c.Source != source) && time.Since(start) < 10*time.Second {
+			time.Sleep(50 * time.Millisecond)
+			c = configOf(t, ctx, adm, topic, key)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Logf("%s: %s = %q after %v", stage, key, c.MaybeValue(), d.Round(time.Millisecond))
+		}
+	}
 	if c.MaybeValue() != value || c.Source != source {
 		t.Errorf("%s: %s = %q (source %v), want %q (source %v)", stage, key, c.MaybeValue(), c.Source, value, source)
 	}
