@@ -60,7 +60,7 @@ compat: deps
 
 ## compat-cluster: the compat suite with every newBroker a three-node cluster
 ## (GREGOR_COMPAT_CLUSTER=1: RF 3, min.insync.replicas=2); tests about one
-## process (kill -9 cycles, RSS) skip. About nine minutes on two cores.
+## process (kill -9 cycles, RSS) skip. About five minutes on two cores (three without the mode-independent tests).
 compat-cluster: deps
 	GREGOR_COMPAT_CLUSTER=1 $(GO) test $(TESTFLAGS) -count=1 -timeout 20m -v ./compat/...
 
