@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: bench-cluster cluster build run deps test unit compat crash jepsen fuzz bench lint clean
+.PHONY: bench-cluster cluster build run deps test unit compat compat-cluster crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -57,6 +57,12 @@ unit:
 
 compat: deps
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
+
+## compat-cluster: the compat suite with every newBroker a three-node cluster
+## (GREGOR_COMPAT_CLUSTER=1: RF 3, min.insync.replicas=2); tests about one
+## process (kill -9 cycles, RSS) skip. About five minutes on two cores (three without the mode-independent tests).
+compat-cluster: deps
+	GREGOR_COMPAT_CLUSTER=1 $(GO) test $(TESTFLAGS) -count=1 -timeout 20m -v ./compat/...
 
 ## crash: kill -9 the real broker under load, many cycles (CI runs 3 within make test)
 CRASH_CYCLES ?= 25

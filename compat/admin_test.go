@@ -73,13 +73,21 @@ func TestAdmin_Metadata(t *testing.T) {
 	id := createTopic(t, ctx, kadm.NewClient(cl), topic, 3, nil)
 
 	md := metadata(t, ctx, cl, topic)
-	host, portStr, _ := net.SplitHostPort(b.addr)
-	port, _ := strconv.Atoi(portStr)
-	if len(md.Brokers) != 1 || md.Brokers[0].NodeID != 0 || md.Brokers[0].Host != host || md.Brokers[0].Port != int32(port) {
-		t.Errorf("Metadata v%d brokers = %+v, want exactly node 0 at %s", md.Version, md.Brokers, b.addr)
+	nodes := expectedNodes()
+	var brokers []string
+	for _, mb := range md.Brokers {
+		brokers = append(brokers, fmt.Sprintf("%d@%s", mb.NodeID, net.JoinHostPort(mb.Host, strconv.Itoa(int(mb.Port)))))
 	}
-	if md.ControllerID != 0 {
-		t.Errorf("Metadata controller id %d, want 0", md.ControllerID)
+	slices.Sort(brokers)
+	var wantBrokers []string
+	for i, addr := range b.seedList() {
+		wantBrokers = append(wantBrokers, fmt.Sprintf("%d@%s", nodes[i], addr))
+	}
+	if !slices.Equal(brokers, wantBrokers) {
+		t.Errorf("Metadata v%d brokers = %v, want exactly %v", md.Version, brokers, wantBrokers)
+	}
+	if !slices.Contains(nodes, md.ControllerID) {
+		t.Errorf("Metadata controller id %d, want one of %v", md.ControllerID, nodes)
 	}
 	if md.ClusterID == nil || *md.ClusterID == "" {
 		t.Errorf("Metadata cluster id missing")
@@ -96,9 +104,13 @@ func TestAdmin_Metadata(t *testing.T) {
 		t.Fatalf("Metadata topic has %d partitions, want 3", len(mt.Partitions))
 	}
 	for i, p := range mt.Partitions {
-		if p.ErrorCode != 0 || p.Partition != int32(i) || p.Leader != 0 || !slices.Equal(p.Replicas, []int32{0}) || !slices.Equal(p.ISR, []int32{0}) || p.LeaderEpoch < 0 {
-			t.Errorf("partition %d: %s partition %d leader %d epoch %d replicas %v isr %v; want NONE %d 0 >=0 [0] [0]",
-				i, errName(p.ErrorCode), p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, i)
+		// One broker: node 0 leads, replicates and is the ISR. A
+		// cluster: RF 3, so every node is a replica and (just created,
+		// nothing to catch up) in the ISR, and one of them leads.
+		replicas, isr := slices.Sorted(slices.Values(p.Replicas)), slices.Sorted(slices.Values(p.ISR))
+		if p.ErrorCode != 0 || p.Partition != int32(i) || !slices.Contains(nodes, p.Leader) || !slices.Equal(replicas, nodes) || !slices.Equal(isr, nodes) || p.LeaderEpoch < 0 {
+			t.Errorf("partition %d: %s partition %d leader %d epoch %d replicas %v isr %v; want NONE %d, a leader in %v, epoch >=0, replicas and isr %v",
+				i, errName(p.ErrorCode), p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, i, nodes, nodes)
 		}
 	}
 
@@ -222,7 +234,7 @@ func TestAdmin_CreateTopicsErrors(t *testing.T) {
 		{"duplicate of an existing topic", newTopic("a_b", 1, 1), kerr.TopicAlreadyExists.Code},
 		{"colliding with a_b ('.' vs '_')", newTopic("a.b", 1, 1), kerr.InvalidTopicException.Code},
 		{"zero partitions", newTopic("zero-partitions", 0, 1), kerr.InvalidPartitions.Code},
-		{"replication factor 2 on one broker", newTopic("rf2", 1, 2), kerr.InvalidReplicationFactor.Code},
+		{"replication factor above the number of brokers", newTopic("rf-too-high", 1, int16(len(expectedNodes())+1)), kerr.InvalidReplicationFactor.Code},
 		{"replication factor 0", newTopic("rf0", 1, 0), kerr.InvalidReplicationFactor.Code},
 		{"unknown config", newTopic("badconfig", 1, 1, "no.such.config", "1"), kerr.InvalidConfig.Code},
 		{"non-numeric retention.ms", newTopic("badretention", 1, 1, "retention.ms", "soon"), kerr.InvalidConfig.Code},
@@ -249,8 +261,8 @@ func TestAdmin_CreateTopicsErrors(t *testing.T) {
 
 	// -1 partitions and replication factor take the broker defaults.
 	got = createRaw(t, ctx, cl, false, newTopic("defaults", -1, -1))
-	if rt := got["defaults"]; rt.ErrorCode != 0 || rt.NumPartitions != 2 || rt.ReplicationFactor != 1 {
-		t.Errorf("CreateTopics with -1/-1: %s, %d partitions, rf %d; want NONE, 2 (num.partitions), 1", errName(rt.ErrorCode), rt.NumPartitions, rt.ReplicationFactor)
+	if rt := got["defaults"]; rt.ErrorCode != 0 || rt.NumPartitions != 2 || rt.ReplicationFactor != replicationFactor() {
+		t.Errorf("CreateTopics with -1/-1: %s, %d partitions, rf %d; want NONE, 2 (num.partitions), %d (default.replication.factor)", errName(rt.ErrorCode), rt.NumPartitions, rt.ReplicationFactor, replicationFactor())
 	}
 	// validateOnly succeeds without creating.
 	got = createRaw(t, ctx, cl, true, newTopic("validated", 3, 1))
@@ -445,6 +457,20 @@ func configOf(t *testing.T, ctx context.Context, adm *kadm.Client, topic, key st
 func wantConfig(t *testing.T, ctx context.Context, adm *kadm.Client, stage, topic, key, value string, source kmsg.ConfigSource) {
 	t.Helper()
 	c := configOf(t, ctx, adm, topic, key)
+	if clusterMode {
+		// DescribeConfigs answers from the receiving node's metadata,
+		// which follows an alter made through another node a moment
+		// later (as a Kafka broker's metadata cache follows the
+		// controller).
+		start := time.Now()
+		for (c.MaybeValue() != value || c.Source != source) && time.Since(start) < 10*time.Second {
+			time.Sleep(50 * time.Millisecond)
+			c = configOf(t, ctx, adm, topic, key)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Logf("%s: %s = %q after %v", stage, key, c.MaybeValue(), d.Round(time.Millisecond))
+		}
+	}
 	if c.MaybeValue() != value || c.Source != source {
 		t.Errorf("%s: %s = %q (source %v), want %q (source %v)", stage, key, c.MaybeValue(), c.Source, value, source)
 	}

@@ -28,6 +28,7 @@ import (
 // GREGOR_CRASH_CYCLES sets the number of cycles (default 3; `make crash`
 // runs 25). The figures are logged at the end.
 func TestCrash_KillNineKeepsAcknowledgedData(t *testing.T) {
+	singleNodeOnly(t, "kill -9 cycles of one process under load (TestClusterJepsen kills cluster nodes)")
 	cycles := 3
 	if v, err := strconv.Atoi(os.Getenv("GREGOR_CRASH_CYCLES")); err == nil && v > 0 {
 		cycles = v
@@ -55,7 +56,7 @@ func TestCrash_KillNineKeepsAcknowledgedData(t *testing.T) {
 		var wg sync.WaitGroup
 		// Three idempotent producers, keyed records, acks=all.
 		for p := 0; p < 3; p++ {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RequiredAcks(kgo.AllISRAcks()),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(b.seedList()...), kgo.RequiredAcks(kgo.AllISRAcks()),
 				kgo.RecordRetries(3), kgo.ProducerLinger(time.Millisecond), kgo.RetryTimeout(2*time.Second))
 			if err != nil {
 				t.Fatal(err)
@@ -81,7 +82,7 @@ func TestCrash_KillNineKeepsAcknowledgedData(t *testing.T) {
 			}(p)
 		}
 		// A group member that consumes and commits what it read.
-		grp, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumerGroup("crash-group"), kgo.ConsumeTopics(topic),
+		grp, err := kgo.NewClient(kgo.SeedBrokers(b.seedList()...), kgo.ConsumerGroup("crash-group"), kgo.ConsumeTopics(topic),
 			kgo.DisableAutoCommit(), kgo.FetchMaxWait(100*time.Millisecond), kgo.RetryTimeout(2*time.Second),
 			kgo.SessionTimeout(6*time.Second), kgo.RebalanceTimeout(6*time.Second), kgo.HeartbeatInterval(time.Second))
 		if err != nil {

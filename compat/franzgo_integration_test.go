@@ -24,6 +24,9 @@ import (
 // runs those instead of the list (to try candidates); KGO_TEST_RECORDS
 // (default 10000) and KGO_LOG_LEVEL (default none) pass through.
 func TestFranzGoIntegration(t *testing.T) {
+	if clusterMode {
+		t.Skip("cluster mode: TestFranzGoIntegration_Cluster runs the same list on three nodes")
+	}
 	if os.Getenv("GREGOR_SKIP_FRANZGO") == "1" {
 		t.Skip("GREGOR_SKIP_FRANZGO=1")
 	}

@@ -258,11 +258,11 @@ type groupMember struct {
 }
 
 // startMember creates a member named name (also its client id) of group
-// consuming topic from the start.
+// consuming topic from the start; addr is one seed or a comma-separated list.
 func startMember(t *testing.T, addr, name, group, topic string, w *groupWatch, got *tally, extra ...kgo.Opt) *groupMember {
 	t.Helper()
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(addr),
+		kgo.SeedBrokers(strings.Split(addr, ",")...),
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
@@ -510,7 +510,7 @@ func TestGroups_FranzGoThreeMembers(t *testing.T) {
 			start := time.Now()
 			var ms []*groupMember
 			for _, n := range names {
-				ms = append(ms, startMember(t, b.addr, n, group, topic, w, got))
+				ms = append(ms, startMember(t, b.bootstrap(), n, group, topic, w, got))
 			}
 			stableAt := w.waitBalanced(t, ctx, names, 6)
 			t.Logf("%s: 3 members split 6 partitions 2/2/2 %v after they started (assignment %v)",
@@ -542,7 +542,7 @@ func TestGroups_FranzGoThreeMembers(t *testing.T) {
 			start = time.Now()
 			ms = ms[:0]
 			for _, n := range names {
-				ms = append(ms, startMember(t, b.addr, n, group, topic, w2, got2))
+				ms = append(ms, startMember(t, b.bootstrap(), n, group, topic, w2, got2))
 			}
 			got2.waitDistinct(t, ctx, len(third), "restarted group")
 			stableAt = w2.waitBalanced(t, ctx, names, 6)
@@ -610,11 +610,11 @@ func TestGroups_FranzGoKilledMember(t *testing.T) {
 
 	first := produceValues(t, ctx, prod, topic, "before", 120)
 	w, got := newGroupWatch(), newTally()
-	m0 := startMember(t, b.addr, "m0", group, topic, w, got, timing...)
-	m1 := startMember(t, b.addr, "m1", group, topic, w, got, timing...)
+	m0 := startMember(t, b.bootstrap(), "m0", group, topic, w, got, timing...)
+	m1 := startMember(t, b.bootstrap(), "m1", group, topic, w, got, timing...)
 	dialer := &killableDialer{}
 	victimOpts := append(slices.Clone(timing), kgo.Dialer(dialer.dial), kgo.RetryTimeout(2*time.Second))
-	victim := startMember(t, b.addr, "victim", group, topic, w, got, victimOpts...)
+	victim := startMember(t, b.bootstrap(), "victim", group, topic, w, got, victimOpts...)
 	w.waitBalanced(t, ctx, []string{"m0", "m1", "victim"}, 6)
 	got.waitDistinct(t, ctx, len(first), "before the kill")
 	victimParts := w.snapshot()["victim"]
@@ -674,7 +674,7 @@ func TestGroups_FranzGoAssignors(t *testing.T) {
 			names := []string{"a", "b", "c"}
 			var ms []*groupMember
 			for _, n := range names {
-				ms = append(ms, startMember(t, b.addr, n, group, topic, w, got,
+				ms = append(ms, startMember(t, b.bootstrap(), n, group, topic, w, got,
 					kgo.Balancers(tc.balancer), kgo.HeartbeatInterval(time.Second)))
 			}
 			w.waitBalanced(t, ctx, names, 6)
@@ -747,7 +747,7 @@ func TestGroups_FranzGoStaticMembers(t *testing.T) {
 	createTopic(t, ctx, adm, topic, 4, nil)
 	w := newGroupWatch()
 	start := func(name string) *groupMember {
-		return startMember(t, b.addr, name, group, topic, w, newTally(),
+		return startMember(t, b.bootstrap(), name, group, topic, w, newTally(),
 			kgo.InstanceID("instance-"+name), kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second))
 	}
 	names := []string{"s0", "s1"}
@@ -851,7 +851,7 @@ func (h *saramaMember) lastClaims(topic string) []int32 {
 }
 
 // runSarama runs a sarama ConsumerGroup member until ctx ends, then closes
-// it; done is closed when it has.
+// it; done is closed when it has. addr is one seed or a comma-separated list.
 func runSarama(t *testing.T, ctx context.Context, addr, group, topic string, h *saramaMember) (done chan error) {
 	t.Helper()
 	cfg := saramaConfig()
@@ -860,7 +860,7 @@ func runSarama(t *testing.T, ctx context.Context, addr, group, topic string, h *
 	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
 	cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
 	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
-	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
+	cg, err := sarama.NewConsumerGroup(strings.Split(addr, ","), group, cfg)
 	if err != nil {
 		t.Fatalf("sarama NewConsumerGroup %s: %v", h.name, err)
 	}
@@ -928,8 +928,8 @@ func TestGroups_SaramaConsumerGroup(t *testing.T) {
 	defer stopA()
 	ctxB, stopB := context.WithCancel(ctx)
 	defer stopB()
-	doneA := runSarama(t, ctxA, b.addr, group, topic, ha)
-	doneB := runSarama(t, ctxB, b.addr, group, topic, hb)
+	doneA := runSarama(t, ctxA, b.bootstrap(), group, topic, ha)
+	doneB := runSarama(t, ctxB, b.bootstrap(), group, topic, hb)
 
 	split := waitSaramaClaims(t, ctx, topic, []*saramaMember{ha, hb}, func(cs [][]int32) bool {
 		all := append(slices.Clone(cs[0]), cs[1]...)
@@ -999,7 +999,7 @@ func TestGroups_KafkaGoReader(t *testing.T) {
 	got := newTally()
 	read := func(name string, n int) {
 		r := kafkago.NewReader(kafkago.ReaderConfig{
-			Brokers:           []string{b.addr},
+			Brokers:           b.seedList(),
 			GroupID:           group,
 			Topic:             topic,
 			StartOffset:       kafkago.FirstOffset,
@@ -1061,7 +1061,7 @@ func TestGroups_KcatResume(t *testing.T) {
 	values := produceValues(t, ctx, newSpreader(t, b), topic, "v", 30)
 
 	got := newTally()
-	first := kcatGroup(t, b.addr, group, topic, "-c", "12")
+	first := kcatGroup(t, b.bootstrap(), group, topic, "-c", "12")
 	got.add("first", first...)
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil || offs.Error() != nil {
@@ -1072,10 +1072,10 @@ func TestGroups_KcatResume(t *testing.T) {
 	if committed != 12 {
 		t.Errorf("after kcat -c 12, the group committed %d records in all (%v), want 12", committed, offs)
 	}
-	second := kcatGroup(t, b.addr, group, topic, "-c", "18")
+	second := kcatGroup(t, b.bootstrap(), group, topic, "-c", "18")
 	got.add("second", second...)
 	got.checkExactlyOnce(t, "two kcat -G runs", values)
-	if rest := kcatGroup(t, b.addr, group, topic, "-e"); len(rest) != 0 {
+	if rest := kcatGroup(t, b.bootstrap(), group, topic, "-e"); len(rest) != 0 {
 		t.Errorf("third kcat -G -e run read %d records, want none: %v", len(rest), firstN(rest, 5))
 	}
 	checkCommittedAtEnd(t, ctx, adm, group, topic)
@@ -1105,7 +1105,7 @@ func TestGroups_KadmAdmin(t *testing.T) {
 	produceAll(t, ctx, prod, rs)
 
 	w := newGroupWatch()
-	m := startMember(t, b.addr, "solo", active, topic, w, newTally())
+	m := startMember(t, b.bootstrap(), "solo", active, topic, w, newTally())
 	w.waitBalanced(t, ctx, []string{"solo"}, 3)
 	m.stop() // stays in the group; its commits below are explicit
 	commits := map[int32]int64{0: 10, 1: 15, 2: 5}

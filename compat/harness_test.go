@@ -89,14 +89,21 @@ func findModuleRoot() (string, error) {
 }
 
 // broker is one Gregor process (and its successors after restarts) serving a
-// fixed data directory.
+// fixed data directory; in cluster mode (see clusterMode) it is a three-node
+// cluster instead.
 type broker struct {
 	dataDir string
 	sets    []string
 
 	// addr is the host:port from the latest msg=listening line; it
 	// changes on every (re)start because the broker listens on port 0.
+	// In cluster mode it is node 1's (proxy) address, fixed.
 	addr string
+
+	// cluster is the three nodes behind this broker in cluster mode, nil
+	// otherwise; seeds lists their addresses (addr first).
+	cluster *cluster
+	seeds   []string
 
 	runs    int
 	cmd     *exec.Cmd
@@ -126,11 +133,27 @@ func startBroker(t *testing.T, dataDir string, sets ...string) *broker {
 	return b
 }
 
-// newBroker starts a broker on a fresh temporary data directory.
+// newBroker starts a broker on a fresh temporary data directory; in cluster
+// mode, a three-node cluster (see newClusterBroker).
 func newBroker(t *testing.T, sets ...string) *broker {
 	t.Helper()
+	if clusterMode {
+		return newClusterBroker(t, sets...)
+	}
 	return startBroker(t, t.TempDir(), sets...)
 }
+
+// seedList returns every address a client may bootstrap from: all three
+// nodes in cluster mode, else the one broker.
+func (b *broker) seedList() []string {
+	if b.cluster != nil {
+		return b.seeds
+	}
+	return []string{b.addr}
+}
+
+// bootstrap returns seedList joined with commas (kcat's -b, KGO_SEEDS).
+func (b *broker) bootstrap() string { return strings.Join(b.seedList(), ",") }
 
 func (b *broker) log(line string) {
 	b.logMu.Lock()
@@ -163,6 +186,7 @@ var listenAddrRE = regexp.MustCompile(`\baddr="?([^"\s]+)"?`)
 
 func (b *broker) start(t *testing.T) {
 	t.Helper()
+	b.singleProcess(t)
 	b.runs++
 	args := []string{"--listen", "127.0.0.1:0", "--data-dir", b.dataDir}
 	for _, s := range b.sets {
@@ -262,22 +286,35 @@ func (b *broker) isExited() bool {
 
 // kill sends SIGKILL and waits for the process to be reaped.
 func (b *broker) kill() {
+	if b.cluster != nil {
+		panic("killing \"the broker\" in cluster mode: the test must call singleNodeOnly")
+	}
 	_ = b.cmd.Process.Kill()
 	<-b.exited
 }
 
 // restart stops the broker gracefully and starts it again on the same data
-// directory. Clients must be recreated: the address changes.
+// directory. Clients must be recreated: the address changes. In cluster mode
+// every node is stopped and started again (same addresses).
 func (b *broker) restart(t *testing.T) {
 	t.Helper()
+	if b.cluster != nil {
+		b.restartCluster(t, false)
+		return
+	}
 	b.stop(t)
 	b.start(t)
 }
 
 // crashRestart kills the broker with SIGKILL and starts it again on the same
-// data directory.
+// data directory. In cluster mode every node is killed at once and started
+// again.
 func (b *broker) crashRestart(t *testing.T) {
 	t.Helper()
+	if b.cluster != nil {
+		b.restartCluster(t, true)
+		return
+	}
 	b.kill()
 	b.start(t)
 }
@@ -315,7 +352,7 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 func newClient(t *testing.T, b *broker, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	opts = append([]kgo.Opt{
-		kgo.SeedBrokers(b.addr),
+		kgo.SeedBrokers(b.seedList()...),
 		kgo.RetryTimeout(15 * time.Second),
 	}, opts...)
 	cl, err := kgo.NewClient(opts...)
@@ -333,14 +370,19 @@ func newAdmin(t *testing.T, b *broker) *kadm.Client {
 }
 
 // createTopic creates a topic with replication factor 1 and returns its ID.
+// In cluster mode the replication factor is 3, and it returns once every
+// node's Metadata lists the topic with a leader for each partition.
 func createTopic(t *testing.T, ctx context.Context, adm *kadm.Client, topic string, partitions int32, configs map[string]*string) [16]byte {
 	t.Helper()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, replicationFactor(), configs, topic)
 	if err != nil {
 		t.Fatalf("CreateTopic %q (%d partitions): %v (%s)", topic, partitions, err, resp.ErrMessage)
 	}
 	if resp.ID == ([16]byte{}) {
 		t.Errorf("CreateTopic %q: zero topic id in response (CreateTopics v7+ returns the id)", topic)
+	}
+	if b := clusterBrokerOf(t); b != nil {
+		b.waitTopic(t, topic, int(partitions))
 	}
 	return resp.ID
 }

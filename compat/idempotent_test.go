@@ -237,7 +237,7 @@ func TestIdempotent_PipelinedRaw(t *testing.T) {
 	pid, epoch := initProducerID(t, ctx, cl)
 	version := min(maxVersion(t, ctx, cl, 0), 12)
 
-	conn := dialRaw(t, b)
+	conn := dialRaw(t, b, topic, 0)
 	const n = 10
 	var reqs []*kmsg.ProduceRequest
 	var wire []byte

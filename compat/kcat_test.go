@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -57,14 +58,22 @@ func TestKcat_Metadata(t *testing.T) {
 	createTopic(t, ctx, adm, t1, 1, nil)
 	createTopic(t, ctx, adm, t2, 3, nil)
 
-	out := kcat(t, "", "-L", "-b", b.addr, "-m", "10")
-	for _, want := range []string{
-		" 1 brokers:\n",
-		"  broker 0 at " + b.addr,
+	nodes := expectedNodes()
+	out := kcat(t, "", "-L", "-b", b.bootstrap(), "-m", "10")
+	wants := []string{
+		fmt.Sprintf(" %d brokers:\n", len(nodes)),
 		fmt.Sprintf("  topic %q with 1 partitions:\n", t1),
 		fmt.Sprintf("  topic %q with 3 partitions:\n", t2),
-		"    partition 2, leader 0, replicas: 0, isrs: 0\n",
-	} {
+	}
+	for i, addr := range b.seedList() {
+		wants = append(wants, fmt.Sprintf("  broker %d at %s", nodes[i], addr))
+	}
+	if !clusterMode {
+		wants = append(wants, "    partition 2, leader 0, replicas: 0, isrs: 0\n")
+	} else if !regexp.MustCompile(`    partition 2, leader [123], replicas: [123],[123],[123], isrs: [123],[123],[123]\n`).MatchString(out) {
+		t.Errorf("kcat -L output lacks partition 2 with a leader, three replicas and three in the ISR:\n%s", out)
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("kcat -L output lacks %q:\n%s", want, out)
 		}
@@ -85,12 +94,20 @@ func TestKcat_Metadata(t *testing.T) {
 			} `json:"partitions"`
 		} `json:"topics"`
 	}
-	js := kcat(t, "", "-L", "-J", "-b", b.addr, "-m", "10")
+	js := kcat(t, "", "-L", "-J", "-b", b.bootstrap(), "-m", "10")
 	if err := json.Unmarshal([]byte(js), &md); err != nil {
 		t.Fatalf("kcat -L -J output is not JSON: %v\n%s", err, js)
 	}
-	if len(md.Brokers) != 1 || md.Brokers[0].ID != 0 || md.Brokers[0].Name != b.addr {
-		t.Errorf("kcat -L -J brokers = %+v, want [{0 %s}]", md.Brokers, b.addr)
+	var brokers, wantBrokers []string
+	for _, mb := range md.Brokers {
+		brokers = append(brokers, fmt.Sprintf("%d@%s", mb.ID, mb.Name))
+	}
+	for i, addr := range b.seedList() {
+		wantBrokers = append(wantBrokers, fmt.Sprintf("%d@%s", nodes[i], addr))
+	}
+	slices.Sort(brokers)
+	if !slices.Equal(brokers, wantBrokers) {
+		t.Errorf("kcat -L -J brokers = %v, want %v", brokers, wantBrokers)
 	}
 	var names []string
 	for _, tp := range md.Topics {
@@ -99,7 +116,7 @@ func TestKcat_Metadata(t *testing.T) {
 			t.Errorf("topic %q error %q", tp.Topic, tp.Error)
 		}
 		for _, p := range tp.Partitions {
-			if p.Leader != 0 || p.Error != "" {
+			if !slices.Contains(nodes, p.Leader) || p.Error != "" {
 				t.Errorf("topic %q partition %d: leader %d error %q", tp.Topic, p.Partition, p.Leader, p.Error)
 			}
 		}
@@ -143,14 +160,14 @@ func TestKcat_ProduceConsume(t *testing.T) {
 			ctx := testCtx(t, 60*time.Second)
 			topic := topicName(t, "")
 			id := createTopic(t, ctx, adm, topic, 1, nil)
-			args := append([]string{"-P", "-b", b.addr, "-t", topic, "-K:", "-X", "linger.ms=50"}, tc.extra...)
+			args := append([]string{"-P", "-b", b.bootstrap(), "-t", topic, "-K:", "-X", "linger.ms=50"}, tc.extra...)
 			kcat(t, input, args...)
 
-			out := kcat(t, "", "-C", "-b", b.addr, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k=%s\n")
+			out := kcat(t, "", "-C", "-b", b.bootstrap(), "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k=%s\n")
 			if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); !slices.Equal(got, want) {
 				t.Errorf("kcat -C returned %d lines, want %d in produce order:\n%s", len(got), len(want), out)
 			}
-			out = kcat(t, "", "-C", "-b", b.addr, "-t", topic, "-o", "45", "-e", "-q", "-f", "%o %k=%s\n")
+			out = kcat(t, "", "-C", "-b", b.bootstrap(), "-t", topic, "-o", "45", "-e", "-q", "-f", "%o %k=%s\n")
 			var wantTail []string
 			for i := 45; i < 50; i++ {
 				wantTail = append(wantTail, fmt.Sprintf("%d %s", i, want[i]))
@@ -192,8 +209,8 @@ func TestKcat_ThreePartitions(t *testing.T) {
 		lines = append(lines, k+":"+v)
 		wantByKey[k] = append(wantByKey[k], v)
 	}
-	kcat(t, strings.Join(lines, "\n")+"\n", "-P", "-b", b.addr, "-t", topic, "-K:")
-	out := kcat(t, "", "-C", "-b", b.addr, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p %o %k %s\n")
+	kcat(t, strings.Join(lines, "\n")+"\n", "-P", "-b", b.bootstrap(), "-t", topic, "-K:")
+	out := kcat(t, "", "-C", "-b", b.bootstrap(), "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p %o %k %s\n")
 
 	gotByKey := make(map[string][]string)
 	keyPart := make(map[string]string)

@@ -35,6 +35,7 @@ func rssKiB(t *testing.T, pid int, field string) int64 {
 // (the request-byte budget makes readers wait instead of buffering) and that
 // it keeps answering throughout. The figures are logged.
 func TestLimits_IdleConnectionsAndRequestFlood(t *testing.T) {
+	singleNodeOnly(t, "measures one process's RSS")
 	if testing.Short() {
 		t.Skip("-short")
 	}

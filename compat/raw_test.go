@@ -104,22 +104,131 @@ func parseBatches(t *testing.T, b []byte) []kmsg.RecordBatch {
 }
 
 // direct sends req to the seed broker (the only broker) as is: no
-// splitting by partition leader, no retries.
+// splitting by partition leader, no retries. With several seeds (cluster
+// mode) req must name one partition (Produce, Fetch, ListOffsets), and it
+// goes as is to that partition's leader, again while the answer is
+// NOT_LEADER_FOR_PARTITION or LEADER_NOT_AVAILABLE (a leader the metadata
+// still names for a moment after a restart or election), as clients do.
 func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Request) (R, error) {
 	var zero R
 	seeds := cl.SeedBrokers()
-	if len(seeds) != 1 {
-		return zero, fmt.Errorf("client has %d seed brokers, want 1", len(seeds))
+	for {
+		to := seeds[0]
+		if len(seeds) != 1 {
+			var err error
+			if to, err = partitionLeader(ctx, cl, req); err != nil {
+				return zero, err
+			}
+		}
+		resp, err := to.Request(ctx, req)
+		if err != nil {
+			return zero, err
+		}
+		r, ok := resp.(R)
+		if !ok {
+			return zero, fmt.Errorf("response type %T", resp)
+		}
+		if len(seeds) == 1 || !leaderMoved(resp) {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return r, nil
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	resp, err := seeds[0].Request(ctx, req)
-	if err != nil {
-		return zero, err
+}
+
+// leaderMoved reports whether a one-partition response says the broker
+// asked does not lead the partition (yet).
+func leaderMoved(resp kmsg.Response) bool {
+	var code int16
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
+			code = r.Topics[0].Partitions[0].ErrorCode
+		}
+	case *kmsg.FetchResponse:
+		if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
+			code = r.Topics[0].Partitions[0].ErrorCode
+		}
+	case *kmsg.ListOffsetsResponse:
+		if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
+			code = r.Topics[0].Partitions[0].ErrorCode
+		}
 	}
-	r, ok := resp.(R)
-	if !ok {
-		return zero, fmt.Errorf("response type %T", resp)
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.LeaderNotAvailable.Code
+}
+
+// partitionLeader returns the leader of the one partition req names, as
+// Metadata reports it, waiting while the partition has no leader.
+func partitionLeader(ctx context.Context, cl *kgo.Client, req kmsg.Request) (*kgo.Broker, error) {
+	var topics []string
+	var partitions []int32
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		for _, rt := range r.Topics {
+			topics = append(topics, rt.Topic)
+			for _, rp := range rt.Partitions {
+				partitions = append(partitions, rp.Partition)
+			}
+		}
+	case *kmsg.FetchRequest:
+		for _, rt := range r.Topics {
+			topics = append(topics, rt.Topic)
+			for _, rp := range rt.Partitions {
+				partitions = append(partitions, rp.Partition)
+			}
+		}
+	case *kmsg.ListOffsetsRequest:
+		for _, rt := range r.Topics {
+			topics = append(topics, rt.Topic)
+			for _, rp := range rt.Partitions {
+				partitions = append(partitions, rp.Partition)
+			}
+		}
 	}
-	return r, nil
+	if len(topics) != 1 || len(partitions) != 1 || topics[0] == "" {
+		return nil, fmt.Errorf("direct %T to a cluster: want one partition named by topic, got topics %q partitions %v", req, topics, partitions)
+	}
+	for {
+		md := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topics[0])
+		md.Topics = append(md.Topics, mt)
+		resp, err := md.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, fmt.Errorf("Metadata for %s: %w", topics[0], err)
+		}
+		for _, t := range resp.Topics {
+			if t.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+				// No such topic: any broker answers that.
+				return cl.SeedBrokers()[0], nil
+			}
+			if t.ErrorCode != 0 {
+				continue
+			}
+			exists := false
+			for _, p := range t.Partitions {
+				if p.Partition != partitions[0] {
+					continue
+				}
+				exists = true
+				if p.ErrorCode == 0 && p.Leader >= 0 {
+					return cl.Broker(int(p.Leader)), nil
+				}
+			}
+			if !exists {
+				// No such partition: any broker answers that.
+				return cl.SeedBrokers()[0], nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s[%d] has no leader: %w", topics[0], partitions[0], ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // rawFetch issues one Fetch for one partition at offset (no session, short
@@ -241,11 +350,17 @@ func errName(code int16) string {
 	return fmt.Sprintf("UNKNOWN_CODE(%d)", code)
 }
 
-// dialRaw opens a plain TCP connection to the broker, closed at cleanup,
-// with a 20s deadline.
-func dialRaw(t *testing.T, b *broker) net.Conn {
+// dialRaw opens a plain TCP connection to the leader of topic's partition
+// (the broker itself, unless in cluster mode), closed at cleanup, with a
+// 20s deadline.
+func dialRaw(t *testing.T, b *broker, topic string, partition int32) net.Conn {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", b.addr, 5*time.Second)
+	addr := b.addr
+	if b.cluster != nil {
+		leader := b.cluster.WaitLeader(topic, partition)
+		addr = b.cluster.Node(leader).Addr()
+	}
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

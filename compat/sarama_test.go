@@ -61,15 +61,17 @@ func TestSarama_AdminProduceConsume(t *testing.T) {
 	topic := topicName(t, "")
 
 	adminCfg := saramaConfig()
-	admin, err := sarama.NewClusterAdmin([]string{b.addr}, adminCfg)
+	admin, err := sarama.NewClusterAdmin(b.seedList(), adminCfg)
 	if err != nil {
 		t.Fatalf("NewClusterAdmin: %v", err)
 	}
 	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
+	rf := replicationFactor()
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: rf}, false); err != nil {
 		t.Fatalf("ClusterAdmin.CreateTopic: %v", err)
 	}
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err == nil {
+	b.waitTopic(t, topic, 3)
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: rf}, false); err == nil {
 		t.Errorf("second ClusterAdmin.CreateTopic succeeded, want TOPIC_ALREADY_EXISTS")
 	} else if te, ok := err.(*sarama.TopicError); !ok || te.Err != sarama.ErrTopicAlreadyExists {
 		t.Errorf("second ClusterAdmin.CreateTopic: %v, want TOPIC_ALREADY_EXISTS", err)
@@ -78,8 +80,8 @@ func TestSarama_AdminProduceConsume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ClusterAdmin.ListTopics: %v", err)
 	}
-	if d, ok := topics[topic]; !ok || d.NumPartitions != 3 || d.ReplicationFactor != 1 {
-		t.Errorf("ListTopics[%q] = %+v (present %v), want 3 partitions, rf 1", topic, d, ok)
+	if d, ok := topics[topic]; !ok || d.NumPartitions != 3 || d.ReplicationFactor != rf {
+		t.Errorf("ListTopics[%q] = %+v (present %v), want 3 partitions, rf %d", topic, d, ok, rf)
 	}
 	//lint:ignore SA1019 deprecated, but it is what many sarama users still call
 	entries, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
@@ -109,7 +111,7 @@ func TestSarama_AdminProduceConsume(t *testing.T) {
 				cfg.Producer.Idempotent = true
 				cfg.Net.MaxOpenRequests = 1
 			}
-			producer, err := sarama.NewSyncProducer([]string{b.addr}, cfg)
+			producer, err := sarama.NewSyncProducer(b.seedList(), cfg)
 			if err != nil {
 				t.Fatalf("NewSyncProducer: %v", err)
 			}
@@ -149,7 +151,7 @@ func checkSarama(t *testing.T, b *broker, topic string, sent []*sarama.ProducerM
 		keyPart[string(k)] = m.Partition
 	}
 
-	consumer, err := sarama.NewConsumer([]string{b.addr}, saramaConfig())
+	consumer, err := sarama.NewConsumer(b.seedList(), saramaConfig())
 	if err != nil {
 		t.Fatalf("NewConsumer: %v", err)
 	}

@@ -622,7 +622,7 @@ func TestTxn_SaramaCommitAbort(t *testing.T) {
 			topic := topicName(t, "")
 			createTopic(t, ctx, adm, topic, 2, nil)
 
-			prod, err := sarama.NewSyncProducer([]string{b.addr}, saramaTxnConfig(version, topic+"-txn"))
+			prod, err := sarama.NewSyncProducer(b.seedList(), saramaTxnConfig(version, topic+"-txn"))
 			if err != nil {
 				t.Fatalf("sarama NewSyncProducer: %v", err)
 			}
@@ -734,7 +734,7 @@ func TestTxn_KcatReadCommitted(t *testing.T) {
 
 	read := func(isolation string) []string {
 		t.Helper()
-		out := kcat(t, "", "-C", "-b", b.addr, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%s\n", "-X", "isolation.level="+isolation)
+		out := kcat(t, "", "-C", "-b", b.bootstrap(), "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%s\n", "-X", "isolation.level="+isolation)
 		return sortedCopy(strings.Fields(out))
 	}
 	committed := append(slices.Clone(c1), c2...)
