@@ -39,6 +39,9 @@ var securityConfigDefs = []configDef{
 	{"sasl.oauthbearer.expected.audience", kmsg.ConfigTypeList, "", "", true, anyString, "Audiences one of which a token must name."},
 	{"sasl.oauthbearer.expected.issuer", kmsg.ConfigTypeString, "", "", true, anyString, "The issuer a token must name."},
 	{"sasl.oauthbearer.clock.skew.seconds", kmsg.ConfigTypeInt, "30", "", true, intAtLeast(0), "Clock skew allowed when checking a token's times (0 for the unsecured validator unless set)."},
+	{"authorizer.class.name", kmsg.ConfigTypeString, "", "", true, anyString, "Any value (Kafka's org.apache.kafka.metadata.authorizer.StandardAuthorizer) turns on Gregor's ACL authorizer; empty allows everything."},
+	{"super.users", kmsg.ConfigTypeString, "", "", true, anyString, "Principals the authorizer allows everything, User:a;User:b."},
+	{"allow.everyone.if.no.acl.found", kmsg.ConfigTypeBoolean, "false", "", true, oneOf("true", "false"), "Whether a resource no ACL names is open to everyone."},
 	{"sasl.oauthbearer.sub.claim.name", kmsg.ConfigTypeString, "sub", "", true, anyString, "The claim holding the principal."},
 }
 

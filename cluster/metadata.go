@@ -87,6 +87,8 @@ type Metadata struct {
 	ControllerID int32
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
+	// ACLs are the stored ACL bindings by id (acls.go), opaque here.
+	ACLs map[string][]byte
 }
 
 // BrokerIDs returns the ids of the live brokers, sorted.
@@ -229,6 +231,11 @@ func (s *state) snapshot(rev int64) *Metadata {
 					ctrlRev, m.ControllerID = kv.CreateRevision, int32(id)
 				}
 			}
+		case strings.HasPrefix(k, keyACLs):
+			if m.ACLs == nil {
+				m.ACLs = map[string][]byte{}
+			}
+			m.ACLs[k[len(keyACLs):]] = kv.Value
 		case strings.HasPrefix(k, keyTopics):
 			name := k[len(keyTopics):]
 			if t, err := parseTopic(name, kv); err == nil {
