@@ -42,9 +42,11 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 		r.noResponse = true
 	}
 	var waits []replicaWait
+	authCode := b.produceAuth(r, req)
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		denied := authCode(rt.Topic)
 		t := b.lookupTopic(rt.Topic)
 		var settings produceSettings
 		var parts []*partition
@@ -60,6 +62,8 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			switch {
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 				code = kerr.InvalidRequiredAcks.Code
+			case denied != 0:
+				code = denied
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				code = kerr.UnknownTopicOrPartition.Code
 			default:

@@ -68,6 +68,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	resp.SessionID = 0
 
 	targets := b.resolveFetchTargets(req, resp)
+	b.authorizeFetch(r, req, resp, targets)
 	regions := make([][]storage.Slice, len(resp.Topics))
 	for ti := range resp.Topics {
 		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))

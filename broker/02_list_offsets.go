@@ -34,6 +34,7 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		parts := b.topicPartitions(rt.Topic)
+		denied := b.topicDenied(r, opDescribe, rt.Topic)
 		seen := map[int32]int{}
 		for _, rp := range rt.Partitions {
 			seen[rp.Partition]++
@@ -43,6 +44,8 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			switch {
+			case denied != 0:
+				sp.ErrorCode = denied
 			case seen[rp.Partition] > 1:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case partitionAt(parts, rp.Partition) == nil:

@@ -57,7 +57,7 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 	resp.ClusterID = &b.clusterID
 	resp.ControllerID = controller
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterAuthorizedOps
+		resp.AuthorizedOperations = b.clusterAuthorizedOps(r)
 	}
 	allowCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && b.cfg.boolProp("auto.create.topics.enable")
 
@@ -70,7 +70,10 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 		}
 		b.mu.RUnlock()
 		for _, t := range topics {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t, req))
+			if !b.metadataVisible(r, t.name) {
+				continue
+			}
+			resp.Topics = append(resp.Topics, b.metadataTopic(r, t, req))
 		}
 		return resp, nil
 	}
@@ -78,8 +81,10 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 		if rt.Topic == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
-			if t := b.lookupTopicID(uuid(rt.TopicID)); t != nil {
-				mt = b.metadataTopic(t, req)
+			if t := b.lookupTopicID(uuid(rt.TopicID)); t != nil && !b.metadataVisible(r, t.name) {
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if t != nil {
+				mt = b.metadataTopic(r, t, req)
 			} else {
 				mt.ErrorCode = kerr.UnknownTopicID.Code
 			}
@@ -94,7 +99,17 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
+		if !b.metadataVisible(r, name) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		t := b.lookupTopic(name)
+		if t == nil && allowCreate && !b.allowedCreate(r, name) {
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t == nil && allowCreate {
 			var err error
 			t, err = b.createTopic(name, int32(b.cfg.int64Prop("num.partitions")), nil)
@@ -115,18 +130,18 @@ func (b *Broker) handleMetadata(r *request) (kmsg.Response, error) {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.metadataTopic(t, req))
+		resp.Topics = append(resp.Topics, b.metadataTopic(r, t, req))
 	}
 	return resp, nil
 }
 
-func (b *Broker) metadataTopic(t *topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataTopic(r *request, t *topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.name)
 	mt.TopicID = t.id
 	mt.IsInternal = isInternalTopic(t.name)
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
-		mt.AuthorizedOperations = topicAuthorizedOps
+		mt.AuthorizedOperations = b.topicAuthorizedOps(r, t.name)
 	}
 	for _, p := range b.partitionsOf(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()

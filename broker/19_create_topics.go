@@ -43,6 +43,10 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			fail(kerr.InvalidRequest, "Create topics request from client contains multiple entries for the topic "+rt.Topic)
 			continue
 		}
+		if !b.allowedCreate(r, rt.Topic) {
+			fail(kerr.TopicAuthorizationFailed, "Authorization failed.")
+			continue
+		}
 		if err := validateTopicName(rt.Topic); err != nil {
 			fail(kerr.InvalidTopicException, err.Error())
 			continue

@@ -53,6 +53,11 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 				st.ErrorCode = kerr.UnknownTopicID.Code
 			}
 		}
+		if t != nil && !b.allowed(r, opDelete, resTopic, t.name) {
+			st.ErrorCode, t = kerr.TopicAuthorizationFailed.Code, nil
+		} else if t == nil && tg.name != nil && st.ErrorCode == kerr.UnknownTopicOrPartition.Code && !b.allowed(r, opDelete, resTopic, *tg.name) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
 		if t != nil {
 			st.Topic, st.TopicID = kmsg.StringPtr(t.name), t.id
 			if err := b.deleteTopic(t); err != nil {

@@ -25,6 +25,10 @@ func init() { register(kmsg.InitProducerID, 0, 5, (*Broker).handleInitProducerID
 func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if code := b.initProducerIDAuth(r, req); code != 0 {
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = -1, -1, code
+		return resp, nil
+	}
 	if req.TransactionalID != nil {
 		return b.txns.InitProducerID(r.ctx, req), nil
 	}

@@ -24,11 +24,14 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		parts := b.topicPartitions(rt.Topic)
+		denied := b.topicDenied(r, opDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			if p := partitionAt(parts, rp.Partition); p == nil {
+			if denied != 0 {
+				sp.ErrorCode = denied
+			} else if p := partitionAt(parts, rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if sp.ErrorCode = b.leadership(p); sp.ErrorCode != 0 {
 			} else if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.epoch.Load()); sp.ErrorCode != 0 {

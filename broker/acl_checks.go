@@ -1,0 +1,103 @@
+package broker
+
+// The authorizer's checks in the handlers, one helper per handler, as
+// Kafka's KafkaApis makes them. With no authorizer every helper allows.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// topicDenied returns TOPIC_AUTHORIZATION_FAILED when the request's client
+// may not do op on the topic, else 0.
+func (b *Broker) topicDenied(r *request, op int8, topic string) int16 {
+	if b.allowed(r, op, resTopic, topic) {
+		return 0
+	}
+	return kerr.TopicAuthorizationFailed.Code
+}
+
+// produceAuth returns the error of each topic of a Produce: a transactional
+// batch needs WRITE on its transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), every topic
+// WRITE on the topic (checked before the topic's existence).
+func (b *Broker) produceAuth(r *request, req *kmsg.ProduceRequest) func(topic string) int16 {
+	if !b.aclEnabled() {
+		return func(string) int16 { return 0 }
+	}
+	if req.TransactionID != nil && !b.allowed(r, opWrite, resTransactionalID, *req.TransactionID) {
+		return func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }
+	}
+	return func(topic string) int16 { return b.topicDenied(r, opWrite, topic) }
+}
+
+// authorizeFetch fails the partitions the client may not fetch: a
+// follower's Fetch needs CLUSTER_ACTION on the cluster (else every partition
+// is TOPIC_AUTHORIZATION_FAILED), a consumer's READ on each topic. Topics
+// named by an unknown id stay UNKNOWN_TOPIC_ID.
+func (b *Broker) authorizeFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget) {
+	if !b.aclEnabled() {
+		return
+	}
+	follower := fetchReplicaID(req) >= 0
+	clusterOK := follower && b.allowed(r, opClusterAction, resCluster, clusterResourceName)
+	for i := range targets {
+		tg := &targets[i]
+		if tg.code == kerr.UnknownTopicID.Code {
+			continue
+		}
+		ok := clusterOK
+		if !follower {
+			ok = b.allowed(r, opRead, resTopic, resp.Topics[tg.ti].Topic)
+		}
+		if !ok {
+			tg.code, tg.part = kerr.TopicAuthorizationFailed.Code, nil
+		}
+	}
+}
+
+// initProducerIDAuth: a transactional id needs WRITE on it; an idempotent
+// producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
+func (b *Broker) initProducerIDAuth(r *request, req *kmsg.InitProducerIDRequest) int16 {
+	if !b.aclEnabled() {
+		return 0
+	}
+	if req.TransactionalID != nil {
+		if !b.allowed(r, opWrite, resTransactionalID, *req.TransactionalID) {
+			return kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return 0
+	}
+	if !b.allowed(r, opIdempotentWrite, resCluster, clusterResourceName) && !b.allowedAny(r, opWrite, resTopic) {
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	return 0
+}
+
+// allowedCreate: CREATE on the cluster or on the topic.
+func (b *Broker) allowedCreate(r *request, topic string) bool {
+	return b.allowed(r, opCreate, resCluster, clusterResourceName) || b.allowed(r, opCreate, resTopic, topic)
+}
+
+// metadataVisible tells whether a topic may appear in a Metadata answer
+// (DESCRIBE on it): topics the client may not describe are left out of a
+// request for all topics, and answered TOPIC_AUTHORIZATION_FAILED when
+// named, whether they exist or not.
+func (b *Broker) metadataVisible(r *request, topic string) bool {
+	return b.allowed(r, opDescribe, resTopic, topic)
+}
+
+// topicAuthorizedOps and clusterAuthorizedOps are KIP-430's fields.
+func (b *Broker) topicAuthorizedOps(r *request, topic string) int32 {
+	if !b.aclEnabled() {
+		return topicAuthorizedOps
+	}
+	return b.authorizedOps(r, resTopic, topic, topicOps...)
+}
+
+func (b *Broker) clusterAuthorizedOps(r *request) int32 {
+	if !b.aclEnabled() {
+		return clusterAuthorizedOps
+	}
+	return b.authorizedOps(r, resCluster, clusterResourceName, clusterOps...)
+}
