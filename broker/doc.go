@@ -43,7 +43,10 @@
 // OAUTHBEARER) against the user store (users.go: a file under __meta on one
 // node, etcd in a cluster), managed with DescribeUserScramCredentials and
 // AlterUserScramCredentials. Inter-broker clients use the inter-broker
-// listener's TLS and SASL settings (interbroker.go).
+// listener's TLS and SASL settings (interbroker.go). With
+// authorizer.class.name set, the authorizer (acl.go) checks each request
+// against Kafka's ACLs (the checks: acl_checks.go; CreateAcls, DescribeAcls
+// and DeleteAcls: 29_acls.go), kept in __meta/acls.json or etcd.
 //
 // # Handlers registry
 //
@@ -134,7 +137,8 @@
 //
 // Leaves, taken with nothing further inside them: broker producerIDs.mu,
 // server.mu, byteBudget.mu, cleanerState.mu, tlsState.mu, jwksCache.mu,
-// fileUserStore.mu (alterMu, AlterUserScramCredentials' own, is taken
+// aclState.mu (aclState.alterMu, CreateAcls' and
+// DeleteAcls', is taken before it and before etcd calls), fileUserStore.mu (alterMu, AlterUserScramCredentials' own, is taken
 // before it and before etcd calls, never inside another lock), and the
 // cleaner's throttler.mu
 // (Clean's Throttle callback); protocol's frame pool; the coordinators'
