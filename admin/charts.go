@@ -16,6 +16,7 @@ import (
 const (
 	historyColor = "#2a7ab0"
 	p99Color     = "#c0392b"
+	partLagColor = "#8e6bbf" // the small per-partition lag charts
 )
 
 // chartLine is one line of a chart.

@@ -232,7 +232,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 					ps := strconv.Itoa(int(o.Partition))
 					vals, ts := s.hist.Values(key(seriesPartLag, g.Name, o.Topic, ps))
 					gp.PartLags = append(gp.PartLags, template.HTML(`<div class="part-lag"><div>`+template.HTMLEscapeString(o.Topic+"-"+ps)+`</div>`)+
-						chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: historyColor, Vals: vals})+"</div>")
+						chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: partLagColor, Vals: vals})+"</div>")
 				}
 				render(w, r, "group.html", "Group "+g.Name, gp)
 				return
