@@ -14,6 +14,11 @@
 //	GET    /topics/{topic}                console: partitions
 //	GET    /topics/{topic}/{partition}    console: records from ?offset=
 //	GET    /groups/{group}                console: members, offsets, lag chart
+//	GET    /brokers                       console: brokers, partitions' replicas and ISR
+//
+// The console keeps a bounded history (see History) sampled in the
+// background, drawn as SVG charts; /metrics adds gregor_group_lag_growing
+// from it.
 //
 // It is off by default in the gregor binary (--http ADDR turns it on) and
 // has no authentication: bind it to loopback or a private network.
@@ -26,6 +31,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gregor-broker/gregor/broker"
@@ -36,9 +42,114 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Handler returns the admin HTTP handler of b. Its /metrics adds the Go
-// runtime and process collectors to the broker's own metrics.
-func Handler(b *broker.Broker) http.Handler {
+// Handler returns the admin HTTP handler of b with the default Options.
+// Its history sampler stops when b is closed.
+func Handler(b *broker.Broker) http.Handler { return New(b, Options{}) }
+
+// Options configure New; zero values are the defaults.
+type Options struct {
+	// SampleInterval is the time between history samples
+	// (DefaultSampleInterval); negative: none are taken but by Sample.
+	SampleInterval time.Duration
+	// HistorySamples is the number of samples kept (DefaultHistorySamples).
+	HistorySamples int
+	// MaxSeries bounds the series the history holds (DefaultMaxSeries).
+	MaxSeries int
+	// LagGrowingSamples is N: a group whose lag has only grown over the
+	// last N sample intervals is flagged (DefaultLagGrowingSamples).
+	LagGrowingSamples int
+	// Now is the clock of the samples' times (time.Now).
+	Now func() time.Time
+}
+
+// Server is the admin HTTP handler with the console's history.
+type Server struct {
+	b     *broker.Broker
+	mux   *http.ServeMux
+	hist  *History
+	smp   sampler
+	now   func() time.Time
+	growN int
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+// New returns the admin handler of b and starts its history sampler
+// (unless o.SampleInterval < 0), which runs until Close or b's close.
+func New(b *broker.Broker, o Options) *Server {
+	if o.SampleInterval == 0 {
+		o.SampleInterval = DefaultSampleInterval
+	}
+	if o.HistorySamples <= 0 {
+		o.HistorySamples = DefaultHistorySamples
+	}
+	if o.MaxSeries <= 0 {
+		o.MaxSeries = DefaultMaxSeries
+	}
+	if o.LagGrowingSamples <= 0 {
+		o.LagGrowingSamples = DefaultLagGrowingSamples
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{b: b, hist: NewHistory(o.HistorySamples, o.MaxSeries), now: o.Now, growN: o.LagGrowingSamples,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.mux = s.routes()
+	if o.SampleInterval > 0 {
+		go s.run(o.SampleInterval)
+	} else {
+		close(s.done)
+	}
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// History returns the console's history.
+func (s *Server) History() *History { return s.hist }
+
+// Sample takes one history sample now.
+func (s *Server) Sample() {
+	s.hist.Record(s.now(), s.smp.sample(s.b, s.now()))
+}
+
+// Close stops the sampler.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+func (s *Server) run(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.b.Done():
+			return
+		case <-t.C:
+			s.Sample()
+		}
+	}
+}
+
+// LagGrowing returns the groups whose total lag has only grown over the
+// last LagGrowingSamples samples, sorted.
+func (s *Server) LagGrowing() []string {
+	var out []string
+	for _, name := range s.hist.Names(seriesGroupLag) {
+		if vals, _ := s.hist.Values(name); growing(vals, s.growN) {
+			out = append(out, strings.TrimPrefix(name, seriesGroupLag+"/"))
+		}
+	}
+	return out
+}
+
+func (s *Server) routes() *http.ServeMux {
+	b := s.b
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -51,7 +162,7 @@ func Handler(b *broker.Broker) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	runtime := prometheus.NewRegistry()
-	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), lagGrowingCollector{s})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{b.Metrics(), runtime}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 
 	mux.HandleFunc("GET /admin/faults", func(w http.ResponseWriter, r *http.Request) {
@@ -95,8 +206,31 @@ func Handler(b *broker.Broker) http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	registerConsole(mux, b)
+	s.registerConsole(mux)
 	return mux
+}
+
+var descLagGrowing = prometheus.NewDesc("gregor_group_lag_growing",
+	"1 when the group's total lag has only grown over the console's last N history samples, 0 otherwise.", []string{"group"}, nil)
+
+// lagGrowingCollector exports the front page's lag-growing flag.
+type lagGrowingCollector struct{ s *Server }
+
+func (c lagGrowingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descLagGrowing }
+
+func (c lagGrowingCollector) Collect(ch chan<- prometheus.Metric) {
+	flagged := map[string]bool{}
+	for _, g := range c.s.LagGrowing() {
+		flagged[g] = true
+	}
+	for _, name := range c.s.hist.Names(seriesGroupLag) {
+		g := strings.TrimPrefix(name, seriesGroupLag+"/")
+		v := 0.0
+		if flagged[g] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descLagGrowing, prometheus.GaugeValue, v, g)
+	}
 }
 
 // faultRequest is the JSON body of POST /admin/faults, e.g.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,13 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"show":      showBytes,
 	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") },
 	"add2":      func(a, b int) int { return a + b },
+	"join": func(ids []int32) string {
+		var parts []string
+		for _, id := range ids {
+			parts = append(parts, strconv.Itoa(int(id)))
+		}
+		return strings.Join(parts, ", ")
+	},
 	"records": func(t broker.TopicInfo) (n int64) {
 		for _, p := range t.Partitions {
 			n += p.HighWatermark - p.LogStartOffset
@@ -50,7 +58,8 @@ type page struct {
 	Data    any
 }
 
-func registerConsole(mux *http.ServeMux, b *broker.Broker) {
+func (s *Server) registerConsole(mux *http.ServeMux) {
+	b := s.b
 	render := func(w http.ResponseWriter, r *http.Request, name, title string, data any) {
 		p := page{Title: title, Data: data}
 		if s, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && s > 0 {
@@ -62,21 +71,77 @@ func registerConsole(mux *http.ServeMux, b *broker.Broker) {
 		}
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		type overview struct {
-			Topics []broker.TopicInfo
-			Groups []groupView
+		type topicRow struct {
+			broker.TopicInfo
+			BytesIn template.HTML
 		}
-		var o overview
-		o.Topics = b.Topics()
+		type groupRow struct {
+			groupView
+			Growing  bool
+			LagSpark template.HTML
+		}
+		type apiRow struct {
+			API            string
+			Rate, P50, P99 string
+			RateSpark      template.HTML
+		}
+		type overview struct {
+			Topics  []topicRow
+			Groups  []groupRow
+			Growing []string
+			GrowN   int
+			APIs    []apiRow
+			Latency []template.HTML
+			Samples int
+		}
+		o := overview{Growing: s.LagGrowing(), GrowN: s.growN, Samples: s.hist.Len()}
+		for _, t := range b.Topics() {
+			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
+			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
+		}
 		for _, g := range b.Groups() {
-			o.Groups = append(o.Groups, newGroupView(g))
+			vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
+			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name),
+				chartSVG("spark-lag-"+g.Name, 180, 40, "", ts, chartLine{Color: historyColor, Vals: vals})})
+		}
+		for _, name := range s.hist.Names(seriesReqRate) {
+			api := strings.TrimPrefix(name, seriesReqRate+"/")
+			vals, ts := s.hist.Values(name)
+			row := apiRow{API: api, Rate: "–", P50: "–", P99: "–", RateSpark: chartSVG("spark-req-"+api, 180, 40, "/s", ts, chartLine{Color: historyColor, Vals: vals})}
+			if v, ok := lastValue(vals); ok {
+				row.Rate = formatValue(v)
+			}
+			p50, _ := s.hist.Values(key(seriesReqP50, api))
+			p99, _ := s.hist.Values(key(seriesReqP99, api))
+			if v, ok := lastValue(p50); ok {
+				row.P50 = formatValue(v)
+			}
+			if v, ok := lastValue(p99); ok {
+				row.P99 = formatValue(v)
+			}
+			o.APIs = append(o.APIs, row)
+			if api == "Produce" || api == "Fetch" {
+				o.Latency = append(o.Latency, template.HTML("<h3>"+api+"</h3>")+chartSVG("latency-"+api, 520, 120, "ms", ts,
+					chartLine{Name: "p50", Color: historyColor, Vals: p50}, chartLine{Name: "p99", Color: p99Color, Vals: p99}))
+			}
 		}
 		render(w, r, "index.html", "Gregor", o)
 	})
 	mux.HandleFunc("GET /topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
 		for _, t := range b.Topics() {
 			if t.Name == r.PathValue("topic") {
-				render(w, r, "topic.html", "Topic "+t.Name, t)
+				type topicPage struct {
+					broker.TopicInfo
+					Charts []template.HTML
+				}
+				tp := topicPage{TopicInfo: t}
+				for _, c := range []struct{ prefix, title, unit string }{
+					{seriesBytesIn, "Bytes in", "B/s"}, {seriesRecordsIn, "Records in", "/s"}, {seriesBytesOut, "Bytes out", "B/s"},
+				} {
+					vals, ts := s.hist.Values(key(c.prefix, t.Name))
+					tp.Charts = append(tp.Charts, template.HTML("<h3>"+c.title+"</h3>")+chartSVG("chart-"+c.prefix, 520, 110, c.unit, ts, chartLine{Color: historyColor, Vals: vals}))
+				}
+				render(w, r, "topic.html", "Topic "+t.Name, tp)
 				return
 			}
 		}
@@ -119,10 +184,57 @@ func registerConsole(mux *http.ServeMux, b *broker.Broker) {
 		}
 		render(w, r, "records.html", fmt.Sprintf("%s-%d", v.Topic, p), v)
 	})
+	mux.HandleFunc("GET /brokers", func(w http.ResponseWriter, r *http.Request) {
+		type brokerRow struct {
+			broker.BrokerInfo
+			Leads, Follows int
+		}
+		type clusterPage struct {
+			broker.ClusterInfo
+			Rows                     []brokerRow
+			UnderReplicated, Offline int
+		}
+		ci := b.ClusterInfo()
+		cp := clusterPage{ClusterInfo: ci}
+		for _, br := range ci.Brokers {
+			row := brokerRow{BrokerInfo: br}
+			for _, p := range ci.Partitions {
+				if p.Leader == br.ID {
+					row.Leads++
+				} else if slices.Contains(p.Replicas, br.ID) {
+					row.Follows++
+				}
+			}
+			cp.Rows = append(cp.Rows, row)
+		}
+		for _, p := range ci.Partitions {
+			if p.OfflinePartition() {
+				cp.Offline++
+			} else if p.UnderReplicated() {
+				cp.UnderReplicated++
+			}
+		}
+		render(w, r, "brokers.html", "Brokers", cp)
+	})
 	mux.HandleFunc("GET /groups/{group}", func(w http.ResponseWriter, r *http.Request) {
 		for _, g := range b.Groups() {
 			if g.Name == r.PathValue("group") {
-				render(w, r, "group.html", "Group "+g.Name, newGroupView(g))
+				type groupPage struct {
+					groupView
+					Growing  bool
+					LagChart template.HTML
+					PartLags []template.HTML
+				}
+				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name)}
+				vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
+				gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
+				for _, o := range g.Offsets {
+					ps := strconv.Itoa(int(o.Partition))
+					vals, ts := s.hist.Values(key(seriesPartLag, g.Name, o.Topic, ps))
+					gp.PartLags = append(gp.PartLags, template.HTML(`<div class="part-lag"><div>`+template.HTMLEscapeString(o.Topic+"-"+ps)+`</div>`)+
+						chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: partLagColor, Vals: vals})+"</div>")
+				}
+				render(w, r, "group.html", "Group "+g.Name, gp)
 				return
 			}
 		}

@@ -228,3 +228,80 @@ func (b *Broker) ReadRecords(topicName string, partitionIndex int32, offset int6
 	}
 	return out, nil
 }
+
+// Done is closed when the broker is closed: background work beside it
+// (the admin console's history sampler) stops then.
+func (b *Broker) Done() <-chan struct{} { return b.ctx.Done() }
+
+// ClusterInfo is the cluster as this broker sees it: the live brokers, the
+// controller and every partition's leader, replicas and ISR. A single
+// node is one broker, the controller, leading every partition.
+type ClusterInfo struct {
+	ControllerID int32
+	Brokers      []BrokerInfo       // live brokers, sorted by id
+	Partitions   []ClusterPartition // sorted by topic, partition
+}
+
+// BrokerInfo is a live broker.
+type BrokerInfo struct {
+	ID         int32
+	Host       string
+	Port       int32
+	Rack       string // "" when none is set
+	Controller bool
+	Self       bool // the broker answering
+}
+
+// ClusterPartition is one partition's leadership. Offline lists the
+// replicas whose brokers are not live.
+type ClusterPartition struct {
+	Topic                  string
+	Partition              int32
+	Leader, LeaderEpoch    int32 // -1 when it has none
+	Replicas, ISR, Offline []int32
+}
+
+// UnderReplicated reports whether the ISR is smaller than the replica set.
+func (p ClusterPartition) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// OfflinePartition reports whether the partition has no live leader.
+func (p ClusterPartition) OfflinePartition() bool {
+	return p.Leader < 0 || slices.Contains(p.Offline, p.Leader)
+}
+
+// ClusterInfo returns the brokers and the leadership of every partition.
+func (b *Broker) ClusterInfo() ClusterInfo {
+	brokers, controller := b.brokersView()
+	ci := ClusterInfo{ControllerID: controller}
+	for _, bi := range brokers {
+		out := BrokerInfo{ID: bi.id, Host: bi.host, Port: bi.port, Controller: bi.id == controller, Self: bi.id == b.nodeID}
+		if bi.rack != nil {
+			out.Rack = *bi.rack
+		}
+		ci.Brokers = append(ci.Brokers, out)
+	}
+	slices.SortFunc(ci.Brokers, func(x, y BrokerInfo) int { return int(x.ID) - int(y.ID) })
+	b.mu.RLock()
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		ts = append(ts, t)
+	}
+	b.mu.RUnlock()
+	for _, t := range ts {
+		for _, p := range b.partitionsOf(t) {
+			v := b.partitionView(p)
+			ci.Partitions = append(ci.Partitions, ClusterPartition{Topic: t.name, Partition: p.index, Leader: v.leader, LeaderEpoch: v.leaderEpoch,
+				Replicas: v.replicas, ISR: v.isr, Offline: v.offline})
+		}
+	}
+	slices.SortFunc(ci.Partitions, func(x, y ClusterPartition) int {
+		if x.Topic != y.Topic {
+			if x.Topic < y.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Partition) - int(y.Partition)
+	})
+	return ci
+}
