@@ -268,7 +268,13 @@ func TestTLS_MutualPrincipalAndUntrusted(t *testing.T) {
 		"ssl.principal.mapping.rules": `RULE:^CN=([^,]*),OU=eng.*$/$1/U,DEFAULT`,
 	})
 	_, alice := pki.keystore(t, "alice", "alice")
-	if err := pingErr(t, addrs["SSL"], kgo.DialTLSConfig(pki.clientTLS(alice))); err != nil {
+	// Keep the client (and so its connection) open while looking for it.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs["SSL"]), kgo.RequestRetries(0), kgo.DialTimeout(5*time.Second), kgo.DialTLSConfig(pki.clientTLS(alice)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Ping(testCtx(t)); err != nil {
 		t.Fatalf("mTLS client: %v", err)
 	}
 	waitFor(t, 5*time.Second, "the principal of the mTLS connection", func() bool {
