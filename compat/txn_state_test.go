@@ -3,6 +3,7 @@ package compat
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,4 +161,65 @@ func findTxnCoordinator(t *testing.T, ctx context.Context, c *cluster, txnID str
 		t.Fatal(err)
 	}
 	return node
+}
+
+// TestTransactionStateTopicDecodes: a transaction's transitions are Kafka
+// TxnMetadata records in __transaction_state (internal, 50 partitions), in
+// the id's partition, decodable with kmsg: Empty after InitProducerId,
+// Ongoing with the transaction's partitions, PrepareCommit, CompleteCommit.
+func TestTransactionStateTopicDecodes(t *testing.T) {
+	b := newBroker(t)
+	ctx := testCtx(t, 60*time.Second)
+	topic := topicName(t, "")
+	createTopic(t, ctx, newAdmin(t, b), topic, 1, nil)
+	txnID := "decode-" + topic
+	prod := newClient(t, b, kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic))
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+
+	md := metadata(t, ctx, newClient(t, b), "__transaction_state")
+	if len(md.Topics) != 1 || md.Topics[0].ErrorCode != 0 || !md.Topics[0].IsInternal || len(md.Topics[0].Partitions) != 50 {
+		t.Fatalf("__transaction_state in Metadata: %+v", md.Topics)
+	}
+	cl := newClient(t, b, kgo.ConsumeTopics("__transaction_state"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	want := []kmsg.TransactionState{kmsg.TransactionStateEmpty, kmsg.TransactionStateOngoing, kmsg.TransactionStatePrepareCommit, kmsg.TransactionStateCompleteCommit}
+	var got []kmsg.TransactionState
+	var pids []int64
+	for len(got) < len(want) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("decoded %v before the deadline", got)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var k kmsg.TxnMetadataKey
+			if err := k.ReadFrom(r.Key); err != nil {
+				t.Fatalf("key: %v", err)
+			}
+			if k.TransactionalID != txnID {
+				return
+			}
+			var v kmsg.TxnMetadataValue
+			if err := v.ReadFrom(r.Value); err != nil {
+				t.Fatalf("value: %v", err)
+			}
+			got = append(got, v.State)
+			pids = append(pids, v.ProducerID)
+			if v.State == kmsg.TransactionStateOngoing && (len(v.Topics) != 1 || v.Topics[0].Topic != topic || !slices.Equal(v.Topics[0].Partitions, []int32{0})) {
+				t.Errorf("Ongoing record topics %+v", v.Topics)
+			}
+		})
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("states %v, want %v", got, want)
+	}
+	if pids[0] < 0 || len(slices.Compact(slices.Clone(pids))) != 1 {
+		t.Fatalf("producer ids %v", pids)
+	}
 }
