@@ -86,9 +86,9 @@ func (c *TxnCoordinator) TxnError(id string) int16 {
 	return 0
 }
 
-// TxnLogRecord encodes id's state as a __transaction_state record; a nil
+// txnLogRecord encodes id's state as a __transaction_state record; a nil
 // m is the tombstone.
-func TxnLogRecord(id string, m *txnMeta) LogRecord {
+func txnLogRecord(id string, m *txnMeta) LogRecord {
 	k := kmsg.NewTxnMetadataKey()
 	k.TransactionalID = id
 	r := LogRecord{Key: k.AppendTo(nil)}
@@ -195,7 +195,7 @@ func (c *TxnCoordinator) logTransitionLocked(id string, m txnMeta) (int64, error
 	if err := c.txnOwnerErrLocked(id); err != nil {
 		return 0, err
 	}
-	return c.appendTxnsLocked(c.partitionOf(id), []LogRecord{TxnLogRecord(id, &m)})
+	return c.appendTxnsLocked(c.partitionOf(id), []LogRecord{txnLogRecord(id, &m)})
 }
 
 // LoadPartition makes this coordinator serve the transactional ids of
@@ -369,7 +369,7 @@ func (c *TxnCoordinator) migratePartitionLocked(p int32) error {
 	recs := make([]LogRecord, 0, len(legacy))
 	for _, id := range legacy {
 		m := metas[id]
-		recs = append(recs, TxnLogRecord(id, &m))
+		recs = append(recs, txnLogRecord(id, &m))
 	}
 	base, err := c.appendTxnsLocked(p, recs)
 	if err != nil {
@@ -458,7 +458,7 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 	for _, p := range sortedKeys(byPart) {
 		recs := make([]LogRecord, 0, len(byPart[p]))
 		for _, id := range byPart[p] {
-			recs = append(recs, TxnLogRecord(id, nil))
+			recs = append(recs, txnLogRecord(id, nil))
 		}
 		if _, err := c.appendTxnsLocked(p, recs); err != nil {
 			c.log.Warn("appending tombstones of expired transactional ids failed", "partition", p, "err", err)
