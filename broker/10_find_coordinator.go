@@ -3,9 +3,8 @@ package broker
 // FindCoordinator: v0-6
 //
 // A group (key type 0) is coordinated by the leader of its partition of
-// __consumer_offsets; every transactional id (key type 1) by one broker:
-// this one on a single node, the live broker with the lowest id in a
-// cluster (coordinator_route.go). v4+ batches keys and answers each with its own error.
+// __consumer_offsets; a transactional id (key type 1) by the leader of its
+// partition of __transaction_state (txn_topic.go). v4+ batches keys and answers each with its own error.
 // Share groups (key type 2) are INVALID_REQUEST.
 
 import (
@@ -27,9 +26,9 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 			}
 			return c.id, c.host, c.port, 0, nil
 		case 1:
-			c, ok := b.coordinatorNode()
-			if !ok {
-				return -1, "", -1, kerr.CoordinatorNotAvailable.Code, nil
+			c, code := b.txnCoordinator(key)
+			if code != 0 {
+				return -1, "", -1, code, nil
 			}
 			return c.id, c.host, c.port, 0, nil
 		default:

@@ -30,6 +30,10 @@ func (b *Broker) handleInitProducerID(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	if req.TransactionalID != nil {
+		if code := b.txnCoordinatorCode(*req.TransactionalID); code != 0 {
+			resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = -1, -1, code
+			return resp, nil
+		}
 		return b.txns.InitProducerID(r.ctx, req), nil
 	}
 	resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -40,6 +40,7 @@ type Broker struct {
 	groups  *coordinator.Coordinator
 	txns    *coordinator.TxnCoordinator
 	offsets offsetsState // loading of __consumer_offsets (offsets_topic.go)
+	txnLog  offsetsState // loading of __transaction_state (txn_topic.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -126,6 +127,9 @@ func New(cfg Config) (*Broker, error) {
 		b.closeLogs()
 		return nil, err
 	}
+	if !cfg.clusterConfigured() && (b.lookupTopic(txnStateTopicName) != nil || b.txns.HasUnloggedState()) {
+		b.txnStateTopic() // loads it (migrating txns.db); in a cluster: as the metadata arrives
+	}
 	b.startBackground()
 	return b, nil
 }
@@ -206,7 +210,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		MaxGroupSize:                  int(b.cfg.int64Prop("group.max.size")),
 		TopicPartitions:               b.topicPartitionCount,
 		Logger:                        b.log.With("component", "groups"),
-		Log:                           groupLog{b},
+		Log:                           groupLog{b: b, topic: offsetsTopicName},
 		LogPartitions:                 int32(b.cfg.int64Prop("offsets.topic.num.partitions")),
 	})
 }

@@ -224,6 +224,7 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 	}
 	b.cl.applied.Store(md)
 	b.syncGroupPartitions() // group coordinator: load and unload (offsets_topic.go)
+	b.syncTxnPartitions()   // transaction coordinator (txn_topic.go)
 }
 
 // applyTopic brings one topic's local state in line with the metadata.

@@ -4,10 +4,8 @@ package broker
 // coordinated by the leader of its partition of __consumer_offsets, on a
 // single node too (offsets_topic.go); elsewhere its requests answer
 // NOT_COORDINATOR, and COORDINATOR_LOAD_IN_PROGRESS while the partition
-// loads. Transactional ids, until __transaction_state exists, are all
-// coordinated by one broker: this one on a single node, the live broker
-// with the lowest node id in a cluster; when it dies the next one takes
-// over with the state it has (none, at first). A transaction's offsets are
+// loads. A transactional id likewise by the leader of its partition of
+// __transaction_state (txn_topic.go). A transaction's offsets are
 // kept pending by the group's coordinator and completed there by a
 // WriteTxnMarkers for the group's __consumer_offsets partition.
 
@@ -18,16 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// coordinatorNode returns the coordinator of every group and transactional
-// id, and false when there is none (no live broker).
-func (b *Broker) coordinatorNode() (brokerInfo, bool) {
-	brokers, _ := b.brokersView()
-	if len(brokers) == 0 {
-		return brokerInfo{}, false
-	}
-	return brokers[0], true // sorted by node id
-}
 
 // notCoordinator answers a coordinated request that reached a broker that
 // is not the coordinator with NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE
@@ -44,18 +32,14 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 		}
 		return nil
 	}
-	if b.cl == nil {
-		return nil
+	if ids, ok := requestTxnIDs(msg); ok {
+		for _, id := range ids {
+			if code := b.txnCoordinatorCode(id); code != 0 {
+				return errorResponse(msg, code, b.topicNameByID)
+			}
+		}
 	}
-	c, ok := b.coordinatorNode()
-	if ok && c.id == b.nodeID {
-		return nil
-	}
-	code := kerr.NotCoordinator.Code
-	if !ok {
-		code = kerr.CoordinatorNotAvailable.Code
-	}
-	return errorResponse(msg, code, b.topicNameByID)
+	return nil
 }
 
 // checkTxnProduce checks that a transactional batch belongs to its
@@ -64,12 +48,12 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 // it is this broker, else with an inter-broker AddPartitionsToTxn (VerifyOnly
 // for the older Produce versions), as Kafka's partition leaders do.
 func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p *partition, implicitAdd bool) int16 {
-	c, ok := b.coordinatorNode()
-	if b.cl == nil || (ok && c.id == b.nodeID) {
+	if b.cl == nil || b.txns.TxnError(txnID) == 0 {
 		return b.txns.CheckProduce(producerID, epoch, p.topic.name, p.index, implicitAdd)
 	}
-	if !ok {
-		return kerr.CoordinatorNotAvailable.Code
+	c, code := b.txnCoordinator(txnID)
+	if code != 0 {
+		return kerr.NotEnoughReplicas.Code // retriable: the producer tries again
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()

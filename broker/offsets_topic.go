@@ -275,20 +275,25 @@ func requestGroups(msg kmsg.Request) ([]string, bool) {
 	return nil, false
 }
 
-// groupLog implements coordinator.GroupLog on __consumer_offsets.
-type groupLog struct{ b *Broker }
+// groupLog implements coordinator.GroupLog on topic: __consumer_offsets,
+// or __transaction_state (appends then wait for minISR replicas).
+type groupLog struct {
+	b      *Broker
+	topic  string
+	minISR func() int // nil: 1
+}
 
 // commitTimeout bounds how long an offset commit waits for the ISR.
 const commitTimeout = 30 * time.Second
 
 func (g groupLog) partition(pi int32) (*partition, error) {
-	t := g.b.lookupTopic(offsetsTopicName)
+	t := g.b.lookupTopic(g.topic)
 	if t == nil {
-		return nil, errors.New(offsetsTopicName + " does not exist")
+		return nil, errors.New(g.topic + " does not exist")
 	}
 	p := partitionAt(g.b.partitionsOf(t), pi)
 	if p == nil || p.log == nil {
-		return nil, fmt.Errorf("%s-%d is not here", offsetsTopicName, pi)
+		return nil, fmt.Errorf("%s-%d is not here", g.topic, pi)
 	}
 	return p, nil
 }
@@ -313,11 +318,15 @@ func (g groupLog) Append(pi int32, recs []coordinator.LogRecord) (int64, func() 
 		ldr.MaybeAdvanceHighWatermark()
 	}
 	target := res.LastOffset + 1
+	minISR := int64(1)
+	if g.minISR != nil {
+		minISR = int64(g.minISR())
+	}
 	wait := func() error {
 		if ldr == nil {
 			return awaitHighWatermark(b.ctx, p.log, target, func() bool { return false })
 		}
-		if code := b.awaitReplica(b.ctx, replicaWait{p: p, ldr: ldr, target: target, minISR: 1}, time.Now().Add(commitTimeout)); code != 0 {
+		if code := b.awaitReplica(b.ctx, replicaWait{p: p, ldr: ldr, target: target, minISR: minISR}, time.Now().Add(commitTimeout)); code != 0 {
 			return kerr.ErrorForCode(code)
 		}
 		return nil

@@ -47,7 +47,7 @@ func init() {
 	// AddOffsetsToTxn is not needed).
 	register(kmsg.TxnOffsetCommit, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		req := r.msg.(*kmsg.TxnOffsetCommitRequest)
-		if c, ok := b.coordinatorNode(); b.cl != nil && (!ok || c.id != b.nodeID) {
+		if b.txns.TxnError(req.TransactionalID) != 0 {
 			// The group is coordinated here, its transactional id
 			// elsewhere: the group stores the offsets as pending, as
 			// Kafka's group coordinator does.
@@ -67,7 +67,8 @@ func init() {
 	coordinated(kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit, kmsg.DescribeTransactions)
 }
 
-// openTxns opens the transaction coordinator, its state in
+// openTxns opens the transaction coordinator: its state is
+// __transaction_state (txn_topic.go), materialised in
 // <data-dir>/__meta/txns.db. Groups and topics must be open: it may write
 // markers while it opens (transactions a crash left half-done).
 func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
@@ -84,7 +85,14 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 		Groups:                b.groups,
 		CompleteOffsets:       b.completeTxnOffsets,
 		TopicPartitions:       b.topicPartitionCount,
-		Logger:                b.log.With("component", "txns"),
+		Log: groupLog{b: b, topic: txnStateTopicName, minISR: func() int {
+			if t := b.lookupTopic(txnStateTopicName); t != nil {
+				return b.txnLogMinISR(t)
+			}
+			return 1
+		}},
+		LogPartitions: int32(b.cfg.int64Prop("transaction.state.log.num.partitions")),
+		Logger:        b.log.With("component", "txns"),
 	})
 }
 

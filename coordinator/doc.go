@@ -86,7 +86,10 @@
 // state below, and the partitions and consumer groups of the current
 // transaction. Every transition is written to txns.db (fsynced) before the
 // request that caused it is answered, and memory is only changed once the
-// write succeeded.
+// write succeeded. With TxnConfig.Log (the broker's __transaction_state)
+// the transition is first appended to the id's partition and waited for,
+// and the coordinator serves only the ids of the partitions it has loaded;
+// see txnlog.go.
 //
 // # Transaction states
 //

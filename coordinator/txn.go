@@ -24,6 +24,9 @@ const (
 	DefaultMarkerRetryBackoff       = time.Second
 )
 
+// DefaultTxnLogPartitions is transaction.state.log.num.partitions.
+const DefaultTxnLogPartitions = 50
+
 // ErrTxnConfig is returned by OpenTxn when a required TxnConfig function
 // (AllocateProducerID, WriteMarkers) is missing.
 var ErrTxnConfig = errors.New("coordinator: TxnConfig needs AllocateProducerID and WriteMarkers")
@@ -79,6 +82,13 @@ type TxnConfig struct {
 	// accepts all.
 	TopicPartitions func(topic string) (partitions int32, ok bool)
 
+	// Log, if set, is __transaction_state (txnlog.go): ids are served only
+	// for the partitions loaded with LoadPartition, and every transition
+	// is appended there before it is answered. LogPartitions is its
+	// partition count.
+	Log           GroupLog
+	LogPartitions int32
+
 	Logger *slog.Logger
 }
 
@@ -91,13 +101,15 @@ type TxnCoordinator struct {
 	log *slog.Logger
 	db  *bolt.DB
 
-	mu     sync.Mutex
-	closed bool
-	txns   map[string]*txnEntry
-	byPID  map[int64]string // producer id (and pending next producer id) → transactional id
-	timers timers
-	abort  timerSlot
-	expire timerSlot
+	mu      sync.Mutex
+	closed  bool
+	txns    map[string]*txnEntry
+	byPID   map[int64]string // producer id (and pending next producer id) → transactional id
+	parts   map[int32]int8   // with a log: partition → partLoading, partLoaded
+	logNext map[int32]int64  // with a log: offset after the last record appended or replayed
+	timers  timers
+	abort   timerSlot
+	expire  timerSlot
 }
 
 // txnEntry is a transactional id: its durable state and what the
@@ -134,14 +146,20 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
 	}
 	c := &TxnCoordinator{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		db:    db,
-		txns:  make(map[string]*txnEntry),
-		byPID: make(map[int64]string),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		db:      db,
+		txns:    make(map[string]*txnEntry),
+		byPID:   make(map[int64]string),
+		parts:   make(map[int32]int8),
+		logNext: make(map[int32]int64),
 	}
 	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
-	ids, metas, err := c.loadTxns()
+	keep := func(string) bool { return true }
+	if cfg.Log != nil {
+		keep = func(string) bool { return false } // loaded by partition
+	}
+	ids, metas, err := c.loadTxns(keep)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("coordinator: load %s: %w", txnDBFileName, err)
@@ -183,6 +201,9 @@ func txnWithDefaults(cfg TxnConfig) TxnConfig {
 	}
 	if cfg.MarkerRetryBackoff <= 0 {
 		cfg.MarkerRetryBackoff = DefaultMarkerRetryBackoff
+	}
+	if cfg.LogPartitions <= 0 {
+		cfg.LogPartitions = DefaultTxnLogPartitions
 	}
 	return cfg
 }
@@ -230,7 +251,11 @@ func (c *TxnCoordinator) setMetaLocked(e *txnEntry, m txnMeta) {
 //
 // Lock should be held.
 func (c *TxnCoordinator) transitionLocked(e *txnEntry, m txnMeta) error {
-	if err := c.putTxn(e.id, m); err != nil {
+	off, err := c.logTransitionLocked(e.id, m)
+	if err == nil {
+		err = c.putTxn(c.partitionOfOrZero(e.id), e.id, m, off)
+	}
+	if err != nil {
 		c.log.Warn("persisting transaction state failed", "transactional_id", e.id, "state", m.state, "err", err)
 		return err
 	}
@@ -245,6 +270,15 @@ func (c *TxnCoordinator) transitionLocked(e *txnEntry, m txnMeta) error {
 // versions older than since, which predate the error (KafkaApis does this
 // for InitProducerId < 4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 // < 2).
+// partitionOfOrZero is id's partition of __transaction_state, 0 without a
+// log.
+func (c *TxnCoordinator) partitionOfOrZero(id string) int32 {
+	if c.cfg.Log == nil {
+		return 0
+	}
+	return c.partitionOf(id)
+}
+
 func fencedFor(err *kerr.Error, version, since int16) *kerr.Error {
 	if err == kerr.ProducerFenced && version < since {
 		return kerr.InvalidProducerEpoch

@@ -376,6 +376,9 @@ func (c *TxnCoordinator) expireLocked() {
 			ids = append(ids, id)
 		}
 	}
+	if c.cfg.Log != nil {
+		ids = c.logTombstonesLocked(ids)
+	}
 	if len(ids) == 0 {
 		return
 	}

@@ -39,10 +39,18 @@ type txnRecord struct {
 	Groups         []string           `json:"groups,omitempty"`
 	StartMs        int64              `json:"start_ms"` // -1: no transaction started
 	UpdateMs       int64              `json:"update_ms"`
+	// LogOffset is the offset of the __transaction_state record this
+	// state came from, when Logged (txnlog.go).
+	LogOffset int64 `json:"log_offset,omitempty"`
+	Logged    bool  `json:"logged,omitempty"`
 }
 
-func encodeTxn(m txnMeta) ([]byte, error) {
+// encodeTxn encodes m; logOffset is its __transaction_state record's
+// offset, or -1.
+func encodeTxn(m txnMeta, logOffset int64) ([]byte, error) {
 	return json.Marshal(txnRecord{
+		LogOffset:      max(logOffset, 0),
+		Logged:         logOffset >= 0,
 		Version:        txnRecordVersion,
 		ProducerID:     m.producerID,
 		PrevProducerID: m.prevProducerID,
@@ -97,9 +105,11 @@ func decodeTxn(key, val []byte) (txnMeta, error) {
 	return m, nil
 }
 
-// putTxn persists one transactional id's state.
-func (c *TxnCoordinator) putTxn(id string, m txnMeta) error {
-	val, err := encodeTxn(m)
+// putTxn persists one transactional id's state; logOffset is the offset
+// of its record in partition p of __transaction_state (then the partition's
+// checkpoint advances too), or -1 without a log.
+func (c *TxnCoordinator) putTxn(p int32, id string, m txnMeta, logOffset int64) error {
+	val, err := encodeTxn(m, logOffset)
 	if err != nil {
 		return err
 	}
@@ -108,13 +118,32 @@ func (c *TxnCoordinator) putTxn(id string, m txnMeta) error {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(id), val)
+		if err := b.Put([]byte(id), val); err != nil {
+			return err
+		}
+		if logOffset >= 0 {
+			return putCheckpoint(tx, p, c.logNextOf(p))
+		}
+		return nil
 	})
 }
 
-// deleteTxns removes expired transactional ids in one transaction.
+// logNextOf is the offset after the last record this coordinator appended
+// to or replayed from partition p.
+func (c *TxnCoordinator) logNextOf(p int32) int64 { return c.logNext[p] }
+
+// deleteTxns removes expired transactional ids in one transaction; with a
+// log, their tombstones were appended up to the partitions' logNext.
 func (c *TxnCoordinator) deleteTxns(ids []string) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
+		if c.cfg.Log != nil {
+			for _, id := range ids {
+				p := c.partitionOf(id)
+				if err := putCheckpoint(tx, p, c.logNext[p]); err != nil {
+					return err
+				}
+			}
+		}
 		b := tx.Bucket(bucketTxns)
 		if b == nil {
 			return nil
@@ -128,8 +157,9 @@ func (c *TxnCoordinator) deleteTxns(ids []string) error {
 	})
 }
 
-// loadTxns reads every stored transactional id, sorted by id.
-func (c *TxnCoordinator) loadTxns() ([]string, map[string]txnMeta, error) {
+// loadTxns reads the stored transactional ids keep accepts (nil: all),
+// sorted by id.
+func (c *TxnCoordinator) loadTxns(keep func(id string) bool) ([]string, map[string]txnMeta, error) {
 	out := make(map[string]txnMeta)
 	var ids []string
 	err := c.db.Update(func(tx *bolt.Tx) error {
@@ -138,6 +168,9 @@ func (c *TxnCoordinator) loadTxns() ([]string, map[string]txnMeta, error) {
 			return err
 		}
 		return b.ForEach(func(k, v []byte) error {
+			if keep != nil && !keep(string(k)) {
+				return nil
+			}
 			m, err := decodeTxn(k, v)
 			if err != nil {
 				return err

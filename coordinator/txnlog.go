@@ -1,0 +1,471 @@
+package coordinator
+
+// Transactional ids as records of __transaction_state.
+//
+// With TxnConfig.Log set, the transaction coordinator is Kafka's: the state
+// of transactional id T lives in partition PartitionFor(T,
+// TxnConfig.LogPartitions) of __transaction_state, as Kafka's records
+// (kmsg.TxnMetadataKey / TxnMetadataValue version 1; a nil value is the
+// tombstone of an expired id), and this coordinator serves only the ids of
+// the partitions it has loaded (LoadPartition, when this broker becomes
+// their leader; UnloadPartition when it stops). Every transition (the
+// epoch bump of InitProducerId, Ongoing with its partitions, Prepare*,
+// Complete*) is appended and waited for (the partition's high watermark)
+// before it is installed and answered, as Kafka's TransactionStateManager
+// does; a failed append leaves the state unchanged and the request answers
+// COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR once the partition is
+// unloaded), so the producer looks the coordinator up again.
+//
+// What Kafka's record has no field for is kept in a tagged field of the
+// value that Kafka ignores (txnExtTag: the groups of the transaction and
+// the retry epoch). txns.db stays the materialised view: each record notes
+// the log offset it came from, and bucket "log" holds the per-partition
+// checkpoint, so a load replays only the tail. Records of a txns.db written
+// before the log existed are appended to the log when their partition is
+// first loaded.
+//
+// A load completes the transactions it finds in PrepareCommit or
+// PrepareAbort (markers sent again) and lets the abort loop abort the
+// Ongoing ones past their timeout; the epochs the log holds fence the
+// producers the previous coordinator served.
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	bolt "go.etcd.io/bbolt"
+)
+
+// txnExtTag is the tagged field of TxnMetadataValue holding what Kafka's
+// record has no field for (JSON txnExt).
+const txnExtTag = 10000
+
+type txnExt struct {
+	Groups    []string `json:"groups,omitempty"`
+	LastEpoch int16    `json:"last_epoch"`
+}
+
+func (c *TxnCoordinator) partitionOf(id string) int32 {
+	return PartitionFor(id, c.cfg.LogPartitions)
+}
+
+// txnOwnerErrLocked is nil when this coordinator serves id: always without
+// a log, else when its partition is loaded.
+//
+// Lock should be held.
+func (c *TxnCoordinator) txnOwnerErrLocked(id string) *kerr.Error {
+	if c.cfg.Log == nil {
+		return nil
+	}
+	switch c.parts[c.partitionOf(id)] {
+	case partLoaded:
+		return nil
+	case partLoading:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return kerr.NotCoordinator
+}
+
+// TxnError reports what a request for transactional id gets here: 0, or
+// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
+func (c *TxnCoordinator) TxnError(id string) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if err := c.txnOwnerErrLocked(id); err != nil {
+		return err.Code
+	}
+	return 0
+}
+
+// txnLogRecord encodes id's state as a __transaction_state record; a nil
+// m is the tombstone.
+func txnLogRecord(id string, m *txnMeta) LogRecord {
+	k := kmsg.NewTxnMetadataKey()
+	k.TransactionalID = id
+	r := LogRecord{Key: k.AppendTo(nil)}
+	if m == nil {
+		return r
+	}
+	v := kmsg.NewTxnMetadataValue()
+	v.Version = 1
+	v.ProducerID, v.ProducerEpoch = m.producerID, m.epoch
+	v.TimeoutMillis = int32(m.timeout.Milliseconds())
+	v.State = kmsg.TransactionState(m.state)
+	for t, ps := range m.partitionsByTopic() {
+		vt := kmsg.NewTxnMetadataValueTopic()
+		vt.Topic, vt.Partitions = t, ps
+		v.Topics = append(v.Topics, vt)
+	}
+	slices.SortFunc(v.Topics, func(a, b kmsg.TxnMetadataValueTopic) int {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		if a.Topic > b.Topic {
+			return 1
+		}
+		return 0
+	})
+	v.LastUpdateTimestamp, v.StartTimestamp = m.updated.UnixMilli(), m.startMillis()
+	v.PreviousProducerID, v.NextProducerID = m.prevProducerID, m.nextProducerID
+	v.NextProducerEpoch = noProducerEpoch
+	ext, _ := json.Marshal(txnExt{Groups: m.sortedGroups(), LastEpoch: m.lastEpoch})
+	v.UnknownTags.Set(txnExtTag, ext)
+	r.Value = v.AppendTo(nil)
+	return r
+}
+
+// txnMetaFromLog decodes a TxnMetadataValue.
+func txnMetaFromLog(v *kmsg.TxnMetadataValue) (txnMeta, bool) {
+	st := txnState(v.State)
+	if st < txnEmpty || st > txnPrepareEpochFence || st == txnDead || st == txnPrepareEpochFence {
+		return txnMeta{}, false
+	}
+	m := txnMeta{
+		producerID:     v.ProducerID,
+		prevProducerID: noProducerID,
+		nextProducerID: noProducerID,
+		epoch:          v.ProducerEpoch,
+		lastEpoch:      noProducerEpoch,
+		timeout:        time.Duration(v.TimeoutMillis) * time.Millisecond,
+		state:          st,
+		partitions:     make(map[topicPartition]struct{}),
+		groups:         make(map[string]struct{}),
+		updated:        time.UnixMilli(v.LastUpdateTimestamp),
+	}
+	if v.Version >= 1 {
+		m.prevProducerID, m.nextProducerID = v.PreviousProducerID, v.NextProducerID
+	}
+	if v.StartTimestamp >= 0 {
+		m.start = time.UnixMilli(v.StartTimestamp)
+	}
+	for _, t := range v.Topics {
+		for _, p := range t.Partitions {
+			m.partitions[topicPartition{t.Topic, p}] = struct{}{}
+		}
+	}
+	v.UnknownTags.Each(func(tag uint32, b []byte) {
+		var ext txnExt
+		if tag != txnExtTag || json.Unmarshal(b, &ext) != nil {
+			return
+		}
+		m.lastEpoch = ext.LastEpoch
+		for _, g := range ext.Groups {
+			m.groups[g] = struct{}{}
+		}
+	})
+	return m, true
+}
+
+// appendTxnsLocked appends records to partition p and waits for them to be
+// committed; it returns the offset of the first. The lock stays held
+// meanwhile, so no other transition of this coordinator interleaves.
+//
+// Lock should be held.
+func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, error) {
+	next, wait, err := c.cfg.Log.Append(p, recs)
+	if err != nil {
+		return 0, err
+	}
+	if err := wait(); err != nil {
+		return 0, err
+	}
+	if next > c.logNext[p] {
+		c.logNext[p] = next
+	}
+	return next - int64(len(recs)), nil
+}
+
+// logTransitionLocked appends e's new state m and waits for it; it returns
+// the record's offset, or -1 without a log.
+//
+// Lock should be held.
+func (c *TxnCoordinator) logTransitionLocked(id string, m txnMeta) (int64, error) {
+	if c.cfg.Log == nil {
+		return -1, nil
+	}
+	if err := c.txnOwnerErrLocked(id); err != nil {
+		return 0, err
+	}
+	return c.appendTxnsLocked(c.partitionOf(id), []LogRecord{txnLogRecord(id, &m)})
+}
+
+// LoadPartition makes this coordinator serve the transactional ids of
+// partition p of __transaction_state, which this broker now leads:
+// txns.db is brought up to the end of the log, ids txns.db holds from
+// before the log existed are appended to it, and the ids are loaded;
+// meanwhile their requests answer COORDINATOR_LOAD_IN_PROGRESS. Then the
+// transactions found in Prepare* are completed.
+func (c *TxnCoordinator) LoadPartition(p int32) error {
+	c.mu.Lock()
+	if c.closed || c.cfg.Log == nil || c.parts[p] != 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.parts[p] = partLoading
+	c.mu.Unlock()
+	err := c.replayPartition(p)
+	c.mu.Lock()
+	if c.parts[p] != partLoading { // unloaded meanwhile
+		c.mu.Unlock()
+		return err
+	}
+	if err == nil {
+		err = c.migratePartitionLocked(p)
+	}
+	var ids []string
+	var metas map[string]txnMeta
+	if err == nil {
+		ids, metas, err = c.loadTxns(func(id string) bool { return c.partitionOf(id) == p })
+	}
+	if err != nil {
+		delete(c.parts, p)
+		c.mu.Unlock()
+		return err
+	}
+	c.parts[p] = partLoaded
+	var unfinished []string
+	for _, id := range ids {
+		e := &txnEntry{id: id}
+		c.txns[id] = e
+		c.setMetaLocked(e, metas[id])
+		if e.meta.state.preparing() {
+			unfinished = append(unfinished, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range unfinished {
+		if err := c.finish(context.Background(), id); err != nil {
+			c.log.Warn("completing transaction after a coordinator move failed; will retry", "transactional_id", id, "err", err)
+		}
+	}
+	return nil
+}
+
+func (c *TxnCoordinator) replayPartition(p int32) error {
+	var from int64
+	c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	var recs []replayed
+	collect := func(off int64, r LogRecord) error {
+		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
+		return nil
+	}
+	next, err := c.cfg.Log.Replay(p, from, collect)
+	if err != nil {
+		return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
+	}
+	rebuild := next < from // truncated below the view: rebuild it
+	if rebuild {
+		recs = recs[:0]
+		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
+			return err
+		}
+	}
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketTxns)
+		if err != nil {
+			return err
+		}
+		if rebuild {
+			var stale [][]byte
+			b.ForEach(func(k, v []byte) error {
+				var rec txnRecord
+				if c.partitionOf(string(k)) == p && json.Unmarshal(v, &rec) == nil && rec.Logged {
+					stale = append(stale, slices.Clone(k))
+				}
+				return nil
+			})
+			for _, k := range stale {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+		for _, r := range recs {
+			if err := applyTxnRecord(b, r); err != nil {
+				return err
+			}
+		}
+		return putCheckpoint(tx, p, next)
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if next > c.logNext[p] {
+		c.logNext[p] = next
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// applyTxnRecord applies one replayed record to bucket txns unless the view
+// already holds a later one for its id.
+func applyTxnRecord(b *bolt.Bucket, r replayed) error {
+	if len(r.key) < 2 || binary.BigEndian.Uint16(r.key) != 0 {
+		return nil
+	}
+	var k kmsg.TxnMetadataKey
+	if k.ReadFrom(r.key) != nil {
+		return nil
+	}
+	id := []byte(k.TransactionalID)
+	if old := b.Get(id); old != nil {
+		var rec txnRecord
+		if json.Unmarshal(old, &rec) == nil && rec.Logged && rec.LogOffset >= r.offset {
+			return nil
+		}
+	}
+	if r.value == nil {
+		return b.Delete(id)
+	}
+	var v kmsg.TxnMetadataValue
+	if v.ReadFrom(r.value) != nil {
+		return nil
+	}
+	m, ok := txnMetaFromLog(&v)
+	if !ok {
+		return nil
+	}
+	val, err := encodeTxn(m, r.offset)
+	if err != nil {
+		return err
+	}
+	return b.Put(id, val)
+}
+
+// migratePartitionLocked appends to the log the ids of partition p that
+// txns.db holds without a log offset (written before __transaction_state
+// existed) and records their offsets.
+//
+// Lock should be held.
+func (c *TxnCoordinator) migratePartitionLocked(p int32) error {
+	ids, metas, err := c.loadTxns(func(id string) bool { return c.partitionOf(id) == p })
+	if err != nil {
+		return err
+	}
+	var legacy []string
+	c.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTxns)
+		for _, id := range ids {
+			var rec txnRecord
+			if v := b.Get([]byte(id)); v != nil && json.Unmarshal(v, &rec) == nil && !rec.Logged {
+				legacy = append(legacy, id)
+			}
+		}
+		return nil
+	})
+	if len(legacy) == 0 {
+		return nil
+	}
+	recs := make([]LogRecord, 0, len(legacy))
+	for _, id := range legacy {
+		m := metas[id]
+		recs = append(recs, txnLogRecord(id, &m))
+	}
+	base, err := c.appendTxnsLocked(p, recs)
+	if err != nil {
+		return fmt.Errorf("coordinator: migrating transactional ids to __transaction_state-%d: %w", p, err)
+	}
+	for i, id := range legacy {
+		if err := c.putTxn(p, id, metas[id], base+int64(i)); err != nil {
+			return err
+		}
+	}
+	c.log.Info("migrated transactional ids to __transaction_state", "partition", p, "count", len(legacy))
+	return nil
+}
+
+// UnloadPartition stops serving the transactional ids of partition p: this
+// broker no longer leads it. txns.db keeps the view for a later load; a
+// marker write in flight finishes, but its completion is left to the new
+// coordinator.
+func (c *TxnCoordinator) UnloadPartition(p int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.Log == nil || c.parts[p] == 0 {
+		return
+	}
+	delete(c.parts, p)
+	for id, e := range c.txns {
+		if c.partitionOf(id) != p {
+			continue
+		}
+		c.timers.cancelLocked(&e.retry)
+		for _, pid := range []int64{e.meta.producerID, e.meta.nextProducerID} {
+			if c.byPID[pid] == id {
+				delete(c.byPID, pid)
+			}
+		}
+		delete(c.txns, id)
+	}
+}
+
+// LoadedPartitions reports the partitions of __transaction_state this
+// coordinator serves.
+func (c *TxnCoordinator) LoadedPartitions() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int32
+	for p, s := range c.parts {
+		if s == partLoaded {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// HasUnloggedState reports whether txns.db holds transactional ids written
+// before __transaction_state existed.
+func (c *TxnCoordinator) HasUnloggedState() bool {
+	found := false
+	c.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketTxns); b != nil {
+			b.ForEach(func(_, v []byte) error {
+				var rec txnRecord
+				if json.Unmarshal(v, &rec) == nil && !rec.Logged {
+					found = true
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	return found
+}
+
+// logTombstonesLocked appends the tombstones of expiring ids, a batch per
+// partition, and returns the ids whose tombstones were committed.
+//
+// Lock should be held.
+func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
+	byPart := map[int32][]string{}
+	for _, id := range ids {
+		if c.txnOwnerErrLocked(id) == nil {
+			byPart[c.partitionOf(id)] = append(byPart[c.partitionOf(id)], id)
+		}
+	}
+	var out []string
+	for _, p := range sortedKeys(byPart) {
+		recs := make([]LogRecord, 0, len(byPart[p]))
+		for _, id := range byPart[p] {
+			recs = append(recs, txnLogRecord(id, nil))
+		}
+		if _, err := c.appendTxnsLocked(p, recs); err != nil {
+			c.log.Warn("appending tombstones of expired transactional ids failed", "partition", p, "err", err)
+			continue
+		}
+		out = append(out, byPart[p]...)
+	}
+	slices.Sort(out)
+	return out
+}
