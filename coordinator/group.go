@@ -144,6 +144,11 @@ type group struct {
 	subscribedKnown bool
 
 	offsets map[string]map[int32]offsetEntry
+
+	// cg is the membership of a consumer-protocol (KIP-848) group, nil for
+	// classic groups (consumer.go). A consumer group's state is Empty
+	// without members and Stable otherwise; cg.state() is what is reported.
+	cg *consumerGroup
 }
 
 func newGroup(id string, now time.Time) *group {
