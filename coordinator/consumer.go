@@ -872,3 +872,21 @@ func validateConsumerOffsetCommit(g *group, memberID string, epoch int32) *kerr.
 	}
 	return nil
 }
+
+// validateConsumerTxnOffsetCommit is TxnOffsetCommit's check for consumer
+// groups: commits without member and epoch are accepted; otherwise the
+// member must exist with this epoch (ILLEGAL_GENERATION, as Kafka answers
+// transactional commits).
+func validateConsumerTxnOffsetCommit(g *group, memberID string, epoch int32) *kerr.Error {
+	if epoch < 0 && memberID == "" {
+		return nil
+	}
+	m := g.cg.members[memberID]
+	if m == nil {
+		return kerr.UnknownMemberID
+	}
+	if epoch != m.epoch {
+		return kerr.IllegalGeneration
+	}
+	return nil
+}
