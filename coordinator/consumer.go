@@ -449,7 +449,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	c.reconcileLocked(g, m, ownedNow)
 	c.scheduleConsumerSessionLocked(g, m)
 
-	g.transition(stateStable, c.cfg.Now())
+	if g.state != stateStable {
+		g.transition(stateStable, c.cfg.Now())
+	}
 	r.MemberID = kmsg.StringPtr(m.id)
 	r.MemberEpoch = m.epoch
 	r.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
@@ -889,4 +891,25 @@ func validateConsumerTxnOffsetCommit(g *group, memberID string, epoch int32) *ke
 		return kerr.IllegalGeneration
 	}
 	return nil
+}
+
+// subscribesTo reports whether a member subscribes to topic, by name or
+// regex.
+func (cg *consumerGroup) subscribesTo(topic string) bool {
+	for _, m := range cg.members {
+		if slices.Contains(m.topics, topic) || (m.re != nil && m.re.MatchString(topic)) {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelConsumerTimersLocked stops the members' timers.
+//
+// Lock should be held.
+func (c *Coordinator) cancelConsumerTimersLocked(cg *consumerGroup) {
+	for _, m := range cg.members {
+		c.timers.cancelLocked(&m.hb)
+		c.timers.cancelLocked(&m.revokeDue)
+	}
 }

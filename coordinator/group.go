@@ -368,6 +368,9 @@ func (g *group) computeSubscribed() {
 // isSubscribedToTopic reports whether members consume topic; unknown
 // subscriptions of a consumer group count as subscribed to everything.
 func (g *group) isSubscribedToTopic(topic string) bool {
+	if g.cg != nil {
+		return g.cg.subscribesTo(topic)
+	}
 	if g.subscribedKnown {
 		return g.subscribed[topic]
 	}

@@ -537,4 +537,7 @@ func (c *Coordinator) cancelGroupTimersLocked(g *group) {
 	for _, s := range g.pending {
 		c.timers.cancelLocked(s)
 	}
+	if g.cg != nil {
+		c.cancelConsumerTimersLocked(g.cg)
+	}
 }
