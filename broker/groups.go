@@ -13,6 +13,8 @@ package broker
 import (
 	"net"
 
+	"github.com/gregor-broker/gregor/coordinator"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -59,8 +61,8 @@ func init() {
 	})
 	// OffsetFetch: v1-9 (v0 read ZooKeeper offsets and was removed in Kafka
 	// 4). v2 adds a top-level error and null topics (all committed offsets),
-	// v5 leader epochs, v7 require_stable, v8 batches groups. v9's member id
-	// and epoch belong to KIP-848 groups and are ignored.
+	// v5 leader epochs, v7 require_stable, v8 batches groups, v9 member id
+	// and epoch, checked for KIP-848 groups (STALE_MEMBER_EPOCH).
 	register(kmsg.OffsetFetch, 1, 9, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.OffsetFetch(r.msg.(*kmsg.OffsetFetchRequest)), nil
 	})
@@ -74,8 +76,8 @@ func init() {
 	register(kmsg.DescribeGroups, 0, 6, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.DescribeGroups(r.msg.(*kmsg.DescribeGroupsRequest)), nil
 	})
-	// ListGroups: v0-5. v4 states filter, v5 types filter (all groups here
-	// are "classic").
+	// ListGroups: v0-5. v4 states filter, v5 types filter ("classic" or
+	// "consumer", KIP-1043).
 	register(kmsg.ListGroups, 0, 5, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.ListGroups(r.msg.(*kmsg.ListGroupsRequest)), nil
 	})
@@ -83,7 +85,34 @@ func init() {
 	register(kmsg.DeleteGroups, 0, 2, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.DeleteGroups(r.msg.(*kmsg.DeleteGroupsRequest)), nil
 	})
+	// ConsumerGroupHeartbeat: v0-1 (KIP-848, coordinator/consumer.go). v1
+	// adds subscribed_topic_regex and requires a client-generated member id.
+	register(kmsg.ConsumerGroupHeartbeat, 0, 1, func(b *Broker, r *request) (kmsg.Response, error) {
+		clientID := ""
+		if r.hdr.ClientID != nil {
+			clientID = *r.hdr.ClientID
+		}
+		host := r.conn.nc.RemoteAddr().String()
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		return b.groups.ConsumerGroupHeartbeat(r.msg.(*kmsg.ConsumerGroupHeartbeatRequest), clientID, "/"+host), nil
+	})
+	// ConsumerGroupDescribe: v0-1. v1 adds the member type.
+	register(kmsg.ConsumerGroupDescribe, 0, 1, func(b *Broker, r *request) (kmsg.Response, error) {
+		return b.groups.ConsumerGroupDescribe(r.msg.(*kmsg.ConsumerGroupDescribeRequest)), nil
+	})
 	runAsync(kmsg.JoinGroup, kmsg.SyncGroup)
 	coordinated(kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.OffsetCommit, kmsg.OffsetFetch,
-		kmsg.OffsetDelete, kmsg.DescribeGroups, kmsg.DeleteGroups)
+		kmsg.OffsetDelete, kmsg.DescribeGroups, kmsg.DeleteGroups, kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe)
+}
+
+// consumerTopics lists the topics for consumer-protocol groups.
+func (b *Broker) consumerTopics() []coordinator.ConsumerTopic {
+	ts := b.topicList()
+	out := make([]coordinator.ConsumerTopic, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, coordinator.ConsumerTopic{Name: t.name, ID: t.id, Partitions: int32(len(b.partitionsOf(t)))})
+	}
+	return out
 }

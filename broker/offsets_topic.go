@@ -271,6 +271,10 @@ func requestGroups(msg kmsg.Request) ([]string, bool) {
 		return m.Groups, true
 	case *kmsg.DeleteGroupsRequest:
 		return m.Groups, true
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return []string{m.Group}, true
+	case *kmsg.ConsumerGroupDescribeRequest:
+		return m.Groups, true
 	}
 	return nil, false
 }

@@ -14,6 +14,9 @@ const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
 // classicGroupType is the group type ListGroups v5 reports.
 const classicGroupType = "classic"
 
+// consumerGroupType is the group type of KIP-848 groups (consumer.go).
+const consumerGroupType = "consumer"
+
 // DescribeGroups handles a DescribeGroups request. An unknown group is
 // described as Dead (with GROUP_ID_NOT_FOUND from v6). Member metadata and
 // assignments are only shown once the group is Stable, as Kafka does.
@@ -38,6 +41,15 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			if req.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + id + " not found."
+				d.ErrorMessage = &msg
+			}
+		case g.cg != nil:
+			// KIP-1043: a consumer group described with the classic API.
+			d.State = g.cg.state()
+			d.ProtocolType = consumerProtocolType
+			if req.Version >= 6 {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "Group " + id + " is not a classic group."
 				d.ErrorMessage = &msg
 			}
 		default:
@@ -89,14 +101,18 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	}
 	for _, id := range sortedKeys(c.groups) {
 		g := c.groups[id]
-		if !matches(req.StatesFilter, g.state.String()) || !matches(req.TypesFilter, classicGroupType) {
+		state, typ := g.state.String(), classicGroupType
+		if g.cg != nil {
+			state, typ = g.cg.state(), consumerGroupType
+		}
+		if !matches(req.StatesFilter, state) || !matches(req.TypesFilter, typ) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = id
 		lg.ProtocolType = g.protocolType
-		lg.GroupState = g.state.String()
-		lg.GroupType = classicGroupType
+		lg.GroupState = state
+		lg.GroupType = typ
 		r.Groups = append(r.Groups, lg)
 	}
 	return r

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,6 +73,17 @@ type Config struct {
 	// groups of the partitions loaded with LoadPartition (grouplog.go).
 	Log           GroupLog
 	LogPartitions int32
+
+	// Consumer-protocol groups (consumer.go). Topics lists the broker's
+	// topics, for topic ids, partition counts and regex subscriptions; nil
+	// means none.
+	Topics                    func() []ConsumerTopic
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	// ConsumerAssignors are the server assignors offered, the first the
+	// default (group.consumer.assignors); names other than "uniform" and
+	// "range" are dropped.
+	ConsumerAssignors []string
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every
@@ -170,6 +182,22 @@ func withDefaults(cfg Config) Config {
 	if cfg.LogPartitions <= 0 {
 		cfg.LogPartitions = 50
 	}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
+	var assignors []string
+	for _, a := range cfg.ConsumerAssignors {
+		if slices.Contains(consumerAssignors, a) && !slices.Contains(assignors, a) {
+			assignors = append(assignors, a)
+		}
+	}
+	if len(assignors) == 0 {
+		assignors = consumerAssignors
+	}
+	cfg.ConsumerAssignors = assignors
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = math.MaxInt32
 	}

@@ -134,6 +134,8 @@ type harness struct {
 	c     *Coordinator
 	ids   int
 	calls []*ddCall
+	// topics are the partition counts behind Config.Topics (cgh_test.go).
+	topics map[string]int32
 }
 
 type ddCall struct {
@@ -297,7 +299,9 @@ func (h *harness) run(line string) string {
 				parts[name] = int32(v)
 			}
 			h.cfg.TopicPartitions = func(topic string) (int32, bool) { n, ok := parts[topic]; return n, ok }
+			h.setConsumerTopics(parts)
 		}
+		h.openConsumer(a)
 		h.open()
 		return ""
 	}
@@ -394,7 +398,10 @@ func (h *harness) run(line string) string {
 		out = append(out, h.settle()...)
 		h.open()
 	default:
-		t.Fatalf("unknown command %q", cmd)
+		var ok bool
+		if out, ok = h.runConsumer(cmd, a); !ok {
+			t.Fatalf("unknown command %q", cmd)
+		}
 	}
 	out = append(out, h.settle()...)
 	return strings.Join(out, "\n")

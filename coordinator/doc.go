@@ -1,7 +1,9 @@
-// Package coordinator is Gregor's classic consumer group coordinator: the
-// JoinGroup / SyncGroup / Heartbeat / LeaveGroup membership protocol, offset
-// commits and fetches, and the group admin APIs, with groups and committed
-// offsets kept in one bbolt file; and its transaction coordinator
+// Package coordinator is Gregor's consumer group coordinator: the classic
+// JoinGroup / SyncGroup / Heartbeat / LeaveGroup membership protocol, the
+// KIP-848 consumer protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe;
+// see consumer.go), offset commits and fetches, and the group admin APIs,
+// with groups and committed offsets kept in one bbolt file; and its
+// transaction coordinator
 // (TxnCoordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 // TxnOffsetCommit, EndTxn, DescribeTransactions, ListTransactions), with
 // transactional ids kept in another (txns.db).
@@ -18,7 +20,9 @@
 //
 // # Group states
 //
-// The state names are Kafka's (ClassicGroupState); DescribeGroups and
+// These are the states of classic groups; consumer-protocol groups have
+// Kafka's ConsumerGroupState (Empty, Assigning, Reconciling, Stable),
+// described in consumer.go. The state names are Kafka's (ClassicGroupState); DescribeGroups and
 // ListGroups report them.
 //
 // Empty: the group has no members, but may have committed offsets (also the

@@ -144,6 +144,11 @@ type group struct {
 	subscribedKnown bool
 
 	offsets map[string]map[int32]offsetEntry
+
+	// cg is the membership of a consumer-protocol (KIP-848) group, nil for
+	// classic groups (consumer.go). A consumer group's state is Empty
+	// without members and Stable otherwise; cg.state() is what is reported.
+	cg *consumerGroup
 }
 
 func newGroup(id string, now time.Time) *group {
@@ -363,6 +368,9 @@ func (g *group) computeSubscribed() {
 // isSubscribedToTopic reports whether members consume topic; unknown
 // subscriptions of a consumer group count as subscribed to everything.
 func (g *group) isSubscribedToTopic(topic string) bool {
+	if g.cg != nil {
+		return g.cg.subscribesTo(topic)
+	}
 	if g.subscribedKnown {
 		return g.subscribed[topic]
 	}

@@ -55,6 +55,16 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		c.mu.Unlock()
 		return joinError(req.MemberID, kerr.CoordinatorNotAvailable)
 	}
+	if g := c.groups[req.Group]; g != nil && g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// A consumer-protocol group is not converted while it has
+			// members (KIP-848 online migration is not implemented).
+			c.mu.Unlock()
+			return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
+		}
+		g.cg = nil // an Empty consumer group becomes classic
+		g.transition(stateEmpty, c.cfg.Now())
+	}
 	w, resp := c.joinLocked(p)
 	c.mu.Unlock()
 	if w == nil {
@@ -526,5 +536,8 @@ func (c *Coordinator) cancelGroupTimersLocked(g *group) {
 	}
 	for _, s := range g.pending {
 		c.timers.cancelLocked(s)
+	}
+	if g.cg != nil {
+		c.cancelConsumerTimersLocked(g.cg)
 	}
 }

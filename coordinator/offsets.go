@@ -56,7 +56,11 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		g = newGroup(req.Group, c.cfg.Now())
 		created = true
 	}
-	if err := validateOffsetCommit(g, memberID, instanceID, gen); err != nil {
+	if g.cg != nil {
+		if err := validateConsumerOffsetCommit(g, memberID, gen); err != nil {
+			return setAll(err)
+		}
+	} else if err := validateOffsetCommit(g, memberID, instanceID, gen); err != nil {
 		return setAll(err)
 	}
 
@@ -220,6 +224,12 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 				}
 			}
 			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil, stable)
+			if g := c.groups[rg.Group]; err == noError && req.Version >= 9 && g != nil && g.cg != nil && rg.MemberID != nil {
+				// v9: a consumer group member's fetch checks its epoch.
+				if verr := validateConsumerOffsetCommit(g, *rg.MemberID, rg.MemberEpoch); verr != nil {
+					err, res = verr, nil
+				}
+			}
 			out.ErrorCode = err.Code
 			for _, t := range res {
 				ot := kmsg.NewOffsetFetchResponseGroupTopic()

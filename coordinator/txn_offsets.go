@@ -199,7 +199,12 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 	if g == nil {
 		g = newGroup(req.Group, c.cfg.Now())
 	}
-	if !(gen < 0 && g.state == stateEmpty) && (gen >= 0 || memberID != "" || instanceID != "") {
+	if g.cg != nil {
+		if err := validateConsumerTxnOffsetCommit(g, memberID, gen); err != nil {
+			setAll(err)
+			return
+		}
+	} else if !(gen < 0 && g.state == stateEmpty) && (gen >= 0 || memberID != "" || instanceID != "") {
 		if err := g.validateMember(memberID, instanceID); err != nil {
 			setAll(err)
 			return
