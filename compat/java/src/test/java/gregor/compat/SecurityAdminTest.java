@@ -30,7 +30,6 @@ import org.apache.kafka.common.resource.ResourcePatternFilter;
 import org.apache.kafka.common.resource.ResourceType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -115,11 +114,9 @@ class SecurityAdminTest {
 
     /**
      * describeUserScramCredentials() with no names describes every user. The Java client sends
-     * Users as an empty array (not null), which Kafka treats as "all users"; Gregor's
-     * DescribeUserScramCredentials handler only treats a null array so, and answers an empty list.
+     * Users as an empty array (not null), which Kafka treats as "all users".
      */
     @Test
-    @Disabled("Gregor bug: DescribeUserScramCredentials v0 with Users=[] answers no results; Kafka describes every user")
     void scramDescribeAll() throws Exception {
         admin.alterUserScramCredentials(List.of(
                 new UserScramCredentialUpsertion("carol", new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), "carol-secret")))
