@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: bench-cluster cluster build run deps test unit compat compat-cluster crash jepsen fuzz bench lint clean
+.PHONY: bench-cluster cluster build run deps test unit compat compat-cluster compat-java crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -57,6 +57,12 @@ unit:
 
 compat: deps
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
+
+## compat-java: the Java client tests (compat/java: kafka-clients 4.x,
+## JUnit 5) against a gregor they build and start themselves; needs a JDK 17+
+## and Maven (local repository ~/.m2). GREGOR_BIN=path skips the go build.
+compat-java:
+	cd compat/java && mvn -q -B test
 
 ## compat-cluster: the compat suite with every newBroker a three-node cluster
 ## (GREGOR_COMPAT_CLUSTER=1: RF 3, min.insync.replicas=2); tests about one

@@ -34,7 +34,7 @@ func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, 
 		}
 		return res
 	}
-	if req.Users == nil {
+	if len(req.Users) == 0 { // null or empty: every user, as Kafka answers (the Java client sends an empty list)
 		all, err := b.users().list(ctx)
 		if err != nil {
 			resp.ErrorCode = kerr.UnknownServerError.Code
