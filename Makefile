@@ -28,25 +28,26 @@ cluster: build
 	done; wait
 
 ## deps: the programs the tests run that Go does not build: kcat (compat
-## suite) and chromium (console test). Missing ones are installed with
+## suite), chromium (console test) and maven (Java clients). Missing ones are installed with
 ## apt-get, as root or through passwordless sudo; otherwise it stops and
-## says what to install. Nothing is done when both are on the PATH.
-DEPS := kcat chromium
+## says what to install. Nothing is done when all are on the PATH.
+DEPS := kcat:kcat chromium:chromium mvn:maven
 deps:
-	@missing=""; \
-	for c in $(DEPS); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	@missing=""; pkgs=""; \
+	for d in $(DEPS); do c=$${d%%:*}; p=$${d##*:}; \
+		command -v $$c >/dev/null 2>&1 || { missing="$$missing $$c"; pkgs="$$pkgs $$p"; }; done; \
 	[ -n "$$missing" ] || exit 0; \
 	if [ "$$(id -u)" = 0 ]; then sudo=""; \
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
-	else echo "make deps: missing:$$missing. Install them as root (apt-get install -y$$missing) and run make test again." >&2; exit 1; fi; \
+	else echo "make deps: missing:$$missing. Install them as root (apt-get install -y$$pkgs) and run make test again." >&2; exit 1; fi; \
 	command -v apt-get >/dev/null 2>&1 || { echo "make deps: missing:$$missing, and no apt-get to install them with; install them by hand." >&2; exit 1; }; \
-	echo "make deps: installing$$missing with $${sudo:+sudo }apt-get"; \
+	echo "make deps: installing$$pkgs with $${sudo:+sudo }apt-get"; \
 	$$sudo apt-get update -qq && \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null || exit 1; \
-	for c in $$missing; do command -v $$c >/dev/null 2>&1 || { echo "make deps: $$c still not on the PATH after apt-get install $$c" >&2; exit 1; }; done
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$pkgs >/dev/null || exit 1; \
+	for c in $$missing; do command -v $$c >/dev/null 2>&1 || { echo "make deps: $$c still not on the PATH after installing it" >&2; exit 1; }; done
 
 ## test: vet, unit tests, and the compat suite (real clients incl. kcat);
-## installs kcat and chromium first when missing (deps)
+## installs kcat, chromium and maven first when missing (deps)
 test: deps
 	$(GO) vet ./...
 	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 20m ./...
