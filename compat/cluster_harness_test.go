@@ -290,6 +290,8 @@ func (nd *clusterNode) start() {
 		}
 	}}
 	cmd := exec.Command(gregorBin, args...)
+	// The broker dies with the test process, even when a test panics.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("node %d: starting %s: %v", nd.id, gregorBin, err)
