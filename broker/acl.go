@@ -481,5 +481,4 @@ func (b *Broker) authorizedOps(r *request, resType int8, name string, ops ...int
 var (
 	topicOps   = []int8{opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs}
 	clusterOps = []int8{opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite}
-	groupOps   = []int8{opRead, opDescribe, opDelete}
 )

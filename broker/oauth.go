@@ -398,7 +398,22 @@ func parseJWKS(b []byte) (map[string]crypto.PublicKey, error) {
 			default:
 				continue
 			}
-			keys[k.Kid] = &ecdsa.PublicKey{Curve: curve, X: dec(k.X), Y: dec(k.Y)}
+			// The uncompressed point 0x04 || X || Y, each coordinate
+			// left-padded to the field size.
+			size := (curve.Params().BitSize + 7) / 8
+			x, y := dec(k.X).Bytes(), dec(k.Y).Bytes()
+			if len(x) > size || len(y) > size {
+				continue
+			}
+			point := make([]byte, 1+2*size)
+			point[0] = 4
+			copy(point[1+size-len(x):1+size], x)
+			copy(point[1+2*size-len(y):], y)
+			pub, err := ecdsa.ParseUncompressedPublicKey(curve, point)
+			if err != nil {
+				continue // not a point of the curve
+			}
+			keys[k.Kid] = pub
 		}
 	}
 	if len(keys) == 0 {

@@ -176,17 +176,6 @@ type cmember struct {
 	revokeDue timerSlot // rebalance timeout while revoking
 }
 
-// owned is what the member still holds: assigned and revoking.
-func (m *cmember) owned() tps {
-	out := m.assigned.clone()
-	for t, ps := range m.revoking {
-		for _, p := range ps {
-			out.add(t, p)
-		}
-	}
-	return out
-}
-
 type consumerGroup struct {
 	epoch           int32 // group epoch
 	assignmentEpoch int32 // epoch of target
