@@ -194,7 +194,20 @@ func (b *Broker) loadGroupPartition(pi, epoch int32) {
 // groupCoordinator returns the broker coordinating group: the leader of
 // its partition of __consumer_offsets.
 func (b *Broker) groupCoordinator(group string) (brokerInfo, int16) {
-	t := b.offsetsTopic()
+	return b.keyCoordinator(b.offsetsTopic(), group)
+}
+
+// groupCoordinatorCode is what a request for group gets here: 0 if this
+// broker serves it, else NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
+// COORDINATOR_NOT_AVAILABLE.
+func (b *Broker) groupCoordinatorCode(group string) int16 {
+	return b.keyCoordinatorCode(b.offsetsTopic(), group, b.groups.GroupError)
+}
+
+// keyCoordinator returns the broker coordinating key through the internal
+// topic t (__consumer_offsets for groups, __transaction_state for
+// transactional ids): the leader of partition abs(hash(key)) % partitions.
+func (b *Broker) keyCoordinator(t *topic, key string) (brokerInfo, int16) {
 	if t == nil {
 		return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
 	}
@@ -202,7 +215,7 @@ func (b *Broker) groupCoordinator(group string) (brokerInfo, int16) {
 	if len(parts) == 0 {
 		return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
 	}
-	p := parts[coordinator.PartitionFor(group, int32(len(parts)))]
+	p := parts[coordinator.PartitionFor(key, int32(len(parts)))]
 	leader := b.nodeID
 	if b.cl != nil {
 		mp := p.meta.Load()
@@ -220,18 +233,18 @@ func (b *Broker) groupCoordinator(group string) (brokerInfo, int16) {
 	return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
 }
 
-// groupCoordinatorCode is what a request for group gets here: 0 if this
-// broker serves it, else NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
-// COORDINATOR_NOT_AVAILABLE.
-func (b *Broker) groupCoordinatorCode(group string) int16 {
-	t := b.offsetsTopic()
+// keyCoordinatorCode is what a request for key gets here, given the
+// coordinator's own answer (ownership) for it: NOT_COORDINATOR becomes
+// COORDINATOR_LOAD_IN_PROGRESS when this broker leads the key's partition
+// of t but has not loaded it yet.
+func (b *Broker) keyCoordinatorCode(t *topic, key string, ownership func(string) int16) int16 {
 	if t == nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
-	code := b.groups.GroupError(group)
+	code := ownership(key)
 	if code == kerr.NotCoordinator.Code {
 		parts := b.partitionsOf(t)
-		if p := partitionAt(parts, coordinator.PartitionFor(group, int32(len(parts)))); p != nil {
+		if p := partitionAt(parts, coordinator.PartitionFor(key, int32(len(parts)))); p != nil {
 			if leads, _ := b.leadsGroupPartition(p); leads {
 				code = kerr.CoordinatorLoadInProgress.Code // elected, not loaded yet
 			}

@@ -21,8 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gregor-broker/gregor/coordinator"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -171,50 +169,14 @@ func (b *Broker) applyTxnPartition(pi, epoch int32, load bool) {
 // txnCoordinator returns the broker coordinating transactional id: the
 // leader of its partition of __transaction_state.
 func (b *Broker) txnCoordinator(id string) (brokerInfo, int16) {
-	t := b.txnStateTopic()
-	if t == nil {
-		return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
-	}
-	parts := b.partitionsOf(t)
-	if len(parts) == 0 {
-		return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
-	}
-	p := parts[coordinator.PartitionFor(id, int32(len(parts)))]
-	leader := b.nodeID
-	if b.cl != nil {
-		mp := p.meta.Load()
-		if mp == nil || mp.Leader < 0 {
-			return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
-		}
-		leader = mp.Leader
-	}
-	brokers, _ := b.brokersView()
-	for _, br := range brokers {
-		if br.id == leader {
-			return br, 0
-		}
-	}
-	return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
+	return b.keyCoordinator(b.txnStateTopic(), id)
 }
 
 // txnCoordinatorCode is what a request for transactional id gets here: 0
 // if this broker serves it, else NOT_COORDINATOR,
 // COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE.
 func (b *Broker) txnCoordinatorCode(id string) int16 {
-	t := b.txnStateTopic()
-	if t == nil {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	code := b.txns.TxnError(id)
-	if code == kerr.NotCoordinator.Code {
-		parts := b.partitionsOf(t)
-		if p := partitionAt(parts, coordinator.PartitionFor(id, int32(len(parts)))); p != nil {
-			if leads, _ := b.leadsGroupPartition(p); leads {
-				code = kerr.CoordinatorLoadInProgress.Code // elected, not loaded yet
-			}
-		}
-	}
-	return code
+	return b.keyCoordinatorCode(b.txnStateTopic(), id, b.txns.TxnError)
 }
 
 // requestTxnIDs returns the transactional ids of a transaction request;
