@@ -109,7 +109,7 @@
 // # Lock order
 //
 // This is the lock order of the whole program; the documentation of
-// packages coordinator, storage and protocol points here. A goroutine that
+// packages coordinator, storage, protocol and replication points here. A goroutine that
 // holds a lock may take only locks further down this list, and takes none
 // of them twice (not even Broker.mu for reading: a waiting writer blocks new
 // readers).
@@ -141,8 +141,13 @@
 // DeleteAcls', is taken before it and before etcd calls), fileUserStore.mu (alterMu, AlterUserScramCredentials' own, is taken
 // before it and before etcd calls, never inside another lock), and the
 // cleaner's throttler.mu
-// (Clean's Throttle callback); protocol's frame pool; the coordinators'
-// bbolt files. Storage calls nothing outside itself with a lock held (its
+// (Clean's Throttle callback); the cluster state's applyMu (metadata is
+// applied one change at a time; it takes Broker.mu and the logs' locks
+// inside it, never the reverse) and peersMu; package replication's
+// Leader.mu and Fetcher.mu (a Fetcher holds its mu while it appends to a
+// follower log, so Log.mu is taken inside it, and nothing takes
+// Fetcher.mu with a log lock held); protocol's frame pool; the
+// coordinators' bbolt files. Storage calls nothing outside itself with a lock held (its
 // Decompress and Logger callbacks take none of these locks), and the
 // callbacks the coordinators are given (TopicPartitions,
 // AllocateProducerID, WriteMarkers) never call back into a coordinator.
