@@ -109,7 +109,7 @@ type Coordinator struct {
 
 	// With a Log: the load state of each partition, the appends in flight
 	// and the offset after the last record appended or replayed.
-	parts    map[int32]int
+	parts    partStates
 	inflight map[int32]int
 	logNext  map[int32]int64
 }
@@ -134,7 +134,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		newUUID:    randomUUID,
 		groups:     make(map[string]*group),
 		txnPending: make(txnPendingOffsets),
-		parts:      make(map[int32]int),
+		parts:      partStates{},
 		inflight:   make(map[int32]int),
 		logNext:    make(map[int32]int64),
 	}

@@ -63,6 +63,38 @@ const (
 	partLoaded  = 2
 )
 
+// partStates is the load state of each log partition a coordinator (of
+// groups or of transactions) serves.
+type partStates map[int32]int8
+
+// ownerErr is nil when the coordinator serves partition p: always without
+// a log (hasLog false), else when p is loaded; COORDINATOR_LOAD_IN_PROGRESS
+// while it loads, NOT_COORDINATOR otherwise.
+func (ps partStates) ownerErr(hasLog bool, p int32) *kerr.Error {
+	if !hasLog {
+		return nil
+	}
+	switch ps[p] {
+	case partLoaded:
+		return nil
+	case partLoading:
+		return kerr.CoordinatorLoadInProgress
+	}
+	return kerr.NotCoordinator
+}
+
+// loaded returns the loaded partitions, sorted.
+func (ps partStates) loaded() []int32 {
+	var out []int32
+	for p, s := range ps {
+		if s == partLoaded {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 var bucketLog = []byte("log")
 
 // PartitionFor is Kafka's placement of group (or transactional id) id
@@ -96,16 +128,7 @@ func (c *Coordinator) partitionOf(groupID string) int32 {
 //
 // Lock should be held.
 func (c *Coordinator) ownerErrLocked(groupID string) *kerr.Error {
-	if c.cfg.Log == nil {
-		return nil
-	}
-	switch c.parts[c.partitionOf(groupID)] {
-	case partLoaded:
-		return nil
-	case partLoading:
-		return kerr.CoordinatorLoadInProgress
-	}
-	return kerr.NotCoordinator
+	return c.parts.ownerErr(c.cfg.Log != nil, c.partitionOf(groupID))
 }
 
 // GroupError reports what a request for groupID gets here: 0, or
@@ -616,14 +639,7 @@ func (c *Coordinator) UnloadPartition(p int32) {
 func (c *Coordinator) LoadedPartitions() []int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []int32
-	for p, s := range c.parts {
-		if s == partLoaded {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return c.parts.loaded()
 }
 
 // TxnOffsetCommit stores a transaction's offsets as pending, as Kafka's

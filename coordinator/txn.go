@@ -105,7 +105,7 @@ type TxnCoordinator struct {
 	closed  bool
 	txns    map[string]*txnEntry
 	byPID   map[int64]string // producer id (and pending next producer id) → transactional id
-	parts   map[int32]int8   // with a log: partition → partLoading, partLoaded
+	parts   partStates       // with a log: partition → partLoading, partLoaded
 	logNext map[int32]int64  // with a log: offset after the last record appended or replayed
 	timers  timers
 	abort   timerSlot
@@ -151,7 +151,7 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		db:      db,
 		txns:    make(map[string]*txnEntry),
 		byPID:   make(map[int64]string),
-		parts:   make(map[int32]int8),
+		parts:   partStates{},
 		logNext: make(map[int32]int64),
 	}
 	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)

@@ -60,16 +60,7 @@ func (c *TxnCoordinator) partitionOf(id string) int32 {
 //
 // Lock should be held.
 func (c *TxnCoordinator) txnOwnerErrLocked(id string) *kerr.Error {
-	if c.cfg.Log == nil {
-		return nil
-	}
-	switch c.parts[c.partitionOf(id)] {
-	case partLoaded:
-		return nil
-	case partLoading:
-		return kerr.CoordinatorLoadInProgress
-	}
-	return kerr.NotCoordinator
+	return c.parts.ownerErr(c.cfg.Log != nil, c.partitionOf(id))
 }
 
 // TxnError reports what a request for transactional id gets here: 0, or
@@ -414,14 +405,7 @@ func (c *TxnCoordinator) UnloadPartition(p int32) {
 func (c *TxnCoordinator) LoadedPartitions() []int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []int32
-	for p, s := range c.parts {
-		if s == partLoaded {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return c.parts.loaded()
 }
 
 // HasUnloggedState reports whether txns.db holds transactional ids written
