@@ -647,23 +647,7 @@ func (c *Coordinator) LoadedPartitions() []int32 {
 // broker (which then completes them with CompleteTxnOffsetsIn). Unknown
 // partitions answer UNKNOWN_TOPIC_OR_PARTITION.
 func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
-	r := kmsg.NewPtrTxnOffsetCommitResponse()
-	pending := 0
-	for _, t := range req.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			if !c.partitionExists(t.Topic, p.Partition) {
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
-				pending++
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		r.Topics = append(r.Topics, rt)
-	}
+	r, pending := txnOffsetCommitAnswer(req, c.partitionExists)
 	if pending == 0 {
 		return r
 	}

@@ -242,23 +242,7 @@ func (c *TxnCoordinator) AddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest) *kmsg
 // the member and generation (see Coordinator.txnOffsetCommit) and stores
 // the offsets as pending until EndTxn.
 func (c *TxnCoordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
-	r := kmsg.NewPtrTxnOffsetCommitResponse()
-	pending := 0
-	for _, t := range req.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			if !c.partitionExists(t.Topic, p.Partition) {
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else {
-				pending++
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		r.Topics = append(r.Topics, rt)
-	}
+	r, pending := txnOffsetCommitAnswer(req, c.partitionExists)
 	setAll := func(err *kerr.Error) *kmsg.TxnOffsetCommitResponse {
 		for i := range r.Topics {
 			for j := range r.Topics[i].Partitions {
@@ -375,4 +359,28 @@ func ProduceTxnError(code int16, produceVersion int16) int16 {
 type addTopic struct {
 	topic      string
 	partitions []int32
+}
+
+// txnOffsetCommitAnswer is the answer to a TxnOffsetCommit with one entry
+// per requested partition, UNKNOWN_TOPIC_OR_PARTITION where exists says
+// there is no such partition, and how many partitions remain to store.
+func txnOffsetCommitAnswer(req *kmsg.TxnOffsetCommitRequest, exists func(topic string, partition int32) bool) (*kmsg.TxnOffsetCommitResponse, int) {
+	r := kmsg.NewPtrTxnOffsetCommitResponse()
+	pending := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if !exists(t.Topic, p.Partition) {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				pending++
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	return r, pending
 }
