@@ -561,10 +561,17 @@ func (b *Broker) partitionView(p *partition) replicaView {
 // high watermark, and a follower out of the ISR that has caught up is
 // proposed for it at once.
 func (b *Broker) fetchLeadership(p *partition, replica, currentEpoch int32, fetchOffset int64) int16 {
-	if code := b.leadership(p); code != 0 {
+	if b.cl != nil && p.log == nil {
+		return kerr.NotLeaderForPartition.Code // no replica here
+	}
+	// As Kafka's Partition.getLocalLog: the client's leader epoch is
+	// checked against this replica's before leadership, so a client ahead
+	// of this broker's metadata hears UNKNOWN_LEADER_EPOCH (retry here)
+	// rather than NOT_LEADER_OR_FOLLOWER (look elsewhere).
+	if code := checkLeaderEpoch(currentEpoch, p.epoch.Load()); code != 0 {
 		return code
 	}
-	if code := checkLeaderEpoch(currentEpoch, p.epoch.Load()); code != 0 {
+	if code := b.leadership(p); code != 0 {
 		return code
 	}
 	if b.cl == nil || replica < 0 {
