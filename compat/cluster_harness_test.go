@@ -507,8 +507,20 @@ func (c *cluster) WaitLeader(topic string, partition int32) int32 {
 	var leader int32
 	err := waitUntil(clusterWaitTimeout, func() error {
 		var err error
-		leader, err = c.leader(topic, partition)
-		return err
+		if leader, err = c.leader(topic, partition); err != nil {
+			return err
+		}
+		// Another broker can report a leader before the leader itself has
+		// applied the metadata (and would answer UNKNOWN_TOPIC_ID); wait
+		// for the leader's own view too.
+		own, err := c.nodeLeader(c.Node(leader).Addr(), topic, partition)
+		if err != nil {
+			return fmt.Errorf("node %d: %w", leader, err)
+		}
+		if own != leader {
+			return fmt.Errorf("node %d reports leader %d", leader, own)
+		}
+		return nil
 	})
 	if err != nil {
 		c.t.Fatalf("%s/%d has no leader after %v: %v", topic, partition, clusterWaitTimeout, err)
@@ -527,6 +539,19 @@ func (c *cluster) leader(topic string, partition int32) (int32, error) {
 	if err != nil {
 		return -1, err
 	}
+	return leaderIn(md, topic, partition)
+}
+
+// nodeLeader is the partition's leader as the node at addr reports it.
+func (c *cluster) nodeLeader(addr, topic string, partition int32) (int32, error) {
+	md, err := metadataFrom(addr, topic)
+	if err != nil {
+		return -1, err
+	}
+	return leaderIn(md, topic, partition)
+}
+
+func leaderIn(md *kmsg.MetadataResponse, topic string, partition int32) (int32, error) {
 	live := map[int32]bool{}
 	for _, b := range md.Brokers {
 		live[b.NodeID] = true
