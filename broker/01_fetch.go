@@ -37,7 +37,6 @@ import (
 
 func init() {
 	register(kmsg.Fetch, 4, 17, (*Broker).handleFetch)
-	runAsync(kmsg.Fetch)
 }
 
 // fetchTarget is one requested partition, resolved.
@@ -73,7 +72,24 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	for ti := range resp.Topics {
 		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))
 	}
-	b.fetchWaiting(r, req, resp, targets, regions)
+	// The first read happens here, in the connection's reader; only a
+	// fetch that must wait for data (the long poll) leaves the reader,
+	// through r.wait.
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	if wake := b.fetchPass(req, resp, targets, regions, deadline); wake != nil {
+		r.wait = func() {
+			b.fetchWaiting(r, req, resp, targets, regions, deadline, wake)
+			b.fetchAnswer(r, req, resp, regions)
+		}
+		return nil, nil
+	}
+	b.fetchAnswer(r, req, resp, regions)
+	return nil, nil
+}
+
+// fetchAnswer encodes the response, with the regions read as file regions
+// sent by sendfile.
+func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice) {
 	b.observeFetch(req, resp, regions)
 	b.rewriteEndpoints(r, resp)
 	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
@@ -81,7 +97,6 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
 	})
 	r.release = func() { releaseRegions(regions) }
-	return nil, nil
 }
 
 // resolveFetchTargets looks up every requested partition (by topic id from
@@ -137,35 +152,37 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 	return targets
 }
 
-// fetchWaiting reads the targets into resp and regions, and while there is
-// less than min_bytes and no error, releases what it read, waits for an
-// append (or max_wait_ms, or the end of the request's context) and reads
-// again (the long poll).
-func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice) {
-	maxBytes := req.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = 0
+// fetchPass reads the targets into resp and regions once. When that is
+// the answer (min_bytes reached, an error, max_wait_ms over, nothing to
+// wait on) it returns nil; otherwise it releases what it read and returns
+// the channels to wait on, taken before the read so that an append between
+// the read and the wait is not missed.
+func (b *Broker) fetchPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time) []<-chan struct{} {
+	var wake []<-chan struct{}
+	for _, tg := range targets {
+		if tg.part != nil && tg.code == 0 {
+			wake = append(wake, tg.part.log.Notify())
+		}
 	}
-	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
-	for {
-		// Take the wake-up channels before reading, so an append between
-		// the read and the wait is not missed.
-		var wake []<-chan struct{}
-		for _, tg := range targets {
-			if tg.part != nil && tg.code == 0 {
-				wake = append(wake, tg.part.log.Notify())
-			}
-		}
-		total, errored := b.fetchOnce(req, resp, targets, regions, maxBytes)
-		if errored || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) || len(wake) == 0 {
-			return
-		}
-		releaseRegions(regions)
+	total, errored := b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
+	if errored || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) || len(wake) == 0 {
+		return nil
+	}
+	releaseRegions(regions)
+	return wake
+}
+
+// fetchWaiting is the long poll: it waits for an append on wake (or the
+// deadline, or the end of the request's context) and reads again, until
+// fetchPass has the answer.
+func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time, wake []<-chan struct{}) {
+	for wake != nil {
 		if !waitAny(r.ctx, wake, time.Until(deadline)) {
 			// Timed out or shutting down: answer with what is there now.
-			b.fetchOnce(req, resp, targets, regions, maxBytes)
+			b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
 			return
 		}
+		wake = b.fetchPass(req, resp, targets, regions, deadline)
 	}
 }
 

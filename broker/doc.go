@@ -16,10 +16,15 @@
 // is decoded, and runs the handler. Requests run one at a time in arrival
 // order on the reader, as in Kafka: an idempotent producer's pipelined
 // batches must be appended in the order sent. Only handlers registered with
-// runAsync, which may wait a long time (a long-polling Fetch, JoinGroup and
-// SyncGroup during a rebalance), run in goroutines of their own, so they
-// hold up only the responses queued behind them. The writer sends responses
-// strictly in request order, at most maxInFlight behind the reader. An
+// runAsync, which may wait a long time (JoinGroup and SyncGroup during a
+// rebalance), run in goroutines of their own, and a handler that must wait
+// after it has done its work (a Fetch with no data yet, the long poll; an
+// acks=all produce waiting for the ISR) sets request.wait, which finishes
+// in a goroutine; both hold up only the responses queued behind them. The
+// writer sends responses strictly in request order, at most maxInFlight
+// behind the reader; when nothing is queued, the reader writes an answer it
+// produced itself directly, without waking the writer (a batch-1 producer's
+// round trip then costs no goroutine hand-off). An
 // unknown key, an unsupported version (except ApiVersions, which is answered
 // with UNSUPPORTED_VERSION), an undecodable request or a handler's Go error
 // closes the connection; Kafka-visible failures are error codes in the

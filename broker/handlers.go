@@ -16,9 +16,11 @@ type handler struct {
 	// KAFKA-18659) and close the connection if used.
 	acceptMin int16
 	fn        func(*Broker, *request) (kmsg.Response, error)
-	// async handlers may wait a long time (a long-polling Fetch, a
-	// JoinGroup or SyncGroup parked during a rebalance): they run beside
-	// the connection's in-order execution instead of holding it up.
+	// async handlers may wait a long time (a JoinGroup or SyncGroup
+	// parked during a rebalance): they run beside the connection's
+	// in-order execution instead of holding it up. (A Fetch does its
+	// first read in order and leaves only its long poll, via
+	// request.wait.)
 	async bool
 	// coordinated handlers serve a group or a transactional id: in a
 	// cluster only the coordinator takes them (NOT_COORDINATOR elsewhere).

@@ -233,9 +233,8 @@ func (c *conn) handleRawToken(frame []byte) (*pending, error) {
 		c.failAuth(err)
 		return nil, fmt.Errorf("SASL authentication failed: %w", err)
 	}
-	p := &pending{done: make(chan struct{})}
+	p := &pending{}
 	p.out = rawFrame(out)
-	close(p.done)
 	return p, nil
 }
 

@@ -22,6 +22,26 @@ import (
 // answered; the reader stops reading until the oldest is written.
 const maxInFlight = 64
 
+// framePooled names the requests whose frame goes back to the pool once
+// they are handled: nothing refers to a produce request's bytes after its
+// handler (the batches are copied into the log by write(2)), and the others
+// have no byte fields (kmsg copies their strings). The rest may keep
+// slices of their frame (group metadata, say) and are left to the
+// collector.
+var framePooled = map[int16]bool{
+	int16(kmsg.Produce):     true,
+	int16(kmsg.Fetch):       true,
+	int16(kmsg.ListOffsets): true,
+	int16(kmsg.Metadata):    true,
+	int16(kmsg.Heartbeat):   true,
+	int16(kmsg.OffsetFetch): true,
+	int16(kmsg.ApiVersions): true,
+}
+
+// readBufferSize is each connection's read buffer: a small request and the
+// size of the next arrive in one read(2); larger bodies bypass it.
+const readBufferSize = 4 << 10
+
 // server owns the listeners and the live connections.
 type server struct {
 	mu        sync.Mutex
@@ -57,10 +77,19 @@ type conn struct {
 	auth      *connAuth              // nil unless the listener uses SASL (sasl.go)
 	principal atomic.Pointer[string] // set by TLS client certificates and SASL
 	bw        *bufio.Writer          // TLS: responses are copied through it
+	br        *bufio.Reader          // requests: a small one costs one read(2)
+
+	// queued counts responses handed to the writer and not yet written.
+	// Only the reader adds to it, so when it reads zero the writer is idle
+	// and the reader may answer a request it handled itself directly, in
+	// order, without waking the writer (the batch-1 round trip).
+	queued atomic.Int32
 }
 
 // pending is a request's place in its connection's response order.
 type pending struct {
+	// done is closed when the answer is ready; nil when the request was
+	// handled in the reader, so that the answer was ready on return.
 	done    chan struct{}
 	out     *protocol.Out // nil: no response (acks=0 produce)
 	release func()        // called after out is written or dropped
@@ -69,6 +98,8 @@ type pending struct {
 	// closeAfter closes the connection once out is written (a failed SASL
 	// exchange is answered, then closed).
 	closeAfter bool
+
+	req request // the request, in the same allocation
 }
 
 // request is what a handler sees.
@@ -87,7 +118,8 @@ type request struct {
 	// the handler returns and before the response is encoded: the part of
 	// a request that must happen in order (an append) is done by the
 	// handler on the reader, the part that may take long (waiting for the
-	// followers of an acks=all produce) does not hold up the connection.
+	// followers of an acks=all produce, a Fetch's long poll) does not hold
+	// up the connection.
 	wait func()
 
 	frame []byte // pooled request bytes, returned after the handler (Produce only)
@@ -252,16 +284,23 @@ func (c *conn) readLoop() {
 		c.cancel()
 		return
 	}
+	c.br = bufio.NewReaderSize(c.nc, readBufferSize)
+	var idleSet time.Time // when the idle deadline was last pushed back
 	for {
 		switch {
 		case !c.auth.authenticated():
 			c.nc.SetReadDeadline(c.auth.deadline) // authenticate in time
 		case idle > 0:
-			c.nc.SetReadDeadline(time.Now().Add(idle))
+			// Moving a deadline costs a timer update; push it back only
+			// when 1% of the idle time has passed since the last push.
+			if now := time.Now(); now.Sub(idleSet) > idle/100 {
+				c.nc.SetReadDeadline(now.Add(idle))
+				idleSet = now
+			}
 		case c.auth != nil:
 			c.nc.SetReadDeadline(time.Time{}) // the authentication deadline is past
 		}
-		n, err := protocol.ReadFrameSize(c.nc, c.frameLimit())
+		n, err := protocol.ReadFrameSize(c.br, c.frameLimit())
 		if err != nil {
 			c.logReadError(err)
 			c.cancel()
@@ -274,7 +313,7 @@ func (c *conn) readLoop() {
 			c.cancel()
 			return
 		}
-		frame, err := protocol.ReadFrameInto(c.nc, n)
+		frame, err := protocol.ReadFrameInto(c.br, n)
 		if err != nil {
 			c.b.reqBytes.release(charge)
 			c.logReadError(err)
@@ -289,10 +328,17 @@ func (c *conn) readLoop() {
 			return
 		}
 		p.bytes = charge
+		if c.queued.Load() == 0 && p.handled() {
+			if !c.deliver(p, false) || p.closeAfter {
+				return
+			}
+			continue
+		}
+		c.queued.Add(1)
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
-			go func() { <-p.done; c.b.reqBytes.release(p.bytes) }()
+			go func() { p.await(); c.b.reqBytes.release(p.bytes) }()
 			return
 		}
 		if p.closeAfter {
@@ -409,9 +455,8 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	h, hdr, msg, err := decodeRequest(frame)
 	if err == errUnsupportedApiVersions {
 		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
-		p := &pending{done: make(chan struct{})}
+		p := &pending{}
 		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
-		close(p.done)
 		return p, nil
 	}
 	if err != nil {
@@ -420,19 +465,17 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	if err := c.gate(hdr.Key); err != nil {
 		return nil, err
 	}
-	p := &pending{done: make(chan struct{})}
-	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx}
-	if hdr.Key == int16(kmsg.Produce) {
-		// Nothing refers to a produce request's bytes once it is handled
-		// (the batches are copied into the log by write(2)), so its frame
-		// goes back to the pool; other decoded requests may keep slices
-		// of theirs (group metadata, say) and are left to the collector.
+	p := &pending{}
+	r := &p.req
+	r.conn, r.hdr, r.msg, r.ctx = c, hdr, msg, c.ctx
+	if framePooled[hdr.Key] {
 		r.frame = frame
 	}
 	if err := c.b.injectFault(&h, r); err != nil {
 		return nil, err
 	}
 	if h.async {
+		p.done = make(chan struct{})
 		go c.run(h, r, p)
 	} else {
 		c.run(h, r, p) // in the reader: the next request waits, as in Kafka
@@ -445,7 +488,7 @@ func (c *conn) run(h handler, r *request, p *pending) {
 	start := time.Now()
 	handedOff := false
 	defer func() {
-		if !handedOff {
+		if !handedOff && p.done != nil {
 			close(p.done)
 		}
 	}()
@@ -466,6 +509,9 @@ func (c *conn) run(h handler, r *request, p *pending) {
 	}
 	if err == nil && r.wait != nil {
 		handedOff = true
+		if p.done == nil {
+			p.done = make(chan struct{})
+		}
 		go c.complete(r, p, resp, start)
 		return
 	}
@@ -516,29 +562,60 @@ func (c *conn) writeLoop() {
 	}()
 	broken := false
 	for p := range c.queue {
+		p.await()
+		broken = !c.deliver(p, broken)
+		c.queued.Add(-1)
+	}
+}
+
+// deliver writes one handled request's answer (unless the connection is
+// already broken), closes the connection when the answer says so, and
+// releases what the request held. It returns whether the connection is
+// still usable. The writer calls it in request order; the reader calls it
+// only when the writer has nothing queued.
+func (c *conn) deliver(p *pending, broken bool) bool {
+	if p.fatal != nil && !broken {
+		c.log.Warn("closing connection", "err", p.fatal)
+		broken = true
+		c.cancel()
+		c.nc.Close()
+	}
+	if p.out != nil && !broken {
+		if err := c.write(p.out); err != nil {
+			broken = true
+			c.cancel()
+			c.nc.Close()
+		}
+	}
+	if p.closeAfter && !broken {
+		broken = true
+		c.cancel()
+		c.nc.Close()
+	}
+	if p.release != nil {
+		p.release()
+	}
+	c.b.reqBytes.release(p.bytes)
+	return !broken
+}
+
+// await waits for the answer to be ready.
+func (p *pending) await() {
+	if p.done != nil {
 		<-p.done
-		if p.fatal != nil && !broken {
-			c.log.Warn("closing connection", "err", p.fatal)
-			broken = true
-			c.cancel()
-			c.nc.Close()
-		}
-		if p.out != nil && !broken {
-			if err := c.write(p.out); err != nil {
-				broken = true
-				c.cancel()
-				c.nc.Close()
-			}
-		}
-		if p.closeAfter && !broken {
-			broken = true
-			c.cancel()
-			c.nc.Close()
-		}
-		if p.release != nil {
-			p.release()
-		}
-		c.b.reqBytes.release(p.bytes)
+	}
+}
+
+// handled reports whether the request's answer is ready.
+func (p *pending) handled() bool {
+	if p.done == nil {
+		return true
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -24,7 +24,8 @@ type Region struct {
 // sendfile, so record bytes never pass through user space.
 type Out struct {
 	parts []outPart
-	size  int64 // bytes after the size prefix
+	size  int64      // bytes after the size prefix
+	first [1]outPart // parts' first backing array: one allocation for a plain response
 }
 
 type outPart struct {
@@ -40,7 +41,8 @@ var sendfileBytes atomic.Int64
 // bytes reserved for the size prefix.
 func NewOut(b []byte) *Out {
 	o := &Out{}
-	o.parts = append(o.parts, outPart{b: b})
+	o.first[0].b = b
+	o.parts = o.first[:1]
 	o.size = int64(len(b)) - 4
 	return o
 }
@@ -93,6 +95,10 @@ func (o *Out) finish() {
 // regions with sendfile when conn exposes its descriptor.
 func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 	o.finish()
+	if len(o.parts) == 1 && o.parts[0].r.File == nil {
+		n, err := conn.Write(o.parts[0].b) // most answers: one write(2), no allocation
+		return int64(n), err
+	}
 	var total int64
 	var bufs net.Buffers
 	flush := func() error {
