@@ -267,21 +267,25 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
-			name:    "AddPartitionsToTxn v3 transactional id: TRANSACTIONAL_ID WRITE",
-			old:     true,
-			grant:   []acl{{resTransactionalID, "tx-apt", opWrite}, {resTopic, topic, opWrite}},
-			req:     func() kmsg.Request { return addPartitionsReq("tx-apt", topic) },
-			code:    func(r kmsg.Response) int16 { return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode },
+			name:  "AddPartitionsToTxn v3 transactional id: TRANSACTIONAL_ID WRITE",
+			old:   true,
+			grant: []acl{{resTransactionalID, "tx-apt", opWrite}, {resTopic, topic, opWrite}},
+			req:   func() kmsg.Request { return addPartitionsReq("tx-apt", topic) },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+			},
 			denied:  kerr.TransactionalIDAuthorizationFailed.Code,
 			allowed: kerr.InvalidProducerIDMapping.Code,
 		},
 		{
-			name:    "AddPartitionsToTxn v3 topic: TOPIC WRITE",
-			old:     true,
-			base:    []acl{{resTransactionalID, "tx-apt2", opWrite}},
-			grant:   []acl{{resTopic, topic, opWrite}},
-			req:     func() kmsg.Request { return addPartitionsReq("tx-apt2", topic) },
-			code:    func(r kmsg.Response) int16 { return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode },
+			name:  "AddPartitionsToTxn v3 topic: TOPIC WRITE",
+			old:   true,
+			base:  []acl{{resTransactionalID, "tx-apt2", opWrite}},
+			grant: []acl{{resTopic, topic, opWrite}},
+			req:   func() kmsg.Request { return addPartitionsReq("tx-apt2", topic) },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
+			},
 			denied:  kerr.TopicAuthorizationFailed.Code,
 			allowed: kerr.InvalidProducerIDMapping.Code,
 		},
@@ -331,28 +335,34 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 			allowed: kerr.InvalidProducerIDMapping.Code,
 		},
 		{
-			name:    "TxnOffsetCommit transactional id: TRANSACTIONAL_ID WRITE",
-			grant:   []acl{{resTransactionalID, "tx-toc", opWrite}, {resGroup, "g-toc", opRead}, {resTopic, topic, opRead}},
-			req:     func() kmsg.Request { return txnOffsetCommitReq("tx-toc", "g-toc", topic) },
-			code:    func(r kmsg.Response) int16 { return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode },
+			name:  "TxnOffsetCommit transactional id: TRANSACTIONAL_ID WRITE",
+			grant: []acl{{resTransactionalID, "tx-toc", opWrite}, {resGroup, "g-toc", opRead}, {resTopic, topic, opRead}},
+			req:   func() kmsg.Request { return txnOffsetCommitReq("tx-toc", "g-toc", topic) },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			},
 			denied:  kerr.TransactionalIDAuthorizationFailed.Code,
 			allowed: kerr.InvalidProducerIDMapping.Code,
 		},
 		{
-			name:    "TxnOffsetCommit group: GROUP READ",
-			base:    []acl{{resTransactionalID, "tx-toc2", opWrite}},
-			grant:   []acl{{resGroup, "g-toc2", opRead}, {resTopic, topic, opRead}},
-			req:     func() kmsg.Request { return txnOffsetCommitReq("tx-toc2", "g-toc2", topic) },
-			code:    func(r kmsg.Response) int16 { return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode },
+			name:  "TxnOffsetCommit group: GROUP READ",
+			base:  []acl{{resTransactionalID, "tx-toc2", opWrite}},
+			grant: []acl{{resGroup, "g-toc2", opRead}, {resTopic, topic, opRead}},
+			req:   func() kmsg.Request { return txnOffsetCommitReq("tx-toc2", "g-toc2", topic) },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			},
 			denied:  kerr.GroupAuthorizationFailed.Code,
 			allowed: kerr.InvalidProducerIDMapping.Code,
 		},
 		{
-			name:    "TxnOffsetCommit topic: TOPIC READ",
-			base:    []acl{{resTransactionalID, "tx-toc3", opWrite}, {resGroup, "g-toc3", opRead}},
-			grant:   []acl{{resTopic, topic, opRead}},
-			req:     func() kmsg.Request { return txnOffsetCommitReq("tx-toc3", "g-toc3", topic) },
-			code:    func(r kmsg.Response) int16 { return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode },
+			name:  "TxnOffsetCommit topic: TOPIC READ",
+			base:  []acl{{resTransactionalID, "tx-toc3", opWrite}, {resGroup, "g-toc3", opRead}},
+			grant: []acl{{resTopic, topic, opRead}},
+			req:   func() kmsg.Request { return txnOffsetCommitReq("tx-toc3", "g-toc3", topic) },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			},
 			denied:  kerr.TopicAuthorizationFailed.Code,
 			allowed: kerr.InvalidProducerIDMapping.Code,
 		},
@@ -395,7 +405,9 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 				r.Topics = append(r.Topics, rt)
 				return r
 			},
-			code:   func(r kmsg.Response) int16 { return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
+			},
 			denied: kerr.TopicAuthorizationFailed.Code,
 		},
 		{
