@@ -5,7 +5,9 @@ package broker
 // A group (key type 0) is coordinated by the leader of its partition of
 // __consumer_offsets; a transactional id (key type 1) by the leader of its
 // partition of __transaction_state (txn_topic.go). v4+ batches keys and answers each with its own error.
-// Share groups (key type 2) are INVALID_REQUEST.
+// Share groups (key type 2) are INVALID_REQUEST. With the authorizer, a group
+// key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a
+// transactional id DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,6 +20,9 @@ func (b *Broker) handleFindCoordinator(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (int32, string, int32, int16, *string) {
+		if code := b.coordinatorKeyDenied(r, req.CoordinatorType, key); code != 0 {
+			return -1, "", -1, code, nil
+		}
 		switch req.CoordinatorType {
 		case 0:
 			c, code := b.groupCoordinator(key)

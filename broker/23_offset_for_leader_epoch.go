@@ -20,11 +20,17 @@ func init() { register(kmsg.OffsetForLeaderEpoch, 2, 4, (*Broker).handleOffsetFo
 func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// CLUSTER_ACTION on the cluster (a follower's) allows every topic, else
+	// each needs DESCRIBE.
+	replica := b.aclEnabled() && b.allowed(r, opClusterAction, resCluster, clusterResourceName)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		parts := b.topicPartitions(rt.Topic)
-		denied := b.topicDenied(r, opDescribe, rt.Topic)
+		var denied int16
+		if !replica {
+			denied = b.topicDenied(r, opDescribe, rt.Topic)
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition

@@ -2,8 +2,8 @@ package broker
 
 // DescribeUserScramCredentials: v0 (flexible). Null users describes every
 // user; a user asked for twice is DUPLICATE_RESOURCE, an unknown one
-// RESOURCE_NOT_FOUND, with Kafka's messages. Authorization (DESCRIBE on
-// CLUSTER) comes with the authorizer.
+// RESOURCE_NOT_FOUND, with Kafka's messages. With the authorizer it
+// needs DESCRIBE on the cluster (acl_apis.go).
 
 import (
 	"context"

@@ -6,8 +6,8 @@ package broker
 // result per user named; a user with any invalid alteration (empty name,
 // unknown mechanism, iterations outside 4096-16384, the same credential
 // altered twice, deleting a credential that does not exist) is left as it
-// was, with Kafka's error codes and messages. Authorization (ALTER on
-// CLUSTER) comes with the authorizer.
+// was, with Kafka's error codes and messages. With the authorizer it needs
+// ALTER on the cluster (acl_apis.go).
 
 import (
 	"context"

@@ -30,7 +30,7 @@ func (b *Broker) handleDescribeCluster(r *request) (kmsg.Response, error) {
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
 	}
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(r)
 	}
 	return resp, nil
 }

@@ -95,9 +95,26 @@ func (b *Broker) topicAuthorizedOps(r *request, topic string) int32 {
 	return b.authorizedOps(r, resTopic, topic, topicOps...)
 }
 
+// clusterAuthorizedOps is 0 without DESCRIBE on the cluster, as in Kafka's
+// Metadata and DescribeCluster.
 func (b *Broker) clusterAuthorizedOps(r *request) int32 {
 	if !b.aclEnabled() {
 		return clusterAuthorizedOps
 	}
+	if !b.allowed(r, opDescribe, resCluster, clusterResourceName) {
+		return 0
+	}
 	return b.authorizedOps(r, resCluster, clusterResourceName, clusterOps...)
+}
+
+// coordinatorKeyDenied is FindCoordinator's check of one key: DESCRIBE on
+// the group or on the transactional id.
+func (b *Broker) coordinatorKeyDenied(r *request, keyType int8, key string) int16 {
+	switch {
+	case keyType == 0 && !b.allowed(r, opDescribe, resGroup, key):
+		return kerr.GroupAuthorizationFailed.Code
+	case keyType == 1 && !b.allowed(r, opDescribe, resTransactionalID, key):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return 0
 }

@@ -203,7 +203,7 @@ func (b *Broker) injectFault(h *handler, r *request) error {
 		case hit.DropConnection:
 			return nil, fmt.Errorf("injected fault: dropping connection on %s", kmsg.NameForKey(r.hdr.Key))
 		case hit.ErrorCode != 0:
-			return errorResponse(r.msg, hit.ErrorCode, b.topicNameByID), nil
+			return errorResponseMsg(r.msg, hit.ErrorCode, b.topicNameByID, "injected fault: "), nil
 		}
 		return next(b, r)
 	}
@@ -311,9 +311,15 @@ func structTopic(v reflect.Value, byID func([16]byte) string) (string, bool) {
 
 // errorResponse builds msg's response with code set: see the file comment.
 func errorResponse(msg kmsg.Request, code int16, byID func([16]byte) string) kmsg.Response {
+	return errorResponseMsg(msg, code, byID, "")
+}
+
+// errorResponseMsg is errorResponse that, with a prefix, also sets each
+// ErrorMessage beside a code set: the prefix and the code's description.
+func errorResponseMsg(msg kmsg.Request, code int16, byID func([16]byte) string, prefix string) kmsg.Response {
 	resp := msg.ResponseKind()
 	rv := reflect.ValueOf(resp).Elem()
-	mirror(reflect.ValueOf(msg).Elem(), rv, code, byID, 0)
+	mirror(reflect.ValueOf(msg).Elem(), rv, code, byID, prefix, 0)
 	resp.SetVersion(msg.GetVersion())
 	return resp
 }
@@ -327,17 +333,17 @@ var aliases = map[string][]string{
 }
 
 // errorOffsetFields are set to -1 in an error answer, as Kafka does.
-var errorOffsetFields = []string{"BaseOffset", "LogAppendTime", "LogStartOffset", "HighWatermark", "LastStableOffset", "Offset", "Timestamp", "LeaderEpoch", "LeaderID"}
+var errorOffsetFields = []string{"BaseOffset", "LogAppendTime", "LogStartOffset", "HighWatermark", "LastStableOffset", "Offset", "Timestamp", "LeaderEpoch", "LeaderID", "LowWatermark"}
 
 // mirror fills the response struct out from the request struct in: copies
 // identifying fields, recreates the lists the request has, and sets code in
 // the deepest structs that have an ErrorCode. It reports whether it set
 // one.
-func mirror(in, out reflect.Value, code int16, byID func([16]byte) string, depth int) bool {
+func mirror(in, out reflect.Value, code int16, byID func([16]byte) string, prefix string, depth int) bool {
 	if m := out.Addr().MethodByName("Default"); m.IsValid() && depth > 0 {
 		m.Call(nil)
 	}
-	for _, name := range []string{"Topic", "TopicID", "Partition", "Group", "Key", "MemberID", "GroupInstanceID", "ProtocolType"} {
+	for _, name := range []string{"Topic", "TopicID", "Partition", "Group", "Key", "MemberID", "GroupInstanceID", "ProtocolType", "ResourceType", "ResourceName", "ProducerID"} {
 		src, dst := in.FieldByName(name), out.FieldByName(name)
 		if src.IsValid() && dst.IsValid() && src.Type() == dst.Type() && dst.CanSet() {
 			dst.Set(src)
@@ -369,13 +375,13 @@ func mirror(in, out reflect.Value, code int16, byID func([16]byte) string, depth
 				e, d := src.Index(j), dst.Index(j)
 				switch e.Kind() {
 				case reflect.Struct:
-					if mirror(e, d, code, byID, depth+1) {
+					if mirror(e, d, code, byID, prefix, depth+1) {
 						set = true
 					}
 				case reflect.Int32, reflect.String:
-					mirror(reflect.ValueOf(struct{}{}), d, code, byID, depth+1)
+					mirror(reflect.ValueOf(struct{}{}), d, code, byID, prefix, depth+1)
 					setIdentity(d, e)
-					if setCode(d, code) {
+					if setCode(d, code, prefix) {
 						set = true
 					}
 				}
@@ -388,7 +394,7 @@ func mirror(in, out reflect.Value, code int16, byID func([16]byte) string, depth
 		rb.Set(reflect.MakeSlice(rb.Type(), 0, 0)) // librdkafka rejects null records
 	}
 	if !set {
-		set = setCode(out, code)
+		set = setCode(out, code, prefix)
 		if set {
 			for _, n := range errorOffsetFields {
 				if f := out.FieldByName(n); f.IsValid() && f.CanSet() && (f.Kind() == reflect.Int64 || f.Kind() == reflect.Int32) {
@@ -409,7 +415,7 @@ func setIdentity(d, e reflect.Value) {
 		}
 		return
 	}
-	for _, n := range []string{"Topic", "Group", "Key"} {
+	for _, n := range []string{"Topic", "Group", "Key", "TransactionalID"} {
 		f := d.FieldByName(n)
 		switch {
 		case !f.IsValid():
@@ -424,15 +430,15 @@ func setIdentity(d, e reflect.Value) {
 	}
 }
 
-func setCode(v reflect.Value, code int16) bool {
+func setCode(v reflect.Value, code int16, prefix string) bool {
 	f := v.FieldByName("ErrorCode")
 	if !f.IsValid() || f.Kind() != reflect.Int16 || !f.CanSet() {
 		return false
 	}
 	f.SetInt(int64(code))
-	if m := v.FieldByName("ErrorMessage"); m.IsValid() && m.Kind() == reflect.Pointer && m.Type().Elem().Kind() == reflect.String {
+	if m := v.FieldByName("ErrorMessage"); prefix != "" && m.IsValid() && m.Kind() == reflect.Pointer && m.Type().Elem().Kind() == reflect.String {
 		if e := kerr.ErrorForCode(code); e != nil {
-			s := "injected fault: " + strings.ToLower(e.Error())
+			s := prefix + strings.ToLower(e.Error())
 			m.Set(reflect.ValueOf(&s))
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -143,4 +144,98 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// In a cluster the ACLs live in etcd: a binding created through broker 1
+// is enforced by broker 2, and a deny there too, with no restart.
+func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	ports := freeTCPPorts(t, 2)
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
+	brokers := make([]*Broker, 2)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		dir := t.TempDir()
+		if i == 0 {
+			for _, u := range []string{"admin", "bob"} {
+				if err := AddUser(dir, u, mechScramSHA256, u+"-pw", 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		b, err := New(Config{DataDir: dir, Logger: testLogger(), Props: map[string]string{
+			"node.id":                        fmt.Sprint(i + 1),
+			"controller.quorum.voters":       voters,
+			"listeners":                      "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+			"listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+			"inter.broker.listener.name":     "INTERNAL",
+			"sasl.enabled.mechanisms":        "PLAIN",
+			"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"super.users":                    "User:admin;User:ANONYMOUS",
+			"broker.session.timeout.ms":      "3000",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[i] = b
+		t.Cleanup(func() { b.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, errs[i] = b.Listen(); errs[i] == nil {
+				go b.Serve()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "both brokers in each broker's metadata", func() bool {
+		for _, b := range brokers {
+			if bs, _ := b.brokersView(); len(bs) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	ext := func(i int) string { return brokers[i].ListenerAddr("EXTERNAL").String() }
+	admin1 := userClient(t, ext(0), "admin")
+	if _, err := kadm.NewClient(admin1).CreateTopic(testCtx(t), 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	// bob talks to broker 2 only.
+	bob2 := userClient(t, ext(1), "bob")
+	describeConfigs := func() int16 {
+		t.Helper()
+		resp, err := bob2.Broker(2).Request(testCtx(t), describeConfigsReq(kmsg.ConfigResourceTypeTopic, "orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode
+	}
+	waitFor(t, 30*time.Second, "broker 2 knows orders", func() bool { return brokers[1].lookupTopic("orders") != nil })
+	if c := describeConfigs(); c != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("bob before any ACL: %v", kerr.ErrorForCode(c))
+	}
+	createACL(t, admin1, resTopic, "ord", patPrefixed, "User:bob", opDescribeConfigs, permAllow)
+	// CreateAcls answers once broker 1 applied the etcd revision; broker 2
+	// applies it from its own watch.
+	waitFor(t, 30*time.Second, "broker 2 enforcing the ACL made through broker 1", func() bool { return describeConfigs() == 0 })
+	admin2 := userClient(t, ext(1), "admin")
+	if rs := describeAll(t, admin2); len(rs) != 1 || rs[0].ResourceName != "ord" {
+		t.Fatalf("DescribeAcls through broker 2: %+v", rs)
+	}
+	// A DENY made through broker 2 is enforced by broker 1.
+	createACL(t, admin2, resTopic, "orders", patLiteral, "User:bob", opAll, permDeny)
+	bob1 := userClient(t, ext(0), "bob")
+	waitFor(t, 30*time.Second, "broker 1 enforcing the DENY made through broker 2", func() bool {
+		resp, err := bob1.Broker(1).Request(testCtx(t), describeConfigsReq(kmsg.ConfigResourceTypeTopic, "orders"))
+		return err == nil && resp.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode == kerr.TopicAuthorizationFailed.Code
+	})
 }

@@ -498,10 +498,17 @@ func (c *conn) run(h handler, r *request, p *pending) {
 			p.fatal = fmt.Errorf("internal error handling %s", kmsg.NameForKey(r.hdr.Key))
 		}
 	}()
-	var resp kmsg.Response
+	// The authorizer first, as Kafka does: a refused client gets its
+	// authorization error, not NOT_COORDINATOR.
+	resp, merge := c.b.authorizeRequest(r)
 	var err error
-	if resp = c.b.notCoordinator(h, r.msg); resp == nil {
-		resp, err = h.fn(c.b, r)
+	if resp == nil {
+		if resp = c.b.notCoordinator(h, r.msg); resp == nil {
+			resp, err = h.fn(c.b, r)
+		}
+		if merge != nil && err == nil && resp != nil {
+			merge(resp)
+		}
 	}
 	if r.frame != nil {
 		protocol.PutFrame(r.frame)
