@@ -9,7 +9,8 @@ package broker
 // (cluster-wide dynamic defaults: none) or this broker's node id; Gregor's
 // broker configs are static, so read-only. Unknown topics are
 // UNKNOWN_TOPIC_OR_PARTITION; another node id, or a resource type Gregor
-// does not serve, INVALID_REQUEST.
+// does not serve, INVALID_REQUEST. Groups: the share group configs
+// (shares.go), the group's own values or the broker defaults.
 
 import (
 	"slices"
@@ -60,6 +61,32 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				}
 			default:
 				fail(kerr.InvalidRequest, "Unexpected broker id, expected "+strconv.Itoa(int(b.nodeID))+" or empty string, but received "+rr.ResourceName)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			// Share group configs (shares.go), for any group id.
+			if rr.ResourceName == "" {
+				fail(kerr.InvalidGroupID, "Group id must not be empty.")
+				break
+			}
+			for _, d := range groupConfigDefs {
+				if !want(d.name) {
+					continue
+				}
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				v, set := b.groupConfigValue(rr.ResourceName, d.name)
+				c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), kmsg.ConfigSourceDefaultConfig
+				if set {
+					c.Source = kmsg.ConfigSourceGroupConfig
+				}
+				c.IsDefault = !set
+				c.ConfigType = kmsg.ConfigTypeInt
+				if d.enum != nil {
+					c.ConfigType = kmsg.ConfigTypeString
+				}
+				if req.IncludeDocumentation {
+					c.Documentation = kmsg.StringPtr(d.doc)
+				}
+				sr.Configs = append(sr.Configs, c)
 			}
 		default:
 			fail(kerr.InvalidRequest, "Unsupported resource type "+rr.ResourceType.String())

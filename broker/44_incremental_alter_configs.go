@@ -28,6 +28,15 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			if seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1 {
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Error due to duplicate resources in the request")
+			} else if e, msg := b.alterGroupConfigs(rr, req.ValidateOnly); e != nil {
+				sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+			}
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		e, msg := b.alterConfigs(rr.ResourceType, rr.ResourceName, seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1, req.ValidateOnly,
 			func(cur map[string]string) (map[string]string, *kerr.Error, string) {
 				if cur == nil {
@@ -86,4 +95,45 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
+}
+
+// alterGroupConfigs applies SET and DELETE to a group's share configs (in
+// memory, shares.go).
+func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
+	if rr.ResourceName == "" {
+		return kerr.InvalidGroupID, "Group id must not be empty."
+	}
+	cur := b.groupConfigs(rr.ResourceName)
+	if cur == nil {
+		cur = map[string]string{}
+	}
+	names := map[string]bool{}
+	for _, c := range rr.Configs {
+		if names[c.Name] {
+			return kerr.InvalidRequest, "Error due to duplicate config keys"
+		}
+		names[c.Name] = true
+		d := groupConfigDefByName(c.Name)
+		if d == nil {
+			return kerr.InvalidConfig, "Unknown group config name: " + c.Name
+		}
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if c.Value == nil {
+				return kerr.InvalidRequest, "Null value not supported for SET of " + c.Name
+			}
+			if err := validateGroupConfig(d, *c.Value); err != nil {
+				return kerr.InvalidConfig, err.Error()
+			}
+			cur[c.Name] = *c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(cur, c.Name)
+		default:
+			return kerr.InvalidConfig, "Config value append/subtract is not allowed for config key " + c.Name
+		}
+	}
+	if !validateOnly {
+		b.setGroupConfigs(rr.ResourceName, cur)
+	}
+	return nil, ""
 }

@@ -41,6 +41,7 @@ type Broker struct {
 	txns    *coordinator.TxnCoordinator
 	offsets offsetsState // loading of __consumer_offsets (offsets_topic.go)
 	txnLog  offsetsState // loading of __transaction_state (txn_topic.go)
+	shares  shareState   // share groups on this broker (shares.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -115,6 +116,7 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
+	b.shares.init()
 	if b.groups, err = b.openGroups(); err != nil {
 		b.closeLogs()
 		return nil, err
@@ -213,6 +215,11 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		ConsumerSessionTimeout:        ms("group.consumer.session.timeout.ms"),
 		ConsumerHeartbeatInterval:     ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerAssignors:             splitList(b.cfg.stringProp("group.consumer.assignors")),
+		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),
+		ShareHeartbeatInterval:        ms("group.share.heartbeat.interval.ms"),
+		ShareGroupTimeouts:            b.shareTimeouts,
+		OnShareMemberLeave:            b.onShareMemberLeave,
+		OnShareGroupDeleted:           b.onShareGroupDeleted,
 		Logger:                        b.log.With("component", "groups"),
 		Log:                           groupLog{b: b, topic: offsetsTopicName},
 		LogPartitions:                 int32(b.cfg.int64Prop("offsets.topic.num.partitions")),

@@ -288,6 +288,20 @@ func requestGroups(msg kmsg.Request) ([]string, bool) {
 		return []string{m.Group}, true
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return m.Groups, true
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return []string{m.GroupID}, true
+	case *kmsg.ShareGroupDescribeRequest:
+		return m.GroupIDs, true
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		gs := make([]string, 0, len(m.Groups))
+		for _, g := range m.Groups {
+			gs = append(gs, g.GroupID)
+		}
+		return gs, true
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return []string{m.GroupID}, true
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return []string{m.GroupID}, true
 	}
 	return nil, false
 }

@@ -36,6 +36,15 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			d.ErrorCode = kerr.InvalidGroupID.Code
 		case c.closed:
 			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case g == nil && c.isShareGroupLocked(id):
+			// KIP-1043: a share group described with the classic API.
+			d.State = c.shares[id].state()
+			d.ProtocolType = shareGroupType
+			if req.Version >= 6 {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "Group " + id + " is not a classic group."
+				d.ErrorMessage = &msg
+			}
 		case g == nil:
 			d.State = stateDead.String()
 			if req.Version >= 6 {
@@ -115,6 +124,18 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 		lg.GroupType = typ
 		r.Groups = append(r.Groups, lg)
 	}
+	for _, id := range sortedKeys(c.shares) {
+		if c.ownerErrLocked(id) != nil {
+			continue
+		}
+		state := c.shares[id].state()
+		if !matches(req.StatesFilter, state) || !matches(req.TypesFilter, shareGroupType) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, shareGroupType, state, shareGroupType
+		r.Groups = append(r.Groups, lg)
+	}
 	return r
 }
 
@@ -133,6 +154,10 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 			d.ErrorCode = kerr.InvalidGroupID.Code
 		case c.closed:
 			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case g == nil && c.isShareGroupLocked(id):
+			if err := c.deleteShareGroupLocked(c.shares[id]); err != nil {
+				d.ErrorCode = err.Code
+			}
 		case g == nil:
 			d.ErrorCode = kerr.GroupIDNotFound.Code
 		case g.state != stateEmpty:

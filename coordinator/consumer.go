@@ -350,6 +350,9 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 	if err := c.ownerErrLocked(req.Group); err != nil {
 		return fail(err, "")
 	}
+	if c.isShareGroupLocked(req.Group) {
+		return fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+	}
 	g := c.groups[req.Group]
 	if g != nil && g.cg == nil {
 		if len(g.members) > 0 || len(g.pending) > 0 {

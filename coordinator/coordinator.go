@@ -84,6 +84,18 @@ type Config struct {
 	// default (group.consumer.assignors); names other than "uniform" and
 	// "range" are dropped.
 	ConsumerAssignors []string
+
+	// Share groups (share.go). ShareGroupTimeouts, if set, gives a group's
+	// own share.session.timeout.ms and share.heartbeat.interval.ms.
+	ShareSessionTimeout    time.Duration // group.share.session.timeout.ms
+	ShareHeartbeatInterval time.Duration // group.share.heartbeat.interval.ms
+	ShareGroupTimeouts     ShareTimeouts
+	// OnShareMemberLeave is called (with the coordinator's lock held: it
+	// must not call back) when a share group member leaves or expires, so
+	// that the records it acquired are released; OnShareGroupDeleted when
+	// a share group is deleted, so that its share-partition state goes.
+	OnShareMemberLeave  func(group, member string)
+	OnShareGroupDeleted func(group string)
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every
@@ -100,6 +112,7 @@ type Coordinator struct {
 	mu     sync.Mutex
 	closed bool
 	groups map[string]*group
+	shares map[string]*shareGroup // share groups (share.go), in memory only
 	timers timers
 	parked int // blocked JoinGroup/SyncGroup calls, for tests
 	expiry timerSlot
@@ -133,6 +146,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		db:         db,
 		newUUID:    randomUUID,
 		groups:     make(map[string]*group),
+		shares:     make(map[string]*shareGroup),
 		txnPending: make(txnPendingOffsets),
 		parts:      partStates{},
 		inflight:   make(map[int32]int),
@@ -188,6 +202,12 @@ func withDefaults(cfg Config) Config {
 	if cfg.ConsumerHeartbeatInterval <= 0 {
 		cfg.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
 	}
+	if cfg.ShareSessionTimeout <= 0 {
+		cfg.ShareSessionTimeout = DefaultShareSessionTimeout
+	}
+	if cfg.ShareHeartbeatInterval <= 0 {
+		cfg.ShareHeartbeatInterval = DefaultShareHeartbeatInterval
+	}
 	var assignors []string
 	for _, a := range cfg.ConsumerAssignors {
 		if slices.Contains(consumerAssignors, a) && !slices.Contains(assignors, a) {
@@ -215,6 +235,7 @@ func (c *Coordinator) Close() error {
 	}
 	c.closed = true
 	c.timers.cancelLocked(&c.expiry)
+	c.cancelShareTimersLocked()
 	for _, g := range c.groups {
 		c.cancelGroupTimersLocked(g)
 		for _, id := range g.order {

@@ -55,6 +55,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		c.mu.Unlock()
 		return joinError(req.MemberID, kerr.CoordinatorNotAvailable)
 	}
+	if c.isShareGroupLocked(req.Group) {
+		c.mu.Unlock()
+		return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
+	}
 	if g := c.groups[req.Group]; g != nil && g.cg != nil {
 		if len(g.cg.members) > 0 {
 			// A consumer-protocol group is not converted while it has

@@ -1,0 +1,374 @@
+package broker
+
+// ShareFetch: v1-2 (KIP-932; v0 was Kafka 4.0's early access)
+//
+// A share consumer fetches from the partition leaders in a share session,
+// one per (group, member) on each broker: epoch 0 opens it (replacing, and
+// releasing the records of, one the member had), -1 closes it (after the
+// acknowledgements in the request; the member's acquired records are
+// released), any other epoch must be the session's current one
+// (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a session)
+// and moves it on. The request's partitions are added to the session, then
+// the forgotten ones removed; every partition of the session is fetched.
+//
+// Piggy-backed acknowledgements are applied first, per partition all or
+// none (AcknowledgeErrorCode). Then, for each partition, the records from
+// the share partition's fetch offset are read (whole batches, up to the
+// partition's and the request's max bytes) and their acquirable records
+// acquired for the member (coordinator.SharePartition): the answer holds
+// the batches as stored and AcquiredRecords, the offset ranges the member
+// now owns with their delivery counts. MaxRecords bounds the records
+// acquired, at batch boundaries (ShareAcquireMode 0; mode 1 is treated the
+// same). AcquisitionLockTimeoutMillis is the group's lock duration.
+//
+// Long poll: while nothing is acquired, the request waits up to
+// MaxWaitMillis for an append, a release or the next lock expiry.
+// MinBytes is treated as "any record": records are acquired as soon as
+// there are some (Kafka waits for MinBytes before acquiring). Partitions
+// this broker does not lead answer NOT_LEADER_OR_FOLLOWER with the leader
+// in NodeEndpoints. Isolation is read_uncommitted (share.isolation.level
+// is not supported). ACLs are not checked.
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(kmsg.ShareFetch, 1, 2, (*Broker).handleShareFetch)
+	runAsync(kmsg.ShareFetch)
+}
+
+const (
+	shareSessionOpen  = 0
+	shareSessionClose = -1
+)
+
+// shareSessionStep checks a request's session epoch against the member's
+// session and moves the session on, returning its partitions' list to
+// update (nil when the request closes it) or a top-level error.
+func (b *Broker) shareSessionStep(group, member string, epoch int32, canOpen bool) (*shareSession, int16) {
+	key := shareSessionKey{group, member}
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	s := b.shares.sessions[key]
+	switch {
+	case epoch == shareSessionOpen:
+		if !canOpen {
+			return nil, kerr.InvalidShareSessionEpoch.Code
+		}
+		if s != nil {
+			b.shares.mu.Unlock()
+			b.releaseShareMember(group, member)
+			b.shares.mu.Lock()
+		}
+		s = &shareSession{epoch: 1}
+		b.shares.sessions[key] = s
+		return s, 0
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound.Code
+	case epoch == shareSessionClose:
+		delete(b.shares.sessions, key)
+		return s, 0
+	case epoch != s.epoch:
+		return nil, kerr.InvalidShareSessionEpoch.Code
+	}
+	s.epoch++
+	if s.epoch <= 0 {
+		s.epoch = 1 // wraps to 1, as Kafka
+	}
+	return s, 0
+}
+
+// shareTarget resolves a topic id and partition to a partition this
+// broker leads, or an error code.
+func (b *Broker) shareTarget(id [16]byte, partition int32) (*partition, int16) {
+	t := b.lookupTopicID(uuid(id))
+	if t == nil {
+		return nil, kerr.UnknownTopicID.Code
+	}
+	p := partitionAt(b.partitionsOf(t), partition)
+	if p == nil {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	if b.cl != nil && p.log == nil {
+		return p, kerr.NotLeaderForPartition.Code
+	}
+	if code := b.leadership(p); code != 0 {
+		return p, code
+	}
+	return p, 0
+}
+
+// shareAcknowledge applies one partition's acknowledgement batches.
+func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []coordinator.AckBatch, renew bool) int16 {
+	sp := b.sharePartition(group, p, false)
+	if sp == nil {
+		return kerr.InvalidRecordState.Code
+	}
+	if err := sp.Acknowledge(member, time.Now(), batches, renew); err != nil {
+		return err.Code
+	}
+	return 0
+}
+
+func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
+	req := r.msg.(*kmsg.ShareFetchRequest)
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	group, member := "", ""
+	if req.GroupID != nil {
+		group = *req.GroupID
+	}
+	if req.MemberID != nil {
+		member = *req.MemberID
+	}
+	hasAcks := false
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			hasAcks = hasAcks || len(p.AcknowledgementBatches) > 0
+		}
+	}
+	switch {
+	case group == "" || member == "":
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	case req.ShareSessionEpoch == shareSessionOpen && hasAcks:
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		msg := "Acknowledge data is not allowed when opening a share session."
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	if req.Version < 2 && req.IsRenewAck {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	s, code := b.shareSessionStep(group, member, req.ShareSessionEpoch, true)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
+	}
+
+	// The answer's partitions, in order: those of the request, then the
+	// rest of the session.
+	type answer struct {
+		sp      kmsg.ShareFetchResponseTopicPartition
+		part    *partition
+		topicID [16]byte
+		keep    bool // answered even without records
+	}
+	var answers []*answer
+	byKey := map[tidp]*answer{}
+	get := func(id [16]byte, partition int32) *answer {
+		k := tidp{uuid(id), partition}
+		if a := byKey[k]; a != nil {
+			return a
+		}
+		a := &answer{sp: kmsg.NewShareFetchResponseTopicPartition(), topicID: id}
+		a.sp.Partition = partition
+		a.part, a.sp.ErrorCode = b.shareTarget(id, partition)
+		byKey[k] = a
+		answers = append(answers, a)
+		return a
+	}
+	b.shares.mu.Lock()
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			s.add(tidp{uuid(t.TopicID), p.Partition})
+		}
+	}
+	for _, f := range req.ForgottenTopicsData {
+		for _, p := range f.Partitions {
+			s.forget(tidp{uuid(f.TopicID), p})
+		}
+	}
+	fetchParts := append([]tidp(nil), s.parts...)
+	b.shares.mu.Unlock()
+
+	// Acknowledgements first.
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			a := get(t.TopicID, p.Partition)
+			a.keep = true
+			if len(p.AcknowledgementBatches) == 0 {
+				continue
+			}
+			if a.sp.ErrorCode != 0 {
+				a.sp.AcknowledgeErrorCode = a.sp.ErrorCode
+				continue
+			}
+			batches := make([]coordinator.AckBatch, 0, len(p.AcknowledgementBatches))
+			for _, ab := range p.AcknowledgementBatches {
+				batches = append(batches, coordinator.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
+			}
+			a.sp.AcknowledgeErrorCode = b.shareAcknowledge(group, member, a.part, batches, req.IsRenewAck)
+		}
+	}
+	if req.ShareSessionEpoch == shareSessionClose {
+		b.releaseShareMember(group, member)
+		fetchParts = nil
+	}
+	if req.IsRenewAck {
+		fetchParts = nil // a renewing request fetches nothing (KIP-1222)
+	}
+
+	// Then the fetch, with the long poll.
+	var targets []*answer
+	for _, tp := range fetchParts {
+		a := get([16]byte(tp.topic), tp.partition)
+		if a.sp.ErrorCode == 0 {
+			targets = append(targets, a)
+		}
+	}
+	resp.AcquisitionLockTimeoutMillis = int32(b.groupConfigInt(group, "share.record.lock.duration.ms"))
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	maxBytes := int64(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 1 << 31
+	}
+	for len(targets) > 0 {
+		var wake []<-chan struct{}
+		next := deadline
+		got := 0
+		remainingRecords := int(req.MaxRecords)
+		budget := maxBytes
+		for _, a := range targets {
+			sp := b.sharePartition(group, a.part, true)
+			wake = append(wake, a.part.log.Notify(), sp.Changed())
+			if t, ok := sp.NextExpiry(); ok && t.Before(next) {
+				next = t
+			}
+			if req.Version >= 1 && req.MaxRecords > 0 && remainingRecords <= 0 {
+				continue
+			}
+			limit := budget
+			for _, rp := range req.Topics {
+				for _, p := range rp.Partitions {
+					if uuid(rp.TopicID) == a.part.topic.id && p.Partition == a.sp.Partition && p.PartitionMaxBytes > 0 {
+						limit = min(limit, int64(p.PartitionMaxBytes))
+					}
+				}
+			}
+			if budget <= 0 {
+				continue
+			}
+			recs, ranges, code := b.shareAcquire(sp, a.part, member, int32(min(limit, 1<<31-1)), remainingRecords)
+			if code != 0 {
+				a.sp.ErrorCode = code
+				continue
+			}
+			if len(ranges) == 0 {
+				continue
+			}
+			a.sp.Records, a.sp.AcquiredRecords = recs, ranges
+			got += len(recs)
+			budget -= int64(len(recs))
+			for _, ar := range ranges {
+				remainingRecords -= int(ar.LastOffset - ar.FirstOffset + 1)
+			}
+		}
+		if got > 0 || !time.Now().Before(deadline) {
+			break
+		}
+		if !waitAny(r.ctx, wake, time.Until(next)) && !time.Now().Before(deadline) {
+			break
+		}
+		if r.ctx.Err() != nil {
+			break
+		}
+	}
+
+	for _, a := range answers {
+		if !a.keep && a.sp.ErrorCode == 0 && len(a.sp.AcquiredRecords) == 0 {
+			continue
+		}
+		if a.sp.ErrorCode == kerr.NotLeaderForPartition.Code && a.part != nil {
+			if br, leader, epoch, ok := b.leaderHint(a.part); ok {
+				a.sp.CurrentLeader.LeaderID, a.sp.CurrentLeader.LeaderEpoch = leader, epoch
+				found := false
+				for _, e := range resp.NodeEndpoints {
+					found = found || e.NodeID == br.id
+				}
+				if !found {
+					resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
+				}
+			}
+		}
+		var rt *kmsg.ShareFetchResponseTopic
+		for i := range resp.Topics {
+			if resp.Topics[i].TopicID == a.topicID {
+				rt = &resp.Topics[i]
+			}
+		}
+		if rt == nil {
+			resp.Topics = append(resp.Topics, kmsg.NewShareFetchResponseTopic())
+			rt = &resp.Topics[len(resp.Topics)-1]
+			rt.TopicID = a.topicID
+		}
+		rt.Partitions = append(rt.Partitions, a.sp)
+	}
+	return resp, nil
+}
+
+// shareAcquire reads p from sp's fetch offset and acquires for member,
+// returning the batches that hold acquired records and the ranges.
+func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, member string, maxBytes int32, maxRecords int) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, int16) {
+	off, ok := sp.FetchOffset(time.Now())
+	if !ok || off >= p.log.HighWatermark() {
+		return nil, nil, 0
+	}
+	res, err := p.log.Read(off, max(maxBytes, 0), true)
+	if err != nil {
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			return nil, nil, 0
+		}
+		return nil, nil, readErrorCode(err)
+	}
+	buf, err := res.Slice.ReadAll()
+	res.Slice.Release()
+	if err != nil {
+		b.log.Error("share fetch read", "topic", p.topic.name, "partition", p.index, "err", err)
+		return nil, nil, kerr.KafkaStorageError.Code
+	}
+	type raw struct {
+		span  coordinator.BatchSpan
+		bytes []byte
+	}
+	var batches []raw
+	for len(buf) >= storage.BatchHeaderSize {
+		h, err := storage.ParseBatchHeader(buf)
+		if err != nil || h.Size() > int64(len(buf)) {
+			break
+		}
+		batches = append(batches, raw{coordinator.BatchSpan{First: h.BaseOffset, Last: h.LastOffset(), Control: h.Control()}, buf[:h.Size()]})
+		buf = buf[h.Size():]
+	}
+	spans := make([]coordinator.BatchSpan, len(batches))
+	for i := range batches {
+		spans[i] = batches[i].span
+	}
+	acquired := sp.Acquire(member, time.Now(), spans, maxRecords)
+	if len(acquired) == 0 {
+		return nil, nil, 0
+	}
+	var out []byte
+	ranges := make([]kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, 0, len(acquired))
+	for _, a := range acquired {
+		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+		ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+		ranges = append(ranges, ar)
+	}
+	for _, rb := range batches {
+		for _, a := range acquired {
+			if a.First <= rb.span.Last && a.Last >= rb.span.First {
+				out = append(out, rb.bytes...)
+				break
+			}
+		}
+	}
+	return out, ranges, 0
+}

@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestShareGroups_FetchAcknowledgeOverSocket drives a share group with raw
+// requests over a real connection: join, a share session's fetches with
+// exact acquired ranges and delivery counts, piggy-backed and standalone
+// acknowledgements, session epoch errors, and the SPSO reported by
+// DescribeShareGroupOffsets.
+func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	ctx := testCtx(t)
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*kgo.Record
+	for i := range 5 {
+		rs = append(rs, &kgo.Record{Topic: "s1", Partition: 0, Value: []byte(fmt.Sprint(i))})
+	}
+	if err := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner())).ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicID := td["s1"].ID
+
+	// share.auto.offset.reset=earliest, else the group starts at the end.
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sg"
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
+	ia.Resources = append(ia.Resources, res)
+	if iar, err := ia.RequestWith(ctx, cl); err != nil || iar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter group config: %v %v", err, iar)
+	}
+
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg", "m1", []string{"s1"}
+	hbr, err := hb.RequestWith(ctx, cl)
+	if err != nil || hbr.ErrorCode != 0 || hbr.MemberEpoch != 1 || hbr.Assignment == nil || len(hbr.Assignment.TopicPartitions) != 1 {
+		t.Fatalf("join: %v %+v", err, hbr)
+	}
+
+	fetch := func(epoch int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg"), kmsg.StringPtr("m1"), epoch
+		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 500, 1, 500, 500
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rp.AcknowledgementBatches = acks
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	acquired := func(resp *kmsg.ShareFetchResponse) string {
+		t.Helper()
+		if resp.ErrorCode != 0 {
+			return kerr.ErrorForCode(resp.ErrorCode).Error()
+		}
+		var out []string
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 || rp.AcknowledgeErrorCode != 0 {
+					out = append(out, fmt.Sprintf("err %d ack %d", rp.ErrorCode, rp.AcknowledgeErrorCode))
+				}
+				for _, ar := range rp.AcquiredRecords {
+					out = append(out, fmt.Sprintf("%d-%d@%d", ar.FirstOffset, ar.LastOffset, ar.DeliveryCount))
+				}
+				if len(rp.AcquiredRecords) > 0 && len(rp.Records) == 0 {
+					out = append(out, "no records")
+				}
+			}
+		}
+		return fmt.Sprint(out)
+	}
+
+	r := fetch(0)
+	if got := acquired(r); got != "[0-4@1]" || r.AcquisitionLockTimeoutMillis != 30000 {
+		t.Fatalf("first fetch: %s lock %d", got, r.AcquisitionLockTimeoutMillis)
+	}
+	// Accept 0-1, release 2, reject 3, accept 4: 2 comes back, count 2.
+	ack := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 0, LastOffset: 4, AcknowledgeTypes: []int8{1, 1, 2, 3, 1}}
+	if got := acquired(fetch(1, ack)); got != "[2-2@2]" {
+		t.Fatalf("second fetch: %s", got)
+	}
+	if got := acquired(fetch(7)); got != kerr.InvalidShareSessionEpoch.Error() {
+		t.Fatalf("wrong epoch: %s", got)
+	}
+
+	sa := kmsg.NewPtrShareAcknowledgeRequest()
+	sa.GroupID, sa.MemberID, sa.ShareSessionEpoch = kmsg.StringPtr("sg"), kmsg.StringPtr("m1"), 2
+	st := kmsg.NewShareAcknowledgeRequestTopic()
+	st.TopicID = topicID
+	sp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	sp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 2, LastOffset: 2, AcknowledgeTypes: []int8{1}}}
+	st.Partitions = append(st.Partitions, sp)
+	sa.Topics = append(sa.Topics, st)
+	sar, err := sa.RequestWith(ctx, cl)
+	if err != nil || sar.ErrorCode != 0 || sar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("acknowledge: %v %+v", err, sar)
+	}
+	// The same offset again: no longer acquired.
+	sa.ShareSessionEpoch = 3
+	if sar, _ = sa.RequestWith(ctx, cl); sar.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {
+		t.Fatalf("second acknowledge: %+v", sar)
+	}
+	// Close the session; it is gone afterwards.
+	sa.ShareSessionEpoch, sa.Topics = -1, nil
+	if sar, _ = sa.RequestWith(ctx, cl); sar.ErrorCode != 0 {
+		t.Fatalf("close: %v", kerr.ErrorForCode(sar.ErrorCode))
+	}
+	if got := acquired(fetch(5)); got != kerr.ShareSessionNotFound.Error() {
+		t.Fatalf("fetch after close: %s", got)
+	}
+
+	d := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	d.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}
+	dr, err := d.RequestWith(ctx, cl)
+	if err != nil || len(dr.Groups) != 1 || len(dr.Groups[0].Topics) != 1 || dr.Groups[0].Topics[0].Partitions[0].StartOffset != 5 {
+		t.Fatalf("describe offsets: %v %+v", err, dr)
+	}
+	// The group has a member: its offsets cannot be altered.
+	al := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	al.GroupID = "sg"
+	if alr, _ := al.RequestWith(ctx, cl); alr.ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("alter non-empty: %+v", alr)
+	}
+}

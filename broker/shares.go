@@ -1,0 +1,284 @@
+package broker
+
+// Share groups on the partition leader (KIP-932): the share-partition
+// state of each (group, partition) this broker leads (the state machine is
+// coordinator.SharePartition), the share sessions of ShareFetch and
+// ShareAcknowledge, and the group configs (resource type GROUP of
+// DescribeConfigs and IncrementalAlterConfigs) that tune them.
+//
+// All of it is in memory: Kafka persists share-partition state in
+// __share_group_state through the share coordinator, which Gregor does not
+// have yet. After a restart a share group starts again at
+// share.auto.offset.reset, and records acquired but not acknowledged are
+// delivered again. In a cluster the share-partition state lives on the
+// broker that served the ShareFetch (the leader); the offset admin APIs
+// (90-92) see only the state on the coordinator's own broker.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gregor-broker/gregor/coordinator"
+)
+
+type shareKey struct {
+	group     string
+	topic     uuid
+	partition int32
+}
+
+type shareSessionKey struct{ group, member string }
+
+type tidp struct {
+	topic     uuid
+	partition int32
+}
+
+// shareSession is one member's share session on this broker: the
+// partitions it fetches and the epoch its next request must carry.
+type shareSession struct {
+	epoch int32
+	parts []tidp // in the order added
+}
+
+func (s *shareSession) add(tp tidp) {
+	if !slices.Contains(s.parts, tp) {
+		s.parts = append(s.parts, tp)
+	}
+}
+
+func (s *shareSession) forget(tp tidp) {
+	s.parts = slices.DeleteFunc(s.parts, func(x tidp) bool { return x == tp })
+}
+
+type shareState struct {
+	mu       sync.Mutex
+	parts    map[shareKey]*coordinator.SharePartition
+	sessions map[shareSessionKey]*shareSession
+	groupCfg map[string]map[string]string // group configs set with IncrementalAlterConfigs
+}
+
+func (s *shareState) init() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parts == nil {
+		s.parts = map[shareKey]*coordinator.SharePartition{}
+		s.sessions = map[shareSessionKey]*shareSession{}
+		s.groupCfg = map[string]map[string]string{}
+	}
+}
+
+// groupConfigDef is one share group config: its broker default (a
+// property of the broker config), and its bounds.
+type groupConfigDef struct {
+	name, brokerProp, def string
+	min, max              int64 // for ints
+	enum                  []string
+	doc                   string
+}
+
+var groupConfigDefs = []groupConfigDef{
+	{name: "share.auto.offset.reset", def: "latest", enum: []string{"latest", "earliest"},
+		doc: "Where a share group starts on a partition without share-partition state."},
+	{name: "share.record.lock.duration.ms", brokerProp: "group.share.record.lock.duration.ms", def: "30000", min: 15000, max: 60000,
+		doc: "The acquisition lock duration of records fetched by a share group."},
+	{name: "share.session.timeout.ms", brokerProp: "group.share.session.timeout.ms", def: "45000", min: 45000, max: 60000,
+		doc: "The timeout to detect share group members that stopped heartbeating."},
+	{name: "share.heartbeat.interval.ms", brokerProp: "group.share.heartbeat.interval.ms", def: "5000", min: 5000, max: 15000,
+		doc: "The heartbeat interval given to share group members."},
+	{name: "share.delivery.count.limit", brokerProp: "group.share.delivery.count.limit", def: "5", min: 2, max: 10,
+		doc: "The number of deliveries of a record after which it is archived."},
+}
+
+func groupConfigDefByName(name string) *groupConfigDef {
+	for i := range groupConfigDefs {
+		if groupConfigDefs[i].name == name {
+			return &groupConfigDefs[i]
+		}
+	}
+	return nil
+}
+
+func validateGroupConfig(d *groupConfigDef, v string) error {
+	if d.enum != nil {
+		if !slices.Contains(d.enum, v) {
+			return fmt.Errorf("invalid value %s for configuration %s: must be one of %s", v, d.name, strings.Join(d.enum, ", "))
+		}
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("invalid value %s for configuration %s: not a number", v, d.name)
+	}
+	if n < d.min || n > d.max {
+		return fmt.Errorf("invalid value %s for configuration %s: must be between %d and %d", v, d.name, d.min, d.max)
+	}
+	return nil
+}
+
+// groupConfigValue returns a group config's value and whether the group
+// sets it.
+func (b *Broker) groupConfigValue(group, name string) (string, bool) {
+	b.shares.mu.Lock()
+	v, ok := b.shares.groupCfg[group][name]
+	b.shares.mu.Unlock()
+	if ok {
+		return v, true
+	}
+	d := groupConfigDefByName(name)
+	if d == nil {
+		return "", false
+	}
+	if d.brokerProp != "" {
+		return b.cfg.stringProp(d.brokerProp), false
+	}
+	return d.def, false
+}
+
+func (b *Broker) groupConfigInt(group, name string) int64 {
+	v, _ := b.groupConfigValue(group, name)
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// groupConfigs returns a copy of a group's configs.
+func (b *Broker) groupConfigs(group string) map[string]string {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	return maps.Clone(b.shares.groupCfg[group])
+}
+
+func (b *Broker) setGroupConfigs(group string, cfg map[string]string) {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	if len(cfg) == 0 {
+		delete(b.shares.groupCfg, group)
+		return
+	}
+	b.shares.groupCfg[group] = cfg
+}
+
+// shareTimeouts gives the coordinator a group's session timeout and
+// heartbeat interval.
+func (b *Broker) shareTimeouts(group string) (time.Duration, time.Duration) {
+	return time.Duration(b.groupConfigInt(group, "share.session.timeout.ms")) * time.Millisecond,
+		time.Duration(b.groupConfigInt(group, "share.heartbeat.interval.ms")) * time.Millisecond
+}
+
+func (b *Broker) sharePartitionConfig(group string) coordinator.SharePartitionConfig {
+	maxLocks := b.cfg.int64Prop("group.share.partition.max.record.locks")
+	return coordinator.SharePartitionConfig{
+		LockDuration:       time.Duration(b.groupConfigInt(group, "share.record.lock.duration.ms")) * time.Millisecond,
+		DeliveryCountLimit: int16(b.groupConfigInt(group, "share.delivery.count.limit")),
+		MaxInFlight:        maxLocks,
+	}
+}
+
+// sharePartition returns the share-partition state of group on p, created
+// at share.auto.offset.reset when there is none and create is set.
+func (b *Broker) sharePartition(group string, p *partition, create bool) *coordinator.SharePartition {
+	key := shareKey{group, p.topic.id, p.index}
+	cfg := b.sharePartitionConfig(group)
+	b.shares.mu.Lock()
+	sp := b.shares.parts[key]
+	b.shares.mu.Unlock()
+	if sp != nil {
+		sp.SetConfig(cfg)
+		sp.AdvanceLogStart(p.log.LogStartOffset())
+		return sp
+	}
+	if !create {
+		return nil
+	}
+	start := p.log.HighWatermark()
+	if v, _ := b.groupConfigValue(group, "share.auto.offset.reset"); v == "earliest" {
+		start = p.log.LogStartOffset()
+	}
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	if sp = b.shares.parts[key]; sp == nil {
+		sp = coordinator.NewSharePartition(cfg, start)
+		b.shares.parts[key] = sp
+	}
+	return sp
+}
+
+// setShareStart sets (creating) the SPSO of group on topic/partition.
+func (b *Broker) setShareStart(group string, t uuid, partition int32, off int64) {
+	key := shareKey{group, t, partition}
+	b.shares.mu.Lock()
+	sp := b.shares.parts[key]
+	if sp == nil {
+		sp = coordinator.NewSharePartition(coordinator.SharePartitionConfig{}, off)
+		b.shares.parts[key] = sp
+	}
+	b.shares.mu.Unlock()
+	sp.SetStartOffset(off)
+}
+
+// shareStates returns group's share partitions by topic id and partition.
+func (b *Broker) shareStates(group string) map[tidp]*coordinator.SharePartition {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	out := map[tidp]*coordinator.SharePartition{}
+	for k, sp := range b.shares.parts {
+		if k.group == group {
+			out[tidp{k.topic, k.partition}] = sp
+		}
+	}
+	return out
+}
+
+// deleteShareStates removes group's share-partition state, of one topic or
+// (zero id) all.
+func (b *Broker) deleteShareStates(group string, t uuid) {
+	b.shares.mu.Lock()
+	defer b.shares.mu.Unlock()
+	for k := range b.shares.parts {
+		if k.group == group && (t == uuid{} || k.topic == t) {
+			delete(b.shares.parts, k)
+		}
+	}
+}
+
+// releaseShareMember releases what member acquired in group on this broker
+// and drops its share session: its session closed or it left the group.
+func (b *Broker) releaseShareMember(group, member string) {
+	b.shares.mu.Lock()
+	var sps []*coordinator.SharePartition
+	for k, sp := range b.shares.parts {
+		if k.group == group {
+			sps = append(sps, sp)
+		}
+	}
+	b.shares.mu.Unlock()
+	for _, sp := range sps {
+		sp.ReleaseMember(member)
+	}
+}
+
+// onShareMemberLeave is the coordinator's OnShareMemberLeave.
+func (b *Broker) onShareMemberLeave(group, member string) {
+	b.releaseShareMember(group, member)
+	b.shares.mu.Lock()
+	delete(b.shares.sessions, shareSessionKey{group, member})
+	b.shares.mu.Unlock()
+}
+
+// onShareGroupDeleted is the coordinator's OnShareGroupDeleted.
+func (b *Broker) onShareGroupDeleted(group string) {
+	b.deleteShareStates(group, uuid{})
+	b.shares.mu.Lock()
+	delete(b.shares.groupCfg, group)
+	for k := range b.shares.sessions {
+		if k.group == group {
+			delete(b.shares.sessions, k)
+		}
+	}
+	b.shares.mu.Unlock()
+}
