@@ -323,23 +323,45 @@ func (s *Server) groupResettable(ctx context.Context, c broker.Caller, group str
 // committedOffsets fetches the group's committed offsets (OffsetFetch for
 // all topics).
 func (s *Server) committedOffsets(ctx context.Context, c broker.Caller, group string) (map[topicPartition]int64, outcome) {
+	// Both forms are filled (v0-7: Group; v8+: Groups), as the version is
+	// the handler's, or the peer's when forwarded; nil topics: all.
 	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version = 7 // the single-group form; Topics nil: every committed partition
 	req.Group = group
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group
+	req.Groups = append(req.Groups, rg)
 	kresp, err := s.b.Execute(ctx, c, req)
 	if err != nil {
 		return nil, failed(http.StatusBadGateway, resultError, "fetching the offsets of %s: %v", group, err)
 	}
 	resp := kresp.(*kmsg.OffsetFetchResponse)
+	out := map[topicPartition]int64{}
+	add := func(topic string, p int32, offset int64, code int16) {
+		if code == 0 && offset >= 0 {
+			out[topicPartition{topic, p}] = offset
+		}
+	}
+	if resp.GetVersion() >= 8 {
+		if len(resp.Groups) != 1 {
+			return nil, failed(http.StatusBadGateway, resultError, "fetching the offsets of %s: no answer", group)
+		}
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 {
+			return nil, kafkaFailure(g.ErrorCode, nil)
+		}
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				add(t.Topic, p.Partition, p.Offset, p.ErrorCode)
+			}
+		}
+		return out, outcome{}
+	}
 	if resp.ErrorCode != 0 {
 		return nil, kafkaFailure(resp.ErrorCode, nil)
 	}
-	out := map[topicPartition]int64{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			if p.ErrorCode == 0 && p.Offset >= 0 {
-				out[topicPartition{t.Topic, p.Partition}] = p.Offset
-			}
+			add(t.Topic, p.Partition, p.Offset, p.ErrorCode)
 		}
 	}
 	return out, outcome{}
