@@ -20,14 +20,26 @@
 // background, drawn as SVG charts; /metrics adds gregor_group_lag_growing
 // from it.
 //
-// It is off by default in the gregor binary (--http ADDR turns it on) and
-// has no authentication: bind it to loopback or a private network.
+//	GET    /groups/{group}/reset          console: offset reset preview (dry run)
+//	POST   /groups/{group}/reset          console: reset offsets (confirm)
+//	POST   /groups/{group}/delete         console: delete a group
+//	POST   /topics                        console: create a topic
+//	POST   /topics/{topic}/config         console: set or delete a topic config
+//	POST   /topics/{topic}/produce        console: produce a test record
+//	POST   /topics/{topic}/delete-records console: delete records up to an offset
+//
+// It is off by default in the gregor binary (--http ADDR turns it on).
+// TLS, authentication (HTTP Basic against the SCRAM users, client
+// certificates) and authorization by the broker's ACLs are configured with
+// admin.* broker properties: see security.go. Without them it has no
+// authentication: bind it to loopback or a private network.
 package admin
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,10 +53,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// Handler returns the admin HTTP handler of b with the default Options.
-// Its history sampler stops when b is closed.
-func Handler(b *broker.Broker) http.Handler { return New(b, Options{}) }
 
 // Options configure New; zero values are the defaults.
 type Options struct {
@@ -60,6 +68,8 @@ type Options struct {
 	LagGrowingSamples int
 	// Now is the clock of the samples' times (time.Now).
 	Now func() time.Time
+	// Logger receives the audit log of console actions (slog.Default()).
+	Logger *slog.Logger
 }
 
 // Server is the admin HTTP handler with the console's history.
@@ -73,11 +83,19 @@ type Server struct {
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
+
+	handler http.Handler // mux behind the security layer
+	log     *slog.Logger
+	auth    authConfig
+	csrfKey []byte
+	actions *prometheus.CounterVec
 }
 
-// New returns the admin handler of b and starts its history sampler
-// (unless o.SampleInterval < 0), which runs until Close or b's close.
-func New(b *broker.Broker, o Options) *Server {
+// New returns the admin handler of b, configured by b's admin.*
+// properties (security.go), and starts its history sampler (unless
+// o.SampleInterval < 0), which runs until Close or b's close. An error
+// means an admin.* property is invalid or its certificates unreadable.
+func New(b *broker.Broker, o Options) (*Server, error) {
 	if o.SampleInterval == 0 {
 		o.SampleInterval = DefaultSampleInterval
 	}
@@ -93,18 +111,31 @@ func New(b *broker.Broker, o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	auth, err := loadAuthConfig(b, adminProps(b))
+	if err != nil {
+		return nil, err
+	}
+	if auth.basic && auth.tls == nil {
+		o.Logger.Warn("admin.auth=basic over plain HTTP sends passwords in the clear; set admin.ssl.keystore.location")
+	}
 	s := &Server{b: b, hist: NewHistory(o.HistorySamples, o.MaxSeries), now: o.Now, growN: o.LagGrowingSamples,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), log: o.Logger, auth: auth, csrfKey: newCSRFKey(),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gregor_admin_actions_total",
+			Help: "Console actions by action and result (ok, error, denied, refused)."}, []string{"action", "result"})}
 	s.mux = s.routes()
+	s.handler = s.secure(s.mux)
 	if o.SampleInterval > 0 {
 		go s.run(o.SampleInterval)
 	} else {
 		close(s.done)
 	}
-	return s
+	return s, nil
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // History returns the console's history.
 func (s *Server) History() *History { return s.hist }
@@ -162,13 +193,16 @@ func (s *Server) routes() *http.ServeMux {
 		w.Write([]byte("ready\n"))
 	})
 	runtime := prometheus.NewRegistry()
-	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), lagGrowingCollector{s})
+	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), lagGrowingCollector{s}, s.actions)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{b.Metrics(), runtime}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 
 	mux.HandleFunc("GET /admin/faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, b.Faults())
 	})
 	mux.HandleFunc("POST /admin/faults", func(w http.ResponseWriter, r *http.Request) {
+		if !s.mayAlterCluster(w, r) {
+			return
+		}
 		var fr faultRequest
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 		dec.DisallowUnknownFields()
@@ -187,10 +221,16 @@ func (s *Server) routes() *http.ServeMux {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 	})
 	mux.HandleFunc("DELETE /admin/faults", func(w http.ResponseWriter, r *http.Request) {
+		if !s.mayAlterCluster(w, r) {
+			return
+		}
 		b.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("DELETE /admin/faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if !s.mayAlterCluster(w, r) {
+			return
+		}
 		id, err := strconv.Atoi(r.PathValue("id"))
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad fault id"})
@@ -200,6 +240,9 @@ func (s *Server) routes() *http.ServeMux {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /admin/groups/{group}/rebalance", func(w http.ResponseWriter, r *http.Request) {
+		if !s.mayAlterCluster(w, r) {
+			return
+		}
 		if err := b.ForceRebalance(r.PathValue("group")); err != nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 			return
@@ -207,7 +250,20 @@ func (s *Server) routes() *http.ServeMux {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s.registerConsole(mux)
+	s.registerActions(mux)
 	return mux
+}
+
+// mayAlterCluster checks ALTER on the CLUSTER, which fault injection and
+// forced rebalances need, and answers 403 without it.
+func (s *Server) mayAlterCluster(w http.ResponseWriter, r *http.Request) bool {
+	c := callerOf(r)
+	if !s.allowed(c, broker.ACLAlter, broker.ResourceCluster, broker.ClusterResourceName) {
+		s.deny(w, c, "ALTER on the cluster")
+		return false
+	}
+	s.log.Info("admin fault endpoint", "principal", c.Principal, "host", c.Host, "method", r.Method, "path", r.URL.Path)
+	return true
 }
 
 var descLagGrowing = prometheus.NewDesc("gregor_group_lag_growing",

@@ -5,6 +5,7 @@ package admin
 // refresh themselves when ?refresh=SECONDS is given.
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
@@ -53,22 +54,37 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 const lagColor = "#e4572e"
 
 type page struct {
-	Title   string
-	Refresh int
-	Data    any
+	Title     string
+	Refresh   int
+	Principal string // the caller, shown when authentication is on
+	CSRF      string // the token the action forms carry
+	Data      any
+}
+
+// renderStatus renders a page with an HTTP status.
+func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	c := callerOf(r)
+	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal)}
+	if s.auth.on() {
+		p.Principal = c.Principal
+	}
+	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && n > 0 {
+		p.Refresh = n
+	}
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, p); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
 }
 
 func (s *Server) registerConsole(mux *http.ServeMux) {
 	b := s.b
 	render := func(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-		p := page{Title: title, Data: data}
-		if s, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && s > 0 {
-			p.Refresh = s
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := pages.ExecuteTemplate(w, name, p); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		}
+		s.renderStatus(w, r, http.StatusOK, name, title, data)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		type topicRow struct {

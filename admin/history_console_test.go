@@ -29,7 +29,10 @@ func historyConsole(t *testing.T, samples int) (*gregortest.Broker, *admin.Serve
 	now := time.Unix(1_700_000_000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	srv := admin.New(b.Broker, admin.Options{SampleInterval: -1, LagGrowingSamples: 3, Now: clock})
+	srv, err := admin.New(b.Broker, admin.Options{SampleInterval: -1, LagGrowingSamples: 3, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	ctx := testCtx(t)

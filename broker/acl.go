@@ -433,6 +433,9 @@ func (b *Broker) aclEnabled() bool { return b.acl.enabled }
 // Request-side helpers: the connection's principal and host.
 
 func (r *request) principal() string {
+	if r.caller != nil {
+		return r.caller.Principal
+	}
 	if r.conn == nil {
 		return "User:ANONYMOUS"
 	}
@@ -440,6 +443,9 @@ func (r *request) principal() string {
 }
 
 func (r *request) host() string {
+	if r.caller != nil {
+		return r.caller.Host
+	}
 	if r.conn == nil || r.conn.nc == nil {
 		return ""
 	}

@@ -43,6 +43,20 @@ var securityConfigDefs = []configDef{
 	{"super.users", kmsg.ConfigTypeString, "", "", true, anyString, "Principals the authorizer allows everything, User:a;User:b."},
 	{"allow.everyone.if.no.acl.found", kmsg.ConfigTypeBoolean, "false", "", true, oneOf("true", "false"), "Whether a resource no ACL names is open to everyone."},
 	{"sasl.oauthbearer.sub.claim.name", kmsg.ConfigTypeString, "sub", "", true, anyString, "The claim holding the principal."},
+
+	// The admin HTTP listener (--http, package admin).
+	{"admin.auth", kmsg.ConfigTypeList, "none", "", true, listOf("none", "basic", "mtls"), "How the admin HTTP listener authenticates: none, or basic (HTTP Basic against the SCRAM users) and/or mtls (a verified client certificate), e.g. basic,mtls."},
+	{"admin.metrics.auth", kmsg.ConfigTypeBoolean, "false", "", true, oneOf("true", "false"), "Whether /metrics needs authentication when admin.auth is on (/healthz and /readyz never do)."},
+	{"admin.ssl.keystore.type", kmsg.ConfigTypeString, "PEM", "", true, anyString, "The admin listener's key store format; PEM only."},
+	{"admin.ssl.keystore.location", kmsg.ConfigTypeString, "", "", true, anyString, "A PEM file with the admin listener's private key and certificate chain; setting it (or admin.ssl.keystore.certificate.chain) serves HTTPS."},
+	{"admin.ssl.keystore.certificate.chain", kmsg.ConfigTypePassword, "", "", true, anyString, "The admin listener's certificate chain, PEM, inline."},
+	{"admin.ssl.keystore.key", kmsg.ConfigTypePassword, "", "", true, anyString, "The admin listener's private key, PEM, inline."},
+	{"admin.ssl.truststore.type", kmsg.ConfigTypeString, "PEM", "", true, anyString, "The admin listener's trust store format; PEM only."},
+	{"admin.ssl.truststore.location", kmsg.ConfigTypeString, "", "", true, anyString, "A PEM file of the CA certificates admin clients' certificates are verified against."},
+	{"admin.ssl.truststore.certificates", kmsg.ConfigTypePassword, "", "", true, anyString, "The admin listener's trusted CA certificates, PEM, inline."},
+	{"admin.ssl.client.auth", kmsg.ConfigTypeString, "none", "", true, oneOf("none", "requested", "required"), "Whether admin clients must present a certificate."},
+	{"admin.ssl.enabled.protocols", kmsg.ConfigTypeList, "TLSv1.2,TLSv1.3", "", true, listOf("TLSv1.2", "TLSv1.3"), "The TLS versions the admin listener accepts."},
+	{"admin.ssl.principal.mapping.rules", kmsg.ConfigTypeString, "DEFAULT", "", true, anyString, "Rules mapping an admin client certificate's distinguished name to a principal."},
 }
 
 // listenerConfigName strips listener.name.<listener>. (and a mechanism

@@ -41,16 +41,7 @@ func (s *plainSession) step(in []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	ok := false
-	if rec != nil {
-		for _, mech := range []string{mechScramSHA256, mechScramSHA512} {
-			if c, has := rec.Scram[mech]; has {
-				ok = c.checkPassword(mech, pass)
-				break
-			}
-		}
-	}
-	if !ok {
+	if rec == nil || !rec.checkPassword(pass) {
 		return nil, false, &saslError{"Authentication failed: Invalid username or password"}
 	}
 	s.user = user

@@ -123,6 +123,9 @@ type request struct {
 	wait func()
 
 	frame []byte // pooled request bytes, returned after the handler (Produce only)
+
+	// caller is the identity of a request run by Execute (conn is nil).
+	caller *Caller
 }
 
 // Listen binds the configured listeners (listeners, else Config.Listen as

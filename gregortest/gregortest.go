@@ -207,10 +207,17 @@ func start(dir string, opts ...Opt) (*Broker, error) {
 			<-rs.served
 			return nil, err
 		}
+		as, err := admin.New(bb, admin.Options{Logger: c.logger})
+		if err != nil {
+			ln.Close()
+			bb.Close()
+			<-rs.served
+			return nil, err
+		}
 		b.httpAddr = ln.Addr().String()
-		rs.httpSrv = &http.Server{Handler: admin.Handler(bb), ReadHeaderTimeout: 10 * time.Second}
+		rs.httpSrv = &http.Server{Handler: as, ReadHeaderTimeout: 10 * time.Second}
 		rs.httpDone = make(chan error, 1)
-		go func() { rs.httpDone <- rs.httpSrv.Serve(ln) }()
+		go func() { rs.httpDone <- rs.httpSrv.Serve(as.Listen(ln)) }()
 	}
 	b.run = rs
 	return b, nil

@@ -21,19 +21,23 @@ func startHTTP(addr string, b *broker.Broker, log *slog.Logger) (func(), error) 
 	if addr == "" {
 		return func() {}, nil
 	}
+	as, err := admin.New(b, admin.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http: %w", err)
 	}
-	srv := &http.Server{Handler: admin.Handler(b), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: as, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(as.Listen(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin http", "err", err)
 		}
 	}()
-	log.Info("admin http listening", "addr", ln.Addr().String())
+	log.Info("admin http listening", "addr", ln.Addr().String(), "tls", as.TLSConfig() != nil)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
