@@ -110,9 +110,9 @@ type TxnCoordinator struct {
 	// inflight counts, per partition, the appends whose commit is awaited
 	// without the lock: the checkpoint does not pass them meanwhile.
 	inflight map[int32]int
-	timers  timers
-	abort   timerSlot
-	expire  timerSlot
+	timers   timers
+	abort    timerSlot
+	expire   timerSlot
 }
 
 // txnEntry is a transactional id: its durable state and what the
@@ -156,12 +156,12 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
 	}
 	c := &TxnCoordinator{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		db:      db,
-		txns:    make(map[string]*txnEntry),
-		byPID:   make(map[int64]string),
-		parts:   partStates{},
+		cfg:      cfg,
+		log:      cfg.Logger,
+		db:       db,
+		txns:     make(map[string]*txnEntry),
+		byPID:    make(map[int64]string),
+		parts:    partStates{},
 		logNext:  make(map[int32]int64),
 		inflight: make(map[int32]int),
 	}

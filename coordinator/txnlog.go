@@ -32,8 +32,8 @@ package coordinator
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
