@@ -33,7 +33,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -192,7 +191,7 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 	p := c.partitionOf(e.id)
 	next, wait, err := c.cfg.Log.Append(p, []LogRecord{txnLogRecord(e.id, &m)})
 	if err != nil {
-		return 0, false, txnAppendError(err)
+		return 0, false, appendError(err)
 	}
 	if _, ok := c.txns[e.id]; !ok {
 		c.txns[e.id] = e
@@ -208,7 +207,7 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 	var kerrv *kerr.Error
 	switch {
 	case werr != nil:
-		kerrv = txnAppendError(werr)
+		kerrv = appendError(werr)
 	case c.closed:
 		kerrv = kerr.CoordinatorNotAvailable
 	case c.txns[e.id] != e || c.txnOwnerErrLocked(e.id) != nil:
@@ -226,29 +225,6 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 		c.logNext[p] = next
 	}
 	return next - 1, fresh, nil
-}
-
-// txnAppendError maps a failed append to __transaction_state to the
-// answer, as Kafka's TransactionStateManager.appendTransactionToLog: the
-// partition not being led here NOT_COORDINATOR, too few replicas or a
-// timeout COORDINATOR_NOT_AVAILABLE (both make the client look the
-// coordinator up again and retry), a record too large
-// UNKNOWN_SERVER_ERROR. Errors that carry no Kafka code (the partition is
-// not on this broker) answer NOT_COORDINATOR.
-func txnAppendError(err error) *kerr.Error {
-	var ke *kerr.Error
-	if !errors.As(err, &ke) {
-		return kerr.NotCoordinator
-	}
-	switch ke {
-	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
-		return kerr.CoordinatorNotAvailable
-	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.NotCoordinator:
-		return kerr.NotCoordinator
-	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return kerr.UnknownServerError
-	}
-	return kerr.CoordinatorNotAvailable
 }
 
 // LoadPartition makes this coordinator serve the transactional ids of
