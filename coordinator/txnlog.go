@@ -12,9 +12,14 @@ package coordinator
 // epoch bump of InitProducerId, Ongoing with its partitions, Prepare*,
 // Complete*) is appended and waited for (the partition's high watermark)
 // before it is installed and answered, as Kafka's TransactionStateManager
-// does; a failed append leaves the state unchanged and the request answers
-// COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR once the partition is
-// unloaded), so the producer looks the coordinator up again.
+// does. The coordinator's lock is not held while the record replicates:
+// the id is pending meanwhile (Kafka's TransactionMetadata.pendingState),
+// so other requests for it answer CONCURRENT_TRANSACTIONS, which clients
+// retry, while other ids proceed. A failed append leaves the state
+// unchanged and the request answers Kafka's mapping of the error
+// (appendError: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE; also
+// NOT_COORDINATOR once the partition is unloaded), so the producer looks
+// the coordinator up again.
 //
 // What Kafka's record has no field for is kept in a tagged field of the
 // value that Kafka ignores (txnExtTag: the groups of the transaction and
