@@ -122,11 +122,15 @@
 //
 //  1. broker faultSet.mu. Matching a fault against a request resolves topic
 //     ids, which takes Broker.mu for reading.
-//  2. coordinator TxnCoordinator.mu. TxnOffsetCommit stores its offsets, and
-//     a transaction's completion commits or drops them, in the group
-//     coordinator with this lock held, so a transaction cannot end between
-//     the check and the store. AllocateProducerID (producerIDs.mu) is called
-//     with it held; WriteMarkers is called without it.
+//  2. coordinator TxnCoordinator.mu. TxnOffsetCommit stores its offsets in
+//     the group coordinator with this lock held, so a transaction cannot end
+//     between the check and the store; a transaction's completion commits or
+//     drops them without it (the id is marked writing, so no TxnOffsetCommit
+//     for it passes the check meanwhile). AllocateProducerID
+//     (producerIDs.mu) is called with it held; WriteMarkers is called
+//     without it. A transition is appended to __transaction_state
+//     (GroupLog.Append, which takes the log's locks) with it held, but its
+//     commit is awaited without it, the id marked pending.
 //  3. coordinator Coordinator.mu (the group coordinator). It calls
 //     TopicPartitions, which takes Broker.mu for reading, with it held. The
 //     group coordinator has no reference to the transaction coordinator.

@@ -53,16 +53,6 @@ func TestFranzGoIntegration_Cluster(t *testing.T) {
 	names := readFranzGoList(t)
 	if run := os.Getenv("GREGOR_FRANZGO_TESTS"); run != "" {
 		names = strings.Split(run, "|")
-	} else {
-		// TestTxnEtl on three nodes passes (68 s) but not reliably since
-		// its KIP-848 variants run too: in one run of two the transaction
-		// coordinator stalled for 10 s (it waits for __transaction_state's
-		// high watermark while holding its lock, which serialises every
-		// transactional id of a broker behind replication) and partition
-		// leaders' AddPartitionsToTxn timed out. Known, left for the next
-		// step; TestClusterTxnCoordinatorFailover and the compat suite's
-		// cluster mode cover transactions on three nodes meanwhile.
-		names = slices.DeleteFunc(names, func(n string) bool { return n == "TestTxnEtl" })
 	}
 	c := startCluster(t, 3)
 	c.WaitBrokers(3)

@@ -144,8 +144,17 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
 	r := kmsg.NewPtrDeleteGroupsResponse()
 	c.mu.Lock()
+	committed := make([]func() *kerr.Error, len(req.Groups))
+	defer func() {
+		// Each group is answered once its tombstones are committed.
+		for i, f := range committed {
+			if err := waitCommitted(f); err != nil {
+				r.Groups[i].ErrorCode = err.Code
+			}
+		}
+	}()
 	defer c.mu.Unlock()
-	for _, id := range req.Groups {
+	for i, id := range req.Groups {
 		d := kmsg.NewDeleteGroupsResponseGroup()
 		d.Group = id
 		g := c.groups[id]
@@ -163,7 +172,8 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 		case g.state != stateEmpty:
 			d.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
-			if err := c.deleteGroupLocked(g); err != nil {
+			var err error
+			if committed[i], err = c.deleteGroupLocked(g); err != nil {
 				c.log.Warn("deleting group failed", "group", id, "err", err)
 				d.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			}
@@ -174,12 +184,14 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 }
 
 // deleteGroupLocked removes g and its offsets from bbolt and memory; g ends
-// Dead, so late timer callbacks ignore it.
+// Dead, so late timer callbacks ignore it. committed waits for the
+// tombstones (appendAsyncLocked).
 //
 // Lock should be held.
-func (c *Coordinator) deleteGroupLocked(g *group) error {
-	if err := c.deleteStoredGroup(g); err != nil {
-		return err
+func (c *Coordinator) deleteGroupLocked(g *group) (committed func() *kerr.Error, _ error) {
+	committed, err := c.deleteStoredGroup(g)
+	if err != nil {
+		return committed, err
 	}
 	c.cancelGroupTimersLocked(g)
 	for _, s := range g.pending {
@@ -188,5 +200,5 @@ func (c *Coordinator) deleteGroupLocked(g *group) error {
 	g.pending = make(map[string]*timerSlot)
 	g.transition(stateDead, c.cfg.Now())
 	delete(c.groups, g.id)
-	return nil
+	return committed, nil
 }

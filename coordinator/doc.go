@@ -116,7 +116,15 @@
 //
 // PrepareEpochFence: Kafka's in-memory step of a fence, between Ongoing
 // and PrepareAbort. Here the fence and PrepareAbort are one persisted
-// transition under the lock, so the state is never stored or reported.
+// transition, so the state is never stored or reported.
+//
+// Pending transitions: with __transaction_state (TxnConfig.Log) a
+// transition is installed only once its record is committed, and the lock
+// is not held meanwhile: the id is pending (Kafka's pendingState) and every
+// request for it answers CONCURRENT_TRANSACTIONS (clients retry), except
+// that partitions already in an Ongoing transaction still verify while an
+// add is pending; other ids proceed. A failed append rolls the transition
+// back (txnlog.go).
 //
 // PrepareCommit, PrepareAbort: the outcome is decided and durable. The
 // coordinator writes the COMMIT or ABORT markers to every partition of the
@@ -159,7 +167,8 @@
 //
 // # Locks
 //
-// Each coordinator has one mutex; where they and the callbacks they are
+// Each coordinator has one mutex, released while a record of its log
+// replicates (see above and grouplog.go); where they and the callbacks they are
 // given sit in the program's lock order is written in package broker's
 // documentation (broker/doc.go, "Lock order").
 package coordinator

@@ -28,6 +28,7 @@ package coordinator
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -249,27 +250,81 @@ func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64
 }
 
 // appendAsyncLocked appends records without waiting for them; their bbolt
-// and memory effects are applied by the caller at once.
+// and memory effects are applied by the caller at once. It returns the
+// offset of the last record (-1 if none was appended) and committed, which
+// blocks until the records are committed and returns what a request waiting
+// for them answers: nil, or the append's error (appendError) or
+// NOT_COORDINATOR if the partition was unloaded meanwhile. committed is nil
+// without a log; it must be called without the lock.
 //
 // Lock should be held.
-func (c *Coordinator) appendAsyncLocked(groupID string, recs []LogRecord) int64 {
+func (c *Coordinator) appendAsyncLocked(groupID string, recs []LogRecord) (int64, func() *kerr.Error) {
 	if c.cfg.Log == nil || len(recs) == 0 {
-		return -1
+		return -1, nil
 	}
 	next, wait, done, err := c.appendLocked(groupID, recs)
 	if err != nil {
-		return -1
+		return -1, func() *kerr.Error { return err }
 	}
+	finished := make(chan struct{})
+	var res *kerr.Error
 	go func() {
 		werr := wait()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if werr != nil {
-			c.log.Warn("a __consumer_offsets record was not committed", "group", groupID, "err", werr)
-		}
+		defer close(finished)
 		done()
+		switch {
+		case werr != nil:
+			c.log.Warn("a __consumer_offsets record was not committed", "group", groupID, "err", werr)
+			res = appendError(werr)
+		case c.closed:
+			res = kerr.CoordinatorNotAvailable
+		case c.ownerErrLocked(groupID) != nil:
+			res = kerr.NotCoordinator
+		}
 	}()
-	return next - 1
+	return next - 1, func() *kerr.Error { <-finished; return res }
+}
+
+// waitCommitted calls every non-nil committed function (appendAsyncLocked)
+// and returns the first error.
+func waitCommitted(committed ...func() *kerr.Error) *kerr.Error {
+	var first *kerr.Error
+	for _, f := range committed {
+		if f == nil {
+			continue
+		}
+		if err := f(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// appendError maps a failed append to a coordinator's log partition
+// (__consumer_offsets, __transaction_state) to the answer, as Kafka's
+// coordinators do (TransactionStateManager.appendTransactionToLog,
+// GroupMetadataManager.storeGroup): the partition not led here
+// NOT_COORDINATOR, too few replicas or a timeout COORDINATOR_NOT_AVAILABLE
+// (both make the client look the coordinator up again and retry), a record
+// too large UNKNOWN_SERVER_ERROR. Errors without a Kafka code (the
+// partition is not on this broker, the broker is stopping) answer
+// NOT_COORDINATOR.
+func appendError(err error) *kerr.Error {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return kerr.NotCoordinator
+	}
+	switch ke {
+	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
+		return kerr.CoordinatorNotAvailable
+	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.NotCoordinator:
+		return kerr.NotCoordinator
+	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
+		return kerr.UnknownServerError
+	}
+	return kerr.CoordinatorNotAvailable
 }
 
 func putCheckpoint(tx *bolt.Tx, p int32, next int64) error {

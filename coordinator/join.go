@@ -264,7 +264,7 @@ func (c *Coordinator) updateStaticMemberLocked(g *group, p joinParams, oldID, ne
 			c.maybePrepareRebalanceOrCompleteJoinLocked(g, "static member "+newID+" changed the selected protocol")
 			return w, nil
 		}
-		if err := c.storeGroupLocked(g); err != nil {
+		if _, err := c.storeGroupLocked(g); err != nil {
 			c.log.Warn("persisting static member replacement failed; reverting", "group", g.id, "instance", p.instanceID, "err", err)
 			m.protocols, m.sessionTimeout, m.rebalanceTimeout = oldProtocols, oldSession, oldRebalance
 			m.join = nil
@@ -419,7 +419,7 @@ func (c *Coordinator) completeJoinPhaseLocked(g *group) {
 		g.computeSubscribed()
 		g.transition(stateEmpty, now)
 		c.log.Info("group is empty", "group", g.id, "generation", g.generation)
-		if err := c.storeGroupLocked(g); err != nil {
+		if _, err := c.storeGroupLocked(g); err != nil {
 			c.log.Warn("persisting empty group failed", "group", g.id, "err", err)
 		}
 		return

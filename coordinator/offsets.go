@@ -366,19 +366,34 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 		return r
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	committed := c.offsetDeleteLocked(req, r)
+	c.mu.Unlock()
+	// Answered once the tombstones are committed, as Kafka's group
+	// coordinator answers a write.
+	if err := waitCommitted(committed); err != nil {
+		r.ErrorCode = err.Code
+		r.Topics = nil
+	}
+	return r
+}
+
+// offsetDeleteLocked is OffsetDelete under the lock; committed waits for
+// the tombstones.
+//
+// Lock should be held.
+func (c *Coordinator) offsetDeleteLocked(req *kmsg.OffsetDeleteRequest, r *kmsg.OffsetDeleteResponse) (committed func() *kerr.Error) {
 	if c.closed {
 		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return r
+		return nil
 	}
 	g := c.groups[req.Group]
 	if g == nil {
 		r.ErrorCode = kerr.GroupIDNotFound.Code
-		return r
+		return nil
 	}
 	if g.state != stateEmpty && g.protocolType != consumerProtocolType {
 		r.ErrorCode = kerr.NonEmptyGroup.Code
-		return r
+		return nil
 	}
 	var dels []offsetKey
 	for _, t := range req.Topics {
@@ -403,12 +418,14 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 		}
 		r.Topics = append(r.Topics, rt)
 	}
-	if err := c.deleteOffsetsLocked(g, dels); err != nil {
+	committed, err := c.deleteOffsetsLocked(g, dels)
+	if err != nil {
 		c.log.Warn("deleting offsets failed", "group", g.id, "err", err)
 		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		r.Topics = nil
+		return nil
 	}
-	return r
+	return committed
 }
 
 func (c *Coordinator) topicExists(topic string) bool {
@@ -421,15 +438,17 @@ type offsetKey struct {
 	partition int32
 }
 
-// deleteOffsetsLocked removes offsets from bbolt, then from memory.
+// deleteOffsetsLocked removes offsets from bbolt, then from memory;
+// committed waits for their tombstones (appendAsyncLocked).
 //
 // Lock should be held.
-func (c *Coordinator) deleteOffsetsLocked(g *group, keys []offsetKey) error {
+func (c *Coordinator) deleteOffsetsLocked(g *group, keys []offsetKey) (committed func() *kerr.Error, _ error) {
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
-	if err := c.deleteStoredOffsets(g.id, keys); err != nil {
-		return err
+	committed, err := c.deleteStoredOffsets(g.id, keys)
+	if err != nil {
+		return committed, err
 	}
 	for _, k := range keys {
 		delete(g.offsets[k.topic], k.partition)
@@ -437,7 +456,7 @@ func (c *Coordinator) deleteOffsetsLocked(g *group, keys []offsetKey) error {
 			delete(g.offsets, k.topic)
 		}
 	}
-	return nil
+	return committed, nil
 }
 
 // Committed returns a copy of a group's committed offsets, topic →
@@ -477,7 +496,7 @@ func (c *Coordinator) DeleteTopicOffsets(topic string) {
 		for _, p := range sortedKeys(g.offsets[topic]) {
 			keys = append(keys, offsetKey{topic, p})
 		}
-		if err := c.deleteOffsetsLocked(g, keys); err != nil {
+		if _, err := c.deleteOffsetsLocked(g, keys); err != nil {
 			c.log.Warn("deleting offsets of deleted topic failed", "group", id, "topic", topic, "err", err)
 		}
 	}
@@ -524,14 +543,14 @@ func (c *Coordinator) expireOffsetsLocked() {
 			}
 		}
 		if len(keys) > 0 {
-			if err := c.deleteOffsetsLocked(g, keys); err != nil {
+			if _, err := c.deleteOffsetsLocked(g, keys); err != nil {
 				c.log.Warn("expiring offsets failed", "group", id, "err", err)
 				continue
 			}
 			c.log.Info("expired offsets", "group", id, "partitions", len(keys))
 		}
 		if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
-			if err := c.deleteGroupLocked(g); err != nil {
+			if _, err := c.deleteGroupLocked(g); err != nil {
 				c.log.Warn("deleting empty group failed", "group", id, "err", err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -75,10 +76,12 @@ type protocolRecord struct {
 	Metadata []byte `json:"metadata"`
 }
 
-// storeGroupLocked persists g's metadata and current assignments.
+// storeGroupLocked persists g's metadata and current assignments; committed
+// (nil without a log) waits for its __consumer_offsets record, see
+// appendAsyncLocked.
 //
 // Lock should be held.
-func (c *Coordinator) storeGroupLocked(g *group) error {
+func (c *Coordinator) storeGroupLocked(g *group) (committed func() *kerr.Error, _ error) {
 	rec := groupRecord{
 		Version:      groupRecordVersion,
 		ProtocolType: g.protocolType,
@@ -103,14 +106,15 @@ func (c *Coordinator) storeGroupLocked(g *group) error {
 		}
 		rec.Members = append(rec.Members, mr)
 	}
-	if off := c.appendAsyncLocked(g.id, []LogRecord{groupMetadataRecord(g.id, &rec)}); off >= 0 {
+	off, committed := c.appendAsyncLocked(g.id, []LogRecord{groupMetadataRecord(g.id, &rec)})
+	if off >= 0 {
 		rec.LogOffset, rec.Logged = off, true
 	}
 	val, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return committed, err
 	}
-	return c.db.Update(func(tx *bolt.Tx) error {
+	return committed, c.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketGroups)
 		if err != nil {
 			return err
@@ -151,13 +155,17 @@ func (c *Coordinator) storeOffsetsLocked(groupID string, ws []offsetWrite) error
 	return err
 }
 
-func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) error {
+// deleteStoredOffsets deletes offsets from groups.db and appends their
+// tombstones; committed waits for those (appendAsyncLocked).
+//
+// Lock should be held.
+func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) (committed func() *kerr.Error, _ error) {
 	var tombstones []LogRecord
 	for _, k := range keys {
 		tombstones = append(tombstones, offsetCommitRecord(groupID, k.topic, k.partition, nil))
 	}
-	c.appendAsyncLocked(groupID, tombstones)
-	return c.db.Update(func(tx *bolt.Tx) error {
+	_, committed = c.appendAsyncLocked(groupID, tombstones)
+	return committed, c.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketOffsets)
 		if root == nil {
 			return nil
@@ -175,7 +183,11 @@ func (c *Coordinator) deleteStoredOffsets(groupID string, keys []offsetKey) erro
 	})
 }
 
-func (c *Coordinator) deleteStoredGroup(g *group) error {
+// deleteStoredGroup deletes g from groups.db and appends its tombstones;
+// committed waits for those (appendAsyncLocked).
+//
+// Lock should be held.
+func (c *Coordinator) deleteStoredGroup(g *group) (committed func() *kerr.Error, _ error) {
 	groupID := g.id
 	var tombstones []LogRecord
 	for _, topic := range sortedKeys(g.offsets) {
@@ -184,8 +196,8 @@ func (c *Coordinator) deleteStoredGroup(g *group) error {
 		}
 	}
 	tombstones = append(tombstones, groupMetadataRecord(groupID, nil))
-	c.appendAsyncLocked(groupID, tombstones)
-	return c.db.Update(func(tx *bolt.Tx) error {
+	_, committed = c.appendAsyncLocked(groupID, tombstones)
+	return committed, c.db.Update(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketGroups); b != nil {
 			if err := b.Delete([]byte(groupID)); err != nil {
 				return err

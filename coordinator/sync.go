@@ -76,18 +76,31 @@ func (c *Coordinator) syncLocked(req *kmsg.SyncGroupRequest) (*waiter[*kmsg.Sync
 			old[id] = gm.assignment
 			gm.assignment = assignments[id]
 		}
-		if err := c.storeGroupLocked(g); err != nil {
+		committed, err := c.storeGroupLocked(g)
+		if err != nil {
 			c.log.Warn("persisting group assignment failed", "group", g.id, "err", err)
 			for id, gm := range g.members {
 				gm.assignment = old[id]
 			}
-			c.resetAndPropagateAssignmentLocked(g, kerr.CoordinatorNotAvailable)
-			c.maybePrepareRebalanceOrCompleteJoinLocked(g, "storing the assignment failed")
+			c.assignmentStoredLocked(g, g.generation, kerr.CoordinatorNotAvailable)
 			return w, nil
 		}
-		c.propagateAssignmentLocked(g, nil)
-		g.transition(stateStable, c.cfg.Now())
-		c.log.Info("group stable", "group", g.id, "generation", g.generation)
+		if committed == nil {
+			c.assignmentStoredLocked(g, g.generation, nil)
+			return w, nil
+		}
+		// The members are answered once the GroupMetadata record is
+		// committed (Kafka's storeGroup callback); the group stays
+		// CompletingRebalance meanwhile.
+		gen := g.generation
+		go func() {
+			err := committed()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !c.closed && c.groups[g.id] == g {
+				c.assignmentStoredLocked(g, gen, err)
+			}
+		}()
 		return w, nil
 	case stateStable:
 		c.removePendingSyncLocked(g, m.id)
@@ -99,6 +112,27 @@ func (c *Coordinator) syncLocked(req *kmsg.SyncGroupRequest) (*waiter[*kmsg.Sync
 	default:
 		return nil, syncError(kerr.UnknownMemberID)
 	}
+}
+
+// assignmentStoredLocked finishes the leader's SyncGroup of generation gen
+// once its assignment is stored (err nil): every parked member gets its
+// assignment and the group becomes Stable. If storing failed, every parked
+// member gets err and the group rebalances. Nothing happens if the group
+// moved on meanwhile (another generation, or a rebalance began).
+//
+// Lock should be held.
+func (c *Coordinator) assignmentStoredLocked(g *group, gen int32, err *kerr.Error) {
+	if g.state != stateCompletingRebalance || g.generation != gen {
+		return
+	}
+	if err != nil {
+		c.resetAndPropagateAssignmentLocked(g, err)
+		c.maybePrepareRebalanceOrCompleteJoinLocked(g, "storing the assignment failed")
+		return
+	}
+	c.propagateAssignmentLocked(g, nil)
+	g.transition(stateStable, c.cfg.Now())
+	c.log.Info("group stable", "group", g.id, "generation", g.generation)
 }
 
 // Lock should be held.

@@ -107,9 +107,12 @@ type TxnCoordinator struct {
 	byPID   map[int64]string // producer id (and pending next producer id) → transactional id
 	parts   partStates       // with a log: partition → partLoading, partLoaded
 	logNext map[int32]int64  // with a log: offset after the last record appended or replayed
-	timers  timers
-	abort   timerSlot
-	expire  timerSlot
+	// inflight counts, per partition, the appends whose commit is awaited
+	// without the lock: the checkpoint does not pass them meanwhile.
+	inflight map[int32]int
+	timers   timers
+	abort    timerSlot
+	expire   timerSlot
 }
 
 // txnEntry is a transactional id: its durable state and what the
@@ -117,8 +120,15 @@ type TxnCoordinator struct {
 type txnEntry struct {
 	id   string
 	meta txnMeta
-	// writing is set while a finish call writes markers outside the lock.
+	// writing is set while a finish call writes markers (or completes the
+	// groups' offsets) outside the lock.
 	writing bool
+	// pending is set while a transition to pendingState is appended to
+	// __transaction_state outside the lock (Kafka's
+	// TransactionMetadata.pendingState): other requests for this id answer
+	// CONCURRENT_TRANSACTIONS meanwhile, and other ids proceed.
+	pending      bool
+	pendingState txnState
 	// markersDone records that the markers of the current Prepare* state
 	// are in the logs and only the completion is left to retry.
 	markersDone bool
@@ -146,13 +156,14 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
 	}
 	c := &TxnCoordinator{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		db:      db,
-		txns:    make(map[string]*txnEntry),
-		byPID:   make(map[int64]string),
-		parts:   partStates{},
-		logNext: make(map[int32]int64),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		db:       db,
+		txns:     make(map[string]*txnEntry),
+		byPID:    make(map[int64]string),
+		parts:    partStates{},
+		logNext:  make(map[int32]int64),
+		inflight: make(map[int32]int),
 	}
 	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
 	keep := func(string) bool { return true }
@@ -246,18 +257,34 @@ func (c *TxnCoordinator) setMetaLocked(e *txnEntry, m txnMeta) {
 	}
 }
 
-// transitionLocked persists m as e's new state and then installs it. On
-// error nothing changed and the caller answers COORDINATOR_NOT_AVAILABLE.
+// transitionLocked persists m as e's new state and then installs it. With
+// a log the record is appended and e is marked pending (a new id enters
+// c.txns, as Kafka caches it before its first append); the lock is
+// released while the append replicates and taken again before the state is
+// installed, so callers must not rely on anything else they read under the
+// lock before the call. On error nothing changed; the error is the
+// request's answer (Kafka's mapping of a failed append,
+// TransactionStateManager.appendTransactionToLog).
 //
 // Lock should be held.
-func (c *TxnCoordinator) transitionLocked(e *txnEntry, m txnMeta) error {
-	off, err := c.logTransitionLocked(e.id, m)
-	if err == nil {
-		err = c.putTxn(c.partitionOfOrZero(e.id), e.id, m, off)
+func (c *TxnCoordinator) transitionLocked(e *txnEntry, m txnMeta) *kerr.Error {
+	if e.pending {
+		return kerr.ConcurrentTransactions
 	}
-	if err != nil {
+	off, fresh := int64(-1), false
+	if c.cfg.Log != nil {
+		var err *kerr.Error
+		if off, fresh, err = c.logTransitionLocked(e, m); err != nil {
+			c.log.Warn("appending transaction state failed", "transactional_id", e.id, "state", m.state, "err", err)
+			return err
+		}
+	}
+	if err := c.putTxn(c.partitionOfOrZero(e.id), e.id, m, off); err != nil {
 		c.log.Warn("persisting transaction state failed", "transactional_id", e.id, "state", m.state, "err", err)
-		return err
+		if fresh && c.txns[e.id] == e {
+			delete(c.txns, e.id)
+		}
+		return kerr.CoordinatorNotAvailable
 	}
 	if _, ok := c.txns[e.id]; !ok {
 		c.txns[e.id] = e
@@ -291,4 +318,13 @@ func errCode(err *kerr.Error) int16 {
 		return 0
 	}
 	return err.Code
+}
+
+// ending reports whether e's transaction may be ending: its markers are
+// being written, or a transition other than an add (to Ongoing) is being
+// appended. Verifying a partition against an Ongoing transaction is still
+// answered meanwhile, as Kafka's verification reads the cached state
+// without looking at the pending one.
+func (e *txnEntry) ending() bool {
+	return e.writing || (e.pending && e.pendingState != txnOngoing)
 }

@@ -117,7 +117,7 @@ func (c *TxnCoordinator) addPartitions(id string, pid int64, epoch int16, topics
 		if err := c.checkProducerLocked(e, pid, epoch); err != nil {
 			return setAll(err.Code)
 		}
-		if e.writing || e.meta.state.preparing() {
+		if e.ending() || e.meta.state.preparing() {
 			return setAll(kerr.ConcurrentTransactions.Code)
 		}
 		k := 0
@@ -170,7 +170,7 @@ func (c *TxnCoordinator) addLocked(e *txnEntry, pid int64, epoch int16, tps []to
 		return err
 	}
 	m := e.meta
-	if e.writing || m.state.preparing() {
+	if e.writing || e.pending || m.state.preparing() {
 		return kerr.ConcurrentTransactions
 	}
 	if m.state == txnOngoing {
@@ -202,10 +202,7 @@ func (c *TxnCoordinator) addLocked(e *txnEntry, pid int64, epoch int16, tps []to
 	for _, g := range groups {
 		next.groups[g] = struct{}{}
 	}
-	if err := c.transitionLocked(e, next); err != nil {
-		return kerr.CoordinatorNotAvailable
-	}
-	return nil
+	return c.transitionLocked(e, next)
 }
 
 // AddOffsetsToTxn handles an AddOffsetsToTxn request: the group joins the
@@ -274,7 +271,7 @@ func (c *TxnCoordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg
 		}
 		return setAll(err)
 	}
-	if e.writing || e.meta.state.preparing() {
+	if e.ending() || e.meta.state.preparing() {
 		return setAll(kerr.ConcurrentTransactions)
 	}
 	_, added := e.meta.groups[req.Group]
@@ -327,7 +324,7 @@ func (c *TxnCoordinator) CheckProduce(producerID int64, epoch int16, topic strin
 	if epoch != m.epoch {
 		return kerr.InvalidProducerEpoch.Code
 	}
-	if e.writing || m.state.preparing() {
+	if e.ending() || m.state.preparing() {
 		return kerr.ConcurrentTransactions.Code
 	}
 	tp := topicPartition{topic, partition}

@@ -85,6 +85,9 @@ func (c *TxnCoordinator) endTxnV1Locked(e *txnEntry, pid int64, epoch int16, com
 	if epoch != m.epoch {
 		return false, kerr.ProducerFenced
 	}
+	if e.pending {
+		return false, kerr.ConcurrentTransactions
+	}
 	switch m.state {
 	case txnOngoing:
 		return true, c.prepareEndLocked(e, commit, false, false)
@@ -126,6 +129,9 @@ func (c *TxnCoordinator) endTxnV2Locked(e *txnEntry, pid int64, epoch int16, com
 	}
 	if !valid {
 		return false, kerr.ProducerFenced
+	}
+	if e.pending {
+		return false, kerr.ConcurrentTransactions
 	}
 	switch m.state {
 	case txnOngoing:
@@ -188,7 +194,7 @@ func (c *TxnCoordinator) prepareEndLocked(e *txnEntry, commit, bump, empty bool)
 		next.epoch++
 	}
 	if err := c.transitionLocked(e, next); err != nil {
-		return kerr.CoordinatorNotAvailable
+		return err
 	}
 	c.log.Debug("ending transaction", "transactional_id", e.id, "state", next.state, "producer_id", next.producerID, "epoch", next.epoch)
 	return nil
@@ -201,7 +207,7 @@ func (c *TxnCoordinator) prepareEndLocked(e *txnEntry, commit, bump, empty bool)
 // caller then calls finish.
 //
 // Lock should be held.
-func (c *TxnCoordinator) fenceLocked(e *txnEntry) error {
+func (c *TxnCoordinator) fenceLocked(e *txnEntry) *kerr.Error {
 	next := e.meta.clone()
 	next.state = txnPrepareEpochFence
 	next.epoch++
@@ -224,7 +230,7 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.txns[id]
-	if c.closed || e == nil || e.writing || !e.meta.state.preparing() {
+	if c.closed || e == nil || e.writing || e.pending || !e.meta.state.preparing() {
 		return nil
 	}
 	c.timers.cancelLocked(&e.retry)
@@ -249,6 +255,16 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 		}
 		e.markersDone = true
 	}
+	if err := c.completeOffsetsLocked(e); err != nil {
+		if c.closed {
+			return ErrClosed
+		}
+		c.scheduleRetryLocked(e)
+		return fmt.Errorf("coordinator: completing the offsets of %q: %w", id, err)
+	}
+	if c.closed {
+		return ErrClosed
+	}
 	if err := c.completeLocked(e); err != nil {
 		c.scheduleRetryLocked(e)
 		return fmt.Errorf("coordinator: completing %q: %w", id, err)
@@ -256,25 +272,46 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 	return nil
 }
 
-// completeLocked ends e's transaction once its markers are in the logs: its
-// groups' pending offsets are committed or dropped, then Complete* is
-// persisted, with the rotated producer id if one is pending.
+// completeOffsetsLocked commits or drops the pending offsets of e's groups
+// once its markers are in the logs. The lock is released meanwhile (the
+// group coordinator waits for its __consumer_offsets records to commit, and
+// may be another broker) with e marked writing, so no request for e's id
+// changes it and no TxnOffsetCommit stores offsets for it (they answer
+// CONCURRENT_TRANSACTIONS while it is Prepare*). Completing a group twice
+// is harmless.
+//
+// Lock should be held.
+func (c *TxnCoordinator) completeOffsetsLocked(e *txnEntry) error {
+	m := e.meta
+	complete := c.cfg.CompleteOffsets
+	if complete == nil && c.cfg.Groups != nil {
+		complete = c.cfg.Groups.CompleteTxnOffsets
+	}
+	if complete == nil || len(m.groups) == 0 {
+		return nil
+	}
+	commit := m.state == txnPrepareCommit
+	e.writing = true
+	c.mu.Unlock()
+	var err error
+	for _, group := range m.sortedGroups() {
+		if err = complete(group, m.producerID, commit); err != nil {
+			break
+		}
+	}
+	c.mu.Lock()
+	e.writing = false
+	return err
+}
+
+// completeLocked ends e's transaction once its markers are in the logs and
+// its groups' offsets are completed: Complete* is persisted, with the
+// rotated producer id if one is pending.
 //
 // Lock should be held.
 func (c *TxnCoordinator) completeLocked(e *txnEntry) error {
 	m := e.meta
 	commit := m.state == txnPrepareCommit
-	complete := c.cfg.CompleteOffsets
-	if complete == nil && c.cfg.Groups != nil {
-		complete = c.cfg.Groups.CompleteTxnOffsets
-	}
-	if complete != nil {
-		for _, group := range m.sortedGroups() {
-			if err := complete(group, m.producerID, commit); err != nil {
-				return err
-			}
-		}
-	}
 	next := m.clone()
 	next.state = txnCompleteAbort
 	if commit {
@@ -339,8 +376,10 @@ func (c *TxnCoordinator) abortTimedOutLocked() []string {
 	now := c.cfg.Now()
 	var ids []string
 	for _, id := range sortedKeys(c.txns) {
+		// fenceLocked releases the lock while its record replicates: the
+		// id may be gone or busy by now.
 		e := c.txns[id]
-		if e.meta.state != txnOngoing || !now.After(e.meta.start.Add(e.meta.timeout)) {
+		if e == nil || e.pending || e.writing || e.meta.state != txnOngoing || !now.After(e.meta.start.Add(e.meta.timeout)) {
 			continue
 		}
 		if err := c.fenceLocked(e); err != nil {
@@ -372,7 +411,7 @@ func (c *TxnCoordinator) expireLocked() {
 	var ids []string
 	for _, id := range sortedKeys(c.txns) {
 		e := c.txns[id]
-		if e.meta.state.completed() && !e.writing && !e.meta.updated.After(cutoff) {
+		if e.meta.state.completed() && !e.writing && !e.pending && !e.meta.updated.After(cutoff) {
 			ids = append(ids, id)
 		}
 	}

@@ -107,13 +107,17 @@ func (c *TxnCoordinator) initTransactionalID(id string, timeout time.Duration, e
 	validPID := m.epoch == noProducerEpoch || expPID == m.producerID ||
 		(expPID == m.prevProducerID && epochExhausted(expEpoch))
 	switch {
+	case e.pending:
+		// Kafka checks a pending transition first
+		// (prepareInitProducerIdTransit).
+		return next, false, kerr.ConcurrentTransactions
 	case expected && !validPID:
 		return next, false, kerr.ProducerFenced
 	case e.writing || m.state.preparing():
 		return next, false, kerr.ConcurrentTransactions
 	case m.state == txnOngoing:
 		if err := c.fenceLocked(e); err != nil {
-			return next, false, kerr.CoordinatorNotAvailable
+			return next, false, err
 		}
 		return next, true, kerr.ConcurrentTransactions
 	}
@@ -150,7 +154,7 @@ func (c *TxnCoordinator) initTransactionalID(id string, timeout time.Duration, e
 		}
 	}
 	if err := c.transitionLocked(e, next); err != nil {
-		return next, false, kerr.CoordinatorNotAvailable
+		return next, false, err
 	}
 	return next, false, nil
 }

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -279,16 +280,34 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 // become the group's committed offsets (except those a later OffsetCommit
 // superseded), on abort they are dropped. It is idempotent, so the
 // transaction coordinator may call it again after a crash. It returns an
-// error, and changes nothing, only if bbolt fails.
+// error, and changes nothing, if bbolt fails. With a log it returns once
+// the committed offsets' records are committed to __consumer_offsets, and
+// an error if they were not (they are applied here nonetheless, and a
+// second call finds nothing left to do).
 func (c *Coordinator) CompleteTxnOffsets(group string, producerID int64, commit bool) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	committed, err := c.completeTxnOffsetsLocked(group, producerID, commit)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if kerrv := waitCommitted(committed); kerrv != nil {
+		return fmt.Errorf("coordinator: committed offsets of group %q: %w", group, kerrv)
+	}
+	return nil
+}
+
+// completeTxnOffsetsLocked is CompleteTxnOffsets under the lock; committed
+// waits for the records.
+//
+// Lock should be held.
+func (c *Coordinator) completeTxnOffsetsLocked(group string, producerID int64, commit bool) (committed func() *kerr.Error, _ error) {
 	if c.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	pending := c.txnPending[group][producerID]
 	if len(pending) == 0 {
-		return nil
+		return nil, nil
 	}
 	var apply []offsetWrite
 	if commit {
@@ -306,7 +325,8 @@ func (c *Coordinator) CompleteTxnOffsets(group string, producerID int64, commit 
 		for i := range apply {
 			recs[i] = offsetCommitRecord(group, apply[i].topic, apply[i].partition, &apply[i].entry)
 		}
-		if off := c.appendAsyncLocked(group, recs); off >= 0 {
+		var off int64
+		if off, committed = c.appendAsyncLocked(group, recs); off >= 0 {
 			for i := range apply {
 				apply[i].entry.logOffset = off - int64(len(apply)-1-i)
 			}
@@ -346,7 +366,7 @@ func (c *Coordinator) CompleteTxnOffsets(group string, producerID int64, commit 
 		return nil
 	})
 	if err != nil {
-		return err
+		return committed, err
 	}
 	delete(c.txnPending[group], producerID)
 	if len(c.txnPending[group]) == 0 {
@@ -367,7 +387,7 @@ func (c *Coordinator) CompleteTxnOffsets(group string, producerID int64, commit 
 			ps[w.partition] = w.entry
 		}
 	}
-	return nil
+	return committed, nil
 }
 
 // deleteTopicPendingLocked drops pending transactional offsets of a deleted

@@ -107,7 +107,9 @@ func decodeTxn(key, val []byte) (txnMeta, error) {
 
 // putTxn persists one transactional id's state; logOffset is the offset
 // of its record in partition p of __transaction_state (then the partition's
-// checkpoint advances too), or -1 without a log.
+// checkpoint advances too, unless another append to p is awaited: its
+// record may lie below logNext and must be replayed after a crash), or -1
+// without a log.
 func (c *TxnCoordinator) putTxn(p int32, id string, m txnMeta, logOffset int64) error {
 	val, err := encodeTxn(m, logOffset)
 	if err != nil {
@@ -121,16 +123,12 @@ func (c *TxnCoordinator) putTxn(p int32, id string, m txnMeta, logOffset int64) 
 		if err := b.Put([]byte(id), val); err != nil {
 			return err
 		}
-		if logOffset >= 0 {
-			return putCheckpoint(tx, p, c.logNextOf(p))
+		if logOffset >= 0 && c.inflight[p] == 0 {
+			return putCheckpoint(tx, p, c.logNext[p])
 		}
 		return nil
 	})
 }
-
-// logNextOf is the offset after the last record this coordinator appended
-// to or replayed from partition p.
-func (c *TxnCoordinator) logNextOf(p int32) int64 { return c.logNext[p] }
 
 // deleteTxns removes expired transactional ids in one transaction; with a
 // log, their tombstones were appended up to the partitions' logNext.
@@ -139,6 +137,9 @@ func (c *TxnCoordinator) deleteTxns(ids []string) error {
 		if c.cfg.Log != nil {
 			for _, id := range ids {
 				p := c.partitionOf(id)
+				if c.inflight[p] > 0 {
+					continue
+				}
 				if err := putCheckpoint(tx, p, c.logNext[p]); err != nil {
 					return err
 				}

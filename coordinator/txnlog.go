@@ -12,9 +12,14 @@ package coordinator
 // epoch bump of InitProducerId, Ongoing with its partitions, Prepare*,
 // Complete*) is appended and waited for (the partition's high watermark)
 // before it is installed and answered, as Kafka's TransactionStateManager
-// does; a failed append leaves the state unchanged and the request answers
-// COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR once the partition is
-// unloaded), so the producer looks the coordinator up again.
+// does. The coordinator's lock is not held while the record replicates:
+// the id is pending meanwhile (Kafka's TransactionMetadata.pendingState),
+// so other requests for it answer CONCURRENT_TRANSACTIONS, which clients
+// retry, while other ids proceed. A failed append leaves the state
+// unchanged and the request answers Kafka's mapping of the error
+// (appendError: NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE; also
+// NOT_COORDINATOR once the partition is unloaded), so the producer looks
+// the coordinator up again.
 //
 // What Kafka's record has no field for is kept in a tagged field of the
 // value that Kafka ignores (txnExtTag: the groups of the transaction and
@@ -158,7 +163,8 @@ func txnMetaFromLog(v *kmsg.TxnMetadataValue) (txnMeta, bool) {
 
 // appendTxnsLocked appends records to partition p and waits for them to be
 // committed; it returns the offset of the first. The lock stays held
-// meanwhile, so no other transition of this coordinator interleaves.
+// meanwhile: it is used only while p is loading (migratePartitionLocked),
+// when no request for p's ids is served.
 //
 // Lock should be held.
 func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, error) {
@@ -175,18 +181,55 @@ func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, err
 	return next - int64(len(recs)), nil
 }
 
-// logTransitionLocked appends e's new state m and waits for it; it returns
-// the record's offset, or -1 without a log.
+// logTransitionLocked appends id's new state m to its partition of
+// __transaction_state and waits, without the lock, until the record is
+// committed; e is pending meanwhile, so other requests for the id answer
+// CONCURRENT_TRANSACTIONS while other ids proceed. A new id enters c.txns
+// for the wait (fresh) and leaves it again if the append fails. It returns
+// the record's offset.
 //
 // Lock should be held.
-func (c *TxnCoordinator) logTransitionLocked(id string, m txnMeta) (int64, error) {
-	if c.cfg.Log == nil {
-		return -1, nil
+func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64, fresh bool, _ *kerr.Error) {
+	if err := c.txnOwnerErrLocked(e.id); err != nil {
+		return 0, false, err
 	}
-	if err := c.txnOwnerErrLocked(id); err != nil {
-		return 0, err
+	p := c.partitionOf(e.id)
+	next, wait, err := c.cfg.Log.Append(p, []LogRecord{txnLogRecord(e.id, &m)})
+	if err != nil {
+		return 0, false, appendError(err)
 	}
-	return c.appendTxnsLocked(c.partitionOf(id), []LogRecord{txnLogRecord(id, &m)})
+	if _, ok := c.txns[e.id]; !ok {
+		c.txns[e.id] = e
+		fresh = true
+	}
+	e.pending, e.pendingState = true, m.state
+	c.inflight[p]++
+	c.mu.Unlock()
+	werr := wait()
+	c.mu.Lock()
+	e.pending = false
+	c.inflight[p]--
+	var kerrv *kerr.Error
+	switch {
+	case werr != nil:
+		kerrv = appendError(werr)
+	case c.closed:
+		kerrv = kerr.CoordinatorNotAvailable
+	case c.txns[e.id] != e || c.txnOwnerErrLocked(e.id) != nil:
+		// The partition moved meanwhile (Kafka checks the coordinator
+		// epoch after the append).
+		kerrv = kerr.NotCoordinator
+	}
+	if kerrv != nil {
+		if fresh && c.txns[e.id] == e {
+			delete(c.txns, e.id)
+		}
+		return 0, false, kerrv
+	}
+	if next > c.logNext[p] {
+		c.logNext[p] = next
+	}
+	return next - 1, fresh, nil
 }
 
 // LoadPartition makes this coordinator serve the transactional ids of
@@ -428,7 +471,9 @@ func (c *TxnCoordinator) HasUnloggedState() bool {
 }
 
 // logTombstonesLocked appends the tombstones of expiring ids, a batch per
-// partition, and returns the ids whose tombstones were committed.
+// partition, and returns the ids whose tombstones were committed and that
+// are still unchanged. The ids are pending (Dead) and the lock is released
+// while the batches replicate.
 //
 // Lock should be held.
 func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
@@ -438,17 +483,62 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 			byPart[c.partitionOf(id)] = append(byPart[c.partitionOf(id)], id)
 		}
 	}
-	var out []string
+	type batch struct {
+		p    int32
+		ids  []*txnEntry
+		next int64
+		wait func() error
+	}
+	var batches []batch
 	for _, p := range sortedKeys(byPart) {
 		recs := make([]LogRecord, 0, len(byPart[p]))
 		for _, id := range byPart[p] {
 			recs = append(recs, txnLogRecord(id, nil))
 		}
-		if _, err := c.appendTxnsLocked(p, recs); err != nil {
+		next, wait, err := c.cfg.Log.Append(p, recs)
+		if err != nil {
 			c.log.Warn("appending tombstones of expired transactional ids failed", "partition", p, "err", err)
 			continue
 		}
-		out = append(out, byPart[p]...)
+		b := batch{p: p, next: next, wait: wait}
+		for _, id := range byPart[p] {
+			e := c.txns[id]
+			e.pending, e.pendingState = true, txnDead
+			b.ids = append(b.ids, e)
+		}
+		c.inflight[p]++
+		batches = append(batches, b)
+	}
+	if len(batches) == 0 {
+		return nil
+	}
+	c.mu.Unlock()
+	errs := make([]error, len(batches))
+	for i, b := range batches {
+		errs[i] = b.wait()
+	}
+	c.mu.Lock()
+	var out []string
+	for i, b := range batches {
+		c.inflight[b.p]--
+		for _, e := range b.ids {
+			e.pending = false
+		}
+		if errs[i] != nil {
+			c.log.Warn("tombstones of expired transactional ids were not committed", "partition", b.p, "err", errs[i])
+			continue
+		}
+		if b.next > c.logNext[b.p] {
+			c.logNext[b.p] = b.next
+		}
+		if c.closed || c.txnOwnerErrLocked(b.ids[0].id) != nil {
+			continue
+		}
+		for _, e := range b.ids {
+			if c.txns[e.id] == e {
+				out = append(out, e.id)
+			}
+		}
 	}
 	slices.Sort(out)
 	return out
