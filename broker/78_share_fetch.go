@@ -27,7 +27,7 @@ package broker
 // there are some (Kafka waits for MinBytes before acquiring). Partitions
 // this broker does not lead answer NOT_LEADER_OR_FOLLOWER with the leader
 // in NodeEndpoints. Isolation is read_uncommitted (share.isolation.level
-// is not supported). ACLs are not checked.
+// is not supported). ACLs are checked in acl_share.go.
 
 import (
 	"errors"

@@ -26,6 +26,22 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 	const topic = "t"
 	s := kmsg.StringPtr
 	var brokerName string // the broker's node id, known once it runs
+	var topicID [16]byte  // topic's id, known once it is created
+	shareFetch := func(group string, epoch int32) *kmsg.ShareFetchRequest {
+		r := kmsg.NewPtrShareFetchRequest()
+		r.GroupID, r.MemberID, r.ShareSessionEpoch = s(group), s("member-"+group+"-0123456789"), epoch
+		r.MaxBytes, r.MaxRecords, r.BatchSize = 1<<20, 100, 100
+		ft := kmsg.NewShareFetchRequestTopic()
+		ft.TopicID = topicID
+		ft.Partitions = append(ft.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+		r.Topics = append(r.Topics, ft)
+		return r
+	}
+	shareHeartbeat := func(group string) *kmsg.ShareGroupHeartbeatRequest {
+		r := kmsg.NewPtrShareGroupHeartbeatRequest()
+		r.GroupID, r.MemberID, r.SubscribedTopicNames = group, "member-"+group+"-0123456789", []string{topic}
+		return r
+	}
 	cases := []struct {
 		name    string
 		old     bool // client capped at Kafka 3.5's versions
@@ -599,6 +615,117 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 			},
 			denied: kerr.TopicAuthorizationFailed.Code,
 		},
+		{
+			name:    "ShareGroupHeartbeat group: GROUP READ",
+			base:    []acl{{resTopic, topic, opDescribe}},
+			grant:   []acl{{resGroup, "sg-hb", opRead}},
+			req:     func() kmsg.Request { return shareHeartbeat("sg-hb") },
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: 0,
+		},
+		{
+			name:    "ShareGroupHeartbeat topic: TOPIC DESCRIBE",
+			base:    []acl{{resGroup, "sg-hb2", opRead}},
+			grant:   []acl{{resTopic, topic, opDescribe}},
+			req:     func() kmsg.Request { return shareHeartbeat("sg-hb2") },
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode },
+			denied:  kerr.TopicAuthorizationFailed.Code,
+			allowed: 0,
+		},
+		{
+			name:  "ShareGroupDescribe: GROUP DESCRIBE",
+			grant: []acl{{resGroup, "sg-desc", opDescribe}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrShareGroupDescribeRequest()
+				r.GroupIDs = []string{"sg-desc"}
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: kerr.GroupIDNotFound.Code,
+		},
+		{
+			name:    "ShareFetch group: GROUP READ",
+			base:    []acl{{resTopic, topic, opRead}},
+			grant:   []acl{{resGroup, "sg-f", opRead}},
+			req:     func() kmsg.Request { return shareFetch("sg-f", 0) },
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareFetchResponse).ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: 0,
+		},
+		{
+			name:  "ShareFetch topic: TOPIC READ",
+			base:  []acl{{resGroup, "sg-f2", opRead}},
+			grant: []acl{{resTopic, topic, opRead}},
+			req:   func() kmsg.Request { return shareFetch("sg-f2", 0) },
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.ShareFetchResponse).Topics[0].Partitions[0].ErrorCode
+			},
+			denied:  kerr.TopicAuthorizationFailed.Code,
+			allowed: 0,
+		},
+		{
+			name:  "ShareAcknowledge group: GROUP READ",
+			base:  []acl{{resTopic, topic, opRead}},
+			grant: []acl{{resGroup, "sg-ack", opRead}},
+			req: func() kmsg.Request {
+				f := shareFetch("sg-ack", 1)
+				r := kmsg.NewPtrShareAcknowledgeRequest()
+				r.GroupID, r.MemberID, r.ShareSessionEpoch = f.GroupID, f.MemberID, 1
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareAcknowledgeResponse).ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: kerr.ShareSessionNotFound.Code,
+		},
+		{
+			name:  "DescribeShareGroupOffsets: GROUP DESCRIBE",
+			grant: []acl{{resGroup, "sg-do", opDescribe}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+				g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+				g.GroupID = "sg-do"
+				r.Groups = append(r.Groups, g)
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: kerr.GroupIDNotFound.Code,
+		},
+		{
+			name:  "AlterShareGroupOffsets: GROUP READ",
+			base:  []acl{{resTopic, topic, opRead}},
+			grant: []acl{{resGroup, "sg-ao", opRead}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+				r.GroupID = "sg-ao"
+				rt := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+				rt.Topic = topic
+				rt.Partitions = append(rt.Partitions, kmsg.NewAlterShareGroupOffsetsRequestTopicPartition())
+				r.Topics = append(r.Topics, rt)
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.AlterShareGroupOffsetsResponse).ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: 0, // the handler creates the group (coordinator/share.go)
+		},
+		{
+			name:  "DeleteShareGroupOffsets: GROUP DELETE",
+			base:  []acl{{resTopic, topic, opRead}},
+			grant: []acl{{resGroup, "sg-dl", opDelete}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+				r.GroupID = "sg-dl"
+				rt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+				rt.Topic = topic
+				r.Topics = append(r.Topics, rt)
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: kerr.GroupIDNotFound.Code,
+		},
 	}
 
 	dir := t.TempDir()
@@ -626,6 +753,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 	ct.Topics = append(ct.Topics, ctt)
 	if resp, err := ct.RequestWith(testCtx(t), admin); err != nil || resp.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create %s: %v %+v", topic, err, resp)
+	} else {
+		topicID = resp.Topics[0].TopicID
 	}
 
 	for i, tc := range cases {
