@@ -27,6 +27,7 @@ package broker
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
@@ -67,21 +68,65 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	}
 	resp.SessionID = 0
 
+	start := time.Now()
+	var cq *connQuotas
+	if ix := b.quotas.index.Load(); ix != nil && fetchReplicaID(req) < 0 {
+		cq = b.quotasFor(r, ix)
+		if q := cq.q[kindFetch]; q.sensor != nil {
+			req.MaxBytes = int32(min(int64(req.MaxBytes), b.quotas.maxFetchBytes(q)))
+		}
+	}
 	targets := b.resolveFetchTargets(req, resp)
 	b.authorizeFetch(r, req, resp, targets)
 	regions := make([][]storage.Slice, len(resp.Topics))
 	for ti := range resp.Topics {
 		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))
 	}
-	b.fetchWaiting(r, req, resp, targets, regions)
-	b.observeFetch(req, resp, regions)
+	waited := b.fetchWaiting(r, req, resp, targets, regions)
 	b.rewriteEndpoints(r, resp)
 	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
 	})
+	if cq != nil && b.throttleFetch(r, cq, resp, r.out.Size(), time.Since(start)-waited) {
+		// Throttled: answered empty, as Kafka does; nothing is sent.
+		releaseRegions(regions)
+		resp.Topics = nil
+		r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, noRegions)
+		return nil, nil
+	}
+	b.observeFetch(req, resp, regions)
 	r.release = func() { releaseRegions(regions) }
 	return nil, nil
+}
+
+// throttleFetch records a consumer's Fetch against its quotas: the response
+// size and the handler time (the long poll excluded). When either is over
+// its bound it unrecords the bytes (the answer will be empty), sets the
+// throttle time in resp and r, and returns true.
+func (b *Broker) throttleFetch(r *request, cq *connQuotas, resp *kmsg.FetchResponse, size int64, handlerTime time.Duration) bool {
+	r.quotaDone = true
+	now := time.Now()
+	var bw, rq int64
+	fq := cq.q[kindFetch]
+	if fq.sensor != nil {
+		bw = b.quotas.record(fq, float64(size), now, true)
+	}
+	if q := cq.q[kindRequest]; q.sensor != nil {
+		rq = b.quotas.record(q, requestPercent(handlerTime), now, true)
+	}
+	if bw <= 0 && rq <= 0 {
+		return false
+	}
+	if fq.sensor != nil {
+		b.quotas.record(fq, -float64(size), now, false)
+	}
+	r.throttleMs, r.throttleKind = max(bw, rq), kindFetch
+	if rq > bw {
+		r.throttleKind = kindRequest
+	}
+	resp.ThrottleMillis = int32(min(r.throttleMs, math.MaxInt32))
+	return true
 }
 
 // resolveFetchTargets looks up every requested partition (by topic id from
@@ -141,7 +186,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 // less than min_bytes and no error, releases what it read, waits for an
 // append (or max_wait_ms, or the end of the request's context) and reads
 // again (the long poll).
-func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice) {
+func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice) (waited time.Duration) {
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 0
@@ -161,7 +206,10 @@ func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.Fet
 			return
 		}
 		releaseRegions(regions)
-		if !waitAny(r.ctx, wake, time.Until(deadline)) {
+		w := time.Now()
+		woken := waitAny(r.ctx, wake, time.Until(deadline))
+		waited += time.Since(w)
+		if !woken {
 			// Timed out or shutting down: answer with what is there now.
 			b.fetchOnce(req, resp, targets, regions, maxBytes)
 			return

@@ -57,6 +57,11 @@ type conn struct {
 	auth      *connAuth              // nil unless the listener uses SASL (sasl.go)
 	principal atomic.Pointer[string] // set by TLS client certificates and SASL
 	bw        *bufio.Writer          // TLS: responses are copied through it
+
+	// quotas caches the connection's resolved client quotas; mutedUntil
+	// (unix ns) is the end of its current throttle (quota_enforce.go).
+	quotas     atomic.Pointer[connQuotas]
+	mutedUntil atomic.Int64
 }
 
 // pending is a request's place in its connection's response order.
@@ -91,6 +96,14 @@ type request struct {
 	wait func()
 
 	frame []byte // pooled request bytes, returned after the handler (Produce only)
+	size  int    // bytes of the request frame
+
+	// Client quotas (quota_enforce.go): the throttle time of the answer
+	// and the quota that set it; quotaDone when the handler has recorded
+	// the request itself (Fetch).
+	throttleMs   int64
+	throttleKind quotaKind
+	quotaDone    bool
 }
 
 // Listen binds the configured listeners (listeners, else Config.Listen as
@@ -253,6 +266,10 @@ func (c *conn) readLoop() {
 		return
 	}
 	for {
+		if !c.waitMuted() { // a throttled connection is not read (KIP-219)
+			c.cancel()
+			return
+		}
 		switch {
 		case !c.auth.authenticated():
 			c.nc.SetReadDeadline(c.auth.deadline) // authenticate in time
@@ -278,6 +295,11 @@ func (c *conn) readLoop() {
 		if err != nil {
 			c.b.reqBytes.release(charge)
 			c.logReadError(err)
+			c.cancel()
+			return
+		}
+		if !c.waitMuted() { // a throttle set while this request was read
+			c.b.reqBytes.release(charge)
 			c.cancel()
 			return
 		}
@@ -421,7 +443,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 		return nil, err
 	}
 	p := &pending{done: make(chan struct{})}
-	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx}
+	r := &request{conn: c, hdr: hdr, msg: msg, ctx: c.ctx, size: len(frame)}
 	if hdr.Key == int16(kmsg.Produce) {
 		// Nothing refers to a produce request's bytes once it is handled
 		// (the batches are copied into the log by write(2)), so its frame
@@ -460,6 +482,9 @@ func (c *conn) run(h handler, r *request, p *pending) {
 	if resp = c.b.notCoordinator(h, r.msg); resp == nil {
 		resp, err = h.fn(c.b, r)
 	}
+	if ix := c.b.quotas.index.Load(); ix != nil && err == nil && !r.quotaDone {
+		c.b.throttleAfterHandler(r, ix, time.Since(start))
+	}
 	if r.frame != nil {
 		protocol.PutFrame(r.frame)
 		r.frame = nil
@@ -488,6 +513,9 @@ func (c *conn) complete(r *request, p *pending, resp kmsg.Response, start time.T
 // finish turns a handler's outcome into the pending response.
 func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, start time.Time) {
 	c.b.observeRequest(r, resp, start)
+	if err == nil {
+		c.applyThrottle(r, resp)
+	}
 	switch {
 	case err != nil:
 		p.fatal = err
