@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -258,5 +259,87 @@ func TestClientQuotas_DescribeFiltersAndPersistence(t *testing.T) {
 	desc, err := adm.DescribeClientQuotas(testCtx(t), true, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: kmsg.StringPtr("kadm"), MatchType: kmsg.QuotasMatchTypeExact}})
 	if err != nil || len(desc) != 1 || len(desc[0].Values) != 1 || desc[0].Values[0].Value != 65536 {
 		t.Fatalf("kadm describe: %+v %v", desc, err)
+	}
+}
+
+// TestRateSensor_KafkaWindows checks the sampled rate and throttle time
+// against Kafka's arithmetic with its defaults (11 samples of 1 s, so a
+// rate is taken over at least 10 s).
+func TestRateSensor_KafkaWindows(t *testing.T) {
+	const n, w, bound = 11, 1000, 500.0
+	r := &rateSensor{}
+	// 400 bytes a second for 10 s stays within 500/s.
+	for i := range int64(10) {
+		if got := r.record(400, i*1000, n, w, bound, true); got != 0 {
+			t.Fatalf("second %d: throttle %d", i, got)
+		}
+	}
+	// 2300 more at 10 s: 6300 bytes over the 10 s since the oldest
+	// sample is 630/s; (630-500)/500 × 10 s = 2.6 s.
+	if got := r.record(2300, 10000, n, w, bound, true); got != 2600 {
+		t.Fatalf("throttle %d, want 2600", got)
+	}
+	if rate, _ := r.measure(10000, n, w); rate != 630 {
+		t.Fatalf("rate %v, want 630", rate)
+	}
+	// Samples older than 11 s are dropped: 100 bytes after a long pause
+	// is 100 over the minimum window of 10 s.
+	if got := r.record(100, 60000, n, w, bound, true); got != 0 {
+		t.Fatalf("after a pause: throttle %d", got)
+	}
+	if rate, _ := r.measure(60000, n, w); rate != 10 {
+		t.Fatalf("rate after a pause %v, want 10", rate)
+	}
+
+	// A burst on a fresh rate is spread over the minimum window: 6000
+	// bytes at once is 600/s, throttled (600-500)/500 × 10 s.
+	if got := (&rateSensor{}).record(6000, 0, n, w, bound, true); got != 2000 {
+		t.Fatalf("burst throttle %d, want 2000", got)
+	}
+
+	// Request quotas cap their throttle at one window.
+	s := &quotaState{samples: n, windowMs: w}
+	q := resolvedQuota{bound: 1, sensor: &rateSensor{key: sensorKey{kind: kindRequest}}}
+	if got := s.record(q, 1000, time.UnixMilli(0), true); got != w {
+		t.Fatalf("request throttle %d, want %d", got, w)
+	}
+}
+
+// TestQuotaIndex_Precedence checks that the most specific entity setting a
+// key wins, per key, with the tags of the rate it shares.
+func TestQuotaIndex_Precedence(t *testing.T) {
+	name := func(s string) *string { return &s }
+	recs := map[string]quotaRecord{}
+	add := func(v float64, key string, e quotaEntity) {
+		recs[e.id()] = quotaRecord{Entity: e, Values: map[string]float64{key: v}}
+	}
+	add(1, keyProducerByteRate, quotaEntity{quotaUser: name("u"), quotaClientID: name("c")})
+	add(2, keyProducerByteRate, quotaEntity{quotaUser: name("u"), quotaClientID: nil})
+	add(3, keyProducerByteRate, quotaEntity{quotaUser: name("u")})
+	add(4, keyProducerByteRate, quotaEntity{quotaUser: nil, quotaClientID: name("c")})
+	add(5, keyProducerByteRate, quotaEntity{quotaUser: nil, quotaClientID: nil})
+	add(6, keyProducerByteRate, quotaEntity{quotaUser: nil})
+	add(7, keyProducerByteRate, quotaEntity{quotaClientID: name("c")})
+	add(8, keyProducerByteRate, quotaEntity{quotaClientID: nil})
+	recs["clients/<default>"].Values[keyConsumerByteRate] = 9
+	levels := []string{"users/u/clients/c", "users/u/clients/<default>", "users/u", "users/<default>/clients/c", "users/<default>/clients/<default>", "users/<default>", "clients/c", "clients/<default>"}
+	tags := [][2]string{{"u", "c"}, {"u", "c"}, {"u", ""}, {"u", "c"}, {"u", "c"}, {"u", ""}, {"", "c"}, {"", "c"}}
+	for i := range levels {
+		ix := buildQuotaIndex(recs)
+		bound, tu, tc, ok := ix.resolve(kindProduce, "u", "c")
+		if !ok || bound != float64(i+1) || tu != tags[i][0] || tc != tags[i][1] {
+			t.Fatalf("level %d: %v %q %q %v", i, bound, tu, tc, ok)
+		}
+		// The consumer quota comes from its own most specific entity.
+		if bound, tu, tc, _ := ix.resolve(kindFetch, "u", "c"); bound != 9 || tu != "" || tc != "c" {
+			t.Fatalf("fetch bound %v %q %q", bound, tu, tc)
+		}
+		delete(recs, levels[i])
+	}
+	if len(recs) != 0 {
+		t.Fatalf("ids are not the ones expected: %v", recs)
+	}
+	if ix := buildQuotaIndex(map[string]quotaRecord{"ips/<default>": {Entity: quotaEntity{quotaIP: nil}, Values: map[string]float64{keyConnectionCreationRate: 1}}}); ix != nil {
+		t.Fatal("an index with no enforced quota must be nil (the hot path checks nil)")
 	}
 }
