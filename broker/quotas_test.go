@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -341,5 +344,165 @@ func TestQuotaIndex_Precedence(t *testing.T) {
 	}
 	if ix := buildQuotaIndex(map[string]quotaRecord{"ips/<default>": {Entity: quotaEntity{quotaIP: nil}, Values: map[string]float64{keyConnectionCreationRate: 1}}}); ix != nil {
 		t.Fatal("an index with no enforced quota must be nil (the hot path checks nil)")
+	}
+}
+
+// throttleHook sums the throttle times brokers report to a client.
+type throttleHook struct {
+	mu    sync.Mutex
+	total time.Duration
+	n     int
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	h.mu.Lock()
+	h.total += d
+	h.n++
+	h.mu.Unlock()
+}
+
+func (h *throttleHook) sum() (time.Duration, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.total, h.n
+}
+
+// quotaMetrics reads the broker's throttle histogram sum (ms) for a quota
+// type and the rate and limit gauges of one shared rate.
+func quotaMetrics(t *testing.T, b *Broker, typ, user, client string) (throttleMs, rate, limit float64) {
+	t.Helper()
+	mfs, err := b.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := func(m *dto.Metric) map[string]string {
+		out := map[string]string{}
+		for _, l := range m.GetLabel() {
+			out[l.GetName()] = l.GetValue()
+		}
+		return out
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			l := labels(m)
+			switch mf.GetName() {
+			case "gregor_throttle_time_ms":
+				if l["type"] == typ {
+					throttleMs = m.GetHistogram().GetSampleSum()
+				}
+			case "gregor_quota_rate", "gregor_quota_limit":
+				if l["type"] == typ && l["user"] == user && l["client_id"] == client {
+					if mf.GetName() == "gregor_quota_rate" {
+						rate = m.GetGauge().GetValue()
+					} else {
+						limit = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return throttleMs, rate, limit
+}
+
+// TestClientQuotas_ThrottleProduceAndFetch runs franz-go clients against a
+// client-id's producer_byte_rate and consumer_byte_rate of 100 KiB/s. The
+// rate windows are shortened (quota.window.num 2 of 1 s) so that the burst a
+// fresh rate allows is 100 KiB, not 1 MiB: moving 512 KiB must then be
+// throttled by about (512-100)/100 s in all, as reported to the client in
+// throttle_time_ms, and the broker's histogram must show the same sum. A
+// client with another client-id is not throttled.
+func TestClientQuotas_ThrottleProduceAndFetch(t *testing.T) {
+	const (
+		quota   = 100 << 10
+		total   = 512 << 10
+		recSize = 1 << 10
+		burst   = quota * 1 // (quota.window.num - 1) × quota.window.size.seconds
+	)
+	b, addr := startBroker(t, "", map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"})
+	admin := newClient(t, addr)
+	got := alterQuotas(t, admin, false,
+		quotaEntry(quotaEnt("client-id=slow-producer"), fmt.Sprintf("producer_byte_rate=%d", quota)),
+		quotaEntry(quotaEnt("client-id=slow-consumer"), fmt.Sprintf("consumer_byte_rate=%d", quota)))
+	if fmt.Sprint(got) != "[OK OK]" {
+		t.Fatalf("alter: %q", got)
+	}
+	ctx := testCtx(t)
+	if _, err := kadm.NewClient(admin).CreateTopics(ctx, 1, 1, nil, "quota-produce", "quota-fetch"); err != nil {
+		t.Fatal(err)
+	}
+	minThrottle := time.Duration(float64(total-burst-32<<10) / quota * float64(time.Second))
+	maxThrottle := time.Duration(float64(total)/quota*float64(time.Second)) + time.Second
+
+	produce := func(clientID, topic string) *throttleHook {
+		h := &throttleHook{}
+		cl := newClient(t, addr, kgo.ClientID(clientID), kgo.DefaultProduceTopic(topic),
+			kgo.ProducerBatchMaxBytes(16<<10), kgo.ProducerLinger(0), kgo.WithHooks(h),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		val := make([]byte, recSize)
+		for range total / recSize {
+			cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		return h
+	}
+	slow := produce("slow-producer", "quota-produce")
+	sum, n := slow.sum()
+	t.Logf("producer: %d throttled answers, %v in all", n, sum)
+	if sum < minThrottle || sum > maxThrottle {
+		t.Fatalf("producer throttled %v in all, want %v to %v", sum, minThrottle, maxThrottle)
+	}
+	ms, rate, limit := quotaMetrics(t, b, "produce", "", "slow-producer")
+	if time.Duration(ms)*time.Millisecond != sum {
+		t.Fatalf("broker's produce throttle histogram sums %vms, client saw %v", ms, sum)
+	}
+	if limit != quota || rate <= 0 || rate > 2*quota {
+		t.Fatalf("produce rate %v limit %v, want (0, %d] and %d", rate, limit, 2*quota, quota)
+	}
+	if fast, _ := produce("fast-producer", "quota-fetch").sum(); fast != 0 {
+		t.Fatalf("a client-id without a quota was throttled %v", fast)
+	}
+
+	consume := func(clientID string) *throttleHook {
+		h := &throttleHook{}
+		cl := newClient(t, addr, kgo.ClientID(clientID), kgo.ConsumeTopics("quota-fetch"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.WithHooks(h))
+		read := 0
+		for read < total/recSize {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("consumed %d records: %v", read, err)
+			}
+			fs.EachError(func(_ string, _ int32, err error) { t.Fatal(err) })
+			read += fs.NumRecords()
+		}
+		cl.Close()
+		return h
+	}
+	slowC := consume("slow-consumer")
+	sum, n = slowC.sum()
+	t.Logf("consumer: %d throttled answers, %v in all", n, sum)
+	// A throttled Fetch is answered empty and its bytes unrecorded, and
+	// with windows this short the retried fetch is often throttled again
+	// before a sample expires: a consumer can see up to about twice the
+	// producer's throttle for the same bytes.
+	if maxC := 2 * maxThrottle; sum < minThrottle || sum > maxC {
+		t.Fatalf("consumer throttled %v in all, want %v to %v", sum, minThrottle, maxC)
+	}
+	ms, rate, limit = quotaMetrics(t, b, "fetch", "", "slow-consumer")
+	if time.Duration(ms)*time.Millisecond != sum {
+		t.Fatalf("broker's fetch throttle histogram sums %vms, client saw %v", ms, sum)
+	}
+	if limit != quota || rate <= 0 || rate > 2*quota {
+		t.Fatalf("fetch rate %v limit %v, want (0, %d] and %d", rate, limit, 2*quota, quota)
+	}
+	if fast, _ := consume("fast-consumer").sum(); fast != 0 {
+		t.Fatalf("a consumer without a quota was throttled %v", fast)
 	}
 }
