@@ -483,7 +483,11 @@ func (c *conn) run(h handler, r *request, p *pending) {
 		resp, err = h.fn(c.b, r)
 	}
 	if ix := c.b.quotas.index.Load(); ix != nil && err == nil && !r.quotaDone {
-		c.b.throttleAfterHandler(r, ix, time.Since(start))
+		d := time.Since(start)
+		if h.async {
+			d = 0 // JoinGroup, SyncGroup: their time is spent parked, not working
+		}
+		c.b.throttleAfterHandler(r, ix, d)
 	}
 	if r.frame != nil {
 		protocol.PutFrame(r.frame)
