@@ -506,3 +506,42 @@ func TestClientQuotas_ThrottleProduceAndFetch(t *testing.T) {
 		t.Fatalf("a consumer without a quota was throttled %v", fast)
 	}
 }
+
+// TestClientQuotas_RequestPercentageMutes sets a request_percentage no
+// request can stay under for the raw connection's client-id ("test"): each
+// answer carries the throttle capped at one window (1 s), and the
+// connection is muted meanwhile, so a request sent right behind the first
+// is answered only after the throttle time (KIP-219).
+func TestClientQuotas_RequestPercentageMutes(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	admin := newClient(t, addr)
+	if got := alterQuotas(t, admin, false, quotaEntry(quotaEnt("client-id=test"), "request_percentage=0.000001")); fmt.Sprint(got) != "[OK]" {
+		t.Fatalf("alter: %q", got)
+	}
+	// Another client-id is not throttled.
+	m, err := kmsg.NewPtrMetadataRequest().RequestWith(testCtx(t), admin)
+	if err != nil || m.ThrottleMillis != 0 {
+		t.Fatalf("unthrottled client: %v %v", m, err)
+	}
+	c := dialRaw(t, addr)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	c.send(1, req)
+	c.send(2, req)
+	r1, r2 := kmsg.NewPtrMetadataResponse(), kmsg.NewPtrMetadataResponse()
+	r1.SetVersion(12)
+	r2.SetVersion(12)
+	c.recv(1, r1)
+	first := time.Now()
+	c.recv(2, r2)
+	gap := time.Since(first)
+	if r1.ThrottleMillis != 1000 || r2.ThrottleMillis != 1000 {
+		t.Fatalf("throttle %d and %d ms, want 1000 (one window)", r1.ThrottleMillis, r2.ThrottleMillis)
+	}
+	if gap < 900*time.Millisecond {
+		t.Fatalf("the second answer came %v after the first: the connection was not muted", gap)
+	}
+	if ms, _, _ := quotaMetrics(t, b, "request", "", "test"); ms != 2000 {
+		t.Fatalf("request throttle histogram sums %vms, want 2000", ms)
+	}
+}
