@@ -27,6 +27,7 @@ package broker
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
@@ -66,6 +67,15 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	}
 	resp.SessionID = 0
 
+	start := time.Now()
+	var cq *connQuotas
+	if ix := b.quotas.index.Load(); ix != nil && fetchReplicaID(req) < 0 {
+		cq = b.quotasFor(r, ix)
+		r.quotaDone = true // fetchAnswer records it, after a long poll too
+		if q := cq.q[kindFetch]; q.sensor != nil {
+			req.MaxBytes = int32(min(int64(req.MaxBytes), b.quotas.maxFetchBytes(q)))
+		}
+	}
 	targets := b.resolveFetchTargets(req, resp)
 	b.authorizeFetch(r, req, resp, targets)
 	regions := make([][]storage.Slice, len(resp.Topics))
@@ -78,25 +88,62 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	if wake := b.fetchPass(req, resp, targets, regions, deadline); wake != nil {
 		r.wait = func() {
-			b.fetchWaiting(r, req, resp, targets, regions, deadline, wake)
-			b.fetchAnswer(r, req, resp, regions)
+			waited := b.fetchWaiting(r, req, resp, targets, regions, deadline, wake)
+			b.fetchAnswer(r, req, resp, regions, cq, time.Since(start)-waited)
 		}
 		return nil, nil
 	}
-	b.fetchAnswer(r, req, resp, regions)
+	b.fetchAnswer(r, req, resp, regions, cq, time.Since(start))
 	return nil, nil
 }
 
 // fetchAnswer encodes the response, with the regions read as file regions
-// sent by sendfile.
-func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice) {
-	b.observeFetch(req, resp, regions)
+// sent by sendfile, unless the client's quotas throttle it: then the answer
+// is empty, as in Kafka.
+func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *connQuotas, handlerTime time.Duration) {
 	b.rewriteEndpoints(r, resp)
 	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
 	})
+	if cq != nil && b.throttleFetch(r, cq, resp, r.out.Size(), handlerTime) {
+		// Throttled: answered empty, as Kafka does; nothing is sent.
+		releaseRegions(regions)
+		resp.Topics = nil
+		r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, noRegions)
+		return
+	}
+	b.observeFetch(req, resp, regions)
 	r.release = func() { releaseRegions(regions) }
+}
+
+// throttleFetch records a consumer's Fetch against its quotas: the response
+// size and the handler time (the long poll excluded). When either is over
+// its bound it unrecords the bytes (the answer will be empty), sets the
+// throttle time in resp and r, and returns true.
+func (b *Broker) throttleFetch(r *request, cq *connQuotas, resp *kmsg.FetchResponse, size int64, handlerTime time.Duration) bool {
+	r.quotaDone = true
+	now := time.Now()
+	var bw, rq int64
+	fq := cq.q[kindFetch]
+	if fq.sensor != nil {
+		bw = b.quotas.record(fq, float64(size), now, true)
+	}
+	if q := cq.q[kindRequest]; q.sensor != nil {
+		rq = b.quotas.record(q, requestPercent(handlerTime), now, true)
+	}
+	if bw <= 0 && rq <= 0 {
+		return false
+	}
+	if fq.sensor != nil {
+		b.quotas.record(fq, -float64(size), now, false)
+	}
+	r.throttleMs, r.throttleKind = max(bw, rq), kindFetch
+	if rq > bw {
+		r.throttleKind = kindRequest
+	}
+	resp.ThrottleMillis = int32(min(r.throttleMs, math.MaxInt32))
+	return true
 }
 
 // resolveFetchTargets looks up every requested partition (by topic id from
@@ -174,16 +221,21 @@ func (b *Broker) fetchPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 
 // fetchWaiting is the long poll: it waits for an append on wake (or the
 // deadline, or the end of the request's context) and reads again, until
-// fetchPass has the answer.
-func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time, wake []<-chan struct{}) {
+// fetchPass has the answer. It returns the time spent waiting, which the
+// request quota does not count.
+func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time, wake []<-chan struct{}) (waited time.Duration) {
 	for wake != nil {
-		if !waitAny(r.ctx, wake, time.Until(deadline)) {
+		w := time.Now()
+		woken := waitAny(r.ctx, wake, time.Until(deadline))
+		waited += time.Since(w)
+		if !woken {
 			// Timed out or shutting down: answer with what is there now.
 			b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
 			return
 		}
 		wake = b.fetchPass(req, resp, targets, regions, deadline)
 	}
+	return waited
 }
 
 // releaseRegions releases the file regions read so far and clears them.

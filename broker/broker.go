@@ -59,6 +59,7 @@ type Broker struct {
 	localUsers *fileUserStore // SASL users of a single node (users.go)
 	sec        securityStats  // TLS and SASL counts (sasl.go)
 	acl        aclState       // the authorizer (acl.go)
+	quotas     quotaState     // client quotas (quotas.go, quota_enforce.go)
 }
 
 // New opens (or creates) the data directory, recovers every partition and
@@ -99,6 +100,9 @@ func New(cfg Config) (*Broker, error) {
 	b.topicRecords = fileTopicStore{dir: topicsDir}
 	b.localUsers = &fileUserStore{path: filepath.Join(cfg.DataDir, metaDirName, usersFileName)}
 	if err := b.initACLs(); err != nil {
+		return nil, err
+	}
+	if err := b.initQuotas(); err != nil {
 		return nil, err
 	}
 	var err error

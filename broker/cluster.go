@@ -223,6 +223,7 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 		b.dropLocalTopic(t)
 	}
 	b.cl.applied.Store(md)
+	b.applyQuotaSnapshot(md.Revision, md.Quotas)
 	b.syncGroupPartitions() // group coordinator: load and unload (offsets_topic.go)
 	b.syncTxnPartitions()   // transaction coordinator (txn_topic.go)
 }

@@ -151,6 +151,8 @@ var brokerConfigDefs = []configDef{
 	{"socket.request.max.bytes", kmsg.ConfigTypeInt, "104857600", "", true, intAtLeast(1), "The largest request accepted; a larger size prefix closes the connection."},
 	{"queued.max.request.bytes", kmsg.ConfigTypeLong, "268435456", "", true, atLeast(-1), "Request bytes read but not yet answered, across all connections; readers wait beyond it (-1 = no limit)."},
 	{"connections.max.idle.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(0), "Idle connections are closed after this long."},
+	{"quota.window.num", kmsg.ConfigTypeInt, "11", "", true, intAtLeast(1), "The number of samples a client quota's rate is taken over."},
+	{"quota.window.size.seconds", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The time span of each sample of a client quota's rate."},
 	{"max.connections", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "The most connections the broker accepts at once."},
 	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, "300000", "", true, atLeast(1), "How often retention is checked."},
 	{"log.cleaner.enable", kmsg.ConfigTypeBoolean, "true", "", true, boolean, "Run the log cleaner, which compacts topics with cleanup.policy=compact."},

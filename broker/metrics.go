@@ -29,6 +29,9 @@ package broker
 //	cleaner_bytes_read_total, cleaner_bytes_written_total, cleaner_runs_total  gauges (monotone)
 //	partition_dirty_ratio{topic,partition}            gauge (compacted topics)
 //	partition_last_clean_timestamp_seconds{topic,partition}  gauge (cleaned since start)
+//	throttle_time_ms{type}                            histogram (throttled answers; type produce, fetch or request)
+//	quota_rate{type,user,client_id}                   gauge (a client quota's current rate: bytes/s, or % of a thread)
+//	quota_limit{type,user,client_id}                  gauge (the bound in force for that rate)
 
 import (
 	"strconv"
@@ -49,6 +52,7 @@ type observer struct {
 	recordsIn *prometheus.CounterVec
 	bytesOut  *prometheus.CounterVec
 	perAPI    sync.Map // apiVersionKey → *apiMetrics
+	throttle  [numQuotaKinds]prometheus.Observer
 }
 
 type apiMetrics struct {
@@ -78,7 +82,15 @@ func (b *Broker) metrics() *observer {
 		o.bytesIn = topicCounter("topic_bytes_in_total", "Record batch bytes appended, by topic.")
 		o.recordsIn = topicCounter("topic_records_in_total", "Records appended, by topic.")
 		o.bytesOut = topicCounter("topic_bytes_out_total", "Record batch bytes sent to fetchers, by topic.")
-		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, gauges{b})
+		throttle := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "gregor", Name: "throttle_time_ms",
+			Help:    "Throttle time of answers throttled by a client quota, in ms, by quota type (produce, fetch, request).",
+			Buckets: []float64{1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000},
+		}, []string{"type"})
+		for k := range numQuotaKinds {
+			o.throttle[k] = throttle.WithLabelValues(quotaKindNames[k])
+		}
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b})
 	})
 	return o
 }
@@ -161,10 +173,13 @@ var (
 	descCleanRuns = prometheus.NewDesc("gregor_cleaner_runs_total", "Log cleans run.", nil, nil)
 	descDirty     = prometheus.NewDesc("gregor_partition_dirty_ratio", "Compacted partitions: dirty bytes over cleanable bytes.", partLabels, nil)
 	descLastClean = prometheus.NewDesc("gregor_partition_last_clean_timestamp_seconds", "When the cleaner last cleaned the partition.", partLabels, nil)
+	quotaLabels   = []string{"type", "user", "client_id"}
+	descQuotaRate = prometheus.NewDesc("gregor_quota_rate", "A client quota's current rate (bytes/s for produce and fetch, percent of a thread for request), by the entity it is shared by.", quotaLabels, nil)
+	descQuotaMax  = prometheus.NewDesc("gregor_quota_limit", "The bound in force for a client quota's rate.", quotaLabels, nil)
 )
 
 func (g gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConns, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean} {
+	for _, d := range []*prometheus.Desc{descConns, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean, descQuotaRate, descQuotaMax} {
 		ch <- d
 	}
 }
@@ -196,6 +211,7 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descFaults, float64(len(b.Faults())))
 	b.collectCleaner(ch)
+	b.collectQuotas(ch)
 }
 
 // collectCleaner adds the cleaner's metrics.
@@ -218,5 +234,27 @@ func (b *Broker) collectCleaner(ch chan<- prometheus.Metric) {
 		if _, _, last := b.cleanerStats(p); last >= 0 {
 			ch <- prometheus.MustNewConstMetric(descLastClean, prometheus.GaugeValue, float64(last)/1000, p.topic.name, ps)
 		}
+	}
+}
+
+// collectQuotas adds the rate and bound of every client quota rate in use.
+func (b *Broker) collectQuotas(ch chan<- prometheus.Metric) {
+	s := &b.quotas
+	if s.index.Load() == nil {
+		return
+	}
+	s.sensorMu.Lock()
+	sensors := make([]*rateSensor, 0, len(s.sensors))
+	for _, r := range s.sensors {
+		sensors = append(sensors, r)
+	}
+	s.sensorMu.Unlock()
+	now := time.Now().UnixMilli()
+	for _, r := range sensors {
+		k := r.key
+		labels := []string{quotaKindNames[k.kind], k.user, k.client}
+		rate, bound := r.measure(now, s.samples, s.windowMs)
+		ch <- prometheus.MustNewConstMetric(descQuotaRate, prometheus.GaugeValue, rate, labels...)
+		ch <- prometheus.MustNewConstMetric(descQuotaMax, prometheus.GaugeValue, bound, labels...)
 	}
 }

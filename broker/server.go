@@ -84,6 +84,11 @@ type conn struct {
 	// and the reader may answer a request it handled itself directly, in
 	// order, without waking the writer (the batch-1 round trip).
 	queued atomic.Int32
+
+	// quotas caches the connection's resolved client quotas; mutedUntil
+	// (unix ns) is the end of its current throttle (quota_enforce.go).
+	quotas     atomic.Pointer[connQuotas]
+	mutedUntil atomic.Int64
 }
 
 // pending is a request's place in its connection's response order.
@@ -126,6 +131,14 @@ type request struct {
 
 	// caller is the identity of a request run by Execute (conn is nil).
 	caller *Caller
+	size  int    // bytes of the request frame
+
+	// Client quotas (quota_enforce.go): the throttle time of the answer
+	// and the quota that set it; quotaDone when the handler has recorded
+	// the request itself (Fetch).
+	throttleMs   int64
+	throttleKind quotaKind
+	quotaDone    bool
 }
 
 // Listen binds the configured listeners (listeners, else Config.Listen as
@@ -290,6 +303,10 @@ func (c *conn) readLoop() {
 	c.br = bufio.NewReaderSize(c.nc, readBufferSize)
 	var idleSet time.Time // when the idle deadline was last pushed back
 	for {
+		if !c.waitMuted() { // a throttled connection is not read (KIP-219)
+			c.cancel()
+			return
+		}
 		switch {
 		case !c.auth.authenticated():
 			c.nc.SetReadDeadline(c.auth.deadline) // authenticate in time
@@ -320,6 +337,11 @@ func (c *conn) readLoop() {
 		if err != nil {
 			c.b.reqBytes.release(charge)
 			c.logReadError(err)
+			c.cancel()
+			return
+		}
+		if !c.waitMuted() { // a throttle set while this request was read
+			c.b.reqBytes.release(charge)
 			c.cancel()
 			return
 		}
@@ -470,7 +492,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	}
 	p := &pending{}
 	r := &p.req
-	r.conn, r.hdr, r.msg, r.ctx = c, hdr, msg, c.ctx
+	r.conn, r.hdr, r.msg, r.ctx, r.size = c, hdr, msg, c.ctx, len(frame)
 	if framePooled[hdr.Key] {
 		r.frame = frame
 	}
@@ -513,6 +535,13 @@ func (c *conn) run(h handler, r *request, p *pending) {
 			merge(resp)
 		}
 	}
+	if ix := c.b.quotas.index.Load(); ix != nil && err == nil && !r.quotaDone {
+		d := time.Since(start)
+		if h.async {
+			d = 0 // JoinGroup, SyncGroup: their time is spent parked, not working
+		}
+		c.b.throttleAfterHandler(r, ix, d)
+	}
 	if r.frame != nil {
 		protocol.PutFrame(r.frame)
 		r.frame = nil
@@ -544,6 +573,9 @@ func (c *conn) complete(r *request, p *pending, resp kmsg.Response, start time.T
 // finish turns a handler's outcome into the pending response.
 func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, start time.Time) {
 	c.b.observeRequest(r, resp, start)
+	if err == nil {
+		c.applyThrottle(r, resp)
+	}
 	switch {
 	case err != nil:
 		p.fatal = err

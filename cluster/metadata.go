@@ -89,6 +89,9 @@ type Metadata struct {
 	Topics       map[string]*Topic
 	// ACLs are the stored ACL bindings by id (acls.go), opaque here.
 	ACLs map[string][]byte
+	// Quotas are the stored client quotas by entity id (quotas.go),
+	// opaque here.
+	Quotas map[string][]byte
 }
 
 // BrokerIDs returns the ids of the live brokers, sorted.
@@ -236,6 +239,11 @@ func (s *state) snapshot(rev int64) *Metadata {
 				m.ACLs = map[string][]byte{}
 			}
 			m.ACLs[k[len(keyACLs):]] = kv.Value
+		case strings.HasPrefix(k, keyQuotas):
+			if m.Quotas == nil {
+				m.Quotas = map[string][]byte{}
+			}
+			m.Quotas[k[len(keyQuotas):]] = kv.Value
 		case strings.HasPrefix(k, keyTopics):
 			name := k[len(keyTopics):]
 			if t, err := parseTopic(name, kv); err == nil {

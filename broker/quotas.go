@@ -1,0 +1,354 @@
+package broker
+
+// Client quotas (KIP-13, KIP-124, KIP-219, KIP-546): their entities, store
+// and the index the enforcement reads (quota_enforce.go).
+//
+// An entity names up to one user, one client-id, or one ip; a nil name is
+// that type's default entity. Kafka allows user, client-id, (user,
+// client-id) and ip entities; ip may not be combined with the others. The
+// keys are producer_byte_rate, consumer_byte_rate (bytes per second, LONG),
+// request_percentage and controller_mutation_rate (DOUBLE) for user and
+// client-id entities, connection_creation_rate (INT) for ip entities.
+//
+// On a single node the quotas are <data-dir>/__meta/quotas.json, replaced
+// whole (storage.WriteFileAtomic), beside users.json and acls.json; a
+// cluster keeps them in etcd under /gregor/quotas/<entity id>
+// (cluster.Node.UpdateQuotas), in every broker's metadata snapshot, so each
+// broker enforces a change as its watch delivers it (applyMetadata).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// quotasFileName is the single-node quota store under __meta.
+const quotasFileName = "quotas.json"
+
+// Quota entity types and keys, as Kafka names them.
+const (
+	quotaUser     = "user"
+	quotaClientID = "client-id"
+	quotaIP       = "ip"
+
+	keyProducerByteRate       = "producer_byte_rate"
+	keyConsumerByteRate       = "consumer_byte_rate"
+	keyRequestPercentage      = "request_percentage"
+	keyControllerMutationRate = "controller_mutation_rate"
+	keyConnectionCreationRate = "connection_creation_rate"
+)
+
+// quotaKeyKind is a quota key's Kafka config type, which bounds its values.
+type quotaKeyKind int8
+
+const (
+	quotaLong quotaKeyKind = iota
+	quotaDouble
+	quotaInt
+)
+
+var (
+	clientQuotaKeys = map[string]quotaKeyKind{
+		keyProducerByteRate:       quotaLong,
+		keyConsumerByteRate:       quotaLong,
+		keyRequestPercentage:      quotaDouble,
+		keyControllerMutationRate: quotaDouble,
+	}
+	ipQuotaKeys = map[string]quotaKeyKind{keyConnectionCreationRate: quotaInt}
+)
+
+// quotaEntity is one entity: a name per entity type present, nil for the
+// type's default entity.
+type quotaEntity map[string]*string
+
+// quotaDefaultName stands for a default entity in ids, as in Kafka's
+// ZooKeeper paths; escaping keeps it apart from a real name "<default>".
+const quotaDefaultName = "<default>"
+
+// id is the entity's key in etcd and in the index: Kafka's config path of
+// the entity (users/<u>/clients/<c>, users/<u>, clients/<c>, ips/<ip>),
+// names path-escaped.
+func (e quotaEntity) id() string {
+	seg := func(n *string) string {
+		if n == nil {
+			return quotaDefaultName
+		}
+		return url.PathEscape(*n)
+	}
+	var parts []string
+	if n, ok := e[quotaUser]; ok {
+		parts = append(parts, "users", seg(n))
+	}
+	if n, ok := e[quotaClientID]; ok {
+		parts = append(parts, "clients", seg(n))
+	}
+	if n, ok := e[quotaIP]; ok {
+		parts = append(parts, "ips", seg(n))
+	}
+	return strings.Join(parts, "/")
+}
+
+// quotaRecord is one entity's stored quotas.
+type quotaRecord struct {
+	Entity quotaEntity        `json:"entity"`
+	Values map[string]float64 `json:"values"`
+}
+
+// validateQuotaEntity checks an entity's types, names and combination, as
+// Kafka's controller does, and returns the keys it may carry. A non-empty
+// message is an INVALID_REQUEST.
+func validateQuotaEntity(types []string, e quotaEntity) (map[string]quotaKeyKind, string) {
+	if len(types) == 0 {
+		return nil, "Invalid empty client quota entity"
+	}
+	seen := map[string]bool{}
+	for _, t := range types {
+		if seen[t] {
+			return nil, "Invalid empty client quota entity, duplicate entity entry " + t
+		}
+		seen[t] = true
+		switch t {
+		case quotaUser, quotaClientID, quotaIP:
+		default:
+			return nil, "Unhandled client quota entity type: " + t
+		}
+		if n := e[t]; n != nil && *n == "" {
+			return nil, "Empty " + t + " not supported"
+		}
+	}
+	if _, ok := e[quotaIP]; ok {
+		if len(e) > 1 {
+			return nil, "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
+		}
+		if n := e[quotaIP]; n != nil && net.ParseIP(*n) == nil {
+			return nil, *n + " is not a valid IP or resolvable host."
+		}
+		return ipQuotaKeys, ""
+	}
+	return clientQuotaKeys, ""
+}
+
+// validateQuotaValue checks one value set for key, as Kafka's controller
+// does (positive; integral and in range for INT and LONG keys).
+func validateQuotaValue(keys map[string]quotaKeyKind, key string, v float64) string {
+	kind, ok := keys[key]
+	if !ok {
+		return "Invalid configuration key " + key
+	}
+	if !(v > 0) { // NaN too
+		return "Quota " + key + " must be greater than 0"
+	}
+	switch kind {
+	case quotaInt:
+		if v > math.MaxInt32 {
+			return "Proposed value for " + key + " is too large for an INT."
+		}
+	case quotaLong:
+		if v > math.MaxInt64 {
+			return "Proposed value for " + key + " is too large for a LONG."
+		}
+	default:
+		if math.IsInf(v, 0) {
+			return "Proposed value for " + key + " is not finite."
+		}
+		return ""
+	}
+	if math.Abs(math.Mod(v, 1)) > 1e-6 {
+		return key + " cannot be a fractional value."
+	}
+	return ""
+}
+
+// quotaState is the broker's quota store and enforcement state.
+type quotaState struct {
+	alterMu sync.Mutex // serialises AlterClientQuotas on this broker
+
+	mu      sync.Mutex
+	path    string                 // single node: the file
+	local   map[string]quotaRecord // single node: by id; replaced, never mutated
+	rev     int64                  // cluster: the metadata revision applied
+	revRaw  map[string][]byte      // cluster: the raw records applied
+	cluster map[string]quotaRecord
+
+	// index is what enforcement reads: nil while no quota is configured,
+	// so that requests then cost one atomic load.
+	index atomic.Pointer[quotaIndex]
+
+	samples  int   // quota.window.num
+	windowMs int64 // quota.window.size.seconds, in ms
+
+	sensorMu  sync.Mutex
+	sensors   map[sensorKey]*rateSensor
+	lastSweep time.Time
+}
+
+// initQuotas reads the quota settings and the single node's quotas.
+func (b *Broker) initQuotas() error {
+	s := &b.quotas
+	s.samples = int(b.cfg.int64Prop("quota.window.num"))
+	s.windowMs = b.cfg.int64Prop("quota.window.size.seconds") * 1000
+	s.sensors = map[sensorKey]*rateSensor{}
+	s.path = filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName)
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var f struct {
+		Quotas []quotaRecord `json:"quotas"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	s.local = map[string]quotaRecord{}
+	for _, q := range f.Quotas {
+		s.local[q.Entity.id()] = q
+	}
+	if !b.cfg.clusterConfigured() {
+		s.index.Store(buildQuotaIndex(s.local))
+	}
+	return nil
+}
+
+// quotaRecords returns the quotas in force by entity id, which the caller
+// must not modify.
+func (b *Broker) quotaRecords() map[string]quotaRecord {
+	s := &b.quotas
+	if b.cl == nil || b.cl.node == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.local
+	}
+	md := b.cl.node.Metadata()
+	if md == nil {
+		return nil
+	}
+	return b.applyQuotaSnapshot(md.Revision, md.Quotas)
+}
+
+// applyQuotaSnapshot brings the quotas and the enforcement index in line
+// with the quotas of a cluster snapshot (revision rev), unless a newer one
+// was applied, and returns the records in force. It is called by
+// applyMetadata, after this broker's own changes and by readers.
+func (b *Broker) applyQuotaSnapshot(rev int64, raw map[string][]byte) map[string]quotaRecord {
+	s := &b.quotas
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rev <= s.rev {
+		return s.cluster
+	}
+	s.rev = rev
+	if s.cluster != nil && sameRaw(s.revRaw, raw) {
+		return s.cluster
+	}
+	recs := make(map[string]quotaRecord, len(raw))
+	for id, v := range raw {
+		var q quotaRecord
+		if err := json.Unmarshal(v, &q); err != nil {
+			b.log.Warn("undecodable client quota in etcd, ignored", "id", id, "err", err)
+			continue
+		}
+		recs[id] = q
+	}
+	s.revRaw, s.cluster = raw, recs
+	s.index.Store(buildQuotaIndex(recs))
+	return recs
+}
+
+func sameRaw(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(v) != string(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// updateQuotas stores the changed records (nil Values, or none, removes the
+// entity) in the store in use.
+func (b *Broker) updateQuotas(ctx context.Context, changed map[string]quotaRecord) error {
+	if len(changed) == 0 {
+		return nil
+	}
+	if b.cl != nil && b.cl.node != nil {
+		put := map[string][]byte{}
+		var del []string
+		for id, q := range changed {
+			if len(q.Values) == 0 {
+				del = append(del, id)
+				continue
+			}
+			v, err := json.Marshal(q)
+			if err != nil {
+				return err
+			}
+			put[id] = v
+		}
+		rev, err := b.cl.node.UpdateQuotas(ctx, put, del)
+		if err != nil || rev == 0 {
+			return err
+		}
+		md, err := b.cl.node.WaitForRevision(ctx, rev)
+		if err != nil {
+			return err
+		}
+		b.applyQuotaSnapshot(md.Revision, md.Quotas)
+		return nil
+	}
+	s := &b.quotas
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]quotaRecord, len(s.local)+len(changed))
+	for id, q := range s.local {
+		next[id] = q
+	}
+	for id, q := range changed {
+		if len(q.Values) == 0 {
+			delete(next, id)
+		} else {
+			next[id] = q
+		}
+	}
+	ids := make([]string, 0, len(next))
+	for id := range next {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	list := make([]quotaRecord, 0, len(ids))
+	for _, id := range ids {
+		list = append(list, next[id])
+	}
+	data, err := json.MarshalIndent(struct {
+		Quotas []quotaRecord `json:"quotas"`
+	}{list}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := storage.WriteFileAtomic(s.path, data); err != nil {
+		return err
+	}
+	s.local = next
+	s.index.Store(buildQuotaIndex(next))
+	return nil
+}
+
+// quotaTimeout bounds a quota change in etcd.
+const quotaTimeout = 10 * time.Second

@@ -1,0 +1,73 @@
+package broker
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCluster_ClientQuotasInEtcd alters quotas through one broker of a
+// two-broker cluster: the other describes them and enforces them (its
+// index has them) as its metadata watch delivers them, and a removal
+// reaches it the same way.
+func TestCluster_ClientQuotasInEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	ports := freeTCPPorts(t, 2)
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
+	brokers := make([]*Broker, 2)
+	addrs := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: map[string]string{
+			"node.id":                   fmt.Sprint(i + 1),
+			"controller.quorum.voters":  voters,
+			"broker.session.timeout.ms": "3000",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[i] = b
+		t.Cleanup(func() { b.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := b.Listen()
+			if errs[i] = err; err == nil {
+				addrs[i] = addr.String()
+				go b.Serve()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c1, c2 := newClient(t, addrs[0]), newClient(t, addrs[1])
+	if got := alterQuotas(t, c1, false, quotaEntry(quotaEnt("user=alice", "client-id"), "producer_byte_rate=4096", "request_percentage=12.5")); fmt.Sprint(got) != "[OK]" {
+		t.Fatalf("alter: %q", got)
+	}
+	const want = "user=alice,client-id=<default> producer_byte_rate=4096,request_percentage=12.5"
+	if got := describeQuotas(t, c1, false); got != want {
+		t.Fatalf("broker 1 describes %q right after its alter", got)
+	}
+	waitFor(t, 10*time.Second, "broker 2 to describe and enforce the quota", func() bool {
+		ix := brokers[1].quotas.index.Load()
+		if ix == nil {
+			return false
+		}
+		bound, _, _, ok := ix.resolve(kindProduce, "alice", "any-client")
+		return ok && bound == 4096 && describeQuotas(t, c2, true, "user=alice", "client-id") == want
+	})
+	if got := alterQuotas(t, c2, false, quotaEntry(quotaEnt("user=alice", "client-id"), "-producer_byte_rate", "-request_percentage")); fmt.Sprint(got) != "[OK]" {
+		t.Fatalf("remove: %q", got)
+	}
+	waitFor(t, 10*time.Second, "broker 1 to drop the quota", func() bool {
+		return brokers[0].quotas.index.Load() == nil && describeQuotas(t, c1, false) == ""
+	})
+}
