@@ -243,6 +243,8 @@ func Start(ctx context.Context, opts Options) (b *Broker, err error) {
 			return nil, err
 		}
 		b.removeDir = true
+	} else if err := os.MkdirAll(b.Dir, 0o755); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {

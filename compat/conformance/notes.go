@@ -1,0 +1,4 @@
+package conformance
+
+// Notes explain known differences in the report, keyed "API: scenario".
+var Notes = map[string]string{}
