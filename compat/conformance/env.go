@@ -277,7 +277,9 @@ func (e *Env) initPID(txnID *string, timeout int32) *kmsg.InitProducerIDResponse
 	// The transaction coordinator may still be loading.
 	e.waitFor("InitProducerId", func() bool {
 		r = Do[*kmsg.InitProducerIDResponse](e, req)
-		return r.ErrorCode != 15 && r.ErrorCode != 14 && r.ErrorCode != 51 // COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS
+		// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+		// NOT_COORDINATOR (its partition not loaded yet), CONCURRENT_TRANSACTIONS
+		return r.ErrorCode != 15 && r.ErrorCode != 14 && r.ErrorCode != 16 && r.ErrorCode != 51
 	})
 	return r
 }

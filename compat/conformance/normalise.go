@@ -149,7 +149,7 @@ func markString(key, s string) string {
 		return s
 	}
 	switch key {
-	case "ClusterID", "Host", "LogDir", "Rack":
+	case "ClusterID", "Host", "LogDir", "Dir", "Rack":
 		return "<" + strings.ToLower(key) + ">"
 	case "MemberID", "Leader", "LeaderID", "MemberId", "ProducerId":
 		return "<member>"

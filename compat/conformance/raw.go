@@ -75,6 +75,13 @@ func (rc *rawConn) do(req kmsg.Request) (kmsg.Response, error) {
 	buf = buf[4:]
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
+	// An ApiVersions of a version the broker does not know is answered at
+	// v0 (UNSUPPORTED_VERSION and the ranges): parse it so.
+	if req.Key() == kmsg.ApiVersions.Int16() && req.GetVersion() > req.MaxVersion() {
+		resp.SetVersion(0)
+		err := resp.ReadFrom(buf)
+		return resp, err
+	}
 	// ApiVersions answers always have a v0 header (no tags).
 	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
 		if len(buf) < 1 || buf[0] != 0 {

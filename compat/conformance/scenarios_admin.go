@@ -66,7 +66,7 @@ func adminScenarios() []Scenario {
 		}},
 		{"Metadata", "brokers and controller", func(e *Env) any {
 			r := Do[*kmsg.MetadataResponse](e, metadataReq(false, "md-none-at-all"))
-			return map[string]any{"brokers": r.Brokers, "controller": r.ControllerID, "cluster": r.ClusterID}
+			return map[string]any{"brokers": r.Brokers, "controller": r.ControllerID, "ClusterID": r.ClusterID}
 		}},
 
 		// CreateTopics
