@@ -29,6 +29,18 @@ func findCoordinator(e *Env, key string, typ int8) *kmsg.FindCoordinatorResponse
 		r = Do[*kmsg.FindCoordinatorResponse](e, req)
 		return len(r.Coordinators) == 0 || r.Coordinators[0].ErrorCode != 15
 	})
+	if typ == 0 {
+		// The group coordinator answers before __consumer_offsets is
+		// loaded; wait for that too (COORDINATOR_LOAD_IN_PROGRESS,
+		// COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR).
+		e.waitFor("group coordinator loaded", func() bool {
+			d := kmsg.NewPtrDescribeGroupsRequest()
+			d.Groups = []string{key}
+			dr := Do[*kmsg.DescribeGroupsResponse](e, d)
+			c := dr.Groups[0].ErrorCode
+			return c != 14 && c != 15 && c != 16
+		})
+	}
 	return r
 }
 
