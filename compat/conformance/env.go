@@ -261,6 +261,9 @@ func (e *Env) Fetch(topic string, part int32, offset int64) *kmsg.FetchResponse 
 
 // InitProducerID returns a producer id and epoch (txnID nil: idempotent).
 func (e *Env) InitProducerID(txnID *string) (int64, int16) {
+	if txnID != nil {
+		findCoordinator(e, *txnID, 1) // creates __transaction_state on Kafka
+	}
 	r := e.initPID(txnID, 60000)
 	if r.ErrorCode != 0 {
 		e.fail("setup: InitProducerId: %s", errName(r.ErrorCode))
