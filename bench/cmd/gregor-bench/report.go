@@ -185,8 +185,12 @@ func fmtRatio(s summary) string {
 		return "—"
 	}
 	f := func(v float64) string {
-		if v >= 10 {
+		switch {
+		case v >= 10:
 			return fmt.Sprintf("%.0f", v)
+		case v > 0 && v < 0.1:
+			// Three significant digits, to judge "≤ 0.01" (100× faster).
+			return fmt.Sprintf("%.*f", 2-int(math.Floor(math.Log10(v))), v)
 		}
 		return fmt.Sprintf("%.2f", v)
 	}
@@ -467,7 +471,7 @@ func writeDoc(path, generated string) error {
 	case len(s) > 0:
 		out = strings.TrimRight(s, "\n") + "\n\n" + block
 	default:
-		out = "# Benchmarks: Gregor beside kfake\n\n" + block
+		out = "# Benchmarks: Gregor beside kfake and Apache Kafka\n\n" + block
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
 }
