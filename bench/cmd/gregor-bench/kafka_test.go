@@ -115,3 +115,14 @@ func TestTable_KafkaTargets(t *testing.T) {
 		t.Error("ratio not computed")
 	}
 }
+
+func TestSVGPath(t *testing.T) {
+	c := config{svgOut: "results/ratios.svg", targets: []string{"gregor", "kfake", "kafka"}}
+	if a, b := c.svgPath("kfake"), c.svgPath("kafka"); a != "results/ratios.svg" || b != "results/ratios-kafka.svg" {
+		t.Errorf("three targets: %s, %s", a, b)
+	}
+	c.targets = []string{"gregor", "kafka"}
+	if p := c.svgPath("kafka"); p != "results/ratios.svg" {
+		t.Errorf("without kfake: %s", p)
+	}
+}

@@ -223,10 +223,10 @@ func (c *config) setupKafka(ctx context.Context) error {
 	return nil
 }
 
-// svgPath is the chart of the ratios Gregor/other: c.svgOut for kfake,
-// with "-kafka" before its extension for Kafka.
+// svgPath is the chart of the ratios Gregor/other: c.svgOut for kfake (or
+// for Kafka if kfake is not run), else with "-kafka" before its extension.
 func (c *config) svgPath(other string) string {
-	if other == "kfake" {
+	if other == "kfake" || !c.hasTarget("kfake") {
 		return c.svgOut
 	}
 	ext := filepath.Ext(c.svgOut)
