@@ -126,3 +126,17 @@ func TestSVGPath(t *testing.T) {
 		t.Errorf("without kfake: %s", p)
 	}
 }
+
+func TestToolTable_NoKfake(t *testing.T) {
+	rs := newResults(1)
+	rs.targets = []string{"gregor", "kfake", "kafka"}
+	rs.set("gregor", "kt_prod_rps", 0, 30000)
+	rs.set("kafka", "kt_prod_rps", 0, 20000)
+	lines := strings.Split(rs.toolTable(), "\n")
+	if want := "| metric | unit | Gregor | Kafka | Gregor/Kafka | target | met |"; lines[0] != want {
+		t.Fatalf("header %q, want %q", lines[0], want)
+	}
+	if want := "| producer-perf-test throughput | rec/s | 30k | 20k | 1.50 | ratio ≥ 1 | **yes** |"; lines[2] != want {
+		t.Errorf("row %q, want %q", lines[2], want)
+	}
+}

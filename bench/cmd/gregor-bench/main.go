@@ -520,7 +520,7 @@ func run(ctx context.Context, c *config) error {
 	doc := render(c, rs, zc, took)
 	fmt.Print(rs.table(metrics()))
 	if c.has("tools") && c.kafkaCP != "" {
-		fmt.Print("\n" + rs.table(toolMetrics()))
+		fmt.Print("\n" + rs.toolTable())
 	}
 	for _, e := range rs.errs {
 		log.Print("error: ", e)

@@ -278,22 +278,42 @@ func (rs *results) ratios(key, other string) []float64 {
 // target, then per other target the ratio Gregor/other, its target and
 // whether it is met (against kfake: metric.goal; against Kafka: kgoal).
 // Rows no target measured are left out.
-func (rs *results) table(ms []metric) string {
+func (rs *results) table(ms []metric) string { return rs.tableOf(ms, rs.targets) }
+
+// toolTable is table for the Kafka tools, which kfake does not run.
+func (rs *results) toolTable() string {
+	var ts []string
+	for _, t := range rs.targets {
+		if t != "kfake" {
+			ts = append(ts, t)
+		}
+	}
+	return rs.tableOf(toolMetrics(), ts)
+}
+
+// tableOf is table for the given targets (gregor first).
+func (rs *results) tableOf(ms []metric, targets []string) string {
+	var others []string
+	for _, t := range targets {
+		if t != "gregor" {
+			others = append(others, t)
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString("| metric | unit |")
 	align := "| --- | --- |"
-	for _, t := range rs.targets {
+	for _, t := range targets {
 		fmt.Fprintf(&b, " %s |", displayName(t))
 		align += " ---: |"
 	}
-	for _, o := range rs.others() {
+	for _, o := range others {
 		fmt.Fprintf(&b, " Gregor/%s | target | met |", displayName(o))
 		align += " ---: | --- | --- |"
 	}
 	b.WriteString("\n" + align + "\n")
 	for _, m := range ms {
 		measured := false
-		for _, t := range rs.targets {
+		for _, t := range targets {
 			measured = measured || summarize(rs.get(t, m.key)).n > 0
 		}
 		if !measured {
@@ -301,14 +321,14 @@ func (rs *results) table(ms []metric) string {
 		}
 		g := summarize(rs.get("gregor", m.key))
 		fmt.Fprintf(&b, "| %s | %s |", m.label, m.unit)
-		for _, t := range rs.targets {
+		for _, t := range targets {
 			cell := fmtSummary(summarize(rs.get(t, m.key)), m.unit)
 			if m.onlyG && t != "gregor" {
 				cell = "n/a"
 			}
 			fmt.Fprintf(&b, " %s |", cell)
 		}
-		for _, o := range rs.others() {
+		for _, o := range others {
 			r := summarize(rs.ratios(m.key, o))
 			gl := m.goal
 			if o == "kafka" {

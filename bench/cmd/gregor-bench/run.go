@@ -417,7 +417,7 @@ func render(c *config, rs *results, zc []zeroCopy, took time.Duration) string {
 			"(the Java producer's defaults otherwise: idempotent, linger.ms 5, batch.size 16 KiB, no compression), "+
 			"then `kafka-consumer-perf-test --num-records %d` reading them back in a new group. Their summary lines, parsed; MiB = 1,048,576 bytes, the tools' \"MB\":\n\n",
 			c.kafkaVer, toolHeap, strings.Join(kafkaJVMArgs, " "), c.toolRecords, c.toolSize, c.toolRecords)
-		b.WriteString(rs.table(toolMetrics()))
+		b.WriteString(rs.toolTable())
 		b.WriteString("\n")
 	}
 	if len(zc) > 0 {
