@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: conformance bench-cluster cluster build run deps test unit compat compat-cluster compat-java crash jepsen fuzz bench lint clean
+.PHONY: conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -107,7 +107,8 @@ conformance:
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./storage ./protocol ./broker
 
-## bench: Gregor beside kfake, written to docs/benchmarks.md (see bench-compare)
+## bench: Gregor beside kfake and Apache Kafka, written to docs/benchmarks.md
+## (see bench-compare)
 bench: bench-compare
 
 lint:
@@ -123,9 +124,19 @@ clean:
 bench-cluster:
 	cd bench && $(GO) run ./cmd/cluster-bench $(BENCH_CLUSTER_FLAGS)
 
-## bench-compare: Gregor and kfake as processes on loopback, interleaved run
-## by run; writes docs/benchmarks.md. Knobs: BENCH_FLAGS="-runs 5 -n 2000000"
+## bench-compare: Gregor, kfake and Apache Kafka 4.4 (compat/kafkaref; needs
+## java and mvn, else it is left out with a note) as processes on loopback,
+## interleaved run by run; writes docs/benchmarks.md. Knobs:
+## BENCH_FLAGS="-runs 5 -n 2000000 -targets gregor,kafka -phases throughput,tools"
 ## (cd bench && go run ./cmd/gregor-bench -h lists them).
 BENCH_FLAGS ?=
 bench-compare:
 	cd bench && $(GO) run ./cmd/gregor-bench $(BENCH_FLAGS)
+
+## bench-kafka: Gregor beside Apache Kafka only (no kfake), including Kafka's
+## kafka-producer-perf-test and kafka-consumer-perf-test against both; writes
+## bench/results/kafka.md (docs/benchmarks.md is make bench's).
+## Short check: make bench-kafka BENCH_FLAGS="-runs 1 -n 100000 -tool-records 100000"
+bench-kafka:
+	cd bench && $(GO) run ./cmd/gregor-bench -targets gregor,kafka -out results/kafka.md \
+		-json results/kafka.json -svg results/kafka.svg $(BENCH_FLAGS)

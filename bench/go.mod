@@ -10,6 +10,9 @@ require (
 )
 
 require (
+	github.com/gregor-broker/gregor v0.0.0-00010101000000-000000000000
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 )
+
+replace github.com/gregor-broker/gregor => ../

@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -84,6 +85,10 @@ type Broker struct {
 	// StartDuration is the time from launching the JVM to the broker
 	// answering Metadata with itself listed (format excluded).
 	StartDuration time.Duration
+	// FirstAnswer is the time from launching the JVM to its first answer
+	// to ApiVersions on a new connection (format excluded): the broker is
+	// listening, though perhaps not yet registered with its controller.
+	FirstAnswer time.Duration
 
 	removeDir bool
 	cmd       *exec.Cmd
@@ -326,11 +331,99 @@ func Start(ctx context.Context, opts Options) (b *Broker, err error) {
 		b.waitErr = b.cmd.Wait()
 		close(b.exited)
 	}()
+	if err := b.waitAnswer(ctx, started); err != nil {
+		return b, fmt.Errorf("%w (see %s)", err, b.LogFile)
+	}
 	if err := b.waitReady(ctx); err != nil {
 		return b, fmt.Errorf("%w (see %s)", err, b.LogFile)
 	}
 	b.StartDuration = time.Since(started)
 	return b, nil
+}
+
+// Pid is the JVM's process id (also its process group id).
+func (b *Broker) Pid() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
+// Exited is closed once the JVM has exited.
+func (b *Broker) Exited() <-chan struct{} { return b.exited }
+
+// Kill sends SIGKILL to the JVM's process group at once, without waiting;
+// for interrupted programs. Stop must still be called to clean up.
+func (b *Broker) Kill() {
+	if pid := b.Pid(); pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// waitAnswer polls ApiVersions v0 on new connections every millisecond until
+// the broker answers and sets FirstAnswer.
+func (b *Broker) waitAnswer(ctx context.Context, started time.Time) error {
+	var last error
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		last = apiVersions(rctx, b.Addr)
+		cancel()
+		if last == nil {
+			b.FirstAnswer = time.Since(started)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafkaref: no ApiVersions answer: %w (last error %v)", ctx.Err(), last)
+		case <-b.exited:
+			return fmt.Errorf("kafkaref: the JVM exited during start: %v", b.waitErr)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// apiVersions sends one ApiVersions v0 request on a new connection to addr
+// and checks the answer's correlation id and error code.
+func apiVersions(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	const clientID = "kafkaref"
+	// size, api key 18, version 0, correlation id, client id.
+	req := binary.BigEndian.AppendUint32(nil, uint32(2+2+4+2+len(clientID)))
+	req = binary.BigEndian.AppendUint16(req, 18)
+	req = binary.BigEndian.AppendUint16(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 7)
+	req = binary.BigEndian.AppendUint16(req, uint16(len(clientID)))
+	req = append(req, clientID...)
+	if _, err := conn.Write(req); err != nil {
+		return err
+	}
+	var hdr [4]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n < 6 || n > 1<<20 {
+		return fmt.Errorf("ApiVersions: response size %d", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return err
+	}
+	if corr := binary.BigEndian.Uint32(body); corr != 7 {
+		return fmt.Errorf("ApiVersions: correlation id %d", corr)
+	}
+	if code := int16(binary.BigEndian.Uint16(body[4:])); code != 0 {
+		return fmt.Errorf("ApiVersions: error code %d", code)
+	}
+	return nil
 }
 
 // waitReady polls Metadata until the broker lists itself (it is registered

@@ -31,7 +31,10 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Kafka %s on %s ready %v after the JVM started", b.Version, b.Addr, b.StartDuration)
+	t.Logf("Kafka %s on %s: first ApiVersions answer %v, ready %v after the JVM started", b.Version, b.Addr, b.FirstAnswer, b.StartDuration)
+	if b.FirstAnswer <= 0 || b.FirstAnswer > b.StartDuration || b.Pid() <= 0 {
+		t.Fatalf("FirstAnswer %v, StartDuration %v, Pid %d", b.FirstAnswer, b.StartDuration, b.Pid())
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)

@@ -1,16 +1,20 @@
-// Command gregor-bench runs Gregor and franz-go's kfake side by side, each as
-// its own process on 127.0.0.1, and writes a comparison to
-// docs/benchmarks.md.
+// Command gregor-bench runs Gregor, franz-go's kfake and Apache Kafka side by
+// side, each as its own process on 127.0.0.1, and writes a comparison to
+// docs/benchmarks.md. Kafka is started by compat/kafkaref (a JDK and Maven
+// are needed; without them it is skipped with a note); -targets and -phases
+// choose what runs.
 //
 //	cd bench && go run ./cmd/gregor-bench [flags]
 //
 // It builds both brokers (unless --gregor-bin and --kfake-bin name them),
 // measures the loopback limit, then runs the targets in turn, run by run
-// (gregor, kfake, gregor, kfake, …), each on a fresh process and data
+// (gregor, kfake, kafka, gregor, …), each on a fresh process and data
 // directory: start to first ApiVersions, idle RSS, produce then consume
 // throughput for 100 B and 1 KiB records on 1 and 8 partitions with broker
 // CPU around each phase, produce-ack and end-to-end latency at a fixed rate,
-// a 4-member consumer group on 8 partitions, kcat, and RSS after the run.
+// a 4-member consumer group on 8 partitions, kcat, RSS after the run, and
+// Kafka's kafka-producer-perf-test and kafka-consumer-perf-test (Gregor and
+// Kafka only).
 // Gregor is also restarted on a data directory filled once with
 // --recovery-bytes of segments. After the measured runs it counts the
 // broker's sendfile/write/writev calls during a consume with strace, and with
@@ -39,6 +43,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gregor-broker/gregor/compat/kafkaref"
 )
 
 type config struct {
@@ -69,6 +75,31 @@ type config struct {
 	profileDir    string
 	noStrace      bool
 	keep          bool
+
+	targets     []string        // names of the targets to run, in run order
+	phases      map[string]bool // phases to run (see allPhases)
+	kafkaHeap   string          // Kafka's -Xmx and -Xms
+	kafkaCP     string          // Kafka's classpath (broker and tools)
+	kafkaVer    string
+	javaVer     string
+	toolRecords int // records of kafka-producer/consumer-perf-test
+	toolSize    int
+}
+
+// allPhases are the phases -phases can name, in the order they run.
+var allPhases = []string{"loopback", "throughput", "latency", "group", "kcat", "tools", "recovery", "strace"}
+
+// has reports whether phase is on.
+func (c *config) has(phase string) bool { return c.phases[phase] }
+
+// hasTarget reports whether target name is run.
+func (c *config) hasTarget(name string) bool {
+	for _, t := range c.targets {
+		if t == name {
+			return true
+		}
+	}
+	return false
 }
 
 func main() {
@@ -93,14 +124,23 @@ func main() {
 	flag.DurationVar(&c.rowMax, "row-max", 8*time.Second, "a produce phase stops issuing records after this and reports the rate of what was acknowledged")
 	flag.DurationVar(&c.flushFor, "flush-max", 5*time.Second, "how long a produce phase then waits for outstanding acknowledgements")
 	flag.BoolVar(&c.idempotent, "idempotent", true, "produce with franz-go's idempotent producer (its default)")
-	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "hard bound of the whole benchmark")
-	flag.DurationVar(&c.budget, "budget", 8*time.Minute, "start another run only if it is expected to end within this time from the start")
+	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "hard bound of the whole benchmark")
+	flag.DurationVar(&c.budget, "budget", 15*time.Minute, "start another run only if it is expected to end within this time from the start")
 	flag.StringVar(&c.out, "out", "", "markdown file to write (default ROOT/docs/benchmarks.md; - for stdout only)")
 	flag.StringVar(&c.svgOut, "svg", "", "SVG chart of the ratios (default ROOT/bench/results/ratios.svg)")
 	flag.StringVar(&c.jsonOut, "json", "", "raw per-run numbers (default ROOT/bench/results/last.json)")
 	flag.StringVar(&c.profileDir, "profile", "", "after the runs, perf-record Gregor during each throughput row into this directory")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary directory")
+	targets := flag.String("targets", "gregor,kfake,kafka", "targets to run, among gregor, kfake and kafka (Apache Kafka, needs java and mvn; skipped with a note if missing)")
+	phases := flag.String("phases", strings.Join(allPhases, ","), "phases to run, among "+strings.Join(allPhases, ", ")+" (start and RSS are always measured; group needs throughput)")
+	flag.StringVar(&c.kafkaHeap, "kafka-heap", "1g", "Kafka's heap, -Xmx and -Xms (kafka-server-start.sh's default)")
+	flag.IntVar(&c.toolRecords, "tool-records", 1_000_000, "records kafka-producer-perf-test sends and kafka-consumer-perf-test reads")
+	flag.IntVar(&c.toolSize, "tool-size", 100, "record size of kafka-producer-perf-test")
 	flag.Parse()
+	if err := c.parseLists(*targets, *phases); err != nil {
+		fmt.Fprintln(os.Stderr, "gregor-bench:", err)
+		os.Exit(2)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	sig := make(chan os.Signal, 1)
@@ -123,8 +163,85 @@ func main() {
 	}
 }
 
+// parseLists sets c.targets and c.phases from the comma-separated flags.
+func (c *config) parseLists(targets, phases string) error {
+	seen := map[string]bool{}
+	for _, t := range strings.Split(targets, ",") {
+		t = strings.TrimSpace(t)
+		switch t {
+		case "":
+			continue
+		case "gregor", "kfake", "kafka":
+		default:
+			return fmt.Errorf("-targets: unknown target %q (gregor, kfake, kafka)", t)
+		}
+		if !seen[t] {
+			seen[t] = true
+			c.targets = append(c.targets, t)
+		}
+	}
+	if !seen["gregor"] {
+		return errors.New("-targets must include gregor (every ratio is Gregor's)")
+	}
+	c.phases = map[string]bool{}
+	for _, ph := range strings.Split(phases, ",") {
+		ph = strings.TrimSpace(ph)
+		if ph == "" {
+			continue
+		}
+		known := false
+		for _, a := range allPhases {
+			known = known || a == ph
+		}
+		if !known {
+			return fmt.Errorf("-phases: unknown phase %q (%s)", ph, strings.Join(allPhases, ", "))
+		}
+		c.phases[ph] = true
+	}
+	return nil
+}
+
 func (c *config) bound() bound {
 	return bound{maxFor: c.rowMax, flushFor: c.flushFor, idempotent: c.idempotent}
+}
+
+// setupKafka checks for java and mvn and resolves Kafka's classpath (the
+// broker and its tools) once, with Maven.
+func (c *config) setupKafka(ctx context.Context) error {
+	if err := kafkaref.Available(); err != nil {
+		return err
+	}
+	var err error
+	if c.kafkaVer, err = kafkaref.Version(); err != nil {
+		return err
+	}
+	log.Printf("resolving the classpath of Apache Kafka %s with Maven", c.kafkaVer)
+	if c.kafkaCP, err = kafkaref.Classpath(ctx); err != nil {
+		return err
+	}
+	c.javaVer = javaVersion()
+	return nil
+}
+
+// svgPath is the chart of the ratios Gregor/other: c.svgOut for kfake (or
+// for Kafka if kfake is not run), else with "-kafka" before its extension.
+func (c *config) svgPath(other string) string {
+	if other == "kfake" || !c.hasTarget("kfake") {
+		return c.svgOut
+	}
+	ext := filepath.Ext(c.svgOut)
+	return strings.TrimSuffix(c.svgOut, ext) + "-" + other + ext
+}
+
+// dropTarget removes name from c.targets.
+func (c *config) dropTarget(name string) {
+	var ts []string
+	for _, t := range c.targets {
+		if t != name {
+			ts = append(ts, t)
+		}
+	}
+	c.targets = ts
 }
 
 // checkout extracts the tree of git revision rev of root into dir and
@@ -279,7 +396,24 @@ func run(ctx context.Context, c *config) error {
 			return err
 		}
 	}
-	if c.kfakeBin == "" {
+	if !c.has("recovery") {
+		c.recoveryBytes = 0
+	}
+	if !c.has("kcat") {
+		c.kcatRecords = 0
+	}
+	if !c.has("strace") {
+		c.noStrace = true
+	}
+	rs := newResults(c.runs)
+	if c.hasTarget("kafka") || c.has("tools") {
+		if err := c.setupKafka(ctx); err != nil {
+			rs.note(fmt.Sprintf("Apache Kafka skipped (its target and kafka-*-perf-test): %v", err))
+			c.dropTarget("kafka")
+			c.phases["tools"] = false
+		}
+	}
+	if c.hasTarget("kfake") && c.kfakeBin == "" {
 		c.kfakeBin = filepath.Join(tmp, "kfakeserver")
 		log.Print("building kfakeserver")
 		if err := build(ctx, filepath.Join(c.root, "bench"), c.kfakeBin, "./cmd/kfakeserver"); err != nil {
@@ -296,7 +430,12 @@ func run(ctx context.Context, c *config) error {
 	kfake := target{name: "kfake", bin: c.kfakeBin, args: func(string) []string {
 		return []string{"--listen", "127.0.0.1:0", "--partitions", "1"}
 	}}
-	targets := []target{gregor, kfake}
+	kafka := target{name: "kafka", kafka: &kafkaref.Options{Heap: c.kafkaHeap, JVMArgs: kafkaJVMArgs, Props: kafkaProps}}
+	var targets []target
+	for _, name := range c.targets {
+		targets = append(targets, map[string]target{"gregor": gregor, "kfake": kfake, "kafka": kafka}[name])
+	}
+	rs.targets = c.targets
 
 	kcatFile := ""
 	if c.kcatRecords > 0 {
@@ -311,7 +450,6 @@ func run(ctx context.Context, c *config) error {
 		}
 	}
 
-	rs := newResults(c.runs)
 	fullDir := ""
 	if c.recoveryBytes > 0 {
 		fullDir = filepath.Join(tmp, "full")
@@ -332,14 +470,17 @@ func run(ctx context.Context, c *config) error {
 				break
 			}
 		}
-		lctx, cancel := context.WithTimeout(ctx, c.phaseTimeout)
-		bps, err := loopback(lctx, c.loopbackBytes)
-		cancel()
-		if err != nil {
-			rs.errs = append(rs.errs, fmt.Sprintf("run %d loopback: %v", r+1, err))
-		} else {
-			rs.loopback = append(rs.loopback, bps)
-			log.Printf("run %d: loopback %.2f GB/s", r+1, bps/1e9)
+		var bps float64
+		if c.has("loopback") && c.loopbackBytes > 0 {
+			lctx, cancel := context.WithTimeout(ctx, c.phaseTimeout)
+			bps, err = loopback(lctx, c.loopbackBytes)
+			cancel()
+			if err != nil {
+				rs.errs = append(rs.errs, fmt.Sprintf("run %d loopback: %v", r+1, err))
+			} else {
+				rs.loopback = append(rs.loopback, bps)
+				log.Printf("run %d: loopback %.2f GB/s", r+1, bps/1e9)
+			}
 		}
 		for _, t := range targets {
 			dir := filepath.Join(tmp, fmt.Sprintf("%s-%d", t.name, r+1))
@@ -377,7 +518,10 @@ func run(ctx context.Context, c *config) error {
 
 	took := time.Since(began)
 	doc := render(c, rs, zc, took)
-	fmt.Print(rs.table())
+	fmt.Print(rs.table(metrics()))
+	if c.has("tools") && c.kafkaCP != "" {
+		fmt.Print("\n" + rs.toolTable())
+	}
 	for _, e := range rs.errs {
 		log.Print("error: ", e)
 	}
@@ -388,8 +532,10 @@ func run(ctx context.Context, c *config) error {
 	if err := os.MkdirAll(filepath.Dir(c.svgOut), 0o755); err != nil {
 		return err
 	}
-	if err := writeFile(c.svgOut, rs.svg()); err != nil {
-		return err
+	for _, o := range rs.others() {
+		if err := writeFile(c.svgPath(o), rs.svg(o)); err != nil {
+			return err
+		}
 	}
 	raw, _ := json.MarshalIndent(struct {
 		Values   map[string]map[string][]float64 `json:"values"`
@@ -402,7 +548,7 @@ func run(ctx context.Context, c *config) error {
 	if err := writeDoc(c.out, doc); err != nil {
 		return err
 	}
-	log.Printf("wrote %s, %s and %s in %v", c.out, c.svgOut, c.jsonOut, took.Round(time.Second))
+	log.Printf("wrote %s, the charts and %s in %v", c.out, c.jsonOut, took.Round(time.Second))
 	return nil
 }
 

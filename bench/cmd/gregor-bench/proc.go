@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gregor-broker/gregor/compat/kafkaref"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. It is
@@ -23,19 +26,24 @@ const clockTicks = 100
 
 // target is one broker implementation under test: how to start it.
 type target struct {
-	name string // "gregor" or "kfake"
+	name string // "gregor", "kfake" or "kafka"
 	bin  string
 	// args returns the command line for a fresh process on dataDir (kfake
 	// ignores dataDir).
 	args func(dataDir string) []string
+	// kafka, if set, makes this target Apache Kafka started by kafkaref
+	// with these options (Dir and StartTimeout are set per start); bin and
+	// args are unused.
+	kafka *kafkaref.Options
 }
 
 // proc is one running broker process.
 type proc struct {
-	cmd    *exec.Cmd
+	cmd    *exec.Cmd        // nil for Kafka
+	broker *kafkaref.Broker // Kafka's
 	pid    int
 	addr   string
-	exited chan struct{}
+	exited <-chan struct{}
 
 	// selfStartup is the startup=DURATION the broker logged with its
 	// listening line (its own time from main to listening), or 0.
@@ -47,32 +55,39 @@ type proc struct {
 
 var (
 	procsMu sync.Mutex
-	procs   = map[*exec.Cmd]struct{}{}
+	procs   = map[any]func(){} // key: *exec.Cmd or *kafkaref.Broker
 )
 
 // track records cmd so that killAll can end it if the benchmark is
 // interrupted; untrack forgets it once it has exited.
 func track(cmd *exec.Cmd) {
+	trackKill(cmd, func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+}
+
+func untrack(key any) {
 	procsMu.Lock()
-	procs[cmd] = struct{}{}
+	delete(procs, key)
 	procsMu.Unlock()
 }
 
-func untrack(cmd *exec.Cmd) {
+// trackKill records how killAll ends the process behind key.
+func trackKill(key any, kill func()) {
 	procsMu.Lock()
-	delete(procs, cmd)
+	procs[key] = kill
 	procsMu.Unlock()
 }
 
 // killAll sends SIGKILL to every process the benchmark started and has not
-// yet seen exit, each by its own pid.
+// yet seen exit, each by its own pid (Kafka: its process group).
 func killAll() {
 	procsMu.Lock()
 	defer procsMu.Unlock()
-	for cmd := range procs {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
+	for _, kill := range procs {
+		kill()
 	}
 }
 
@@ -86,6 +101,9 @@ func childAttr() *syscall.SysProcAttr {
 // a first answer to ApiVersions. It returns the process and the time from
 // just before exec to that answer.
 func startProc(ctx context.Context, t target, dataDir string, timeout time.Duration) (*proc, time.Duration, error) {
+	if t.kafka != nil {
+		return startKafka(ctx, t, dataDir, timeout)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command(t.bin, t.args(dataDir)...)
@@ -94,7 +112,8 @@ func startProc(ctx context.Context, t target, dataDir string, timeout time.Durat
 	if err != nil {
 		return nil, 0, err
 	}
-	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	exited := make(chan struct{})
+	p := &proc{cmd: cmd, exited: exited}
 	addrc := make(chan string, 1)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -106,7 +125,7 @@ func startProc(ctx context.Context, t target, dataDir string, timeout time.Durat
 	go func() {
 		_ = cmd.Wait()
 		untrack(cmd)
-		close(p.exited)
+		close(exited)
 	}()
 
 	select {
@@ -177,19 +196,36 @@ func (p *proc) startup() time.Duration {
 }
 
 func (p *proc) lastLines() string {
+	if p.broker != nil {
+		return kafkaLogTail(p.broker.LogFile)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return strings.Join(p.tail, " | ")
 }
 
 func (p *proc) kill() {
+	if p.broker != nil {
+		p.broker.Kill()
+		err := p.broker.Stop()
+		untrack(p.broker)
+		if err != nil {
+			log.Print(err)
+		}
+		return
+	}
 	_ = p.cmd.Process.Kill()
 	<-p.exited
 }
 
 // stop sends SIGTERM and waits up to timeout for the process to exit, then
-// kills it.
+// kills it. Kafka gets kafkaref's own bound (20 s, then SIGKILL).
 func (p *proc) stop(timeout time.Duration) error {
+	if p.broker != nil {
+		err := p.broker.Stop()
+		untrack(p.broker)
+		return err
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:

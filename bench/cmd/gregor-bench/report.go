@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// goal is a target of issue 6 for one metric.
+// goal is a target for one metric: of issue 6 against kfake, of issue 16
+// against Apache Kafka.
 type goal struct {
-	ratio  bool // compare the Gregor/kfake ratio (else Gregor's value)
+	ratio  bool // compare the Gregor/other ratio (else Gregor's value)
 	atMost bool // the value must be ≤ limit (else ≥)
 	limit  float64
 }
@@ -48,9 +49,19 @@ type metric struct {
 	label  string
 	unit   string
 	higher bool  // higher is better (for the chart's colours)
-	goal   *goal // nil: no target
+	goal   *goal // target against kfake; nil: none
+	kgoal  *goal // target against Kafka (issue 16); nil: none
 	onlyG  bool  // measured for Gregor only
 }
+
+// Targets of issue 16 against Apache Kafka, as ratios Gregor/Kafka.
+var (
+	kAtLeast   = &goal{ratio: true, limit: 1}                  // throughput ≥ Kafka's
+	kHalfCPU   = &goal{ratio: true, atMost: true, limit: 0.5}  // CPU/GB ≤ ½
+	kTenthRSS  = &goal{ratio: true, atMost: true, limit: 0.1}  // RSS ≤ 1/10
+	kAtMost    = &goal{ratio: true, atMost: true, limit: 1}    // latency ≤ Kafka's
+	kHundredth = &goal{ratio: true, atMost: true, limit: 0.01} // start ≥ 100× faster
+)
 
 func trimFloat(f float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", f), "0"), ".")
@@ -63,12 +74,12 @@ func metrics() []metric {
 		l := r.label()
 		k := r.topic()
 		ms = append(ms,
-			metric{key: "prod_rps/" + k, label: "produce " + l, unit: "rec/s", higher: true, goal: &goal{ratio: true, limit: 1}},
+			metric{key: "prod_rps/" + k, label: "produce " + l, unit: "rec/s", higher: true, goal: &goal{ratio: true, limit: 1}, kgoal: kAtLeast},
 			metric{key: "prod_mbps/" + k, label: "produce " + l, unit: "MB/s", higher: true},
-			metric{key: "cons_rps/" + k, label: "consume " + l, unit: "rec/s", higher: true, goal: &goal{ratio: true, limit: 1}},
+			metric{key: "cons_rps/" + k, label: "consume " + l, unit: "rec/s", higher: true, goal: &goal{ratio: true, limit: 1}, kgoal: kAtLeast},
 			metric{key: "cons_mbps/" + k, label: "consume " + l, unit: "MB/s", higher: true},
-			metric{key: "cpu_in/" + k, label: "broker CPU, produce " + l, unit: "s/GB", goal: &goal{ratio: true, atMost: true, limit: 0.5}},
-			metric{key: "cpu_out/" + k, label: "broker CPU, consume " + l, unit: "s/GB", goal: &goal{ratio: true, atMost: true, limit: 0.25}},
+			metric{key: "cpu_in/" + k, label: "broker CPU, produce " + l, unit: "s/GB", goal: &goal{ratio: true, atMost: true, limit: 0.5}, kgoal: kHalfCPU},
+			metric{key: "cpu_out/" + k, label: "broker CPU, consume " + l, unit: "s/GB", goal: &goal{ratio: true, atMost: true, limit: 0.25}, kgoal: kHalfCPU},
 		)
 	}
 	ms = append(ms,
@@ -78,21 +89,47 @@ func metrics() []metric {
 		metric{key: "ack_p99", label: "produce-ack latency p99", unit: "ms"},
 		metric{key: "ack_p999", label: "produce-ack latency p99.9", unit: "ms"},
 		metric{key: "e2e_p50", label: "end-to-end latency p50", unit: "ms"},
-		metric{key: "e2e_p99", label: "end-to-end latency p99", unit: "ms", goal: &goal{atMost: true, limit: 1}},
-		metric{key: "e2e_p999", label: "end-to-end latency p99.9", unit: "ms"},
+		metric{key: "e2e_p99", label: "end-to-end latency p99", unit: "ms", goal: &goal{atMost: true, limit: 1}, kgoal: kAtMost},
+		metric{key: "e2e_p999", label: "end-to-end latency p99.9", unit: "ms", kgoal: kAtMost},
 		metric{key: "group_stable_ms", label: "group of 4 on 8p: time to stable", unit: "ms"},
-		metric{key: "group_drain_rps", label: "group of 4 on 8p: drain 100 B", unit: "rec/s", higher: true},
-		metric{key: "start_empty_ms", label: "start to first ApiVersions, empty dir", unit: "ms", goal: &goal{atMost: true, limit: 10}},
+		metric{key: "group_drain_rps", label: "group of 4 on 8p: drain 100 B", unit: "rec/s", higher: true, kgoal: kAtLeast},
+		metric{key: "start_empty_ms", label: "start to first ApiVersions, empty dir", unit: "ms", goal: &goal{atMost: true, limit: 10}, kgoal: kHundredth},
 		metric{key: "start_self_ms", label: "↳ of which the broker's own main → listening (its log)", unit: "ms"},
 		metric{key: "start_full_ms", label: "start to first ApiVersions, existing segments", unit: "ms", goal: &goal{atMost: true, limit: 100}, onlyG: true},
 		metric{key: "start_full_self_ms", label: "↳ of which the broker's own main → listening (its log)", unit: "ms", onlyG: true},
 		metric{key: "rss_idle_mb", label: "RSS idle (after start)", unit: "MB", goal: &goal{atMost: true, limit: 20}},
-		metric{key: "rss_end_mb", label: "RSS after the run", unit: "MB", goal: &goal{atMost: true, limit: 100}},
+		metric{key: "rss_end_mb", label: "RSS after the run", unit: "MB", goal: &goal{atMost: true, limit: 100}, kgoal: kTenthRSS},
 		metric{key: "rss_peak_mb", label: "peak RSS (VmHWM)", unit: "MB"},
-		metric{key: "kcat_prod_rps", label: "kcat produce 100 B × 1p", unit: "rec/s", higher: true},
-		metric{key: "kcat_cons_rps", label: "kcat consume 100 B × 1p", unit: "rec/s", higher: true},
+		metric{key: "kcat_prod_rps", label: "kcat produce 100 B × 1p", unit: "rec/s", higher: true, kgoal: kAtLeast},
+		metric{key: "kcat_cons_rps", label: "kcat consume 100 B × 1p", unit: "rec/s", higher: true, kgoal: kAtLeast},
 	)
 	return ms
+}
+
+// toolMetrics lists what kafka-producer-perf-test and
+// kafka-consumer-perf-test print, in table order (MiB: 1,048,576 bytes, the
+// tools' "MB").
+func toolMetrics() []metric {
+	return []metric{
+		{key: "kt_prod_rps", label: "producer-perf-test throughput", unit: "rec/s", higher: true, kgoal: kAtLeast},
+		{key: "kt_prod_mibps", label: "producer-perf-test throughput", unit: "MiB/s", higher: true},
+		{key: "kt_prod_avg_ms", label: "producer-perf-test latency avg", unit: "ms"},
+		{key: "kt_prod_p50_ms", label: "producer-perf-test latency p50", unit: "ms"},
+		{key: "kt_prod_p95_ms", label: "producer-perf-test latency p95", unit: "ms"},
+		{key: "kt_prod_p99_ms", label: "producer-perf-test latency p99", unit: "ms"},
+		{key: "kt_prod_p999_ms", label: "producer-perf-test latency p99.9", unit: "ms"},
+		{key: "kt_prod_max_ms", label: "producer-perf-test latency max", unit: "ms"},
+		{key: "kt_cons_rps", label: "consumer-perf-test throughput", unit: "rec/s", higher: true, kgoal: kAtLeast},
+		{key: "kt_cons_mibps", label: "consumer-perf-test throughput", unit: "MiB/s", higher: true},
+		{key: "kt_cons_fetch_rps", label: "consumer-perf-test fetch throughput (after the group join)", unit: "rec/s", higher: true, kgoal: kAtLeast},
+		{key: "kt_cons_fetch_mibps", label: "consumer-perf-test fetch throughput (after the group join)", unit: "MiB/s", higher: true},
+		{key: "kt_cons_rebalance_ms", label: "consumer-perf-test rebalance (group join)", unit: "ms"},
+	}
+}
+
+// displayName is how the report names a target.
+func displayName(t string) string {
+	return map[string]string{"gregor": "Gregor", "kfake": "kfake", "kafka": "Kafka"}[t]
 }
 
 // fmtValue formats v for unit.
@@ -114,7 +151,7 @@ func fmtValue(v float64, unit string) string {
 			return fmt.Sprintf("%.1f", v)
 		}
 		return fmt.Sprintf("%.2f", v)
-	case "MB", "MB/s":
+	case "MB", "MB/s", "MiB/s":
 		if v >= 100 {
 			return fmt.Sprintf("%.0f", v)
 		}
@@ -148,8 +185,12 @@ func fmtRatio(s summary) string {
 		return "—"
 	}
 	f := func(v float64) string {
-		if v >= 10 {
+		switch {
+		case v >= 10:
 			return fmt.Sprintf("%.0f", v)
+		case v > 0 && v < 0.1:
+			// Three significant digits, to judge "≤ 0.01" (100× faster).
+			return fmt.Sprintf("%.*f", 2-int(math.Floor(math.Log10(v))), v)
 		}
 		return fmt.Sprintf("%.2f", v)
 	}
@@ -163,6 +204,7 @@ func fmtRatio(s summary) string {
 // value per run (NaN where the run failed to measure it).
 type results struct {
 	runs     int
+	targets  []string // in run order; gregor first
 	values   map[string]map[string][]float64
 	loopback []float64 // bytes/s, one per run
 	errs     []string
@@ -199,9 +241,30 @@ func (rs *results) set(t, key string, r int, v float64) {
 
 func (rs *results) get(t, key string) []float64 { return rs.values[t][key] }
 
-// ratios returns gregor/kfake per run for key.
-func (rs *results) ratios(key string) []float64 {
-	g, k := rs.get("gregor", key), rs.get("kfake", key)
+// has reports whether target t was run.
+func (rs *results) has(t string) bool {
+	for _, x := range rs.targets {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// others are the targets Gregor is compared with.
+func (rs *results) others() []string {
+	var o []string
+	for _, t := range rs.targets {
+		if t != "gregor" {
+			o = append(o, t)
+		}
+	}
+	return o
+}
+
+// ratios returns gregor/other per run for key.
+func (rs *results) ratios(key, other string) []float64 {
+	g, k := rs.get("gregor", key), rs.get(other, key)
 	out := make([]float64, 0, rs.runs)
 	for i := 0; i < len(g) && i < len(k); i++ {
 		if k[i] > 0 && !math.IsNaN(g[i]) {
@@ -211,31 +274,80 @@ func (rs *results) ratios(key string) []float64 {
 	return out
 }
 
-// table renders the results as a markdown table.
-func (rs *results) table() string {
+// table renders the results of ms as a markdown table: a column per
+// target, then per other target the ratio Gregor/other, its target and
+// whether it is met (against kfake: metric.goal; against Kafka: kgoal).
+// Rows no target measured are left out.
+func (rs *results) table(ms []metric) string { return rs.tableOf(ms, rs.targets) }
+
+// toolTable is table for the Kafka tools, which kfake does not run.
+func (rs *results) toolTable() string {
+	var ts []string
+	for _, t := range rs.targets {
+		if t != "kfake" {
+			ts = append(ts, t)
+		}
+	}
+	return rs.tableOf(toolMetrics(), ts)
+}
+
+// tableOf is table for the given targets (gregor first).
+func (rs *results) tableOf(ms []metric, targets []string) string {
+	var others []string
+	for _, t := range targets {
+		if t != "gregor" {
+			others = append(others, t)
+		}
+	}
 	var b bytes.Buffer
-	fmt.Fprintln(&b, "| metric | unit | Gregor | kfake | Gregor/kfake | target | met |")
-	fmt.Fprintln(&b, "| --- | --- | ---: | ---: | ---: | --- | --- |")
-	for _, m := range metrics() {
+	b.WriteString("| metric | unit |")
+	align := "| --- | --- |"
+	for _, t := range targets {
+		fmt.Fprintf(&b, " %s |", displayName(t))
+		align += " ---: |"
+	}
+	for _, o := range others {
+		fmt.Fprintf(&b, " Gregor/%s | target | met |", displayName(o))
+		align += " ---: | --- | --- |"
+	}
+	b.WriteString("\n" + align + "\n")
+	for _, m := range ms {
+		measured := false
+		for _, t := range targets {
+			measured = measured || summarize(rs.get(t, m.key)).n > 0
+		}
+		if !measured {
+			continue
+		}
 		g := summarize(rs.get("gregor", m.key))
-		k := summarize(rs.get("kfake", m.key))
-		r := summarize(rs.ratios(m.key))
-		tgt, met := "", ""
-		if m.goal != nil {
-			tgt = m.goal.String()
-			if ok, known := m.goal.met(g, r); known {
-				met = "no"
-				if ok {
-					met = "**yes**"
+		fmt.Fprintf(&b, "| %s | %s |", m.label, m.unit)
+		for _, t := range targets {
+			cell := fmtSummary(summarize(rs.get(t, m.key)), m.unit)
+			if m.onlyG && t != "gregor" {
+				cell = "n/a"
+			}
+			fmt.Fprintf(&b, " %s |", cell)
+		}
+		for _, o := range others {
+			r := summarize(rs.ratios(m.key, o))
+			gl := m.goal
+			if o == "kafka" {
+				gl = m.kgoal
+			}
+			tgt, met := "", ""
+			if gl != nil {
+				tgt = gl.String()
+				met = "not measured"
+				if ok, known := gl.met(g, r); known {
+					met = "no"
+					if ok {
+						met = "**yes**"
+					}
 				}
 			}
+			fmt.Fprintf(&b, " %s | %s | %s |", fmtRatio(r), tgt, met)
 		}
-		kcell := fmtSummary(k, m.unit)
-		if m.onlyG {
-			kcell = "n/a"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", m.label, m.unit,
-			fmtSummary(g, m.unit), kcell, fmtRatio(r), tgt, met)
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -257,13 +369,18 @@ func limit(broker, client, machine float64, nproc int) string {
 // utilTable renders the cores busy per throughput phase.
 func (rs *results) utilTable() string {
 	var b bytes.Buffer
-	fmt.Fprintln(&b, "| phase | Gregor: broker | client | machine | likely limit | kfake: broker | client | machine | likely limit |")
-	fmt.Fprintln(&b, "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |")
+	b.WriteString("| phase |")
+	align := "| --- |"
+	for _, t := range rs.targets {
+		fmt.Fprintf(&b, " %s: broker | client | machine | likely limit |", displayName(t))
+		align += " ---: | ---: | ---: | --- |"
+	}
+	b.WriteString("\n" + align + "\n")
 	for _, ph := range []string{"prod", "cons"} {
 		for _, r := range rows {
 			name := map[string]string{"prod": "produce ", "cons": "consume "}[ph] + r.label()
 			fmt.Fprintf(&b, "| %s |", name)
-			for _, t := range []string{"gregor", "kfake"} {
+			for _, t := range rs.targets {
 				br := summarize(rs.get(t, "cores_broker_"+ph+"/"+r.topic()))
 				cl := summarize(rs.get(t, "cores_client_"+ph+"/"+r.topic()))
 				ma := summarize(rs.get(t, "cores_machine_"+ph+"/"+r.topic()))
@@ -286,9 +403,9 @@ func fmtMed(s summary) string {
 	return fmt.Sprintf("%.2f", s.med)
 }
 
-// svg draws the median Gregor/kfake ratio of every metric that has one as a
+// svg draws the median Gregor/other ratio of every metric that has one as a
 // horizontal bar on a log scale around 1, green where Gregor is better.
-func (rs *results) svg() string {
+func (rs *results) svg(other string) string {
 	type bar struct {
 		label string
 		ratio float64
@@ -296,7 +413,7 @@ func (rs *results) svg() string {
 	}
 	var bars []bar
 	for _, m := range metrics() {
-		r := summarize(rs.ratios(m.key))
+		r := summarize(rs.ratios(m.key, other))
 		if r.n == 0 || r.med <= 0 || m.unit == "MB/s" { // MB/s repeats rec/s
 			continue
 		}
@@ -324,7 +441,7 @@ func (rs *results) svg() string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", labelW+plotW+70, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="18" font-size="13" font-weight="bold">Gregor / kfake, median of per-run ratios (log scale; green: Gregor better)</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="18" font-size="13" font-weight="bold">Gregor / %s, median of per-run ratios (log scale; green: Gregor better)</text>`+"\n", displayName(other))
 	for _, t := range []float64{0.01, 0.1, 1, 10, 100} {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>`+"\n", x(t), top-6, x(t), h-24, map[bool]string{true: "black", false: "#ddd"}[t == 1])
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(t), h-10, trimFloat(t))
@@ -374,7 +491,7 @@ func writeDoc(path, generated string) error {
 	case len(s) > 0:
 		out = strings.TrimRight(s, "\n") + "\n\n" + block
 	default:
-		out = "# Benchmarks: Gregor beside kfake\n\n" + block
+		out = "# Benchmarks: Gregor beside kfake and Apache Kafka\n\n" + block
 	}
 	return os.WriteFile(path, []byte(out), 0o644)
 }
