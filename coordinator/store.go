@@ -195,6 +195,18 @@ func (c *Coordinator) deleteStoredGroup(g *group) (committed func() *kerr.Error,
 			tombstones = append(tombstones, offsetCommitRecord(groupID, topic, p, nil))
 		}
 	}
+	var modern []LogRecord
+	if err := c.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		modern, err = c.modernTombstones(tx, groupID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if g.cg != nil {
+		g.cg.logged = map[string][]byte{}
+	}
+	tombstones = append(tombstones, modern...)
 	tombstones = append(tombstones, groupMetadataRecord(groupID, nil))
 	_, committed = c.appendAsyncLocked(groupID, tombstones)
 	return committed, c.db.Update(func(tx *bolt.Tx) error {
@@ -322,7 +334,7 @@ func (c *Coordinator) loadLocked(keep func(id string) bool) error {
 				return err
 			}
 		}
-		return ob.ForEach(func(k, v []byte) error {
+		err = ob.ForEach(func(k, v []byte) error {
 			if v != nil {
 				return &CorruptError{Bucket: "offsets", Key: k, Reason: "not a bucket"}
 			}
@@ -353,6 +365,10 @@ func (c *Coordinator) loadLocked(keep func(id string) bool) error {
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return c.restoreModernLocked(tx, keep)
 	})
 }
 
