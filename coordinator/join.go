@@ -67,7 +67,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 			return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
 		}
 		c.persistRecordsLocked(g.id, &g.cg.logged, nil) // its records go
-		g.cg = nil // an Empty consumer group becomes classic
+		g.cg = nil                                      // an Empty consumer group becomes classic
 		g.transition(stateEmpty, c.cfg.Now())
 	}
 	w, resp := c.joinLocked(p)

@@ -538,5 +538,3 @@ func (c *Coordinator) modernTombstones(tx *bolt.Tx, id string) ([]LogRecord, err
 	}
 	return out, root.DeleteBucket([]byte(id))
 }
-
-
