@@ -26,9 +26,9 @@ package coordinator
 // A SharePartition is safe for concurrent use. The clock is the caller's:
 // every method that depends on time takes now, and locks expire lazily
 // when the next call sees them due (NextExpiry tells a long poll when).
-// The state is in memory only: KIP-932 keeps it in __share_group_state,
-// which Gregor does not have yet, so a restarted leader starts the share
-// group again from share.auto.offset.reset.
+// The state lives in memory; Snapshot and RestoreSharePartition convert it
+// to and from Kafka's ShareSnapshotValue, which the broker persists
+// (Coordinator.StoreShareSnapshot) in place of __share_group_state.
 
 import (
 	"slices"

@@ -31,6 +31,12 @@ import (
 //	                  the offset (int64) up to which this view reflects
 //	                  that partition's log (grouplog.go).
 //	bucket "txn_offsets": pending transactional offsets, see txn_offsets.go.
+//	bucket "modern_groups": one nested bucket per KIP-848 or share group id;
+//	                  in it a __consumer_offsets record key → its log
+//	                  offset (int64, -1 without a log) and value
+//	                  (modernlog.go).
+//	bucket "share_state": ShareSnapshotKey → ShareSnapshotValue, the
+//	                  share-partition state this broker leads.
 //
 // Topic names cannot contain 0x00, so keys sort by topic then partition.
 var (
