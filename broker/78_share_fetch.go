@@ -114,6 +114,9 @@ func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []
 	if err := sp.Acknowledge(member, time.Now(), batches, renew); err != nil {
 		return err.Code
 	}
+	if !renew {
+		b.persistSharePartition(group, p.topic.id, p.index, sp)
+	}
 	return 0
 }
 

@@ -6,13 +6,17 @@ package broker
 // ShareAcknowledge, and the group configs (resource type GROUP of
 // DescribeConfigs and IncrementalAlterConfigs) that tune them.
 //
-// All of it is in memory: Kafka persists share-partition state in
-// __share_group_state through the share coordinator, which Gregor does not
-// have yet. After a restart a share group starts again at
-// share.auto.offset.reset, and records acquired but not acknowledged are
-// delivered again. In a cluster the share-partition state lives on the
-// broker that served the ShareFetch (the leader); the offset admin APIs
-// (90-92) see only the state on the coordinator's own broker.
+// Share-partition state is persisted on this broker (groups.db, bucket
+// share_state, as Kafka's ShareSnapshotValue records) after every
+// acknowledgement, release and SPSO change, and restored when the partition
+// is next used: acknowledged records are not delivered again after a
+// restart, and records acquired but not acknowledged are delivered again
+// with their delivery count. Kafka keeps this state in __share_group_state
+// through the share coordinator, which Gregor does not have: the state is
+// not replicated, so a new leader of a partition starts the share group
+// again at share.auto.offset.reset. In a cluster the share-partition state
+// lives on the broker that served the ShareFetch (the leader); the offset
+// admin APIs (90-92) see only the state on the coordinator's own broker.
 
 import (
 	"fmt"
@@ -192,6 +196,16 @@ func (b *Broker) sharePartition(group string, p *partition, create bool) *coordi
 		sp.AdvanceLogStart(p.log.LogStartOffset())
 		return sp
 	}
+	if snap, ok := b.groups.ShareSnapshotOf(group, p.topic.id, p.index); ok {
+		b.shares.mu.Lock()
+		if sp = b.shares.parts[key]; sp == nil {
+			sp = coordinator.RestoreSharePartition(cfg, snap)
+			b.shares.parts[key] = sp
+		}
+		b.shares.mu.Unlock()
+		sp.AdvanceLogStart(p.log.LogStartOffset())
+		return sp
+	}
 	if !create {
 		return nil
 	}
@@ -219,6 +233,14 @@ func (b *Broker) setShareStart(group string, t uuid, partition int32, off int64)
 	}
 	b.shares.mu.Unlock()
 	sp.SetStartOffset(off)
+	b.persistSharePartition(group, t, partition, sp)
+}
+
+// persistSharePartition stores sp's state in groups.db.
+func (b *Broker) persistSharePartition(group string, t uuid, partition int32, sp *coordinator.SharePartition) {
+	if err := b.groups.StoreShareSnapshot(group, t, partition, sp.Snapshot()); err != nil {
+		b.log.Warn("storing share-partition state failed", "group", group, "partition", partition, "err", err)
+	}
 }
 
 // shareStates returns group's share partitions by topic id and partition.
@@ -244,21 +266,29 @@ func (b *Broker) deleteShareStates(group string, t uuid) {
 			delete(b.shares.parts, k)
 		}
 	}
+	var topic *[16]byte
+	if t != (uuid{}) {
+		topic = (*[16]byte)(&t)
+	}
+	if err := b.groups.DeleteShareSnapshots(group, topic); err != nil {
+		b.log.Warn("deleting share-partition state failed", "group", group, "err", err)
+	}
 }
 
 // releaseShareMember releases what member acquired in group on this broker
 // and drops its share session: its session closed or it left the group.
 func (b *Broker) releaseShareMember(group, member string) {
 	b.shares.mu.Lock()
-	var sps []*coordinator.SharePartition
+	sps := map[shareKey]*coordinator.SharePartition{}
 	for k, sp := range b.shares.parts {
 		if k.group == group {
-			sps = append(sps, sp)
+			sps[k] = sp
 		}
 	}
 	b.shares.mu.Unlock()
-	for _, sp := range sps {
+	for k, sp := range sps {
 		sp.ReleaseMember(member)
+		b.persistSharePartition(k.group, k.topic, k.partition, sp)
 	}
 }
 

@@ -164,7 +164,8 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 		case c.closed:
 			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		case g == nil && c.isShareGroupLocked(id):
-			if err := c.deleteShareGroupLocked(c.shares[id]); err != nil {
+			var err *kerr.Error
+			if committed[i], err = c.deleteShareGroupLocked(c.shares[id]); err != nil {
 				d.ErrorCode = err.Code
 			}
 		case g == nil:

@@ -30,12 +30,9 @@ package coordinator
 // JoinGroup; non-empty groups are not converted (KIP-848's online
 // migration is not implemented).
 //
-// Membership is kept in memory only: kmsg v1.15.1 has no
-// ConsumerGroupMetadata/Member/TargetAssignment/CurrentMemberAssignment
-// record types, so nothing but committed offsets reaches
-// __consumer_offsets. After a restart or coordinator move the members'
-// heartbeats answer UNKNOWN_MEMBER_ID and the clients rejoin with epoch 0,
-// resuming from their committed offsets.
+// Groups are kept in __consumer_offsets with Kafka's record types
+// (modernlog.go): a restart or coordinator move keeps members, epochs and
+// assignments, and the members' next heartbeats are accepted.
 
 import (
 	"fmt"
@@ -184,10 +181,11 @@ type consumerGroup struct {
 	static          map[string]string // instance id → member id
 	target          map[string]tps    // member id → target assignment
 	subscription    string            // subscribed topics and their partition counts, at epoch
+	logged          map[string][]byte // the records last written (modernlog.go), by key
 }
 
 func newConsumerGroup() *consumerGroup {
-	return &consumerGroup{members: map[string]*cmember{}, static: map[string]string{}, target: map[string]tps{}}
+	return &consumerGroup{members: map[string]*cmember{}, static: map[string]string{}, target: map[string]tps{}, logged: map[string][]byte{}}
 }
 
 func (cg *consumerGroup) state() string {
@@ -305,7 +303,26 @@ func (cg *consumerGroup) subscriptionOf(topics map[string]ConsumerTopic) string 
 
 // ConsumerGroupHeartbeat handles a ConsumerGroupHeartbeat request (v0-1);
 // clientID and clientHost describe the caller for ConsumerGroupDescribe.
+// It answers once the records of the change it made are committed.
 func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
+	c.mu.Lock()
+	r := c.consumerGroupHeartbeatLocked(req, clientID, clientHost)
+	var committed func() *kerr.Error
+	if !c.closed && req.Group != "" {
+		committed = c.persistConsumerLocked(c.groups[req.Group])
+	}
+	c.mu.Unlock()
+	if err := waitCommitted(committed); err != nil && r.ErrorCode == 0 {
+		r = kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		r.ErrorCode = err.Code
+	}
+	return r
+}
+
+// consumerGroupHeartbeatLocked is ConsumerGroupHeartbeat's state change.
+//
+// Lock should be held.
+func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	fail := func(err *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 		r.ErrorCode = err.Code
@@ -342,8 +359,6 @@ func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatReq
 		return fail(kerr.UnsupportedAssignor, "ServerAssignor "+*a+" is not supported. Supported assignors: "+strings.Join(c.cfg.ConsumerAssignors, ", ")+".")
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}
@@ -614,6 +629,7 @@ func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *cmember) {
 		}
 		c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
 		c.removeConsumerMemberLocked(g, m)
+		c.persistConsumerLocked(g)
 	})
 }
 
@@ -752,13 +768,7 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 	revoke := m.assigned.minus(target)
 	if revoke.size() > 0 {
 		m.assigned, m.revoking, m.state = keep, revoke, msUnrevoked
-		c.scheduleLocked(&m.revokeDue, max(m.rebalanceTimeout, time.Millisecond), func() {
-			if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m || m.state != msUnrevoked {
-				return
-			}
-			c.log.Info("consumer group member did not revoke its partitions within the rebalance timeout", "group", g.id, "member", m.id)
-			c.removeConsumerMemberLocked(g, m)
-		})
+		c.scheduleRevokeLocked(g, m)
 		return
 	}
 	unreleased := false
@@ -779,6 +789,21 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 	if unreleased {
 		m.state = msUnreleased
 	}
+}
+
+// scheduleRevokeLocked starts m's rebalance timeout for revoking its
+// partitions; a member still revoking when it fires is removed.
+//
+// Lock should be held.
+func (c *Coordinator) scheduleRevokeLocked(g *group, m *cmember) {
+	c.scheduleLocked(&m.revokeDue, max(m.rebalanceTimeout, time.Millisecond), func() {
+		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m || m.state != msUnrevoked {
+			return
+		}
+		c.log.Info("consumer group member did not revoke its partitions within the rebalance timeout", "group", g.id, "member", m.id)
+		c.removeConsumerMemberLocked(g, m)
+		c.persistConsumerLocked(g)
+	})
 }
 
 // ConsumerGroupDescribe handles a ConsumerGroupDescribe request (v0-1).

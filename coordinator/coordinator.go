@@ -112,7 +112,7 @@ type Coordinator struct {
 	mu     sync.Mutex
 	closed bool
 	groups map[string]*group
-	shares map[string]*shareGroup // share groups (share.go), in memory only
+	shares map[string]*shareGroup // share groups (share.go)
 	timers timers
 	parked int // blocked JoinGroup/SyncGroup calls, for tests
 	expiry timerSlot
@@ -163,6 +163,7 @@ func Open(cfg Config) (*Coordinator, error) {
 			c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
 		}
 	}
+	c.scheduleModernTimersLocked(nil)
 	c.scheduleExpiryLocked()
 	c.mu.Unlock()
 	return c, nil

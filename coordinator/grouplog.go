@@ -381,6 +381,7 @@ func (c *Coordinator) LoadPartition(p int32) error {
 			c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
 		}
 	}
+	c.scheduleModernTimersLocked(func(id string) bool { return c.partitionOf(id) == p })
 	return nil
 }
 
@@ -522,6 +523,10 @@ func applyRecord(tx *bolt.Tx, r replayed) error {
 			return err
 		}
 		return gb.Put([]byte(k.Group), val)
+	default:
+		if isModernKey(int16(binary.BigEndian.Uint16(r.key))) {
+			return applyModernRecord(tx, r)
+		}
 	}
 	return nil
 }
@@ -544,6 +549,20 @@ func (c *Coordinator) dropStoredPartition(p int32) error {
 			}
 		}
 		if root := tx.Bucket(bucketOffsets); root != nil {
+			var ids [][]byte
+			root.ForEach(func(k, _ []byte) error {
+				if c.partitionOf(string(k)) == p {
+					ids = append(ids, slices.Clone(k))
+				}
+				return nil
+			})
+			for _, id := range ids {
+				if err := root.DeleteBucket(id); err != nil {
+					return err
+				}
+			}
+		}
+		if root := tx.Bucket(bucketModern); root != nil {
 			var ids [][]byte
 			root.ForEach(func(k, _ []byte) error {
 				if c.partitionOf(string(k)) == p {
@@ -687,6 +706,15 @@ func (c *Coordinator) UnloadPartition(p int32) {
 			c.completeSyncLocked(m, syncError(kerr.NotCoordinator))
 		}
 		delete(c.groups, id)
+	}
+	for id, sg := range c.shares {
+		if c.partitionOf(id) != p {
+			continue
+		}
+		for _, m := range sg.members {
+			c.timers.cancelLocked(&m.hb)
+		}
+		delete(c.shares, id)
 	}
 }
 

@@ -66,7 +66,8 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 			c.mu.Unlock()
 			return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
 		}
-		g.cg = nil // an Empty consumer group becomes classic
+		c.persistRecordsLocked(g.id, &g.cg.logged, nil) // its records go
+		g.cg = nil                                      // an Empty consumer group becomes classic
 		g.transition(stateEmpty, c.cfg.Now())
 	}
 	w, resp := c.joinLocked(p)

@@ -18,9 +18,9 @@ package coordinator
 // epoch 0 (re)joins, -1 leaves; a member not heard from within the session
 // timeout (group.share.session.timeout.ms, or the group's
 // share.session.timeout.ms) is removed. Share groups live in a map of their
-// own, in memory only (Kafka keeps them in __consumer_offsets with record
-// types kmsg does not have); a group id used by a classic or consumer group
-// answers INCONSISTENT_GROUP_PROTOCOL, and the other way round.
+// own and in __consumer_offsets with Kafka's record types (modernlog.go); a
+// group id used by a classic or consumer group answers
+// INCONSISTENT_GROUP_PROTOCOL, and the other way round.
 
 import (
 	"fmt"
@@ -46,7 +46,7 @@ const shareAssignor = "simple"
 
 type shareMember struct {
 	id, rackID, clientID, clientHost string
-	epoch                            int32
+	epoch, prevEpoch                 int32
 	topics                           []string
 	assigned                         tps
 	hb                               timerSlot
@@ -59,6 +59,7 @@ type shareGroup struct {
 	members         map[string]*shareMember
 	subscription    string
 	target          map[string]tps
+	logged          map[string][]byte // the records last written (modernlog.go), by key
 }
 
 func (sg *shareGroup) state() string {
@@ -89,6 +90,24 @@ func (c *Coordinator) shareTimeouts(group string) (time.Duration, time.Duration)
 // ShareGroupHeartbeat handles a ShareGroupHeartbeat request (v1);
 // clientID and clientHost describe the caller for ShareGroupDescribe.
 func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ShareGroupHeartbeatResponse {
+	c.mu.Lock()
+	r := c.shareGroupHeartbeatLocked(req, clientID, clientHost)
+	var committed func() *kerr.Error
+	if !c.closed && req.GroupID != "" {
+		committed = c.persistShareLocked(c.shares[req.GroupID])
+	}
+	c.mu.Unlock()
+	if err := waitCommitted(committed); err != nil && r.ErrorCode == 0 {
+		r = kmsg.NewPtrShareGroupHeartbeatResponse()
+		r.ErrorCode = err.Code
+	}
+	return r
+}
+
+// shareGroupHeartbeatLocked is ShareGroupHeartbeat's state change.
+//
+// Lock should be held.
+func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ShareGroupHeartbeatResponse {
 	r := kmsg.NewPtrShareGroupHeartbeatResponse()
 	fail := func(err *kerr.Error, msg string) *kmsg.ShareGroupHeartbeatResponse {
 		r.ErrorCode = err.Code
@@ -108,8 +127,6 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 		return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
 		return fail(kerr.CoordinatorNotAvailable, "")
 	}
@@ -171,7 +188,9 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 		sg.target = assignShare(sg, topics)
 		sg.assignmentEpoch = sg.epoch
 	}
-	m.epoch = sg.epoch
+	if m.epoch != sg.epoch {
+		m.prevEpoch, m.epoch = m.epoch, sg.epoch
+	}
 	m.assigned = sg.target[m.id].clone()
 	if m.assigned == nil {
 		m.assigned = tps{}
@@ -203,7 +222,7 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 //
 // Lock should be held.
 func (c *Coordinator) newShareGroupLocked(id string) *shareGroup {
-	sg := &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]tps{}}
+	sg := &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]tps{}, logged: map[string][]byte{}}
 	c.shares[id] = sg
 	return sg
 }
@@ -279,6 +298,7 @@ func (c *Coordinator) scheduleShareSessionLocked(sg *shareGroup, m *shareMember)
 		}
 		c.log.Info("share group member session expired", "group", sg.id, "member", m.id)
 		c.removeShareMemberLocked(sg, m)
+		c.persistShareLocked(sg)
 	})
 }
 
@@ -345,7 +365,13 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 // GROUP_ID_NOT_FOUND for a classic or consumer group (and for an unknown
 // one unless create, which creates an empty share group), NON_EMPTY_GROUP
 // when mustBeEmpty and it has members, and the coordinator's own errors.
-func (c *Coordinator) ShareGroupStatus(group string, create, mustBeEmpty bool) *kerr.Error {
+func (c *Coordinator) ShareGroupStatus(group string, create, mustBeEmpty bool) (err *kerr.Error) {
+	var committed func() *kerr.Error
+	defer func() {
+		if werr := waitCommitted(committed); werr != nil && err == nil {
+			err = werr
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -366,6 +392,7 @@ func (c *Coordinator) ShareGroupStatus(group string, create, mustBeEmpty bool) *
 			return kerr.GroupIDNotFound
 		}
 		sg = c.newShareGroupLocked(group)
+		committed = c.persistShareLocked(sg)
 	}
 	if mustBeEmpty && len(sg.members) > 0 {
 		return kerr.NonEmptyGroup
@@ -386,18 +413,20 @@ func (c *Coordinator) IsShareGroup(group string) bool {
 // Lock should be held.
 func (c *Coordinator) isShareGroupLocked(id string) bool { return c.shares[id] != nil }
 
-// deleteShareGroupLocked deletes an empty share group.
+// deleteShareGroupLocked deletes an empty share group and appends its
+// tombstones; committed waits for them (appendAsyncLocked).
 //
 // Lock should be held.
-func (c *Coordinator) deleteShareGroupLocked(sg *shareGroup) *kerr.Error {
+func (c *Coordinator) deleteShareGroupLocked(sg *shareGroup) (committed func() *kerr.Error, _ *kerr.Error) {
 	if len(sg.members) > 0 {
-		return kerr.NonEmptyGroup
+		return nil, kerr.NonEmptyGroup
 	}
 	delete(c.shares, sg.id)
+	committed = c.persistShareLocked(sg)
 	if cb := c.cfg.OnShareGroupDeleted; cb != nil {
 		cb(sg.id)
 	}
-	return nil
+	return committed, nil
 }
 
 // cancelShareTimersLocked stops every share member's session timer.

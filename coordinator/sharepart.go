@@ -26,9 +26,9 @@ package coordinator
 // A SharePartition is safe for concurrent use. The clock is the caller's:
 // every method that depends on time takes now, and locks expire lazily
 // when the next call sees them due (NextExpiry tells a long poll when).
-// The state is in memory only: KIP-932 keeps it in __share_group_state,
-// which Gregor does not have yet, so a restarted leader starts the share
-// group again from share.auto.offset.reset.
+// The state lives in memory; Snapshot and RestoreSharePartition convert it
+// to and from Kafka's ShareSnapshotValue, which the broker persists
+// (Coordinator.StoreShareSnapshot) in place of __share_group_state.
 
 import (
 	"slices"
@@ -423,4 +423,60 @@ func (sp *SharePartition) advanceLocked() bool {
 	sp.start += int64(i)
 	sp.recs = slices.Delete(sp.recs, 0, i)
 	return true
+}
+
+// Snapshot returns the state to persist: the SPSO and the in-flight
+// records in runs of one state and delivery count. Acquired records are
+// written as Available with their delivery count (a restarted leader
+// delivers them again, counting the earlier delivery), as Kafka does.
+func (sp *SharePartition) Snapshot() ShareSnapshot {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	s := ShareSnapshot{StartOffset: sp.start, StateBatches: []ShareStateBatch{}}
+	for i, r := range sp.recs {
+		st := shareStateAvailable
+		switch r.state {
+		case RecordAcknowledged:
+			st = shareStateAcknowledged
+		case RecordArchived:
+			st = shareStateArchived
+		}
+		off := sp.start + int64(i)
+		if n := len(s.StateBatches); n > 0 {
+			last := &s.StateBatches[n-1]
+			if last.LastOffset == off-1 && last.DeliveryState == st && last.DeliveryCount == r.deliveries {
+				last.LastOffset = off
+				continue
+			}
+		}
+		s.StateBatches = append(s.StateBatches, ShareStateBatch{FirstOffset: off, LastOffset: off, DeliveryState: st, DeliveryCount: r.deliveries})
+	}
+	return s
+}
+
+// RestoreSharePartition returns a share partition in the state of a
+// snapshot; offsets between its batches are Available, never delivered.
+func RestoreSharePartition(cfg SharePartitionConfig, s ShareSnapshot) *SharePartition {
+	sp := NewSharePartition(cfg, s.StartOffset)
+	for _, b := range s.StateBatches {
+		if b.LastOffset < b.FirstOffset || b.LastOffset < s.StartOffset || b.LastOffset-s.StartOffset >= 1<<24 {
+			continue
+		}
+		for off := max(b.FirstOffset, s.StartOffset); off <= b.LastOffset; off++ {
+			i := int(off - s.StartOffset)
+			for len(sp.recs) <= i {
+				sp.recs = append(sp.recs, shareRecord{})
+			}
+			r := shareRecord{state: RecordAvailable, deliveries: b.DeliveryCount}
+			switch b.DeliveryState {
+			case shareStateAcknowledged:
+				r.state = RecordAcknowledged
+			case shareStateArchived:
+				r.state = RecordArchived
+			}
+			sp.recs[i] = r
+		}
+	}
+	sp.advanceLocked()
+	return sp
 }

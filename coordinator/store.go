@@ -31,6 +31,12 @@ import (
 //	                  the offset (int64) up to which this view reflects
 //	                  that partition's log (grouplog.go).
 //	bucket "txn_offsets": pending transactional offsets, see txn_offsets.go.
+//	bucket "modern_groups": one nested bucket per KIP-848 or share group id;
+//	                  in it a __consumer_offsets record key → its log
+//	                  offset (int64, -1 without a log) and value
+//	                  (modernlog.go).
+//	bucket "share_state": ShareSnapshotKey → ShareSnapshotValue, the
+//	                  share-partition state this broker leads.
 //
 // Topic names cannot contain 0x00, so keys sort by topic then partition.
 var (
@@ -195,6 +201,18 @@ func (c *Coordinator) deleteStoredGroup(g *group) (committed func() *kerr.Error,
 			tombstones = append(tombstones, offsetCommitRecord(groupID, topic, p, nil))
 		}
 	}
+	var modern []LogRecord
+	if err := c.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		modern, err = c.modernTombstones(tx, groupID)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if g.cg != nil {
+		g.cg.logged = map[string][]byte{}
+	}
+	tombstones = append(tombstones, modern...)
 	tombstones = append(tombstones, groupMetadataRecord(groupID, nil))
 	_, committed = c.appendAsyncLocked(groupID, tombstones)
 	return committed, c.db.Update(func(tx *bolt.Tx) error {
@@ -322,7 +340,7 @@ func (c *Coordinator) loadLocked(keep func(id string) bool) error {
 				return err
 			}
 		}
-		return ob.ForEach(func(k, v []byte) error {
+		err = ob.ForEach(func(k, v []byte) error {
 			if v != nil {
 				return &CorruptError{Bucket: "offsets", Key: k, Reason: "not a bucket"}
 			}
@@ -353,6 +371,10 @@ func (c *Coordinator) loadLocked(keep func(id string) bool) error {
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return c.restoreModernLocked(tx, keep)
 	})
 }
 
