@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: bench-cluster cluster build run deps test unit compat compat-cluster compat-java crash jepsen fuzz bench lint clean
+.PHONY: conformance bench-cluster cluster build run deps test unit compat compat-cluster compat-java crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -94,6 +94,14 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+## conformance: the same Kafka protocol requests (compat/conformance, 120+
+## scenarios) to a real Apache Kafka 4.x broker (compat/kafkaref: KRaft, one
+## JVM, jars from Maven Central) and to Gregor; (re)writes docs/conformance.md.
+## Needs a JDK 17+ and Maven; about a minute. The short version:
+## go test -tags kafka -run TestConformanceShort ./compat/conformance
+conformance:
+	$(GO) run ./compat/conformance/cmd/gregor-conformance -out docs/conformance.md
 
 ## bench-micro: go microbenchmarks of storage, protocol and broker
 bench-micro:

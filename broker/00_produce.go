@@ -127,8 +127,15 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	if hdr.Control() {
 		return kerr.InvalidRecord.Code, "clients may not produce control batches", nil
 	}
-	if code, msg := checkCompactedKeys(settings, p, records); code != 0 {
+	// Errors found in the records or the producer's state carry the
+	// partition's log start offset, as Kafka's ReplicaManager answers them
+	// (its processFailedRecord); request-level ones above leave it -1.
+	failedRecord := func(code int16, msg string) (int16, string, *replicaWait) {
+		sp.LogStartOffset = p.log.LogStartOffset()
 		return code, msg, nil
+	}
+	if code, msg := checkCompactedKeys(settings, p, records); code != 0 {
+		return failedRecord(code, msg)
 	}
 	if hdr.Transactional() {
 		if req.TransactionID == nil {
@@ -149,10 +156,10 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	} else {
 		after, before := settings.tsAfterMaxMs, settings.tsBeforeMaxMs
 		if hdr.MaxTimestamp > now && hdr.MaxTimestamp-now > after {
-			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.MaxTimestamp, 10) + " of a record is more than message.timestamp.after.max.ms in the future", nil
+			return failedRecord(kerr.InvalidTimestamp.Code, "Timestamp "+strconv.FormatInt(hdr.MaxTimestamp, 10)+" of a record is more than message.timestamp.after.max.ms in the future")
 		}
 		if hdr.BaseTimestamp >= 0 && hdr.BaseTimestamp < now && now-hdr.BaseTimestamp > before {
-			return kerr.InvalidTimestamp.Code, "Timestamp " + strconv.FormatInt(hdr.BaseTimestamp, 10) + " of a record is more than message.timestamp.before.max.ms in the past", nil
+			return failedRecord(kerr.InvalidTimestamp.Code, "Timestamp "+strconv.FormatInt(hdr.BaseTimestamp, 10)+" of a record is more than message.timestamp.before.max.ms in the past")
 		}
 	}
 	res, err := p.log.Append(records, opts)
@@ -160,6 +167,10 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		code := appendErrorCode(err)
 		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
 			b.log.Error("append failed", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
+		switch code {
+		case kerr.OutOfOrderSequenceNumber.Code, kerr.InvalidProducerEpoch.Code, kerr.InvalidRecord.Code:
+			return failedRecord(code, err.Error())
 		}
 		return code, err.Error(), nil
 	}

@@ -146,6 +146,37 @@ func TestProduce_IdempotentRetryAndSequenceErrors(t *testing.T) {
 	if fenced.ErrorCode != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("old epoch: error %d, want INVALID_PRODUCER_EPOCH", fenced.ErrorCode)
 	}
+	// Like Kafka (measured by make conformance), these errors carry the
+	// partition's log start offset; a request-level one (unknown
+	// partition) leaves it -1.
+	if gap.LogStartOffset != 0 || fenced.LogStartOffset != 0 {
+		t.Fatalf("log start offset: gap %d, fenced %d; want 0", gap.LogStartOffset, fenced.LogStartOffset)
+	}
+	if got := producePartition(t, cl, produceReq("idem", 3, makeBatch([]string{"g"}, -1, -1, -1))); got.ErrorCode != kerr.UnknownTopicOrPartition.Code || got.LogStartOffset != -1 {
+		t.Fatalf("unknown partition: %+v, want UNKNOWN_TOPIC_OR_PARTITION and log start -1", got)
+	}
+}
+
+func TestProduce_RecordErrorsCarryLogStartOffset(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	if _, err := b.createTopic("compacted", 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.createTopic("old", 1, map[string]string{"message.timestamp.before.max.ms": "60000"}); err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, addr)
+	// A keyless record on a compacted topic: INVALID_RECORD, log start 0.
+	if got := producePartition(t, cl, produceReq("compacted", 0, makeBatch([]string{"v"}, -1, -1, -1))); got.ErrorCode != kerr.InvalidRecord.Code || got.LogStartOffset != 0 {
+		t.Fatalf("keyless on compacted: %+v, want INVALID_RECORD and log start 0", got)
+	}
+	old := makeBatch([]string{"v"}, -1, -1, -1)
+	binary.BigEndian.PutUint64(old[27:], uint64(time.Now().Add(-time.Hour).UnixMilli())) // baseTimestamp
+	binary.BigEndian.PutUint64(old[35:], uint64(time.Now().Add(-time.Hour).UnixMilli())) // maxTimestamp
+	binary.BigEndian.PutUint32(old[17:], crc32.Checksum(old[21:], castagnoli))
+	if got := producePartition(t, cl, produceReq("old", 0, old)); got.ErrorCode != kerr.InvalidTimestamp.Code || got.LogStartOffset != 0 {
+		t.Fatalf("too old: %+v, want INVALID_TIMESTAMP and log start 0", got)
+	}
 }
 
 func TestCreateTopics_Validation(t *testing.T) {

@@ -1,0 +1,77 @@
+//go:build kafka
+
+package conformance
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gregor-broker/gregor/compat/kafkaref"
+)
+
+// shortSet are scenarios that match today; TestConformanceShort fails when
+// one of them starts to differ.
+var shortSet = []string{
+	"Produce: acks=-1, 3 records to a new topic",
+	"Produce: idempotent: unknown producer id with sequence 0 and with 3",
+	"Fetch: beyond the high watermark",
+	"Fetch: in the middle of a batch",
+	"ListOffsets: latest (-1), earliest (-2), max timestamp (-3)",
+	"DeleteRecords: beyond the high watermark",
+	"Metadata: unknown topic, auto-create off",
+	"AlterConfigs: bad value",
+	"Heartbeat: wrong generation, unknown member, unknown group",
+	"OffsetCommit: unknown group with generation -1, then OffsetFetch",
+	"AddPartitionsToTxn: fenced epoch after a second InitProducerId",
+	"EndTxn: commit without AddPartitionsToTxn",
+}
+
+// TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built
+// only with -tags kafka (it starts a JVM): go test -tags kafka -run
+// TestConformanceShort ./compat/conformance. GREGOR_SKIP_KAFKA=1 skips it;
+// under GREGOR_CI=1 a missing java or mvn fails it.
+func TestConformanceShort(t *testing.T) {
+	if os.Getenv("GREGOR_SKIP_KAFKA") == "1" {
+		t.Skip("GREGOR_SKIP_KAFKA=1")
+	}
+	if err := kafkaref.Available(); err != nil {
+		if os.Getenv("GREGOR_CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p, err := StartPair(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	want := map[string]bool{}
+	for _, n := range shortSet {
+		want[n] = true
+	}
+	var scenarios []Scenario
+	for _, s := range All() {
+		if want[s.API+": "+s.Name] {
+			scenarios = append(scenarios, s)
+			delete(want, s.API+": "+s.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("shortSet names no scenario: %v", want)
+	}
+	outs, err := Run(p.Kafka.Addr, p.Gregor.Addr, scenarios, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		if !o.Match {
+			k, g := diffLines(o.Kafka, o.Gregor)
+			t.Errorf("%s: %s differs:\n  kafka:  %s\n  gregor: %s", o.API, o.Name, strings.Join(k, "\n          "), strings.Join(g, "\n          "))
+		}
+	}
+}
