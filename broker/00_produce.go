@@ -13,10 +13,12 @@ package broker
 // (INVALID_REQUIRED_ACKS); acks=0 gets no response. With
 // message.timestamp.type=LogAppendTime the broker stamps the batch;
 // CreateTime timestamps outside message.timestamp.before/after.max.ms are
-// INVALID_TIMESTAMP. Transactional batches must belong to the producer's
-// ongoing transaction (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11);
-// from v12 (KIP-890 part 2) a produce adds its partition to the transaction
-// implicitly. v13 (topic ids) is not served yet.
+// INVALID_TIMESTAMP. A transactional batch in a request without a
+// transactional id fails the whole request with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka. Transactional batches
+// must belong to the producer's ongoing transaction (INVALID_TXN_STATE,
+// TRANSACTION_ABORTABLE from v11); from v12 (KIP-890 part 2) a produce adds
+// its partition to the transaction implicitly. v13 (topic ids) is not served yet.
 
 import (
 	"errors"
@@ -60,10 +62,10 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			var code int16
 			var msg string
 			switch {
-			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
-				code = kerr.InvalidRequiredAcks.Code
 			case denied != 0:
 				code = denied
+			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+				code = kerr.InvalidRequiredAcks.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				code = kerr.UnknownTopicOrPartition.Code
 			default:
@@ -138,8 +140,8 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		return failedRecord(code, msg)
 	}
 	if hdr.Transactional() {
-		if req.TransactionID == nil {
-			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id", nil
+		if req.TransactionID == nil { // produceAuth refused the request already
+			return kerr.TransactionalIDAuthorizationFailed.Code, "a transactional batch needs the request's transactional id", nil
 		}
 		code := b.checkTxnProduce(*req.TransactionID, hdr.ProducerID, hdr.ProducerEpoch, p, req.Version >= 12)
 		if code = coordinator.ProduceTxnError(code, req.Version); code != 0 {
@@ -185,6 +187,22 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		}
 	}
 	return 0, "", nil
+}
+
+// hasTransactionalRecords reports whether a partition's batch of req is
+// transactional. Kafka then requires the request's transactional id (and
+// WRITE on it) and answers every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// without one. Only each partition's first batch is looked at: a second one
+// is INVALID_RECORD anyway.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if h, err := storage.ParseBatchHeader(rp.Records); err == nil && h.Magic == 2 && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // appendErrorCode maps a storage error to the Kafka error a producer sees.

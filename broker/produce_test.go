@@ -267,3 +267,42 @@ func TestProduce_TopicConfigChangesApplyLive(t *testing.T) {
 		t.Fatalf("after LogAppendTime: %+v", got)
 	}
 }
+
+// TestProduce_TransactionalBatchWithoutTransactionalID: as in Kafka, a
+// request holding a transactional batch but no transactional id fails every
+// partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (offsets -1) and
+// appends nothing, not even the plain batch beside it.
+func TestProduce_TransactionalBatchWithoutTransactionalID(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	for _, name := range []string{"txn-a", "txn-b"} {
+		if _, err := b.createTopic(name, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := newClient(t, addr)
+	txnBatch := makeBatch([]string{"v"}, 7, 0, 0)
+	binary.BigEndian.PutUint16(txnBatch[21:], 0x10) // attributes: transactional
+	binary.BigEndian.PutUint32(txnBatch[17:], crc32.Checksum(txnBatch[21:], castagnoli))
+	req := produceReq("txn-a", 0, txnBatch)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "txn-b"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = makeBatch([]string{"plain"}, -1, -1, -1)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range resp.Topics {
+		sp := st.Partitions[0]
+		if sp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || sp.BaseOffset != -1 || sp.LogStartOffset != -1 {
+			t.Errorf("%s: %v base %d log start %d", st.Topic, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, sp.LogStartOffset)
+		}
+	}
+	for _, name := range []string{"txn-a", "txn-b"} {
+		if leo := b.lookupTopic(name).partitions[0].log.LogEndOffset(); leo != 0 {
+			t.Errorf("%s: log end %d, want 0", name, leo)
+		}
+	}
+}
