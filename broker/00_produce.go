@@ -13,7 +13,8 @@ package broker
 // (INVALID_REQUIRED_ACKS); acks=0 gets no response. With
 // message.timestamp.type=LogAppendTime the broker stamps the batch;
 // CreateTime timestamps outside message.timestamp.before/after.max.ms are
-// INVALID_TIMESTAMP. A transactional batch in a request without a
+// INVALID_TIMESTAMP and keyless records on a compacted topic INVALID_RECORD,
+// each offending record listed in ErrorRecords (batch index, message). A transactional batch in a request without a
 // transactional id fails the whole request with
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka. Transactional batches
 // must belong to the producer's ongoing transaction (INVALID_TXN_STATE,
@@ -136,9 +137,6 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		sp.LogStartOffset = p.log.LogStartOffset()
 		return code, msg, nil
 	}
-	if code, msg := checkCompactedKeys(settings, p, records); code != 0 {
-		return failedRecord(code, msg)
-	}
 	if hdr.Transactional() {
 		if req.TransactionID == nil { // produceAuth refused the request already
 			return kerr.TransactionalIDAuthorizationFailed.Code, "a transactional batch needs the request's transactional id", nil
@@ -155,14 +153,10 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	now := b.cfg.Now().UnixMilli()
 	if settings.logAppendTime {
 		opts.LogAppendTime = now
-	} else {
-		after, before := settings.tsAfterMaxMs, settings.tsBeforeMaxMs
-		if hdr.MaxTimestamp > now && hdr.MaxTimestamp-now > after {
-			return failedRecord(kerr.InvalidTimestamp.Code, "Timestamp "+strconv.FormatInt(hdr.MaxTimestamp, 10)+" of a record is more than message.timestamp.after.max.ms in the future")
-		}
-		if hdr.BaseTimestamp >= 0 && hdr.BaseTimestamp < now && now-hdr.BaseTimestamp > before {
-			return failedRecord(kerr.InvalidTimestamp.Code, "Timestamp "+strconv.FormatInt(hdr.BaseTimestamp, 10)+" of a record is more than message.timestamp.before.max.ms in the past")
-		}
+	}
+	if code, msg, recordErrors := checkRecords(settings, p, records, hdr, now); code != 0 {
+		sp.ErrorRecords = recordErrors
+		return failedRecord(code, msg)
 	}
 	res, err := p.log.Append(records, opts)
 	if err != nil {
