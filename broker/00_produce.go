@@ -13,10 +13,13 @@ package broker
 // (INVALID_REQUIRED_ACKS); acks=0 gets no response. With
 // message.timestamp.type=LogAppendTime the broker stamps the batch;
 // CreateTime timestamps outside message.timestamp.before/after.max.ms are
-// INVALID_TIMESTAMP. Transactional batches must belong to the producer's
-// ongoing transaction (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v11);
-// from v12 (KIP-890 part 2) a produce adds its partition to the transaction
-// implicitly. v13 (topic ids) is not served yet.
+// INVALID_TIMESTAMP and keyless records on a compacted topic INVALID_RECORD,
+// each offending record listed in ErrorRecords (batch index, message). A transactional batch in a request without a
+// transactional id fails the whole request with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka. Transactional batches
+// must belong to the producer's ongoing transaction (INVALID_TXN_STATE,
+// TRANSACTION_ABORTABLE from v11); from v12 (KIP-890 part 2) a produce adds
+// its partition to the transaction implicitly. v13 (topic ids) is not served yet.
 
 import (
 	"errors"
@@ -60,10 +63,10 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 			var code int16
 			var msg string
 			switch {
-			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
-				code = kerr.InvalidRequiredAcks.Code
 			case denied != 0:
 				code = denied
+			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+				code = kerr.InvalidRequiredAcks.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				code = kerr.UnknownTopicOrPartition.Code
 			default:
@@ -134,12 +137,9 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		sp.LogStartOffset = p.log.LogStartOffset()
 		return code, msg, nil
 	}
-	if code, msg := checkCompactedKeys(settings, p, records); code != 0 {
-		return failedRecord(code, msg)
-	}
 	if hdr.Transactional() {
-		if req.TransactionID == nil {
-			return kerr.InvalidRecord.Code, "a transactional batch needs the request's transactional id", nil
+		if req.TransactionID == nil { // produceAuth refused the request already
+			return kerr.TransactionalIDAuthorizationFailed.Code, "a transactional batch needs the request's transactional id", nil
 		}
 		code := b.checkTxnProduce(*req.TransactionID, hdr.ProducerID, hdr.ProducerEpoch, p, req.Version >= 12)
 		if code = coordinator.ProduceTxnError(code, req.Version); code != 0 {
@@ -153,14 +153,10 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	now := b.cfg.Now().UnixMilli()
 	if settings.logAppendTime {
 		opts.LogAppendTime = now
-	} else {
-		after, before := settings.tsAfterMaxMs, settings.tsBeforeMaxMs
-		if hdr.MaxTimestamp > now && hdr.MaxTimestamp-now > after {
-			return failedRecord(kerr.InvalidTimestamp.Code, "Timestamp "+strconv.FormatInt(hdr.MaxTimestamp, 10)+" of a record is more than message.timestamp.after.max.ms in the future")
-		}
-		if hdr.BaseTimestamp >= 0 && hdr.BaseTimestamp < now && now-hdr.BaseTimestamp > before {
-			return failedRecord(kerr.InvalidTimestamp.Code, "Timestamp "+strconv.FormatInt(hdr.BaseTimestamp, 10)+" of a record is more than message.timestamp.before.max.ms in the past")
-		}
+	}
+	if code, msg, recordErrors := checkRecords(settings, p, records, hdr, now); code != 0 {
+		sp.ErrorRecords = recordErrors
+		return failedRecord(code, msg)
 	}
 	res, err := p.log.Append(records, opts)
 	if err != nil {
@@ -185,6 +181,22 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		}
 	}
 	return 0, "", nil
+}
+
+// hasTransactionalRecords reports whether a partition's batch of req is
+// transactional. Kafka then requires the request's transactional id (and
+// WRITE on it) and answers every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// without one. Only each partition's first batch is looked at: a second one
+// is INVALID_RECORD anyway.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if h, err := storage.ParseBatchHeader(rp.Records); err == nil && h.Magic == 2 && h.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // appendErrorCode maps a storage error to the Kafka error a producer sees.

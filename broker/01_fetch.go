@@ -262,6 +262,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 		sp.ErrorCode = tg.code
 		if tg.code != 0 {
 			errored = true
+			if tg.part == nil {
+				// Refused before any read (unknown topic, topic id or
+				// partition, not authorized): Kafka's answer has an
+				// empty AbortedTransactions array; after a read error
+				// (leadership, offset) it is null.
+				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			}
 			continue
 		}
 		remaining := int64(maxBytes) - int64(total)

@@ -5,12 +5,14 @@ package broker
 // Kafka's validation: topic names ([a-zA-Z0-9._-], ≤ 249, not . or ..;
 // INVALID_TOPIC_EXCEPTION, also for names that collide with an existing
 // topic when '.' and '_' are treated alike), a topic named twice in one
-// request (INVALID_REQUEST), partitions (INVALID_PARTITIONS), replication
-// factor (INVALID_REPLICATION_FACTOR: one broker), manual assignments
+// request (INVALID_REQUEST, one answer for the name, after the others),
+// partitions (INVALID_PARTITIONS), replication factor
+// (INVALID_REPLICATION_FACTOR: one broker), manual assignments
 // (INVALID_REPLICA_ASSIGNMENT), configs (INVALID_CONFIG), existing topics
 // (TOPIC_ALREADY_EXISTS). validate_only checks everything and creates
-// nothing. v5+ returns the partitions, replication factor and configs; v7
-// the topic id.
+// nothing (but returns a fresh topic id, as Kafka does). v5+ returns the
+// partitions, replication factor and configs (an empty array on an error);
+// v7 the topic id.
 
 import (
 	"errors"
@@ -28,20 +30,30 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
+	var dups []string
 	for _, rt := range req.Topics {
-		seen[rt.Topic]++
+		if seen[rt.Topic]++; seen[rt.Topic] == 2 {
+			dups = append(dups, rt.Topic)
+		}
+	}
+	// An error answer carries an empty Configs array (Kafka's default), not
+	// null; a topic named more than once gets one answer, after the others.
+	errTopic := func(name string, e *kerr.Error, msg string) kmsg.CreateTopicsResponseTopic {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = name
+		st.ErrorCode = e.Code
+		st.ErrorMessage = kmsg.StringPtr(msg)
+		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
+		return st
 	}
 	for _, rt := range req.Topics {
+		if seen[rt.Topic] > 1 {
+			continue
+		}
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		fail := func(e *kerr.Error, msg string) {
-			st.ErrorCode = e.Code
-			st.ErrorMessage = kmsg.StringPtr(msg)
-			resp.Topics = append(resp.Topics, st)
-		}
-		if seen[rt.Topic] > 1 {
-			fail(kerr.InvalidRequest, "Create topics request from client contains multiple entries for the topic "+rt.Topic)
-			continue
+			resp.Topics = append(resp.Topics, errTopic(rt.Topic, e, msg))
 		}
 		if !b.allowedCreate(r, rt.Topic) {
 			fail(kerr.TopicAuthorizationFailed, "Authorization failed.")
@@ -82,6 +94,9 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 				fail(kerr.InvalidTopicException, fmt.Sprintf("Topic '%s' collides with existing topic: %s", rt.Topic, collides))
 				continue
 			}
+			// Kafka draws the id before it looks at validate_only and
+			// returns it; nothing keeps it.
+			st.TopicID = newUUID()
 		} else {
 			var err error
 			t, err = b.createTopicAssigned(rt.Topic, partitions, rf, assignment, configs)
@@ -119,6 +134,9 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			st.Configs = append(st.Configs, c)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	for _, name := range dups {
+		resp.Topics = append(resp.Topics, errTopic(name, kerr.InvalidRequest, "Duplicate topic name."))
 	}
 	return resp, nil
 }

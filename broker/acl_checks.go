@@ -22,11 +22,12 @@ func (b *Broker) topicDenied(r *request, op int8, topic string) int16 {
 // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), every topic
 // WRITE on the topic (checked before the topic's existence).
 func (b *Broker) produceAuth(r *request, req *kmsg.ProduceRequest) func(topic string) int16 {
+	if hasTransactionalRecords(req) && (req.TransactionID == nil ||
+		b.aclEnabled() && !b.allowed(r, opWrite, resTransactionalID, *req.TransactionID)) {
+		return func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }
+	}
 	if !b.aclEnabled() {
 		return func(string) int16 { return 0 }
-	}
-	if req.TransactionID != nil && !b.allowed(r, opWrite, resTransactionalID, *req.TransactionID) {
-		return func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }
 	}
 	return func(topic string) int16 { return b.topicDenied(r, opWrite, topic) }
 }

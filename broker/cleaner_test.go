@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,9 +27,10 @@ func TestCleaner_CompactsTopicInBackground(t *testing.T) {
 	ctx := testCtx(t)
 
 	got := producePartition(t, cl, produceReq("comp", 0, makeBatch([]string{"no key"}, -1, -1, -1)))
-	if got.ErrorCode != kerr.InvalidRecord.Code || got.ErrorMessage == nil ||
-		*got.ErrorMessage != "Compacted topic cannot accept message without key in topic partition comp-0." {
-		t.Fatalf("keyless record on a compacted topic: %v %v", kerr.ErrorForCode(got.ErrorCode), got.ErrorMessage)
+	const keyless = "Compacted topic cannot accept message without key in topic partition comp-0."
+	if got.ErrorCode != kerr.InvalidRecord.Code || got.ErrorMessage == nil || !strings.Contains(*got.ErrorMessage, keyless) ||
+		len(got.ErrorRecords) != 1 || got.ErrorRecords[0].RelativeOffset != 0 || *got.ErrorRecords[0].ErrorMessage != keyless {
+		t.Fatalf("keyless record on a compacted topic: %v %+v", kerr.ErrorForCode(got.ErrorCode), got)
 	}
 
 	produced := map[int64]string{} // offset → key=value

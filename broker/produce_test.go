@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +266,116 @@ func TestProduce_TopicConfigChangesApplyLive(t *testing.T) {
 	}
 	if got := producePartition(t, cl, produceReq("live", 0, batch())); got.ErrorCode != 0 || got.LogAppendTime <= 0 {
 		t.Fatalf("after LogAppendTime: %+v", got)
+	}
+}
+
+// TestProduce_TransactionalBatchWithoutTransactionalID: as in Kafka, a
+// request holding a transactional batch but no transactional id fails every
+// partition with TRANSACTIONAL_ID_AUTHORIZATION_FAILED (offsets -1) and
+// appends nothing, not even the plain batch beside it.
+func TestProduce_TransactionalBatchWithoutTransactionalID(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	for _, name := range []string{"txn-a", "txn-b"} {
+		if _, err := b.createTopic(name, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := newClient(t, addr)
+	txnBatch := makeBatch([]string{"v"}, 7, 0, 0)
+	binary.BigEndian.PutUint16(txnBatch[21:], 0x10) // attributes: transactional
+	binary.BigEndian.PutUint32(txnBatch[17:], crc32.Checksum(txnBatch[21:], castagnoli))
+	req := produceReq("txn-a", 0, txnBatch)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "txn-b"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = makeBatch([]string{"plain"}, -1, -1, -1)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range resp.Topics {
+		sp := st.Partitions[0]
+		if sp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code || sp.BaseOffset != -1 || sp.LogStartOffset != -1 {
+			t.Errorf("%s: %v base %d log start %d", st.Topic, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, sp.LogStartOffset)
+		}
+	}
+	for _, name := range []string{"txn-a", "txn-b"} {
+		if leo := b.lookupTopic(name).partitions[0].log.LogEndOffset(); leo != 0 {
+			t.Errorf("%s: log end %d, want 0", name, leo)
+		}
+	}
+}
+
+// tsBatch encodes an uncompressed batch whose record i has key keys[i]
+// (nil: null) and timestamp first+deltas[i].
+func tsBatch(first int64, deltas []int64, keys [][]byte) []byte {
+	var recs []byte
+	maxTs := first
+	for i, d := range deltas {
+		r := kmsg.Record{OffsetDelta: int32(i), TimestampDelta64: d, Key: keys[i], Value: []byte("v")}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		recs = r.AppendTo(recs)
+		maxTs = max(maxTs, first+d)
+	}
+	b := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: int32(len(deltas) - 1),
+		FirstTimestamp: first, MaxTimestamp: maxTs, ProducerID: -1, ProducerEpoch: -1,
+		FirstSequence: -1, NumRecords: int32(len(deltas)), Records: recs,
+	}
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+	return raw
+}
+
+// TestProduce_RecordErrorsListOffendingRecords: as Kafka's LogValidator,
+// keyless records on a compacted topic and records with out-of-range
+// CreateTime timestamps are listed by their index in the batch; a timestamp
+// error makes the partition's error INVALID_TIMESTAMP.
+func TestProduce_RecordErrorsListOffendingRecords(t *testing.T) {
+	b, addr := startBroker(t, "", nil)
+	for name, cfg := range map[string]map[string]string{
+		"compacted": {"cleanup.policy": "compact", "message.timestamp.before.max.ms": "60000"},
+		"old":       {"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "60000"},
+		"stamped":   {"message.timestamp.type": "LogAppendTime", "message.timestamp.before.max.ms": "60000"},
+	} {
+		if _, err := b.createTopic(name, 1, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := newClient(t, addr)
+	now := time.Now().UnixMilli()
+	hour := time.Hour.Milliseconds()
+	k := []byte("k")
+	for _, c := range []struct {
+		what    string
+		topic   string
+		batch   []byte
+		code    int16
+		offsets []int32
+	}{
+		{"keyless records", "compacted", tsBatch(now, []int64{0, 0, 0, 0}, [][]byte{k, nil, k, nil}), kerr.InvalidRecord.Code, []int32{1, 3}},
+		{"keyless and old", "compacted", tsBatch(now-hour, []int64{0, hour, hour}, [][]byte{k, nil, k}), kerr.InvalidTimestamp.Code, []int32{0, 1}},
+		{"old first record", "old", tsBatch(now-hour, []int64{0, hour, hour}, [][]byte{k, k, k}), kerr.InvalidTimestamp.Code, []int32{0}},
+		{"future last records", "old", tsBatch(now, []int64{0, hour, 2 * hour}, [][]byte{k, k, k}), kerr.InvalidTimestamp.Code, []int32{1, 2}},
+		{"in range", "old", tsBatch(now, []int64{0, 1000}, [][]byte{nil, nil}), 0, nil},
+		{"LogAppendTime ignores timestamps", "stamped", tsBatch(now-hour, []int64{0}, [][]byte{nil}), 0, nil},
+	} {
+		got := producePartition(t, cl, produceReq(c.topic, 0, c.batch))
+		var offsets []int32
+		for _, e := range got.ErrorRecords {
+			offsets = append(offsets, e.RelativeOffset)
+			if e.ErrorMessage == nil || *e.ErrorMessage == "" {
+				t.Errorf("%s: record %d without a message", c.what, e.RelativeOffset)
+			}
+		}
+		if got.ErrorCode != c.code || !slices.Equal(offsets, c.offsets) {
+			t.Errorf("%s: %v records %v, want %v records %v", c.what, kerr.ErrorForCode(got.ErrorCode), offsets, kerr.ErrorForCode(c.code), c.offsets)
+		}
+		if c.code != 0 && (got.LogStartOffset != 0 || got.BaseOffset != -1) {
+			t.Errorf("%s: log start %d base %d, want 0 and -1", c.what, got.LogStartOffset, got.BaseOffset)
+		}
 	}
 }

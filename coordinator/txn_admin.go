@@ -13,7 +13,8 @@ import (
 // transaction) and the partitions of its transaction (only while Ongoing or
 // Prepare*: completed ones are cleared; groups added by AddOffsetsToTxn are
 // not listed, as Gregor has no __consumer_offsets partitions). Unknown ids
-// answer TRANSACTIONAL_ID_NOT_FOUND, an empty one INVALID_REQUEST.
+// answer TRANSACTIONAL_ID_NOT_FOUND, an empty one INVALID_REQUEST; an error
+// answer leaves producer id, epoch and start time 0, as Kafka's does.
 func (c *TxnCoordinator) DescribeTransactions(req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse {
 	r := kmsg.NewPtrDescribeTransactionsResponse()
 	c.mu.Lock()
@@ -21,7 +22,6 @@ func (c *TxnCoordinator) DescribeTransactions(req *kmsg.DescribeTransactionsRequ
 	for _, id := range req.TransactionalIDs {
 		d := kmsg.NewDescribeTransactionsResponseTransactionState()
 		d.TransactionalID = id
-		d.ProducerID, d.ProducerEpoch, d.StartTimestamp = noProducerID, noProducerEpoch, -1
 		e := c.txns[id]
 		switch {
 		case c.closed:

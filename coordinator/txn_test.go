@@ -260,3 +260,27 @@ func TestTxnCoordinator_MarkerRetryRealClock(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// An error answer of DescribeTransactions carries producer id, epoch, timeout
+// and start time 0 (Kafka's defaults); a known id in state Empty has start
+// time -1.
+func TestDescribeTransactions_ErrorAnswerZeroes(t *testing.T) {
+	c, err := OpenTxn(testTxnConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pid, epoch := initTxn(t, c, "known")
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{"unknown", "", "known"}
+	got := c.DescribeTransactions(req).TransactionStates
+	for i, code := range []int16{kerr.TransactionalIDNotFound.Code, kerr.InvalidRequest.Code} {
+		d := got[i]
+		if d.ErrorCode != code || d.ProducerID != 0 || d.ProducerEpoch != 0 || d.StartTimestamp != 0 || d.TimeoutMillis != 0 || d.State != "" {
+			t.Errorf("%q: %v pid %d epoch %d start %d timeout %d state %q", d.TransactionalID, kerr.ErrorForCode(d.ErrorCode), d.ProducerID, d.ProducerEpoch, d.StartTimestamp, d.TimeoutMillis, d.State)
+		}
+	}
+	if d := got[2]; d.ErrorCode != 0 || d.ProducerID != pid || d.ProducerEpoch != epoch || d.StartTimestamp != -1 || d.State != "Empty" || d.TimeoutMillis != 60000 {
+		t.Errorf("known: %+v", d)
+	}
+}

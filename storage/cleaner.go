@@ -393,6 +393,7 @@ func (br *batchReader) next() (b []byte, h BatchHeader, ok bool, err error) {
 type rawRecord struct {
 	raw         []byte // the whole record, length varint included
 	offsetDelta int32
+	tsDelta     int64
 	key         []byte // nil for a null key
 	nullValue   bool
 }
@@ -410,7 +411,7 @@ func walkRecords(records []byte, count int32, fn func(rawRecord)) error {
 		r := rawRecord{raw: p[:n+int(length)]}
 		body := p[n+1 : n+int(length)] // after the attributes
 		p = p[n+int(length):]
-		if _, n = binary.Varint(body); n <= 0 {
+		if r.tsDelta, n = binary.Varint(body); n <= 0 {
 			return bad("bad timestampDelta")
 		}
 		body = body[n:]
@@ -1086,28 +1087,33 @@ func swapEnd(path string) (int64, error) {
 	return end, nil
 }
 
-// HasRecordWithoutKey reports whether the v2 batch b (already validated)
-// holds a record with a null key, which a compacted topic refuses.
-// decompress expands compressed records; when it is nil a compressed batch
-// is reported as keyed. Errors: ErrInvalidRecord for records that do not
-// parse or do not decompress.
-func HasRecordWithoutKey(b []byte, decompress func(codec int8, compressed []byte) ([]byte, error)) (bool, error) {
+// RecordCheck is one record of a produced batch as the produce path
+// validates it (Kafka's LogValidator).
+type RecordCheck struct {
+	Index     int32 // position in the batch, from 0 (Kafka's batchIndex)
+	NullKey   bool
+	Timestamp int64 // the batch's firstTimestamp plus the record's delta
+}
+
+// WalkBatchRecords calls fn for each record of the v2 batch b (already
+// validated). decompress expands compressed records; when it is nil a
+// compressed batch is not walked. Errors: ErrInvalidRecord for records that
+// do not parse or do not decompress.
+func WalkBatchRecords(b []byte, decompress func(codec int8, compressed []byte) ([]byte, error), fn func(RecordCheck)) error {
 	h, err := ParseBatchHeader(b)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if int64(len(b)) < h.Size() || h.Control() || (h.Codec() != CodecNone && decompress == nil) {
-		return false, nil
+		return nil
 	}
 	recs, err := batchRecords(b[:h.Size()], h, decompress)
 	if err != nil {
-		return false, fmt.Errorf("%w: decompress: %v", ErrInvalidRecord, err)
+		return fmt.Errorf("%w: decompress: %v", ErrInvalidRecord, err)
 	}
-	keyless := false
-	err = walkRecords(recs, h.RecordCount, func(r rawRecord) {
-		if r.key == nil {
-			keyless = true
-		}
+	i := int32(0)
+	return walkRecords(recs, h.RecordCount, func(r rawRecord) {
+		fn(RecordCheck{Index: i, NullKey: r.key == nil, Timestamp: h.BaseTimestamp + r.tsDelta})
+		i++
 	})
-	return keyless, err
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -331,5 +332,26 @@ func TestCleaner_Cleanable(t *testing.T) {
 	st = l.Cleanable(0, 0)
 	if st.DirtyBytes != 0 || st.CleanBytes == 0 || st.DirtyRatio != 0 || st.FirstDirtyOffset != 4 {
 		t.Fatalf("after a clean: %+v", st)
+	}
+}
+
+// WalkBatchRecords reports each record's index, null key and absolute
+// timestamp, in plain and compressed batches; nil decompress skips a
+// compressed batch.
+func TestWalkBatchRecords(t *testing.T) {
+	recs := []rec{{key: []byte("k"), value: []byte("a"), ts: 1000}, {value: []byte("b"), ts: 1500}, {key: []byte{}, value: []byte("c"), ts: 900}}
+	want := []RecordCheck{{0, false, 1000}, {1, true, 1500}, {2, false, 900}}
+	for _, gz := range []bool{false, true} {
+		var got []RecordCheck
+		if err := WalkBatchRecords(makeBatch(batchOpts{gzip: gz}, recs...), gunzip, func(r RecordCheck) { got = append(got, r) }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("gzip %v: %v, want %v", gz, got, want)
+		}
+	}
+	n := 0
+	if err := WalkBatchRecords(makeBatch(batchOpts{gzip: true}, recs...), nil, func(RecordCheck) { n++ }); err != nil || n != 0 {
+		t.Errorf("compressed without decompress: %d records, %v", n, err)
 	}
 }

@@ -81,7 +81,7 @@ type AppendOptions struct {
 // AppendResult describes an appended batch.
 type AppendResult struct {
 	BaseOffset, LastOffset int64
-	LogAppendTime          int64 // -1 unless LogAppendTime was used
+	LogAppendTime          int64 // -1 unless LogAppendTime was used; for a Duplicate the original batch's maxTimestamp
 	LogStartOffset         int64
 	Duplicate              bool // idempotent retry: offsets are the original ones, nothing appended
 }
@@ -150,7 +150,10 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 			return AppendResult{}, err
 		}
 		if dup != nil {
-			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
+			// Kafka answers a duplicate with the original batch's max
+			// timestamp as its log append time, whatever the topic's
+			// timestamp type.
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: dup.timestamp,
 				LogStartOffset: l.logStartOffset.Load(), Duplicate: true}, nil
 		}
 	}

@@ -37,12 +37,19 @@ func TestProducer_DuplicateReturnsOriginalOffsets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.Duplicate || res.BaseOffset != firsts[i].BaseOffset || res.LastOffset != firsts[i].LastOffset {
-			t.Fatalf("retry of seq %d: %+v, want offsets of %+v", seq, res, firsts[i])
+		if !res.Duplicate || res.BaseOffset != firsts[i].BaseOffset || res.LastOffset != firsts[i].LastOffset || res.LogAppendTime != 100+int64(seq) {
+			t.Fatalf("retry of seq %d: %+v, want offsets of %+v and log append time %d (its max timestamp)", seq, res, firsts[i], 100+seq)
 		}
 	}
 	if l.LogEndOffset() != leo || l.Size() != size {
 		t.Fatal("a duplicate was appended")
+	}
+	// A batch stamped with LogAppendTime: its retry answers that stamp.
+	if r, err := l.Append(pbatch(2, 0, 0, 1), AppendOptions{LogAppendTime: 5000}); err != nil || r.Duplicate || r.LogAppendTime != 5000 {
+		t.Fatalf("first append: %+v %v", r, err)
+	}
+	if r, err := l.Append(pbatch(2, 0, 0, 1), AppendOptions{LogAppendTime: 6000}); err != nil || !r.Duplicate || r.LogAppendTime != 5000 {
+		t.Fatalf("retry of a LogAppendTime batch: %+v %v, want log append time 5000", r, err)
 	}
 	// Only the last five batches are remembered: a sixth pushes out seq 0.
 	mustAppend(t, l, pbatch(1, 0, 15, 3))
