@@ -183,10 +183,11 @@ func checkGroup(r *jResult, h jHistory, final map[jPos]string) {
 		if ok && f > end {
 			r.add(vCommitPastEnd, "partition %d: committed offset %d beyond the final log's end %d", p, f, end)
 		}
-		if res, ok := g.Resumed[p]; ok && res != f {
+		want := max(f, 0) // nothing committed: from the start
+		if res, ok := g.Resumed[p]; ok && res != want {
 			r.add(vResumeWrong, "partition %d: a fresh member resumed at %d, the committed offset is %d", p, res, f)
-		} else if !ok && f >= 0 && ok2(h.FinalEnd, p) && f < h.FinalEnd[p] {
-			r.add(vResumeWrong, "partition %d: a fresh member was given nothing, the committed offset %d is below the end %d", p, f, h.FinalEnd[p])
+		} else if end, hasEnd := h.FinalEnd[p]; !ok && hasEnd && want < end {
+			r.add(vResumeWrong, "partition %d: a fresh member was given nothing, the committed offset %d is below the end %d", p, f, end)
 		}
 	}
 
@@ -213,8 +214,6 @@ func checkGroup(r *jResult, h jHistory, final map[jPos]string) {
 		}
 	}
 }
-
-func ok2[V any](m map[int32]V, k int32) bool { _, ok := m[k]; return ok }
 
 // checkTxns adds the transactions' violations: read_committed sees every
 // acknowledged commit entirely (txn-lost), an unacknowledged commit entirely
