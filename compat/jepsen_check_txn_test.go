@@ -5,7 +5,9 @@ package compat
 // jepsen_check_unit_test.go feeds them hand-made bad histories.
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -131,8 +133,8 @@ func checkGroup(r *jResult, h jHistory, final map[jPos]string) {
 				}
 			}
 			if found && b.Offset < best.Offset {
-				r.add(vCommitBack, "partition %d: OffsetFetch answered %d at %s, then %d to a request sent at %s",
-					p, best.Offset, r.rel(best.Received), b.Offset, r.rel(b.Sent))
+				r.add(vCommitBack, "partition %d: OffsetFetch answered %d at %s, then %d to a request sent at %s (commits of %d: %s)",
+					p, best.Offset, r.rel(best.Received), b.Offset, r.rel(b.Sent), best.Offset, r.commitsOf(commits[p], best.Offset))
 			}
 		}
 		// Acknowledged commits against later answers.
@@ -213,6 +215,20 @@ func checkGroup(r *jResult, h jHistory, final map[jPos]string) {
 			r.add(vUnprocessed, "partition %d: %d records below the committed offset %d never processed by a member (first %d)", p, missing, g.Final[p], first)
 		}
 	}
+}
+
+// commitsOf describes the commit attempts of offset o.
+func (r jResult) commitsOf(cs []jCommit, o int64) string {
+	var out []string
+	for _, c := range cs {
+		if c.Offset == o {
+			out = append(out, fmt.Sprintf("member %d sent %s answered %s acknowledged %v", c.Member, r.rel(c.Sent), r.rel(c.Done), c.Acked))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }
 
 // checkTxns adds the transactions' violations: read_committed sees every
