@@ -76,10 +76,12 @@ CRASH_CYCLES ?= 25
 crash:
 	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 30m -run '^TestCrash' -v ./compat
 
-## jepsen: idempotent acks=all producers, a live consumer and a high-watermark
-## monitor on a 3-node cluster (RF=3, min.insync.replicas=2) while a nemesis
-## kills, stops and cuts brokers, $(JEPSEN_CYCLES) cycles; then every history
-## is checked (compat/jepsen_check_test.go). make test runs 2 cycles.
+## jepsen: idempotent acks=all producers, a live consumer, a high-watermark
+## monitor, a committing consumer group and transactional producers on a
+## 3-node cluster (RF=3, min.insync.replicas=2) while a nemesis kills (group
+## and transaction coordinators too), stops and cuts brokers, $(JEPSEN_CYCLES)
+## cycles; then every history is checked (compat/jepsen_check_test.go,
+## compat/jepsen_check_txn_test.go). make test runs 2 cycles.
 ## JEPSEN_NODES=1 runs it against one single-node broker instead.
 JEPSEN_CYCLES ?= 20
 JEPSEN_NODES  ?= 3

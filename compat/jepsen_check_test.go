@@ -26,6 +26,7 @@ type jRecord struct {
 	Partition int32
 	Offset    int64
 	Value     string
+	Epoch     int32 // the batch's PartitionLeaderEpoch as read back (-1: unknown)
 }
 
 // jHW is one high watermark observation: ListOffsets (latest,
@@ -78,6 +79,10 @@ type jHistory struct {
 	// healing, up to FinalEnd (the partition's high watermark then).
 	Final    []jRecord
 	FinalEnd map[int32]int64
+	// Group is the committing consumer group's history (of the same topic).
+	Group jGroupHistory
+	// Txn is the transactional producers' history (their own topic).
+	Txn jTxnHistory
 }
 
 // Violation kinds.
@@ -122,7 +127,11 @@ type jResult struct {
 	// write was acknowledged on any partition.
 	Gaps      []jWindow
 	Failovers []jFailover
-	start     time.Time
+	// Group, transaction and epoch figures.
+	Commits, OffsetFetches, Processed          int
+	Txns, TxnCommitted, TxnAborted, TxnUnknown int
+	EpochObservations                          int
+	start                                      time.Time
 }
 
 // OK reports whether no property was broken.
@@ -253,6 +262,10 @@ func jepsenCheck(h jHistory, gapThreshold time.Duration) jResult {
 	}
 
 	checkHWs(&r, h)
+	checkGroup(&r, h, final)
+	checkTxns(&r, h)
+	checkEpochs(&r, "topic", h.Reads, h.Final, h.Group.Processed)
+	checkEpochs(&r, "transactional topic", h.Txn.Reads, h.Txn.Final)
 
 	// Acknowledgements inside windows where writes must fail.
 	for _, w := range h.Unavailable {
@@ -386,6 +399,14 @@ func (r jResult) Summary() string {
 	fmt.Fprintf(&b, "jepsen: attempted=%d acked=%d read-live=%d final=%d | lost=%d moved=%d duplicated=%d conflicting-acks=%d read-then-lost=%d hw-back=%d hw-above-final=%d gaps=%d phantoms=%d acked-while-unavailable=%d\n",
 		r.Attempted, r.Acked, r.Read, r.Final, r.Counts[vLost], r.Counts[vMoved], r.Counts[vDuplicated], r.Counts[vConflictingAcks],
 		r.Counts[vReadThenLost], r.Counts[vHWBack], r.Counts[vHWAboveFinal], r.Counts[vGap], r.Counts[vPhantom], r.Counts[vAckedUnavailable])
+	fmt.Fprintf(&b, "group: processed=%d commits=%d offset-fetches=%d | commit-back=%d commit-lost=%d commit-phantom=%d commit-past-end=%d unprocessed=%d processed-lost=%d resume-wrong=%d\n",
+		r.Processed, r.Commits, r.OffsetFetches, r.Counts[vCommitBack], r.Counts[vCommitLost], r.Counts[vCommitPhantom], r.Counts[vCommitPastEnd],
+		r.Counts[vUnprocessed], r.Counts[vProcessedLost], r.Counts[vResumeWrong])
+	fmt.Fprintf(&b, "transactions: %d (committed %d, aborted %d, commit unacknowledged %d) | txn-lost=%d txn-partial=%d txn-aborted-visible=%d txn-duplicated=%d txn-phantom=%d txn-read-then-lost=%d\n",
+		r.Txns, r.TxnCommitted, r.TxnAborted, r.TxnUnknown, r.Counts[vTxnLost], r.Counts[vTxnPartial], r.Counts[vTxnAbortedVisible],
+		r.Counts[vTxnDuplicated], r.Counts[vTxnPhantom], r.Counts[vTxnReadThenLost])
+	fmt.Fprintf(&b, "leader epochs: %d records read back | epoch-two-batches=%d epoch-rewritten=%d epoch-back=%d\n",
+		r.EpochObservations, r.Counts[vEpochTwoBatches], r.Counts[vEpochRewritten], r.Counts[vEpochBack])
 	fmt.Fprintf(&b, "unavailability windows (no write acknowledged on any partition): %d\n", len(r.Gaps))
 	for _, g := range r.Gaps {
 		fmt.Fprintf(&b, "  %s for %.2fs\n", r.rel(g.From), g.To.Sub(g.From).Seconds())

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ func cleanHistory() jHistory {
 			v := fmt.Sprintf("v%d-%d", p, o)
 			h.Attempted[v] = true
 			h.Acks = append(h.Acks, jAck{p, o, v, at(int(100*o + 10*int64(p)))})
-			h.Reads = append(h.Reads, jRecord{p, o, v})
-			h.Final = append(h.Final, jRecord{p, o, v})
+			h.Reads = append(h.Reads, jRecord{p, o, v, 0})
+			h.Final = append(h.Final, jRecord{p, o, v, 0})
 		}
 	}
 	h.HWs = []jHW{
@@ -87,7 +88,7 @@ func TestChecker_MovedAckDetected(t *testing.T) {
 func TestChecker_DuplicateDetected(t *testing.T) {
 	h := cleanHistory()
 	// A retried batch appended twice: v1-2 again at offset 3.
-	h.Final = append(h.Final, jRecord{1, 3, "v1-2"})
+	h.Final = append(h.Final, jRecord{1, 3, "v1-2", 0})
 	h.FinalEnd[1] = 4
 	checkOnly(t, h, map[string]int{vDuplicated: 1})
 }
@@ -103,11 +104,12 @@ func TestChecker_ConflictingAcksDetected(t *testing.T) {
 func TestChecker_ReadThenLostDetected(t *testing.T) {
 	h := cleanHistory()
 	// The consumer read an unacknowledged record past the final end from a
-	// leader that later lost it, and another that was replaced.
+	// leader that later lost it, and another that was replaced: in the same
+	// leaderEpoch, so two leaders wrote that epoch.
 	h.Attempted["gone"] = true
 	h.Attempted["old"] = true
-	h.Reads = append(h.Reads, jRecord{1, 3, "gone"}, jRecord{0, 2, "old"})
-	checkOnly(t, h, map[string]int{vReadThenLost: 2})
+	h.Reads = append(h.Reads, jRecord{1, 3, "gone", 0}, jRecord{0, 2, "old", 0})
+	checkOnly(t, h, map[string]int{vReadThenLost: 2, vEpochTwoBatches: 1})
 }
 
 func TestChecker_HWBackDetected(t *testing.T) {
@@ -152,7 +154,7 @@ func TestChecker_GapDetected(t *testing.T) {
 
 func TestChecker_PhantomDetected(t *testing.T) {
 	h := cleanHistory()
-	h.Final = append(h.Final, jRecord{0, 3, "never-written"})
+	h.Final = append(h.Final, jRecord{0, 3, "never-written", 0})
 	h.FinalEnd[0] = 4
 	checkOnly(t, h, map[string]int{vPhantom: 1})
 }
@@ -172,7 +174,7 @@ func TestChecker_UnavailabilityGapsAndFailoverFallback(t *testing.T) {
 	h := cleanHistory()
 	h.Acks = append(h.Acks, jAck{0, 3, "late", at(5300)})
 	h.Attempted["late"] = true
-	h.Final = append(h.Final, jRecord{0, 3, "late"})
+	h.Final = append(h.Final, jRecord{0, 3, "late", 0})
 	h.FinalEnd[0] = 4
 	h.Written = nil // no hook events: failover from the first ack after the kill
 	r := checkOnly(t, h, nil)
@@ -182,4 +184,212 @@ func TestChecker_UnavailabilityGapsAndFailoverFallback(t *testing.T) {
 	if len(r.Failovers) != 1 || !r.Failovers[0].Found || r.Failovers[0].D != 80*time.Millisecond || r.Failovers[0].NewLeader != -1 {
 		t.Errorf("failovers = %+v, want 80ms (ack at 200ms after the kill at 120ms)", r.Failovers)
 	}
+}
+
+// groupHistory adds to cleanHistory a committing group that processed every
+// record of both partitions and committed up to their ends, watched by
+// OffsetFetch, and transactions of every outcome read with read_committed;
+// partition 0's records carry leaderEpochs 1, 1, 2 (the leader change),
+// partition 1's epoch 1.
+func groupHistory() jHistory {
+	h := cleanHistory()
+	epochs := map[jPos]int32{{0, 0}: 1, {0, 1}: 1, {0, 2}: 2, {1, 0}: 1, {1, 1}: 1, {1, 2}: 1}
+	for _, rs := range [][]jRecord{h.Reads, h.Final} {
+		for i := range rs {
+			rs[i].Epoch = epochs[jPos{rs[i].Partition, rs[i].Offset}]
+		}
+	}
+	h.Group = jGroupHistory{
+		Processed: slices.Clone(h.Final),
+		Commits: []jCommit{
+			{Member: 1, Partition: 0, Offset: 2, Sent: at(190), Done: at(200), Acked: true},
+			{Member: 1, Partition: 1, Offset: 3, Sent: at(290), Done: at(300), Acked: true},
+			{Member: 2, Partition: 0, Offset: 3, Sent: at(390), Done: at(400), Acked: true},
+		},
+		Fetches: []jOffsetObs{
+			{Partition: 1, Offset: -1, Sent: at(100), Received: at(110)},
+			{Partition: 0, Offset: 2, Sent: at(250), Received: at(260)},
+			{Partition: 1, Offset: 3, Sent: at(350), Received: at(360)},
+			{Partition: 0, Offset: 3, Sent: at(450), Received: at(460)},
+		},
+		Final:   map[int32]int64{0: 3, 1: 3},
+		Resumed: map[int32]int64{},
+	}
+	h.Txn = jTxnHistory{
+		Txns: []jTxn{
+			{ID: "t1", Records: []jRecord{{0, -1, "a1", -1}, {1, -1, "a2", -1}}, Outcome: txnCommitted, End: at(100)},
+			{ID: "t2", Records: []jRecord{{0, -1, "b1", -1}, {1, -1, "b2", -1}}, Outcome: txnAborted, End: at(200)},
+			{ID: "t3", Records: []jRecord{{0, -1, "c1", -1}, {1, -1, "c2", -1}}, Outcome: txnUnknown, End: at(300)},
+			{ID: "t4", Records: []jRecord{{0, -1, "d1", -1}, {1, -1, "d2", -1}}, Outcome: txnUnknown, End: at(400)},
+		},
+		// Offsets 1 and 2 hold b's records and the abort marker; t4 was
+		// aborted by its coordinator.
+		Reads: []jRecord{{0, 0, "a1", 1}, {1, 0, "a2", 1}},
+		Final: []jRecord{{0, 0, "a1", 1}, {1, 0, "a2", 1}, {0, 3, "c1", 2}, {1, 3, "c2", 1}},
+	}
+	return h
+}
+
+func TestChecker_GroupAndTxnCleanHistoryPasses(t *testing.T) {
+	r := checkOnly(t, groupHistory(), nil)
+	if r.Commits != 3 || r.OffsetFetches != 4 || r.Processed != 6 || r.Txns != 4 || r.TxnCommitted != 1 || r.TxnAborted != 1 || r.TxnUnknown != 2 {
+		t.Errorf("figures: %+v", r)
+	}
+	if r.EpochObservations != 6+6+6+2+4 {
+		t.Errorf("epoch observations = %d, want 24", r.EpochObservations)
+	}
+}
+
+func TestChecker_CommitBackDetected(t *testing.T) {
+	h := groupHistory()
+	// An unacknowledged commit of 3 became visible at 240 ms, then the
+	// offset fell back to 2 (answers at 248 and 260 ms); no acknowledged
+	// commit was above 2 then.
+	h.Group.Commits = append(h.Group.Commits, jCommit{Member: 1, Partition: 0, Offset: 3, Sent: at(210), Done: at(220)})
+	h.Group.Fetches = append(h.Group.Fetches,
+		jOffsetObs{Partition: 0, Offset: 3, Sent: at(230), Received: at(240)},
+		jOffsetObs{Partition: 0, Offset: 2, Sent: at(245), Received: at(248)})
+	checkOnly(t, h, map[string]int{vCommitBack: 2})
+}
+
+func TestChecker_CommitLostDetected(t *testing.T) {
+	h := groupHistory()
+	// Member 2's commit of 3 was acknowledged at 400 ms; OffsetFetch at
+	// 450 ms still answers 2.
+	h.Group.Fetches[3].Offset = 2
+	checkOnly(t, h, map[string]int{vCommitLost: 1})
+}
+
+func TestChecker_FinalCommitLostDetected(t *testing.T) {
+	h := groupHistory()
+	// After the run partition 0 is back at 2 (the failover lost the commit
+	// of 3); the fresh member resumed there, consistently.
+	h.Group.Final[0] = 2
+	h.Group.Resumed[0] = 2
+	checkOnly(t, h, map[string]int{vCommitLost: 1})
+}
+
+func TestChecker_CommitPhantomDetected(t *testing.T) {
+	h := groupHistory()
+	// Partition 1 was committed to 2 only, yet the final offset is 3.
+	h.Group.Commits[1].Offset = 2
+	h.Group.Fetches[2].Offset = 2
+	checkOnly(t, h, map[string]int{vCommitPhantom: 1})
+	// An unacknowledged commit of 3 (a timeout) explains it.
+	h.Group.Commits = append(h.Group.Commits, jCommit{Member: 1, Partition: 1, Offset: 3, Sent: at(500), Done: at(510)})
+	checkOnly(t, h, nil)
+}
+
+func TestChecker_CommitPastEndDetected(t *testing.T) {
+	h := groupHistory()
+	h.Group.Commits = append(h.Group.Commits, jCommit{Member: 1, Partition: 1, Offset: 5, Sent: at(500), Done: at(510), Acked: true})
+	h.Group.Final[1] = 5
+	checkOnly(t, h, map[string]int{vCommitPastEnd: 1})
+}
+
+func TestChecker_UnprocessedDetected(t *testing.T) {
+	h := groupHistory()
+	// Nobody processed 0/1, yet the group committed past it.
+	h.Group.Processed = slices.Delete(h.Group.Processed, 1, 2)
+	checkOnly(t, h, map[string]int{vUnprocessed: 1})
+}
+
+func TestChecker_ProcessedLostDetected(t *testing.T) {
+	h := groupHistory()
+	h.Group.Processed = append(h.Group.Processed, jRecord{1, 1, "elsewhere", -1})
+	checkOnly(t, h, map[string]int{vProcessedLost: 1})
+}
+
+func TestChecker_ResumeWrongDetected(t *testing.T) {
+	h := groupHistory()
+	// Committed offset 2 of partition 1 (an unacknowledged commit of 3
+	// failed), but the fresh member started at 0: the commit was lost.
+	h.Group.Commits[1].Offset = 2
+	h.Group.Fetches[2].Offset = 2
+	h.Group.Final[1] = 2
+	h.Group.Resumed[1] = 0
+	checkOnly(t, h, map[string]int{vResumeWrong: 1})
+	// Given nothing at all is wrong too.
+	delete(h.Group.Resumed, 1)
+	checkOnly(t, h, map[string]int{vResumeWrong: 1})
+	h.Group.Resumed[1] = 2
+	checkOnly(t, h, nil)
+}
+
+func TestChecker_TxnLostDetected(t *testing.T) {
+	h := groupHistory()
+	// t1's commit was acknowledged; its record in partition 1 is gone (and
+	// the live consumer had read it).
+	h.Txn.Final = slices.Delete(h.Txn.Final, 1, 2)
+	checkOnly(t, h, map[string]int{vTxnLost: 1, vTxnReadThenLost: 1})
+}
+
+func TestChecker_TxnPartialDetected(t *testing.T) {
+	h := groupHistory()
+	// t3's commit went unacknowledged; only half of it is visible.
+	h.Txn.Final = h.Txn.Final[:3]
+	checkOnly(t, h, map[string]int{vTxnPartial: 1})
+}
+
+func TestChecker_TxnAbortedVisibleDetected(t *testing.T) {
+	h := groupHistory()
+	h.Txn.Final = append(h.Txn.Final, jRecord{0, 1, "b1", 1})
+	checkOnly(t, h, map[string]int{vTxnAbortedVisible: 1})
+	// Seen live only, and gone later: both violations.
+	h = groupHistory()
+	h.Txn.Reads = append(h.Txn.Reads, jRecord{1, 1, "b2", 1})
+	checkOnly(t, h, map[string]int{vTxnAbortedVisible: 1, vTxnReadThenLost: 1})
+}
+
+func TestChecker_TxnDuplicatedDetected(t *testing.T) {
+	h := groupHistory()
+	h.Txn.Final = append(h.Txn.Final, jRecord{0, 4, "a1", 2})
+	checkOnly(t, h, map[string]int{vTxnDuplicated: 1})
+}
+
+func TestChecker_TxnPhantomDetected(t *testing.T) {
+	h := groupHistory()
+	// A value nobody wrote, and t3's partition-0 record in partition 1.
+	h.Txn.Final = append(h.Txn.Final, jRecord{0, 4, "nobody", 2})
+	h.Txn.Final[2].Partition = 1
+	h.Txn.Final[2].Offset = 5
+	checkOnly(t, h, map[string]int{vTxnPhantom: 2})
+}
+
+func TestChecker_EpochTwoBatchesDetected(t *testing.T) {
+	h := groupHistory()
+	// A second leader of epoch 1 served another record at 0/1 to the
+	// live consumer.
+	h.Attempted["zombie"] = true
+	h.Reads = append(h.Reads, jRecord{0, 1, "zombie", 1})
+	checkOnly(t, h, map[string]int{vEpochTwoBatches: 1, vReadThenLost: 1})
+}
+
+func TestChecker_EpochRewrittenDetected(t *testing.T) {
+	h := groupHistory()
+	// The live consumer read 0/2 (same value) with epoch 1, the final read
+	// with epoch 2: the batch was written again.
+	h.Reads[2].Epoch = 1
+	checkOnly(t, h, map[string]int{vEpochRewritten: 1})
+}
+
+func TestChecker_EpochBackDetected(t *testing.T) {
+	h := groupHistory()
+	// Offset 1 of partition 0 carries epoch 2, offset 2 epoch 1 (in every
+	// read): an older leader's batch above a newer one's.
+	for _, rs := range [][]jRecord{h.Reads, h.Final, h.Group.Processed} {
+		for i := range rs {
+			switch (jPos{rs[i].Partition, rs[i].Offset}) {
+			case jPos{0, 1}:
+				rs[i].Epoch = 2
+			case jPos{0, 2}:
+				rs[i].Epoch = 1
+			}
+		}
+	}
+	checkOnly(t, h, map[string]int{vEpochBack: 1})
+	// The transactional topic is checked too.
+	h = groupHistory()
+	h.Txn.Final[2].Epoch = 0
+	checkOnly(t, h, map[string]int{vEpochBack: 1})
 }

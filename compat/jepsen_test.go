@@ -29,16 +29,28 @@ const (
 
 // TestClusterJepsen runs several idempotent acks=all producers, a live
 // consumer and a high-watermark monitor against a three-node cluster (RF=3,
-// min.insync.replicas=2, four partitions) while a nemesis, cycle after
-// cycle, kill -9s a partition leader, kills two brokers at once, SIGSTOPs a
-// broker, kill -9s the controller, and cuts a broker's links, then heals and
-// waits for full recovery. After the last cycle it reads every partition
-// from the start and checks the histories with jepsenCheck (see
-// jepsen_check_test.go): every acknowledged record exactly once at its
+// min.insync.replicas=2, four partitions), with a committing consumer group
+// of three members on the same topic (manual commits after processing,
+// OffsetFetch polled) and two transactional producers on a second topic
+// (two records to each of two partitions per transaction, one in five
+// aborted) read live with read_committed, while a nemesis, cycle after
+// cycle, kill -9s the group coordinator and then a transaction coordinator,
+// kills two brokers at once, SIGSTOPs a broker, kill -9s the controller,
+// cuts a broker's links and kill -9s a partition leader, then heals and
+// waits for full recovery and for new acknowledged records, commits and
+// transactions. After the last cycle it reads every partition from the
+// start, reads the group's committed offsets and has a fresh member resume
+// from them, and reads the transactional topic with read_committed; then it
+// checks the histories with jepsenCheck (jepsen_check_test.go,
+// jepsen_check_txn_test.go): every acknowledged record exactly once at its
 // acknowledged offset, no duplicates, high watermarks never back, nothing a
-// consumer read later gone, and no write acknowledged while two brokers
-// were down. The summary (counts, unavailability windows, failover times)
-// is logged.
+// consumer read later gone, no write acknowledged while two brokers were
+// down; committed offsets never back and no acknowledged commit lost,
+// everything below them processed, the fresh member resuming exactly there;
+// every acknowledged transaction visible entirely, an unacknowledged one
+// entirely or not at all, no aborted record visible; and per leaderEpoch at
+// most one record at an offset, epochs never decreasing with offsets. The
+// summary (counts, unavailability windows, failover times) is logged.
 //
 // GREGOR_JEPSEN_CYCLES sets the cycles (default 2; `make jepsen` runs 20).
 // GREGOR_JEPSEN_SEED fixes the nemesis's random choices. GREGOR_JEPSEN_NODES=1
@@ -62,9 +74,16 @@ type jepsenRun struct {
 	rf    int
 	rng   *rand.Rand
 
+	seed     uint64
+	group    string   // the committing consumer group (of topic)
+	txnTopic string   // the transactional producers' topic
+	txnIDs   []string // their transactional ids
+
 	mu          sync.Mutex
 	h           jHistory
 	produceErrs int
+	commitErrs  int // partitions of commits not acknowledged
+	txnResets   int // transactional clients replaced after an error
 }
 
 // OnProduceBatchWritten records which broker acknowledged a batch.
@@ -73,12 +92,6 @@ func (r *jepsenRun) OnProduceBatchWritten(meta kgo.BrokerMetadata, _ string, par
 	r.mu.Lock()
 	r.h.Written = append(r.h.Written, jWritten{At: now, Node: meta.NodeID, Partition: partition})
 	r.mu.Unlock()
-}
-
-func (r *jepsenRun) ackCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.h.Acks)
 }
 
 func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
@@ -90,14 +103,20 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 		rf, minISR = 1, 1
 	}
 	c := startCluster(t, nodes, opts...)
-	r := &jepsenRun{t: t, c: c, topic: topicName(t, ""), rf: rf, rng: rand.New(rand.NewPCG(seed, 10))}
+	r := &jepsenRun{t: t, c: c, topic: topicName(t, ""), rf: rf, rng: rand.New(rand.NewPCG(seed, 10)), seed: seed}
+	r.txnTopic, r.group = topicName(t, "txn"), topicName(t, "group")
+	for i := 0; i < jepsenTxnProducers; i++ {
+		r.txnIDs = append(r.txnIDs, fmt.Sprintf("%s-%d", topicName(t, "txnid"), i))
+	}
 	r.h.Start = time.Now()
 	r.h.Attempted = map[string]bool{}
 	ctx := testCtx(t, time.Duration(cycles)*3*time.Minute+5*time.Minute)
 
 	minISRs := fmt.Sprint(minISR)
-	if resp, err := c.Admin().CreateTopic(ctx, jepsenPartitions, int16(rf), map[string]*string{"min.insync.replicas": &minISRs}, r.topic); err != nil {
-		t.Fatalf("CreateTopic RF=%d: %v (%s)", rf, err, resp.ErrMessage)
+	for _, topic := range []string{r.topic, r.txnTopic} {
+		if resp, err := c.Admin().CreateTopic(ctx, jepsenPartitions, int16(rf), map[string]*string{"min.insync.replicas": &minISRs}, topic); err != nil {
+			t.Fatalf("CreateTopic %s RF=%d: %v (%s)", topic, rf, err, resp.ErrMessage)
+		}
 	}
 	r.waitRecovered()
 
@@ -108,14 +127,30 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 		go func() { defer wg.Done(); r.produce(work, i) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); r.consume(work) }()
+	go func() { defer wg.Done(); r.consume(work, r.topic, kgo.ReadUncommitted(), &r.h.Reads) }()
+	for i := 0; i < jepsenTxnProducers; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.txnProduce(work, i) }()
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); r.consume(work, r.txnTopic, kgo.ReadCommitted(), &r.h.Txn.Reads) }()
+	go func() { defer wg.Done(); r.offsetMonitor(work) }()
+	// The group stops first, so that records remain past its committed
+	// offsets for a fresh member to resume at.
+	groupWork, stopGroup := context.WithCancel(work)
+	var groupWG sync.WaitGroup
+	for i := 0; i < jepsenGroupMembers; i++ {
+		groupWG.Add(1)
+		go func() { defer groupWG.Done(); r.groupMember(groupWork, i) }()
+	}
+	defer func() { stopGroup(); groupWG.Wait() }()
 	for _, nd := range c.Nodes() {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.monitor(work, nd) }()
 	}
 	defer func() { stopWork(); wg.Wait() }()
 
-	ops := []func(){r.killLeader, r.killTwo, r.pause, r.killController, r.cut}
+	ops := []func(){r.killCoordinators, r.killTwo, r.pause, r.killController, r.cut, r.killLeader}
 	if nodes == 1 {
 		ops = []func(){r.killLeader, r.pause, r.cut}
 	}
@@ -127,13 +162,18 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 		r.waitRecovered()
 	}
 	r.waitProgress("after the last cycle")
+	stopGroup()
+	groupWG.Wait()
+	time.Sleep(200 * time.Millisecond) // a few more records past the group's commits
 	stopWork()
 	wg.Wait()
 
 	r.finalRead(ctx)
+	r.finalGroup(ctx)
+	r.finalTxnRead(ctx)
 	r.mu.Lock()
 	h := r.h
-	errs := r.produceErrs
+	errs, commitErrs, txnResets := r.produceErrs, r.commitErrs, r.txnResets
 	r.mu.Unlock()
 	res := jepsenCheck(h, jepsenGapThreshold)
 	noEpoch := 0
@@ -142,13 +182,13 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 			noEpoch++
 		}
 	}
-	t.Logf("%s(produce errors: %d, HW observations: %d of which %d without a leaderEpoch, batches acknowledged: %d)",
-		res.Summary(), errs, len(h.HWs), noEpoch, len(h.Written))
+	t.Logf("%s(produce errors: %d, HW observations: %d of which %d without a leaderEpoch, batches acknowledged: %d, commit partitions unacknowledged: %d, transactional clients replaced: %d, group committed %v of ends %v, fresh member resumed at %v)",
+		res.Summary(), errs, len(h.HWs), noEpoch, len(h.Written), commitErrs, txnResets, h.Group.Final, h.FinalEnd, h.Group.Resumed)
 	if !res.OK() {
 		t.Fatalf("jepsen: %d properties broken (seed %d); see the VIOLATION lines above", len(res.Violations), seed)
 	}
-	if res.Acked == 0 {
-		t.Fatal("jepsen: nothing was acknowledged")
+	if res.Acked == 0 || res.TxnCommitted == 0 || res.Commits == 0 {
+		t.Fatalf("jepsen: nothing acknowledged (%d records, %d transactions committed, %d commits)", res.Acked, res.TxnCommitted, res.Commits)
 	}
 }
 
@@ -189,10 +229,10 @@ func (r *jepsenRun) produce(ctx context.Context, id int) {
 	}
 }
 
-// consume reads the topic from the start until ctx ends, recording every
-// record it is given.
-func (r *jepsenRun) consume(ctx context.Context) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.Seeds()...), kgo.ConsumeTopics(r.topic),
+// consume reads a topic from the start with the given isolation level until
+// ctx ends, appending every record it is given to *dst (under r.mu).
+func (r *jepsenRun) consume(ctx context.Context, topic string, iso kgo.IsolationLevel, dst *[]jRecord) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.Seeds()...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.RetryTimeout(10*time.Second))
 	if err != nil {
@@ -204,10 +244,10 @@ func (r *jepsenRun) consume(ctx context.Context) {
 		fs := cl.PollFetches(ctx)
 		var recs []jRecord
 		fs.EachRecord(func(rec *kgo.Record) {
-			recs = append(recs, jRecord{Partition: rec.Partition, Offset: rec.Offset, Value: string(rec.Value)})
+			recs = append(recs, jRecord{Partition: rec.Partition, Offset: rec.Offset, Value: string(rec.Value), Epoch: rec.LeaderEpoch})
 		})
 		r.mu.Lock()
-		r.h.Reads = append(r.h.Reads, recs...)
+		*dst = append(*dst, recs...)
 		r.mu.Unlock()
 	}
 }
@@ -299,18 +339,36 @@ func (r *jepsenRun) waitRecovered() {
 }
 
 // waitProgress requires new acknowledgements: the healed cluster takes
-// writes again.
+// writes again, the group commits again and a transaction commits again.
 func (r *jepsenRun) waitProgress(when string) {
 	r.t.Helper()
-	from := r.ackCount()
+	acks, commits, txns := r.progress()
 	if err := waitUntil(jepsenRecovery, func() error {
-		if n := r.ackCount() - from; n < jepsenProgress {
-			return fmt.Errorf("%d new acknowledgements", n)
+		a, c, x := r.progress()
+		if a-acks < jepsenProgress || c == commits || x == txns {
+			return fmt.Errorf("%d new acknowledgements, %d new acknowledged commits, %d new committed transactions", a-acks, c-commits, x-txns)
 		}
 		return nil
 	}); err != nil {
-		r.t.Fatalf("%s: writes not acknowledged again within %v: %v", when, jepsenRecovery, err)
+		r.t.Fatalf("%s: no progress within %v: %v", when, jepsenRecovery, err)
 	}
+}
+
+// progress counts acknowledged records, commits and transactions.
+func (r *jepsenRun) progress() (acks, commits, txns int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.h.Group.Commits {
+		if c.Acked {
+			commits++
+		}
+	}
+	for _, x := range r.h.Txn.Txns {
+		if x.Outcome == txnCommitted {
+			txns++
+		}
+	}
+	return len(r.h.Acks), commits, txns
 }
 
 // randomLeader returns the leader of a random partition and every partition
@@ -338,8 +396,9 @@ func (r *jepsenRun) ledBy(node int32) []int32 {
 }
 
 // killAndReplace kill -9s a node, waits until another leader holds each
-// partition it led (in a cluster), and restarts it.
-func (r *jepsenRun) killAndReplace(node int32, led []int32, label string) {
+// partition it led and every moved condition holds (in a cluster), and
+// restarts it.
+func (r *jepsenRun) killAndReplace(node int32, led []int32, label string, moved ...func() error) {
 	r.t.Helper()
 	nd := r.c.Node(node)
 	k := jKill{At: time.Now(), Node: node, Label: label}
@@ -362,6 +421,11 @@ func (r *jepsenRun) killAndReplace(node int32, led []int32, label string) {
 			})
 			if err != nil {
 				r.t.Errorf("partition %d: no new leader within %v of killing node %d: %v", p, jepsenRecovery, node, err)
+			}
+		}
+		for _, f := range moved {
+			if err := waitUntil(jepsenRecovery, f); err != nil {
+				r.t.Errorf("%s: not replaced within %v of killing node %d: %v", label, jepsenRecovery, node, err)
 			}
 		}
 	}
@@ -466,7 +530,7 @@ func (r *jepsenRun) finalRead(ctx context.Context) {
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
 			if rec.Offset < end[rec.Partition] {
-				final = append(final, jRecord{Partition: rec.Partition, Offset: rec.Offset, Value: string(rec.Value)})
+				final = append(final, jRecord{Partition: rec.Partition, Offset: rec.Offset, Value: string(rec.Value), Epoch: rec.LeaderEpoch})
 			}
 			if rec.Offset+1 > next[rec.Partition] {
 				next[rec.Partition] = rec.Offset + 1
