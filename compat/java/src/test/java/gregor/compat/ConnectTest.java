@@ -80,6 +80,8 @@ class ConnectTest {
         p.put("key.converter", StringConverter.class.getName());
         p.put("value.converter", StringConverter.class.getName());
         p.put("listeners", "http://127.0.0.1:0");
+        // Every plugin has a ServiceLoader manifest: no class-path scan (seconds on two cores).
+        p.put("plugin.discovery", "service_load");
         p.put("offset.flush.interval.ms", "500");
         p.put("scheduled.rebalance.max.delay.ms", "0");
         p.put("session.timeout.ms", "10000");

@@ -158,6 +158,11 @@ class MirrorMakerTest {
         p.put("A->B.groups", GROUP);
         p.put("B->A.enabled", "false");
         p.put("tasks.max", "1");
+        // Every plugin has a ServiceLoader manifest: no class-path scan (seconds
+        // on two cores), neither by the driver nor by the herder for A->B,
+        // which takes its worker settings with the target's prefix.
+        p.put("plugin.discovery", "service_load");
+        p.put("B.plugin.discovery", "service_load");
         for (String rf : new String[] {"replication.factor", "checkpoints.topic.replication.factor",
                 "heartbeats.topic.replication.factor", "offset-syncs.topic.replication.factor",
                 "offset.storage.replication.factor", "status.storage.replication.factor",
@@ -172,8 +177,7 @@ class MirrorMakerTest {
         p.put("refresh.groups.interval.seconds", "1");
         // An offset sync for every record, so the translation is exact.
         p.put("offset.lag.max", "0");
-        // Worker settings of the herder for A->B take the target's prefix. The
-        // offset flush also sends the offset syncs that waited for a free slot.
+        // The offset flush also sends the offset syncs that waited for a free slot.
         p.put("B.offset.flush.interval.ms", "1000");
         p.put("B.scheduled.rebalance.max.delay.ms", "0");
         return p;
