@@ -60,10 +60,12 @@ compat: deps
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
 
 ## compat-java: the Java client tests (compat/java: kafka-clients 4.x,
-## JUnit 5) against a gregor they build and start themselves; needs a JDK 17+
-## and Maven (local repository ~/.m2). GREGOR_BIN=path skips the go build.
+## JUnit 5) against a gregor they build and start themselves, then Kafka
+## Connect and MirrorMaker 2 (Maven profile connect, Kafka 4.3.1; not in
+## TestJavaClients, i.e. not in make test); needs a JDK 17+ and Maven (local
+## repository ~/.m2). GREGOR_BIN=path skips the go build.
 compat-java:
-	cd compat/java && mvn -q -B test
+	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect
 
 ## compat-cluster: the compat suite with every newBroker a three-node cluster
 ## (GREGOR_COMPAT_CLUSTER=1: RF 3, min.insync.replicas=2); tests about one

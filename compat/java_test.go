@@ -11,7 +11,9 @@ import (
 )
 
 // javaTimeout bounds the whole Maven run: the first run downloads
-// kafka-clients, kafka-streams and JUnit into ~/.m2; later runs are offline.
+// kafka-clients, kafka-streams, connect-runtime (compiled, not run: the
+// Connect and MirrorMaker 2 classes run in `make compat-java` only) and
+// JUnit into ~/.m2; later runs are offline.
 const javaTimeout = 15 * time.Minute
 
 // TestJavaClients runs compat/java (kafka-clients 4.x under JUnit 5, see
