@@ -412,17 +412,7 @@ func checkDeleteGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response
 // subscribed topic named (TOPIC_AUTHORIZATION_FAILED otherwise).
 func checkConsumerGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.ConsumerGroupHeartbeatRequest)
-	code := int16(0)
-	if !b.groupAllowed(r, opRead, req.Group) {
-		code = kerr.GroupAuthorizationFailed.Code
-	} else {
-		for _, t := range req.SubscribedTopicNames {
-			if !b.allowed(r, opDescribe, resTopic, t) {
-				code = kerr.TopicAuthorizationFailed.Code
-				break
-			}
-		}
-	}
+	code := b.heartbeatDenied(r, req.Group, req.SubscribedTopicNames)
 	if code == 0 {
 		return nil, nil
 	}
@@ -430,6 +420,20 @@ func checkConsumerGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kms
 	resp.SetVersion(req.Version)
 	resp.ErrorCode = code
 	return resp, nil
+}
+
+// heartbeatDenied is the check of a KIP-848 or share group heartbeat: READ
+// on the group, then DESCRIBE on every subscribed topic name.
+func (b *Broker) heartbeatDenied(r *request, group string, topics []string) int16 {
+	if !b.groupAllowed(r, opRead, group) {
+		return kerr.GroupAuthorizationFailed.Code
+	}
+	for _, t := range topics {
+		if !b.allowed(r, opDescribe, resTopic, t) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	}
+	return 0
 }
 
 // unauthorizedTopicsMessage is Kafka's message for a described consumer

@@ -30,17 +30,7 @@ func init() {
 // subscribed topic.
 func checkShareGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.ShareGroupHeartbeatRequest)
-	code := int16(0)
-	if !b.groupAllowed(r, opRead, req.GroupID) {
-		code = kerr.GroupAuthorizationFailed.Code
-	} else {
-		for _, t := range req.SubscribedTopicNames {
-			if !b.allowed(r, opDescribe, resTopic, t) {
-				code = kerr.TopicAuthorizationFailed.Code
-				break
-			}
-		}
-	}
+	code := b.heartbeatDenied(r, req.GroupID, req.SubscribedTopicNames)
 	if code == 0 {
 		return nil, nil
 	}
