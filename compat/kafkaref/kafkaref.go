@@ -366,7 +366,7 @@ func (b *Broker) waitAnswer(ctx context.Context, started time.Time) error {
 	var last error
 	for {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		last = apiVersions(rctx, b.Addr)
+		last = APIVersions(rctx, b.Addr)
 		cancel()
 		if last == nil {
 			b.FirstAnswer = time.Since(started)
@@ -382,9 +382,11 @@ func (b *Broker) waitAnswer(ctx context.Context, started time.Time) error {
 	}
 }
 
-// apiVersions sends one ApiVersions v0 request on a new connection to addr
-// and checks the answer's correlation id and error code.
-func apiVersions(ctx context.Context, addr string) error {
+// APIVersions sends one ApiVersions v0 request on a new connection to addr
+// and checks the answer's correlation id and error code: the probe of "the
+// broker answers" that start-time measurements use, for Kafka and Gregor
+// alike.
+func APIVersions(ctx context.Context, addr string) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

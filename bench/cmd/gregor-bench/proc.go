@@ -3,12 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -137,7 +135,7 @@ func startProc(ctx context.Context, t target, dataDir string, timeout time.Durat
 		return nil, 0, fmt.Errorf("%s: no msg=listening line within %v: %s", t.name, timeout, p.lastLines())
 	}
 	for {
-		err := apiVersions(ctx, p.addr)
+		err := kafkaref.APIVersions(ctx, p.addr)
 		if err == nil {
 			return p, time.Since(start), nil
 		}
@@ -234,51 +232,6 @@ func (p *proc) stop(timeout time.Duration) error {
 		p.kill()
 		return fmt.Errorf("pid %d did not stop within %v of SIGTERM; killed", p.pid, timeout)
 	}
-}
-
-// apiVersions sends one ApiVersions v0 request on a new connection and
-// checks that the answer has the same correlation id and error code 0.
-func apiVersions(ctx context.Context, addr string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	const clientID = "gregor-bench"
-	// size, api key 18, version 0, correlation id, client id.
-	req := make([]byte, 0, 4+2+2+4+2+len(clientID))
-	req = binary.BigEndian.AppendUint32(req, uint32(2+2+4+2+len(clientID)))
-	req = binary.BigEndian.AppendUint16(req, 18)
-	req = binary.BigEndian.AppendUint16(req, 0)
-	req = binary.BigEndian.AppendUint32(req, 0x5eed)
-	req = binary.BigEndian.AppendUint16(req, uint16(len(clientID)))
-	req = append(req, clientID...)
-	if _, err := conn.Write(req); err != nil {
-		return err
-	}
-	var hdr [4]byte
-	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n < 6 || n > 1<<20 {
-		return fmt.Errorf("ApiVersions: response size %d", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(conn, body); err != nil {
-		return err
-	}
-	if corr := binary.BigEndian.Uint32(body); corr != 0x5eed {
-		return fmt.Errorf("ApiVersions: correlation id %#x", corr)
-	}
-	if code := int16(binary.BigEndian.Uint16(body[4:])); code != 0 {
-		return fmt.Errorf("ApiVersions: error code %d", code)
-	}
-	return nil
 }
 
 // cpuTicks returns utime+stime of pid in clock ticks.
