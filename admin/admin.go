@@ -12,7 +12,8 @@
 //	POST   /admin/groups/{group}/rebalance  force a group rebalance
 //	GET    /                              console: topics and groups
 //	GET    /topics/{topic}                console: partitions
-//	GET    /topics/{topic}/{partition}    console: records from ?offset=
+//	GET    /topics/{topic}/{partition}    console: browse and search records (browse.go)
+//	GET    /topics/{topic}/records        the same, ?partition=
 //	GET    /groups/{group}                console: members, offsets, lag chart
 //	GET    /brokers                       console: brokers, partitions' replicas and ISR
 //
@@ -66,6 +67,11 @@ type Options struct {
 	// LagGrowingSamples is N: a group whose lag has only grown over the
 	// last N sample intervals is flagged (DefaultLagGrowingSamples).
 	LagGrowingSamples int
+	// ScanRecords and ScanBytes bound one record browsing request: the
+	// records, and bytes of keys, values and headers, it scans
+	// (DefaultScanRecords, DefaultScanBytes).
+	ScanRecords int
+	ScanBytes   int64
 	// Now is the clock of the samples' times (time.Now).
 	Now func() time.Time
 	// Logger receives the audit log of console actions (slog.Default()).
@@ -89,6 +95,9 @@ type Server struct {
 	auth    authConfig
 	csrfKey []byte
 	actions *prometheus.CounterVec
+
+	scanRecords int // browse bounds
+	scanBytes   int64
 }
 
 // New returns the admin handler of b, configured by b's admin.*
@@ -108,6 +117,12 @@ func New(b *broker.Broker, o Options) (*Server, error) {
 	if o.LagGrowingSamples <= 0 {
 		o.LagGrowingSamples = DefaultLagGrowingSamples
 	}
+	if o.ScanRecords <= 0 {
+		o.ScanRecords = DefaultScanRecords
+	}
+	if o.ScanBytes <= 0 {
+		o.ScanBytes = DefaultScanBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -125,6 +140,7 @@ func New(b *broker.Broker, o Options) (*Server, error) {
 		stop: make(chan struct{}), done: make(chan struct{}), log: o.Logger, auth: auth, csrfKey: newCSRFKey(),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gregor_admin_actions_total",
 			Help: "Console actions by action and result (ok, error, denied, refused)."}, []string{"action", "result"})}
+	s.scanRecords, s.scanBytes = o.ScanRecords, o.ScanBytes
 	s.mux = s.routes()
 	s.handler = s.secure(s.mux)
 	if o.SampleInterval > 0 {

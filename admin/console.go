@@ -7,7 +7,6 @@ package admin
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gregor-broker/gregor/broker"
 )
@@ -26,7 +24,6 @@ var templateFS embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"bytes":     humanBytes,
 	"retention": retention,
-	"show":      showBytes,
 	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") },
 	"add2":      func(a, b int) int { return a + b },
 	"join": func(ids []int32) string {
@@ -148,9 +145,11 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			if t.Name == r.PathValue("topic") {
 				type topicPage struct {
 					broker.TopicInfo
-					Charts []template.HTML
+					Charts      []template.HTML
+					ScanRecords int
+					ScanBytes   int64
 				}
-				tp := topicPage{TopicInfo: t}
+				tp := topicPage{TopicInfo: t, ScanRecords: s.scanRecords, ScanBytes: s.scanBytes}
 				for _, c := range []struct{ prefix, title, unit string }{
 					{seriesBytesIn, "Bytes in", "B/s"}, {seriesRecordsIn, "Records in", "/s"}, {seriesBytesOut, "Bytes out", "B/s"},
 				} {
@@ -164,41 +163,10 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		http.NotFound(w, r)
 	})
 	mux.HandleFunc("GET /topics/{topic}/{partition}", func(w http.ResponseWriter, r *http.Request) {
-		p, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
-		if err != nil {
-			http.Error(w, "bad partition", http.StatusBadRequest)
-			return
-		}
-		q := r.URL.Query()
-		offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
-		limit, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || limit <= 0 {
-			limit = 50
-		}
-		limit = min(limit, 1000)
-		recs, err := b.ReadRecords(r.PathValue("topic"), int32(p), offset, limit)
-		if errors.Is(err, broker.ErrUnknownPartition) {
-			http.NotFound(w, r)
-			return
-		}
-		type browse struct {
-			Topic     string
-			Partition int64
-			Offset    int64
-			Limit     int
-			Hex       bool
-			Records   []broker.Record
-			Next      int64
-			Err       string
-		}
-		v := browse{Topic: r.PathValue("topic"), Partition: p, Offset: offset, Limit: limit, Hex: q.Get("format") == "hex", Records: recs, Next: offset}
-		if len(recs) > 0 {
-			v.Next = recs[len(recs)-1].Offset + 1
-		}
-		if err != nil {
-			v.Err = err.Error()
-		}
-		render(w, r, "records.html", fmt.Sprintf("%s-%d", v.Topic, p), v)
+		s.browseRecords(w, r, r.PathValue("partition"))
+	})
+	mux.HandleFunc("GET /topics/{topic}/records", func(w http.ResponseWriter, r *http.Request) {
+		s.browseRecords(w, r, r.URL.Query().Get("partition"))
 	})
 	mux.HandleFunc("GET /brokers", func(w http.ResponseWriter, r *http.Request) {
 		type brokerRow struct {
@@ -332,18 +300,6 @@ func retention(ms, bytes int64) string {
 		parts = append(parts, "≤ "+humanBytes(bytes))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// showBytes renders a key or value: "null" for nil, text when it is
-// printable UTF-8 (unless hex is asked), hex otherwise.
-func showBytes(b []byte, hex bool) string {
-	if b == nil {
-		return "null"
-	}
-	if !hex && utf8.Valid(b) && printable(string(b)) {
-		return string(b)
-	}
-	return fmt.Sprintf("% x", b)
 }
 
 func printable(s string) bool {
