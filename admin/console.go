@@ -91,6 +91,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		type groupRow struct {
 			groupView
 			Growing  bool
+			Stalled  bool
 			LagSpark template.HTML
 		}
 		type apiRow struct {
@@ -102,19 +103,21 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			Topics  []topicRow
 			Groups  []groupRow
 			Growing []string
+			Stalled []string
 			GrowN   int
+			StallN  int
 			APIs    []apiRow
 			Latency []template.HTML
 			Samples int
 		}
-		o := overview{Growing: s.LagGrowing(), GrowN: s.growN, Samples: s.hist.Len()}
+		o := overview{Growing: s.LagGrowing(), Stalled: s.Stalled(), GrowN: s.growN, StallN: s.stallN, Samples: s.hist.Len()}
 		for _, t := range b.Topics() {
 			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
 			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
 		for _, g := range b.Groups() {
 			vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
-			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name),
+			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name), slices.Contains(o.Stalled, g.Name),
 				chartSVG("spark-lag-"+g.Name, 180, 40, "", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
 		for _, name := range s.hist.Names(seriesReqRate) {
@@ -206,10 +209,11 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 				type groupPage struct {
 					groupView
 					Growing  bool
+					Stalled  bool
 					LagChart template.HTML
 					PartLags []template.HTML
 				}
-				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name)}
+				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name), Stalled: slices.Contains(s.Stalled(), g.Name)}
 				vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
 				gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
 				for _, o := range g.Offsets {
