@@ -6,6 +6,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -46,6 +47,10 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return n
 	},
 }).ParseFS(templateFS, "templates/*.html"))
+
+// logDirsTimeout bounds the other brokers' DescribeLogDirs answers for
+// /brokers.
+const logDirsTimeout = 5 * time.Second
 
 // lagColor is the lag bars' fill; the console test looks for its pixels.
 const lagColor = "#e4572e"
@@ -175,16 +180,30 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		type brokerRow struct {
 			broker.BrokerInfo
 			Leads, Follows int
+			Disk           broker.LogDirUsage
+			UsedPct        string // of the file system, "" when unknown
 		}
 		type clusterPage struct {
 			broker.ClusterInfo
 			Rows                     []brokerRow
 			UnderReplicated, Offline int
+			Reassigning              []broker.ClusterPartition
 		}
 		ci := b.ClusterInfo()
 		cp := clusterPage{ClusterInfo: ci}
+		ctx, cancel := context.WithTimeout(r.Context(), logDirsTimeout)
+		dirs := b.LogDirs(ctx)
+		cancel()
 		for _, br := range ci.Brokers {
-			row := brokerRow{BrokerInfo: br}
+			row := brokerRow{BrokerInfo: br, Disk: broker.LogDirUsage{Broker: br.ID, SizeBytes: -1, TotalBytes: -1, UsableBytes: -1}}
+			for _, d := range dirs {
+				if d.Broker == br.ID {
+					row.Disk = d
+				}
+			}
+			if d := row.Disk; d.TotalBytes > 0 && d.UsableBytes >= 0 {
+				row.UsedPct = fmt.Sprintf("%.1f%%", 100*float64(d.TotalBytes-d.UsableBytes)/float64(d.TotalBytes))
+			}
 			for _, p := range ci.Partitions {
 				if p.Leader == br.ID {
 					row.Leads++
@@ -199,6 +218,9 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 				cp.Offline++
 			} else if p.UnderReplicated() {
 				cp.UnderReplicated++
+			}
+			if p.Reassigning() {
+				cp.Reassigning = append(cp.Reassigning, p)
 			}
 		}
 		render(w, r, "brokers.html", "Brokers", cp)

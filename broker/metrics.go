@@ -29,6 +29,9 @@ package broker
 //	cleaner_bytes_read_total, cleaner_bytes_written_total, cleaner_runs_total  gauges (monotone)
 //	partition_dirty_ratio{topic,partition}            gauge (compacted topics)
 //	partition_last_clean_timestamp_seconds{topic,partition}  gauge (cleaned since start)
+//	cleaner_throttle_seconds_total                    counter (time the cleaner's I/O throttle slept)
+//	under_replicated_partitions, offline_partitions, reassigning_partitions, cluster_brokers,
+//	log_dir_size_bytes, log_dir_total_bytes, log_dir_usable_bytes  gauges (metrics_cluster.go)
 
 import (
 	"strconv"
@@ -78,7 +81,7 @@ func (b *Broker) metrics() *observer {
 		o.bytesIn = topicCounter("topic_bytes_in_total", "Record batch bytes appended, by topic.")
 		o.recordsIn = topicCounter("topic_records_in_total", "Records appended, by topic.")
 		o.bytesOut = topicCounter("topic_bytes_out_total", "Record batch bytes sent to fetchers, by topic.")
-		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, gauges{b})
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, gauges{b}, clusterGauges{b})
 	})
 	return o
 }
