@@ -497,7 +497,14 @@ func TestConsole_AuthBasicAndACLs(t *testing.T) {
 	if code, _, body := c.do(t, "GET", "/groups/g/reset?strategy=earliest", "alice", nil); code != http.StatusForbidden || !strings.Contains(body, "READ on topic orders") {
 		t.Fatalf("reset without READ on the topic: %d %s", code, body)
 	}
+	// Browsing records: READ on the topic too.
+	if code, _, body := c.do(t, "GET", "/topics/orders/0?order=oldest", "alice", nil); code != http.StatusForbidden || !strings.Contains(body, "READ on topic orders") {
+		t.Fatalf("browse without READ on the topic: %d %s", code, body)
+	}
 	grant(kmsg.ACLResourceTypeTopic, "orders", kmsg.ACLOperationRead)
+	if code, _, body := c.do(t, "GET", "/topics/orders/0?order=oldest", "alice", nil); code != 200 || !strings.Contains(body, `id="scan-summary"`) {
+		t.Fatalf("browse with READ on the topic: %d %s", code, body)
+	}
 	if code, body := c.post(t, "/groups/g/reset", "alice", url.Values{"set": {"orders:0:0"}}); code != 200 {
 		t.Fatalf("reset with the ACLs: %d %s", code, body)
 	}

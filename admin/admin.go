@@ -12,13 +12,14 @@
 //	POST   /admin/groups/{group}/rebalance  force a group rebalance
 //	GET    /                              console: topics and groups
 //	GET    /topics/{topic}                console: partitions
-//	GET    /topics/{topic}/{partition}    console: records from ?offset=
+//	GET    /topics/{topic}/{partition}    console: browse and search records (browse.go)
+//	GET    /topics/{topic}/records        the same, ?partition=
 //	GET    /groups/{group}                console: members, offsets, lag chart
 //	GET    /brokers                       console: brokers, partitions' replicas and ISR
 //
 // The console keeps a bounded history (see History) sampled in the
 // background, drawn as SVG charts; /metrics adds gregor_group_lag_growing
-// from it.
+// and gregor_group_stalled (stopped committing) from it.
 //
 //	GET    /groups/{group}/reset          console: offset reset preview (dry run)
 //	POST   /groups/{group}/reset          console: reset offsets (confirm)
@@ -66,6 +67,15 @@ type Options struct {
 	// LagGrowingSamples is N: a group whose lag has only grown over the
 	// last N sample intervals is flagged (DefaultLagGrowingSamples).
 	LagGrowingSamples int
+	// StalledSamples is N: a group whose committed offsets have not moved
+	// over the last N sample intervals while its lag stayed above zero is
+	// flagged as stopped committing (DefaultStalledSamples).
+	StalledSamples int
+	// ScanRecords and ScanBytes bound one record browsing request: the
+	// records, and bytes of keys, values and headers, it scans
+	// (DefaultScanRecords, DefaultScanBytes).
+	ScanRecords int
+	ScanBytes   int64
 	// Now is the clock of the samples' times (time.Now).
 	Now func() time.Time
 	// Logger receives the audit log of console actions (slog.Default()).
@@ -74,21 +84,25 @@ type Options struct {
 
 // Server is the admin HTTP handler with the console's history.
 type Server struct {
-	b     *broker.Broker
-	mux   *http.ServeMux
-	hist  *History
-	smp   sampler
-	now   func() time.Time
-	growN int
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	b      *broker.Broker
+	mux    *http.ServeMux
+	hist   *History
+	smp    sampler
+	now    func() time.Time
+	growN  int
+	stallN int
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 
 	handler http.Handler // mux behind the security layer
 	log     *slog.Logger
 	auth    authConfig
 	csrfKey []byte
 	actions *prometheus.CounterVec
+
+	scanRecords int // browse bounds
+	scanBytes   int64
 }
 
 // New returns the admin handler of b, configured by b's admin.*
@@ -108,6 +122,15 @@ func New(b *broker.Broker, o Options) (*Server, error) {
 	if o.LagGrowingSamples <= 0 {
 		o.LagGrowingSamples = DefaultLagGrowingSamples
 	}
+	if o.StalledSamples <= 0 {
+		o.StalledSamples = DefaultStalledSamples
+	}
+	if o.ScanRecords <= 0 {
+		o.ScanRecords = DefaultScanRecords
+	}
+	if o.ScanBytes <= 0 {
+		o.ScanBytes = DefaultScanBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -125,6 +148,7 @@ func New(b *broker.Broker, o Options) (*Server, error) {
 		stop: make(chan struct{}), done: make(chan struct{}), log: o.Logger, auth: auth, csrfKey: newCSRFKey(),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gregor_admin_actions_total",
 			Help: "Console actions by action and result (ok, error, denied, refused)."}, []string{"action", "result"})}
+	s.scanRecords, s.scanBytes, s.stallN = o.ScanRecords, o.ScanBytes, o.StalledSamples
 	s.mux = s.routes()
 	s.handler = s.secure(s.mux)
 	if o.SampleInterval > 0 {
@@ -174,6 +198,24 @@ func (s *Server) LagGrowing() []string {
 	for _, name := range s.hist.Names(seriesGroupLag) {
 		if vals, _ := s.hist.Values(name); growing(vals, s.growN) {
 			out = append(out, strings.TrimPrefix(name, seriesGroupLag+"/"))
+		}
+	}
+	return out
+}
+
+// Stalled returns the groups that stopped committing: their committed
+// offsets have not moved over the last StalledSamples samples while
+// their lag stayed above zero, sorted. Unlike LagGrowing it flags a group
+// whose lag is steady (nothing new is produced) and not one that commits
+// too slowly to keep up.
+func (s *Server) Stalled() []string {
+	var out []string
+	for _, name := range s.hist.Names(seriesCommitted) {
+		g := strings.TrimPrefix(name, seriesCommitted+"/")
+		committed, _ := s.hist.Values(name)
+		lag, _ := s.hist.Values(key(seriesGroupLag, g))
+		if stalled(committed, lag, s.stallN) {
+			out = append(out, g)
 		}
 	}
 	return out
@@ -266,13 +308,21 @@ func (s *Server) mayAlterCluster(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-var descLagGrowing = prometheus.NewDesc("gregor_group_lag_growing",
-	"1 when the group's total lag has only grown over the console's last N history samples, 0 otherwise.", []string{"group"}, nil)
+var (
+	descLagGrowing = prometheus.NewDesc("gregor_group_lag_growing",
+		"1 when the group's total lag has only grown over the console's last N history samples, 0 otherwise.", []string{"group"}, nil)
+	descStalled = prometheus.NewDesc("gregor_group_stalled",
+		"1 when the group's committed offsets have not moved over the console's last N history samples while its lag stayed above 0, 0 otherwise.", []string{"group"}, nil)
+)
 
-// lagGrowingCollector exports the front page's lag-growing flag.
+// lagGrowingCollector exports the front page's lag-growing and
+// stopped-committing flags.
 type lagGrowingCollector struct{ s *Server }
 
-func (c lagGrowingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descLagGrowing }
+func (c lagGrowingCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLagGrowing
+	ch <- descStalled
+}
 
 func (c lagGrowingCollector) Collect(ch chan<- prometheus.Metric) {
 	flagged := map[string]bool{}
@@ -286,6 +336,18 @@ func (c lagGrowingCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descLagGrowing, prometheus.GaugeValue, v, g)
+	}
+	stalled := map[string]bool{}
+	for _, g := range c.s.Stalled() {
+		stalled[g] = true
+	}
+	for _, name := range c.s.hist.Names(seriesCommitted) {
+		g := strings.TrimPrefix(name, seriesCommitted+"/")
+		v := 0.0
+		if stalled[g] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descStalled, prometheus.GaugeValue, v, g)
 	}
 }
 

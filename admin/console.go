@@ -6,8 +6,8 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gregor-broker/gregor/broker"
 )
@@ -26,7 +25,6 @@ var templateFS embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"bytes":     humanBytes,
 	"retention": retention,
-	"show":      showBytes,
 	"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") },
 	"add2":      func(a, b int) int { return a + b },
 	"join": func(ids []int32) string {
@@ -49,6 +47,10 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 		return n
 	},
 }).ParseFS(templateFS, "templates/*.html"))
+
+// logDirsTimeout bounds the other brokers' DescribeLogDirs answers for
+// /brokers.
+const logDirsTimeout = 5 * time.Second
 
 // lagColor is the lag bars' fill; the console test looks for its pixels.
 const lagColor = "#e4572e"
@@ -94,6 +96,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		type groupRow struct {
 			groupView
 			Growing  bool
+			Stalled  bool
 			LagSpark template.HTML
 		}
 		type apiRow struct {
@@ -105,19 +108,21 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			Topics  []topicRow
 			Groups  []groupRow
 			Growing []string
+			Stalled []string
 			GrowN   int
+			StallN  int
 			APIs    []apiRow
 			Latency []template.HTML
 			Samples int
 		}
-		o := overview{Growing: s.LagGrowing(), GrowN: s.growN, Samples: s.hist.Len()}
+		o := overview{Growing: s.LagGrowing(), Stalled: s.Stalled(), GrowN: s.growN, StallN: s.stallN, Samples: s.hist.Len()}
 		for _, t := range b.Topics() {
 			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
 			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
 		for _, g := range b.Groups() {
 			vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
-			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name),
+			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name), slices.Contains(o.Stalled, g.Name),
 				chartSVG("spark-lag-"+g.Name, 180, 40, "", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
 		for _, name := range s.hist.Names(seriesReqRate) {
@@ -148,9 +153,11 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			if t.Name == r.PathValue("topic") {
 				type topicPage struct {
 					broker.TopicInfo
-					Charts []template.HTML
+					Charts      []template.HTML
+					ScanRecords int
+					ScanBytes   int64
 				}
-				tp := topicPage{TopicInfo: t}
+				tp := topicPage{TopicInfo: t, ScanRecords: s.scanRecords, ScanBytes: s.scanBytes}
 				for _, c := range []struct{ prefix, title, unit string }{
 					{seriesBytesIn, "Bytes in", "B/s"}, {seriesRecordsIn, "Records in", "/s"}, {seriesBytesOut, "Bytes out", "B/s"},
 				} {
@@ -164,56 +171,39 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		http.NotFound(w, r)
 	})
 	mux.HandleFunc("GET /topics/{topic}/{partition}", func(w http.ResponseWriter, r *http.Request) {
-		p, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
-		if err != nil {
-			http.Error(w, "bad partition", http.StatusBadRequest)
-			return
-		}
-		q := r.URL.Query()
-		offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
-		limit, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || limit <= 0 {
-			limit = 50
-		}
-		limit = min(limit, 1000)
-		recs, err := b.ReadRecords(r.PathValue("topic"), int32(p), offset, limit)
-		if errors.Is(err, broker.ErrUnknownPartition) {
-			http.NotFound(w, r)
-			return
-		}
-		type browse struct {
-			Topic     string
-			Partition int64
-			Offset    int64
-			Limit     int
-			Hex       bool
-			Records   []broker.Record
-			Next      int64
-			Err       string
-		}
-		v := browse{Topic: r.PathValue("topic"), Partition: p, Offset: offset, Limit: limit, Hex: q.Get("format") == "hex", Records: recs, Next: offset}
-		if len(recs) > 0 {
-			v.Next = recs[len(recs)-1].Offset + 1
-		}
-		if err != nil {
-			v.Err = err.Error()
-		}
-		render(w, r, "records.html", fmt.Sprintf("%s-%d", v.Topic, p), v)
+		s.browseRecords(w, r, r.PathValue("partition"))
+	})
+	mux.HandleFunc("GET /topics/{topic}/records", func(w http.ResponseWriter, r *http.Request) {
+		s.browseRecords(w, r, r.URL.Query().Get("partition"))
 	})
 	mux.HandleFunc("GET /brokers", func(w http.ResponseWriter, r *http.Request) {
 		type brokerRow struct {
 			broker.BrokerInfo
 			Leads, Follows int
+			Disk           broker.LogDirUsage
+			UsedPct        string // of the file system, "" when unknown
 		}
 		type clusterPage struct {
 			broker.ClusterInfo
 			Rows                     []brokerRow
 			UnderReplicated, Offline int
+			Reassigning              []broker.ClusterPartition
 		}
 		ci := b.ClusterInfo()
 		cp := clusterPage{ClusterInfo: ci}
+		ctx, cancel := context.WithTimeout(r.Context(), logDirsTimeout)
+		dirs := b.LogDirs(ctx)
+		cancel()
 		for _, br := range ci.Brokers {
-			row := brokerRow{BrokerInfo: br}
+			row := brokerRow{BrokerInfo: br, Disk: broker.LogDirUsage{Broker: br.ID, SizeBytes: -1, TotalBytes: -1, UsableBytes: -1}}
+			for _, d := range dirs {
+				if d.Broker == br.ID {
+					row.Disk = d
+				}
+			}
+			if d := row.Disk; d.TotalBytes > 0 && d.UsableBytes >= 0 {
+				row.UsedPct = fmt.Sprintf("%.1f%%", 100*float64(d.TotalBytes-d.UsableBytes)/float64(d.TotalBytes))
+			}
 			for _, p := range ci.Partitions {
 				if p.Leader == br.ID {
 					row.Leads++
@@ -229,6 +219,9 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			} else if p.UnderReplicated() {
 				cp.UnderReplicated++
 			}
+			if p.Reassigning() {
+				cp.Reassigning = append(cp.Reassigning, p)
+			}
 		}
 		render(w, r, "brokers.html", "Brokers", cp)
 	})
@@ -238,10 +231,11 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 				type groupPage struct {
 					groupView
 					Growing  bool
+					Stalled  bool
 					LagChart template.HTML
 					PartLags []template.HTML
 				}
-				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name)}
+				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name), Stalled: slices.Contains(s.Stalled(), g.Name)}
 				vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
 				gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
 				for _, o := range g.Offsets {
@@ -332,18 +326,6 @@ func retention(ms, bytes int64) string {
 		parts = append(parts, "≤ "+humanBytes(bytes))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// showBytes renders a key or value: "null" for nil, text when it is
-// printable UTF-8 (unless hex is asked), hex otherwise.
-func showBytes(b []byte, hex bool) string {
-	if b == nil {
-		return "null"
-	}
-	if !hex && utf8.Valid(b) && printable(string(b)) {
-		return string(b)
-	}
-	return fmt.Sprintf("% x", b)
 }
 
 func printable(s string) bool {

@@ -174,8 +174,8 @@ func TestConsole_PagesInChromium(t *testing.T) {
 	if !regexp.MustCompile(`<td class="num">1</td><td class="num">0</td><td class="num">11</td><td class="num">11</td>`).MatchString(dom) {
 		t.Errorf("topic page lacks partition 1's offsets:\n%s", dom)
 	}
-	dom = runChromium(t, bin, base+"/topics/lagged/1?offset=8&limit=5", "--dump-dom")
-	for _, want := range []string{`<td class="num">8</td>`, `order 8 of partition 1`, `key-9`, `<b>trace</b>: abc`, `00 ff 10`, `null`} {
+	dom = runChromium(t, bin, base+"/topics/lagged/1?order=oldest&offset=8&limit=5", "--dump-dom")
+	for _, want := range []string{`<td class="num">8</td>`, `order 8 of partition 1`, `key-9`, `<b>trace</b>: <span class="bytes" data-kind="text"><pre>abc</pre>`, `00 ff 10`, `null`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("record browser lacks %s", want)
 		}

@@ -29,6 +29,7 @@ const (
 	DefaultHistorySamples    = 720 // an hour at 5 s
 	DefaultMaxSeries         = 2000
 	DefaultLagGrowingSamples = 12 // a minute at 5 s
+	DefaultStalledSamples    = 12
 )
 
 // Series name prefixes; a series is prefix + "/" + labels.
@@ -38,6 +39,7 @@ const (
 	seriesBytesOut  = "bytes_out"  // topic: bytes sent to fetchers per second
 	seriesGroupLag  = "group_lag"  // group: total lag
 	seriesPartLag   = "part_lag"   // group/topic/partition: lag
+	seriesCommitted = "committed"  // group: sum of its committed offsets
 	seriesReqRate   = "req_rate"   // api: requests per second
 	seriesReqP50    = "req_p50"    // api: median handler time (ms) over the interval
 	seriesReqP99    = "req_p99"    // api: 99th percentile handler time (ms)
@@ -196,6 +198,23 @@ func growing(vals []float64, n int) bool {
 	return w[n] > w[0]
 }
 
+// stalled reports whether, over the last n+1 samples, committed (a
+// group's summed committed offsets) never changed while lag was known and
+// above zero: a group that stopped committing with records left to
+// consume.
+func stalled(committed, lag []float64, n int) bool {
+	if n < 1 || len(committed) < n+1 || len(lag) < n+1 {
+		return false
+	}
+	c, l := committed[len(committed)-n-1:], lag[len(lag)-n-1:]
+	for i := range c {
+		if math.IsNaN(c[i]) || math.IsNaN(l[i]) || l[i] <= 0 || c[i] != c[0] {
+			return false
+		}
+	}
+	return true
+}
+
 // sampler turns successive gathers of the broker's registry into history
 // samples: counters into rates, histograms into percentiles over the
 // interval, lag gauges as they are.
@@ -238,6 +257,8 @@ func (s *sampler) sample(b *broker.Broker, now time.Time) map[string]float64 {
 				v := m.GetGauge().GetValue()
 				out[key(seriesPartLag, l["group"], l["topic"], l["partition"])] = v
 				out[key(seriesGroupLag, l["group"])] += v
+			case "gregor_group_committed_offset":
+				out[key(seriesCommitted, l["group"])] += m.GetGauge().GetValue()
 			}
 		}
 	}

@@ -34,7 +34,8 @@ package admin
 // When the broker's authorizer is on (authorizer.class.name), the caller's
 // principal is checked with the broker's ACLs, as a Kafka client's would be:
 // every page (and GET /admin/faults, and /metrics when it is authenticated)
-// needs DESCRIBE on the CLUSTER; fault injection and forced rebalances
+// needs DESCRIBE on the CLUSTER (and browsing records READ on the TOPIC,
+// browse.go); fault injection and forced rebalances
 // ALTER on the CLUSTER; each console action the ACLs Kafka requires for the
 // same operation (see actions.go). A denied request is answered 403.
 //

@@ -47,7 +47,9 @@ func (b *Broker) startCleaner() {
 	}
 	threads := max(1, int(b.cfg.int64Prop("log.cleaner.threads")))
 	rate, _ := strconv.ParseFloat(b.cfg.stringProp("log.cleaner.io.max.bytes.per.second"), 64)
+	b.cleaner.mu.Lock() // the metrics read it
 	b.cleaner.throttle = newThrottler(rate)
+	b.cleaner.mu.Unlock()
 	buffer := b.cfg.int64Prop("log.cleaner.dedupe.buffer.size") / int64(threads)
 	loadFactor, _ := strconv.ParseFloat(b.cfg.stringProp("log.cleaner.io.buffer.load.factor"), 64)
 	backoff := time.Duration(max(1, b.cfg.int64Prop("log.cleaner.backoff.ms"))) * time.Millisecond
@@ -190,10 +192,21 @@ type throttler struct {
 	rate  float64
 	start time.Time
 	bytes float64
+	slept time.Duration // in total, for gregor_cleaner_throttle_seconds_total
 }
 
 func newThrottler(rate float64) *throttler {
 	return &throttler{rate: rate, start: time.Now()}
+}
+
+// throttled returns the time wait has slept in total.
+func (t *throttler) throttled() time.Duration {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.slept
 }
 
 func (t *throttler) wait(n int64) {
@@ -211,6 +224,7 @@ func (t *throttler) wait(n int64) {
 	if elapsed > time.Second {
 		t.start, t.bytes = time.Now(), 0
 	}
+	t.slept += sleep
 	t.mu.Unlock()
 	if sleep > 0 {
 		time.Sleep(sleep)

@@ -533,6 +533,7 @@ func (b *Broker) brokersView() ([]brokerInfo, int32) {
 type replicaView struct {
 	leader, leaderEpoch    int32
 	replicas, isr, offline []int32
+	adding, removing       []int32 // a reassignment in progress
 }
 
 // partitionView describes p: this broker as leader, only replica and ISR
@@ -547,7 +548,8 @@ func (b *Broker) partitionView(p *partition) replicaView {
 		return replicaView{leader: -1, leaderEpoch: -1, replicas: []int32{}, isr: []int32{}, offline: []int32{}}
 	}
 	md := b.cl.node.Metadata()
-	v := replicaView{leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, replicas: slices.Clone(mp.Replicas), isr: slices.Clone(mp.ISR), offline: []int32{}}
+	v := replicaView{leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, replicas: slices.Clone(mp.Replicas), isr: slices.Clone(mp.ISR), offline: []int32{},
+		adding: slices.Clone(mp.AddingReplicas), removing: slices.Clone(mp.RemovingReplicas)}
 	for _, r := range mp.Replicas {
 		if _, ok := md.Brokers[r]; !ok {
 			v.offline = append(v.offline, r)

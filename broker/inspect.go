@@ -253,12 +253,21 @@ type BrokerInfo struct {
 }
 
 // ClusterPartition is one partition's leadership. Offline lists the
-// replicas whose brokers are not live.
+// replicas whose brokers are not live; AddingReplicas and RemovingReplicas
+// are those of a reassignment in progress (AlterPartitionReassignments),
+// empty otherwise.
 type ClusterPartition struct {
-	Topic                  string
-	Partition              int32
-	Leader, LeaderEpoch    int32 // -1 when it has none
-	Replicas, ISR, Offline []int32
+	Topic                            string
+	Partition                        int32
+	Leader, LeaderEpoch              int32 // -1 when it has none
+	Replicas, ISR, Offline           []int32
+	AddingReplicas, RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment of the partition is in
+// progress.
+func (p ClusterPartition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // UnderReplicated reports whether the ISR is smaller than the replica set.
@@ -291,7 +300,7 @@ func (b *Broker) ClusterInfo() ClusterInfo {
 		for _, p := range b.partitionsOf(t) {
 			v := b.partitionView(p)
 			ci.Partitions = append(ci.Partitions, ClusterPartition{Topic: t.name, Partition: p.index, Leader: v.leader, LeaderEpoch: v.leaderEpoch,
-				Replicas: v.replicas, ISR: v.isr, Offline: v.offline})
+				Replicas: v.replicas, ISR: v.isr, Offline: v.offline, AddingReplicas: v.adding, RemovingReplicas: v.removing})
 		}
 	}
 	slices.SortFunc(ci.Partitions, func(x, y ClusterPartition) int {

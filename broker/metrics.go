@@ -32,6 +32,9 @@ package broker
 //	throttle_time_ms{type}                            histogram (throttled answers; type produce, fetch or request)
 //	quota_rate{type,user,client_id}                   gauge (a client quota's current rate: bytes/s, or % of a thread)
 //	quota_limit{type,user,client_id}                  gauge (the bound in force for that rate)
+//	cleaner_throttle_seconds_total                    counter (time the cleaner's I/O throttle slept)
+//	under_replicated_partitions, offline_partitions, reassigning_partitions, cluster_brokers,
+//	log_dir_size_bytes, log_dir_total_bytes, log_dir_usable_bytes  gauges (metrics_cluster.go)
 
 import (
 	"strconv"
@@ -90,7 +93,7 @@ func (b *Broker) metrics() *observer {
 		for k := range numQuotaKinds {
 			o.throttle[k] = throttle.WithLabelValues(quotaKindNames[k])
 		}
-		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b})
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b}, clusterGauges{b})
 	})
 	return o
 }

@@ -1,0 +1,73 @@
+package broker
+
+// Gauges of the cluster's health and this broker's disk, for alerting
+// (docs/prometheus/alerts.yml):
+//
+//	gregor_under_replicated_partitions  partitions this broker leads whose ISR is smaller than their replicas
+//	                                    (as Kafka's UnderReplicatedPartitions: summed over brokers, each counted once)
+//	gregor_offline_partitions           partitions without a live leader, as this broker's metadata has them
+//	gregor_reassigning_partitions       partitions with a reassignment in progress, as this broker sees them
+//	gregor_cluster_brokers              live brokers, as this broker sees them
+//	gregor_log_dir_size_bytes           bytes of this broker's partitions' segment files
+//	gregor_log_dir_total_bytes          size of the file system holding the data directory
+//	gregor_log_dir_usable_bytes         bytes an unprivileged user may still write there
+//	gregor_cleaner_throttle_seconds_total  time the log cleaner's I/O throttle slept
+//
+// The cluster-wide counts are the same on every broker that is up to date
+// with the metadata: alert on their max() over brokers, not their sum().
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	descUnderRepl   = prometheus.NewDesc("gregor_under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replica set.", nil, nil)
+	descOffline     = prometheus.NewDesc("gregor_offline_partitions", "Partitions without a live leader, as this broker's metadata has them.", nil, nil)
+	descReassigning = prometheus.NewDesc("gregor_reassigning_partitions", "Partitions with a reassignment in progress (adding or removing replicas).", nil, nil)
+	descBrokers     = prometheus.NewDesc("gregor_cluster_brokers", "Live brokers, as this broker's metadata has them.", nil, nil)
+	descDirSize     = prometheus.NewDesc("gregor_log_dir_size_bytes", "Bytes of this broker's partitions' segment files.", []string{"dir"}, nil)
+	descDirTotal    = prometheus.NewDesc("gregor_log_dir_total_bytes", "Size of the file system holding the data directory.", []string{"dir"}, nil)
+	descDirUsable   = prometheus.NewDesc("gregor_log_dir_usable_bytes", "Bytes an unprivileged user may still write on the data directory's file system.", []string{"dir"}, nil)
+	descThrottle    = prometheus.NewDesc("gregor_cleaner_throttle_seconds_total", "Time the log cleaner's I/O throttle (log.cleaner.io.max.bytes.per.second) slept.", nil, nil)
+)
+
+// clusterGauges is the collector of the gauges above.
+type clusterGauges struct{ b *Broker }
+
+func (g clusterGauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descThrottle} {
+		ch <- d
+	}
+}
+
+func (g clusterGauges) Collect(ch chan<- prometheus.Metric) {
+	b := g.b
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	ci := b.ClusterInfo()
+	var under, offline, reassigning int
+	for _, p := range ci.Partitions {
+		switch {
+		case p.OfflinePartition():
+			offline++
+		case p.Leader == b.nodeID && p.UnderReplicated():
+			under++
+		}
+		if p.Reassigning() {
+			reassigning++
+		}
+	}
+	gauge(descUnderRepl, float64(under))
+	gauge(descOffline, float64(offline))
+	gauge(descReassigning, float64(reassigning))
+	gauge(descBrokers, float64(len(ci.Brokers)))
+	d := b.localLogDir()
+	gauge(descDirSize, float64(d.SizeBytes), d.Dir)
+	gauge(descDirTotal, float64(d.TotalBytes), d.Dir)
+	gauge(descDirUsable, float64(d.UsableBytes), d.Dir)
+	b.cleaner.mu.Lock()
+	t := b.cleaner.throttle
+	b.cleaner.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(descThrottle, prometheus.CounterValue, t.throttled().Seconds())
+}
