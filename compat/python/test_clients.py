@@ -84,8 +84,10 @@ def poll_until(consumer, want, deadline_s=TIMEOUT):
 def read_partition_to_end(conf, topic, partition):
     """Assigns one partition from the beginning and reads it up to its end
     (partition EOF); returns [(offset, key, value)]."""
+    # librdkafka reports EOF after an empty fetch, i.e. after fetch.wait.max.ms.
     c = Consumer({**conf, "bootstrap.servers": BOOTSTRAP, "enable.partition.eof": True,
-                  "group.id": unique("unused"), "enable.auto.commit": False})
+                  "group.id": unique("unused"), "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 50})
     try:
         c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         out = []
