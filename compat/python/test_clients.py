@@ -243,6 +243,53 @@ def test_confluent_transactions_read_committed():
     assert read_partition_to_end({"isolation.level": "read_committed"}, topic, 0)[-1] == (9, None, b"open")
 
 
+def test_confluent_transactional_consume_transform_produce():
+    """Offsets committed through a transaction (TxnOffsetCommit) take effect
+    with its commit only: an aborted transaction's offsets and output vanish."""
+    src, dst = unique("py-ctp-src"), unique("py-ctp-dst")
+    create_topic(src, 1)
+    create_topic(dst, 1)
+    p = Producer({"bootstrap.servers": BOOTSTRAP, "enable.idempotence": True})
+    for i in range(6):
+        p.produce(src, partition=0, key=f"{i}".encode(), value=f"in-{i}".encode())
+    assert p.flush(TIMEOUT) == 0
+
+    group = unique("py-ctp-group")
+    c = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+    tp = Producer({"bootstrap.servers": BOOTSTRAP, "transactional.id": unique("py-ctp-txid")})
+    tp.init_transactions(TIMEOUT)
+    try:
+        c.subscribe([src])
+        msgs = poll_until(c, 6)
+        assert [m.offset() for m in msgs] == list(range(6))
+
+        def transform(batch, commit):
+            tp.begin_transaction()
+            for m in batch:
+                tp.produce(dst, partition=0, key=m.key(), value=b"out-" + m.value())
+            tp.send_offsets_to_transaction([TopicPartition(src, 0, batch[-1].offset() + 1)],
+                                           c.consumer_group_metadata(), TIMEOUT)
+            if commit:
+                tp.commit_transaction(TIMEOUT)
+            else:
+                tp.flush(TIMEOUT)
+                tp.abort_transaction(TIMEOUT)
+
+        transform(msgs[:3], True)   # out at 0..2, marker 3; group offset 3
+        transform(msgs[3:], False)  # out at 4..6, marker 7; offset 6 discarded
+        got = c.committed([TopicPartition(src, 0)], timeout=TIMEOUT)
+        assert [(t.partition, t.offset) for t in got] == [(0, 3)]
+        transform(msgs[3:5], True)  # out at 8..9, marker 10; group offset 5
+        got = c.committed([TopicPartition(src, 0)], timeout=TIMEOUT)
+        assert [(t.partition, t.offset) for t in got] == [(0, 5)]
+    finally:
+        c.close()
+    assert read_partition_to_end({"isolation.level": "read_committed"}, dst, 0) == [
+        (0, b"0", b"out-in-0"), (1, b"1", b"out-in-1"), (2, b"2", b"out-in-2"),
+        (8, b"3", b"out-in-3"), (9, b"4", b"out-in-4")]
+
+
 def test_confluent_admin_topics_and_configs():
     adm = admin()
     topic = unique("py-admin")
@@ -406,3 +453,56 @@ async def aiokafka_resume():
     for m in rest:
         key, value, headers = sent[(m.partition, m.offset)]
         assert (m.key, m.value, list(m.headers)) == (key, value, headers)
+
+
+def test_aiokafka_transactions_read_committed():
+    asyncio.run(asyncio.wait_for(aiokafka_transactions(), 60))
+
+
+async def aiokafka_transactions():
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition as TP
+
+    topic = unique("py-aio-txn")
+    create_topic(topic, 1)
+    prod = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, transactional_id=unique("py-aio-txid"))
+    await prod.start()
+    try:
+        async with prod.transaction():
+            for i in range(3):
+                await prod.send(topic, f"c{i}".encode(), partition=0)
+        # Offsets 0..2, marker 3.
+        await prod.begin_transaction()
+        for i in range(2):
+            await (await prod.send(topic, f"a{i}".encode(), partition=0))
+        await prod.abort_transaction()  # 4..5, marker 6
+        async with prod.transaction():
+            await prod.send(topic, b"c3", partition=0)  # 7, marker 8
+    finally:
+        await prod.stop()
+
+    async def read_all(isolation):
+        c = AIOKafkaConsumer(bootstrap_servers=BOOTSTRAP, isolation_level=isolation,
+                             enable_auto_commit=False)
+        await c.start()
+        try:
+            tp = TP(topic, 0)
+            c.assign([tp])
+            await c.seek_to_beginning(tp)
+            end = (await c.end_offsets([tp]))[tp]
+            got = []
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + TIMEOUT
+            while await c.position(tp) < end and loop.time() < deadline:
+                for msgs in (await c.getmany(timeout_ms=200)).values():
+                    got.extend((m.offset, m.value) for m in msgs)
+            return end, got
+        finally:
+            await c.stop()
+
+    end, got = await read_all("read_committed")
+    # end_offsets under read_committed is the last stable offset: 9 (no open transaction).
+    assert end == 9
+    assert got == [(0, b"c0"), (1, b"c1"), (2, b"c2"), (7, b"c3")]
+    end, got = await read_all("read_uncommitted")
+    assert end == 9
+    assert got == [(0, b"c0"), (1, b"c1"), (2, b"c2"), (4, b"a0"), (5, b"a1"), (7, b"c3")]
