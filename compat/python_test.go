@@ -35,7 +35,7 @@ func TestPythonClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-		"--durations=5", "-o", "console_output_style=classic", ".")
+		"--durations=5", "-o", "console_output_style=classic", "--rootdir=.", ".")
 	cmd.Dir = filepath.Join(moduleRoot, "compat", "python")
 	cmd.Env = append(os.Environ(),
 		"GREGOR_BOOTSTRAP="+b.bootstrap(),
@@ -109,6 +109,14 @@ func pythonVenv(t *testing.T) string {
 
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// Leftovers of runs killed while installing.
+	if old, _ := filepath.Glob(filepath.Join(root, "tmp-*")); len(old) > 0 {
+		for _, d := range old {
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+		}
 	}
 	tmp, err := os.MkdirTemp(root, "tmp-")
 	if err != nil {
