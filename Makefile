@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java crash jepsen fuzz bench lint clean
+.PHONY: conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -28,26 +28,31 @@ cluster: build
 	done; wait
 
 ## deps: the programs the tests run that Go does not build: kcat (compat
-## suite), chromium (console test) and maven (Java clients). Missing ones are installed with
-## apt-get, as root or through passwordless sudo; otherwise it stops and
-## says what to install. Nothing is done when all are on the PATH.
-DEPS := kcat:kcat chromium:chromium mvn:maven
+## suite), chromium (console test), maven (Java clients) and python3 with its
+## venv module (Python clients, TestPythonClients). Missing ones are installed
+## with apt-get, as root or through passwordless sudo; otherwise it stops and
+## says what to install. Nothing is done when all are there.
+DEPS := kcat:kcat chromium:chromium mvn:maven python3:python3
+PYVENV_OK := python3 -c 'import venv, ensurepip' >/dev/null 2>&1
 deps:
 	@missing=""; pkgs=""; \
 	for d in $(DEPS); do c=$${d%%:*}; p=$${d##*:}; \
 		command -v $$c >/dev/null 2>&1 || { missing="$$missing $$c"; pkgs="$$pkgs $$p"; }; done; \
-	[ -n "$$missing" ] || exit 0; \
+	{ command -v python3 >/dev/null 2>&1 && $(PYVENV_OK); } || pkgs="$$pkgs python3-venv"; \
+	[ -n "$$pkgs" ] || exit 0; \
 	if [ "$$(id -u)" = 0 ]; then sudo=""; \
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
-	else echo "make deps: missing:$$missing. Install them as root (apt-get install -y$$pkgs) and run make test again." >&2; exit 1; fi; \
-	command -v apt-get >/dev/null 2>&1 || { echo "make deps: missing:$$missing, and no apt-get to install them with; install them by hand." >&2; exit 1; }; \
+	else echo "make deps: missing:$$pkgs. Install them as root (apt-get install -y$$pkgs) and run make test again." >&2; exit 1; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "make deps: missing:$$pkgs, and no apt-get to install them with; install them by hand." >&2; exit 1; }; \
 	echo "make deps: installing$$pkgs with $${sudo:+sudo }apt-get"; \
 	$$sudo apt-get update -qq && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$pkgs >/dev/null || exit 1; \
-	for c in $$missing; do command -v $$c >/dev/null 2>&1 || { echo "make deps: $$c still not on the PATH after installing it" >&2; exit 1; }; done
+	for c in $$missing; do command -v $$c >/dev/null 2>&1 || { echo "make deps: $$c still not on the PATH after installing it" >&2; exit 1; }; done; \
+	$(PYVENV_OK) || { echo "make deps: python3 still lacks the venv/ensurepip modules after installing python3-venv" >&2; exit 1; }
 
-## test: vet, unit tests, and the compat suite (real clients incl. kcat);
-## installs kcat, chromium and maven first when missing (deps)
+## test: vet, unit tests, and the compat suite (real clients incl. kcat, the
+## Java and the Python clients); installs kcat, chromium, maven and python3
+## (with venv) first when missing (deps)
 test: deps
 	$(GO) vet ./...
 	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 20m ./...
@@ -66,6 +71,14 @@ compat: deps
 ## repository ~/.m2). GREGOR_BIN=path skips the go build.
 compat-java:
 	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect
+
+## compat-python: the Python client tests (compat/python: confluent-kafka
+## and aiokafka under pytest, pinned in compat/python/requirements.txt)
+## against a fresh gregor; TestPythonClients, also part of make test. The
+## first run makes a venv under `go env GOCACHE`/gregor-compat-python (about
+## 10 s with pip's wheel cache warm); later runs reuse it.
+compat-python: deps
+	$(GO) test $(TESTFLAGS) -count=1 -timeout 10m -run '^TestPythonClients$$' -v ./compat
 
 ## compat-cluster: the compat suite with every newBroker a three-node cluster
 ## (GREGOR_COMPAT_CLUSTER=1: RF 3, min.insync.replicas=2); tests about one

@@ -1,0 +1,148 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Timeouts of TestPythonClients: the first run downloads the pinned wheels
+// (a few MB; pip keeps them in its own cache), later runs reuse the venv.
+const (
+	pythonInstallTimeout = 5 * time.Minute
+	pythonTestTimeout    = 3 * time.Minute
+)
+
+// TestPythonClients runs compat/python (confluent-kafka, i.e. librdkafka
+// from Python, and aiokafka under pytest; versions pinned in
+// compat/python/requirements.txt) against a fresh broker. The packages are
+// installed into a venv under the Go build cache, keyed by the requirements
+// and the interpreter, so later runs install nothing. Without python3 (with
+// its venv module) it skips, except under CI (GREGOR_CI=1), where it fails.
+func TestPythonClients(t *testing.T) {
+	python := pythonVenv(t)
+	b := newBroker(t, noDelay)
+	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+		"--durations=5", "-o", "console_output_style=classic", "--rootdir=.", ".")
+	cmd.Dir = filepath.Join(moduleRoot, "compat", "python")
+	cmd.Env = append(os.Environ(),
+		"GREGOR_BOOTSTRAP="+b.bootstrap(),
+		"GREGOR_RF="+strconv.Itoa(int(replicationFactor())),
+		"PYTHONDONTWRITEBYTECODE=1",
+	)
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("pytest in compat/python: %v\n%s", time.Since(start).Round(100*time.Millisecond), out.String())
+	if err != nil {
+		t.Fatalf("pytest in compat/python: %v (ctx %v)", err, ctx.Err())
+	}
+}
+
+// pythonVenv returns the python of a venv holding compat/python's
+// requirements, creating it on first use in
+// $GOCACHE/gregor-compat-python/<hash>. The venv is built in a temporary
+// directory beside it and renamed into place once pip has succeeded, so a
+// venv found there is complete even when two test processes raced.
+func pythonVenv(t *testing.T) string {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if os.Getenv("GREGOR_CI") == "1" {
+			t.Fatalf("%s: CI must run the Python compat tests (make deps installs python3 and python3-venv)", msg)
+		}
+		t.Skipf("%s; install python3 and python3-venv (make deps) to run the Python compat tests", msg)
+	}
+	base, err := exec.LookPath("python3")
+	if err != nil {
+		missing("python3 not found on the PATH (%v)", err)
+	}
+	// The interpreter's identity: a venv is tied to the python it was made with.
+	ident, err := exec.Command(base, "-c", "import sys; print(sys.version); print(sys.base_prefix)").Output()
+	if err != nil {
+		missing("%s does not run: %v", base, err)
+	}
+	if err := exec.Command(base, "-c", "import venv, ensurepip").Run(); err != nil {
+		missing("%s lacks the venv or ensurepip module (%v)", base, err)
+	}
+	reqPath := filepath.Join(moduleRoot, "compat", "python", "requirements.txt")
+	req, err := os.ReadFile(reqPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(append([]byte(base+"\n"), ident...), req...))
+	gocache, err := exec.Command(goTool, "env", "GOCACHE").Output()
+	if err != nil || strings.TrimSpace(string(gocache)) == "" || strings.TrimSpace(string(gocache)) == "off" {
+		t.Fatalf("go env GOCACHE: %q, %v", gocache, err)
+	}
+	root := filepath.Join(strings.TrimSpace(string(gocache)), "gregor-compat-python")
+	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
+	python := filepath.Join(dir, "bin", "python")
+
+	if _, err := os.Stat(python); err == nil {
+		// Reuse it if its packages still import (the base interpreter
+		// may have changed underneath); else build it anew.
+		out, err := exec.Command(python, "-c", "import confluent_kafka, aiokafka, pytest").CombinedOutput()
+		if err == nil {
+			return python
+		}
+		t.Logf("venv %s is broken, rebuilding it: %v\n%s", dir, err, out)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Leftovers of runs killed while installing.
+	if old, _ := filepath.Glob(filepath.Join(root, "tmp-*")); len(old) > 0 {
+		for _, d := range old {
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp(root, "tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), pythonInstallTimeout)
+	defer cancel()
+	start := time.Now()
+	run := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.WaitDelay = 10 * time.Second
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v (ctx %v)\n%s", name, strings.Join(args, " "), err, ctx.Err(), out)
+		}
+	}
+	run(base, "-m", "venv", tmp)
+	run(filepath.Join(tmp, "bin", "python"), "-m", "pip", "install", "-q",
+		"--disable-pip-version-check", "--no-input", "-r", reqPath)
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another process renamed its venv into place first: use that one.
+		if _, serr := os.Stat(python); serr != nil {
+			t.Fatalf("moving the venv into place: %v", errors.Join(err, serr))
+		}
+	}
+	t.Logf("created venv %s from %s in %v", dir, reqPath, time.Since(start).Round(100*time.Millisecond))
+	return python
+}
