@@ -15,8 +15,18 @@ package broker
 // through the share coordinator, which Gregor does not have: the state is
 // not replicated, so a new leader of a partition starts the share group
 // again at share.auto.offset.reset. In a cluster the share-partition state
-// lives on the broker that served the ShareFetch (the leader); the offset
-// admin APIs (90-92) see only the state on the coordinator's own broker.
+// lives on the broker that served the ShareFetch (the leader); the group
+// coordinator reaches it with the inter-broker share state requests
+// (83_share_group_state.go) for the offset admin APIs (90-92) and group
+// deletion. The leader needs nothing else from the coordinator: ShareFetch
+// does not check membership, and a member that left or was fenced on the
+// coordinator keeps its acquired records on the leaders until their locks
+// expire (share.record.lock.duration.ms) or its share session closes; on a
+// single node they are released at once (onShareMemberLeave).
+//
+// Group configs are cluster metadata: in etcd (cluster.Node.UpdateGroupConfigs,
+// in every broker's snapshot) in a cluster, in __meta/group-configs.json on
+// a single node.
 
 import (
 	"context"
@@ -444,9 +454,21 @@ func (b *Broker) onShareMemberLeave(group, member string) {
 	b.shares.mu.Unlock()
 }
 
-// onShareGroupDeleted is the coordinator's OnShareGroupDeleted.
+// onShareGroupDeleted is the coordinator's OnShareGroupDeleted. In a
+// cluster the leaders hold the group's share-partition state: they are
+// asked to delete it in the background (the coordinator's lock is held
+// here).
 func (b *Broker) onShareGroupDeleted(group string) {
 	b.deleteShareStates(group, uuid{})
+	if b.cl != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(b.ctx, shareStateTimeout)
+			defer cancel()
+			if err := b.deleteShareStatesEverywhere(ctx, group, nil); err != nil {
+				b.log.Warn("deleting a deleted share group's state on the brokers", "group", group, "err", err)
+			}
+		}()
+	}
 	b.dropGroupConfigs(group)
 	b.shares.mu.Lock()
 	for k := range b.shares.sessions {
