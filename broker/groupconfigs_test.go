@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -88,39 +90,7 @@ func TestCluster_GroupConfigsInEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
 	}
-	ports := freeTCPPorts(t, 2)
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
-	brokers := make([]*Broker, 2)
-	addrs := make([]string, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: map[string]string{
-			"node.id":                   fmt.Sprint(i + 1),
-			"controller.quorum.voters":  voters,
-			"broker.session.timeout.ms": "3000",
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers[i] = b
-		t.Cleanup(func() { b.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addr, err := b.Listen()
-			if errs[i] = err; err == nil {
-				addrs[i] = addr.String()
-				go b.Serve()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	brokers, addrs := startTwoBrokerCluster(t)
 	c1, c2 := newClient(t, addrs[0]), newClient(t, addrs[1])
 	if code := alterGroupConfig(t, c1, "sg", "share.auto.offset.reset", kmsg.StringPtr("earliest")); code != 0 {
 		t.Fatalf("set: %d", code)
@@ -145,4 +115,152 @@ func TestCluster_GroupConfigsInEtcd(t *testing.T) {
 		return describeGroupConfig(t, c1, "sg", "share.auto.offset.reset") == "latest/DEFAULT_CONFIG" &&
 			describeGroupConfig(t, c1, "sg", "share.record.lock.duration.ms") == "20000/GROUP_CONFIG"
 	})
+}
+
+// In a two-broker cluster the share group's coordinator sets and reads the
+// SPSO on the partition leaders, whichever broker they are, and deleting
+// the group removes its state on both brokers and its configs from etcd.
+func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs := startTwoBrokerCluster(t)
+	ctx := testCtx(t)
+	cl := newClient(t, addrs[0], kgo.SeedBrokers(addrs...))
+	adm := kadm.NewClient(cl)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 10000
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "s", -1, -1
+	for p := range int32(2) {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = p, []int32{p + 1}
+		ctt.ReplicaAssignment = append(ctt.ReplicaAssignment, a)
+	}
+	ct.Topics = append(ct.Topics, ctt)
+	if cr, err := ct.RequestWith(ctx, cl); err != nil || cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %+v", err, cr)
+	}
+	td, err := adm.ListTopics(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := td["s"].ID
+	if code := alterGroupConfig(t, cl, "sg", "share.auto.offset.reset", kmsg.StringPtr("earliest")); code != 0 {
+		t.Fatalf("set config: %d", code)
+	}
+
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = "sg"
+	at := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+	at.Topic = "s"
+	for p, off := range []int64{3, 7} {
+		ap := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		ap.Partition, ap.StartOffset = int32(p), off
+		at.Partitions = append(at.Partitions, ap)
+	}
+	alter.Topics = append(alter.Topics, at)
+	// The group coordinator may still be loading its partition.
+	var ar *kmsg.AlterShareGroupOffsetsResponse
+	waitFor(t, 10*time.Second, "the group coordinator to load", func() bool {
+		ar, err = alter.RequestWith(ctx, cl)
+		return err != nil || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) == 0 ||
+			ar.Topics[0].Partitions[0].ErrorCode != kerr.CoordinatorLoadInProgress.Code
+	})
+	if err != nil || ar.ErrorCode != 0 || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) != 2 ||
+		ar.Topics[0].Partitions[0].ErrorCode != 0 || ar.Topics[0].Partitions[1].ErrorCode != 0 {
+		t.Fatalf("alter: %v %+v", err, ar)
+	}
+	// The state is on each partition's leader: partition 0 on broker 1,
+	// partition 1 on broker 2.
+	for i, want := range []int64{3, 7} {
+		sp := brokers[i].shareStates("sg")[tidp{uuid(id), int32(i)}]
+		if sp == nil || sp.StartOffset() != want {
+			t.Fatalf("broker %d's state of partition %d: %v", i+1, i, sp)
+		}
+	}
+
+	describe := func(all bool) string {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = "sg"
+		if !all {
+			rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			rt.Topic, rt.Partitions = "s", []int32{0, 1}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		req.Groups = append(req.Groups, rg)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("describe: %v %+v", err, resp)
+		}
+		var out string
+		for _, rt := range resp.Groups[0].Topics {
+			for _, rp := range rt.Partitions {
+				out += fmt.Sprintf("%s-%d@%d/%d ", rt.Topic, rp.Partition, rp.StartOffset, rp.ErrorCode)
+			}
+		}
+		return out
+	}
+	if got := describe(false); got != "s-0@3/0 s-1@7/0 " {
+		t.Fatalf("describe s: %s", got)
+	}
+	if got := describe(true); got != "s-0@3/0 s-1@7/0 " {
+		t.Fatalf("describe all: %s", got)
+	}
+
+	dr, err := adm.DeleteGroup(ctx, "sg")
+	if err != nil || dr.Err != nil {
+		t.Fatalf("delete group: %v %v", err, dr.Err)
+	}
+	waitFor(t, 10*time.Second, "the group's state and configs to go on both brokers", func() bool {
+		for _, b := range brokers {
+			if len(b.shareStates("sg")) != 0 || b.groupConfigsOf("sg") != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// startTwoBrokerCluster starts two brokers sharing an embedded etcd and
+// returns them and their addresses.
+func startTwoBrokerCluster(t *testing.T) ([]*Broker, []string) {
+	t.Helper()
+	ports := freeTCPPorts(t, 2)
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
+	brokers := make([]*Broker, 2)
+	addrs := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: map[string]string{
+			"node.id":                          fmt.Sprint(i + 1),
+			"controller.quorum.voters":         voters,
+			"broker.session.timeout.ms":        "3000",
+			"offsets.topic.replication.factor": "1",
+			"offsets.topic.num.partitions":     "2",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[i] = b
+		t.Cleanup(func() { b.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := b.Listen()
+			if errs[i] = err; err == nil {
+				addrs[i] = addr.String()
+				go b.Serve()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return brokers, addrs
 }

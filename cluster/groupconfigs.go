@@ -78,7 +78,7 @@ func (n *Node) UpdateGroupConfigs(ctx context.Context, group string, update func
 func (n *Node) DeleteGroupConfigs(ctx context.Context, group string, rev int64) error {
 	key := groupConfigsKey(group)
 	_, err := n.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "<=", rev)).
+		If(clientv3.Compare(clientv3.ModRevision(key), "<", rev+1)).
 		Then(clientv3.OpDelete(key)).Commit()
 	if err != nil {
 		return fmt.Errorf("cluster: delete group configs: %w", err)
