@@ -9,6 +9,7 @@ package broker
 // applied live, like AlterConfigs.
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -97,43 +98,47 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 	return resp, nil
 }
 
-// alterGroupConfigs applies SET and DELETE to a group's share configs (in
-// memory, shares.go).
+// alterGroupConfigs applies SET and DELETE to a group's share configs,
+// stored cluster-wide and durably (shares.go).
 func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
 	if rr.ResourceName == "" {
 		return kerr.InvalidGroupID, "Group id must not be empty."
 	}
-	cur := b.groupConfigs(rr.ResourceName)
-	if cur == nil {
-		cur = map[string]string{}
-	}
-	names := map[string]bool{}
-	for _, c := range rr.Configs {
-		if names[c.Name] {
-			return kerr.InvalidRequest, "Error due to duplicate config keys"
-		}
-		names[c.Name] = true
-		d := groupConfigDefByName(c.Name)
-		if d == nil {
-			return kerr.InvalidConfig, "Unknown group config name: " + c.Name
-		}
-		switch c.Op {
-		case kmsg.IncrementalAlterConfigOpSet:
-			if c.Value == nil {
-				return kerr.InvalidRequest, "Null value not supported for SET of " + c.Name
+	change := func(cur map[string]string) (map[string]string, *kerr.Error, string) {
+		names := map[string]bool{}
+		for _, c := range rr.Configs {
+			if names[c.Name] {
+				return nil, kerr.InvalidRequest, "Error due to duplicate config keys"
 			}
-			if err := validateGroupConfig(d, *c.Value); err != nil {
-				return kerr.InvalidConfig, err.Error()
+			names[c.Name] = true
+			d := groupConfigDefByName(c.Name)
+			if d == nil {
+				return nil, kerr.InvalidConfig, "Unknown group config name: " + c.Name
 			}
-			cur[c.Name] = *c.Value
-		case kmsg.IncrementalAlterConfigOpDelete:
-			delete(cur, c.Name)
-		default:
-			return kerr.InvalidConfig, "Config value append/subtract is not allowed for config key " + c.Name
+			switch c.Op {
+			case kmsg.IncrementalAlterConfigOpSet:
+				if c.Value == nil {
+					return nil, kerr.InvalidRequest, "Null value not supported for SET of " + c.Name
+				}
+				if err := validateGroupConfig(d, *c.Value); err != nil {
+					return nil, kerr.InvalidConfig, err.Error()
+				}
+				cur[c.Name] = *c.Value
+			case kmsg.IncrementalAlterConfigOpDelete:
+				delete(cur, c.Name)
+			default:
+				return nil, kerr.InvalidConfig, "Config value append/subtract is not allowed for config key " + c.Name
+			}
 		}
+		return cur, nil, ""
 	}
-	if !validateOnly {
-		b.setGroupConfigs(rr.ResourceName, cur)
+	if validateOnly {
+		cur := maps.Clone(b.groupConfigsOf(rr.ResourceName))
+		if cur == nil {
+			cur = map[string]string{}
+		}
+		_, e, msg := change(cur)
+		return e, msg
 	}
-	return nil, ""
+	return b.updateGroupConfigs(rr.ResourceName, change)
 }

@@ -5,15 +5,21 @@ package broker
 // DeleteShareGroupOffsets: v0
 //
 // The share-partition start offsets (SPSO) of a share group, from the
-// share-partition state on this broker (shares.go; in a cluster only the
-// partitions whose state is on the coordinator). Describe reports -1 for
-// partitions without state; null topics describe every partition with
-// state. Alter and Delete need the group to have no members
+// share-partition state (shares.go): on a single node this broker's, in a
+// cluster the partition leaders', which this coordinator reads, sets and
+// removes with the inter-broker share state requests
+// (83_share_group_state.go). Describe reports -1 for partitions without
+// state; null topics describe every partition with state. Lag needs the
+// high watermark: in a cluster it is -1 for partitions without a replica
+// on the coordinator (a follower's high watermark may be a little behind
+// the leader's). Alter and Delete need the group to have no members
 // (NON_EMPTY_GROUP); Alter creates an unknown group, as a share group, and
 // the partitions' state at the given offsets. A classic or consumer group
 // id is GROUP_ID_NOT_FOUND. Lag is the high watermark minus the SPSO.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -36,32 +42,66 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		states := b.shareStates(rg.GroupID)
+		// The SPSO of the partitions asked for (of all with state for null
+		// topics): this broker's state on a single node, the leaders' in a
+		// cluster (83_share_group_state.go).
+		var ask []tidp
+		if rg.Topics == nil {
+			if b.cl == nil {
+				for k := range b.shareStates(rg.GroupID) {
+					ask = append(ask, k)
+				}
+			} else {
+				for _, t := range b.topicList() {
+					if isInternalTopic(t.name) {
+						continue
+					}
+					for i := range b.partitionsOf(t) {
+						ask = append(ask, tidp{t.id, int32(i)})
+					}
+				}
+			}
+		} else {
+			for _, rt := range rg.Topics {
+				if t := b.lookupTopic(rt.Topic); t != nil {
+					for _, pi := range rt.Partitions {
+						ask = append(ask, tidp{t.id, pi})
+					}
+				}
+			}
+		}
+		found := b.shareStartOffsetsOf(rg.GroupID, ask)
 		describe := func(t *topic, partition int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
 			p := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = partition, -1, -1, -1
-			sp := states[tidp{t.id, partition}]
+			res, ok := found[tidp{t.id, partition}]
 			part := partitionAt(b.partitionsOf(t), partition)
-			if sp == nil || part == nil {
+			if !ok || part == nil {
 				return p
 			}
-			p.StartOffset = sp.StartOffset()
-			p.LeaderEpoch = part.epoch.Load()
-			if part.log != nil {
+			if res.code != 0 {
+				p.ErrorCode = res.code
+				return p
+			}
+			p.StartOffset, p.LeaderEpoch = res.startOffset, res.leaderEpoch
+			if p.StartOffset >= 0 && part.log != nil {
 				p.Lag = max(part.log.HighWatermark()-p.StartOffset, 0)
 			}
 			return p
 		}
 		if rg.Topics == nil {
 			byTopic := map[uuid][]int32{}
-			for k := range states {
-				byTopic[k.topic] = append(byTopic[k.topic], k.partition)
+			for k, res := range found {
+				if res.code == 0 && res.startOffset >= 0 {
+					byTopic[k.topic] = append(byTopic[k.topic], k.partition)
+				}
 			}
 			for id, ps := range byTopic {
 				t := b.lookupTopicID(id)
 				if t == nil {
 					continue
 				}
+				slices.Sort(ps)
 				gt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
 				gt.Topic, gt.TopicID = t.name, t.id
 				for _, p := range ps {
@@ -99,6 +139,7 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
+	offsets := map[tidp]int64{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -118,12 +159,26 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.StartOffset < 0:
 				sp.ErrorCode = kerr.InvalidRequest.Code
-			default:
+			case b.cl == nil:
 				b.setShareStart(req.GroupID, t.id, rp.Partition, rp.StartOffset)
+			default:
+				offsets[tidp{t.id, rp.Partition}] = rp.StartOffset
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if len(offsets) > 0 {
+		// In a cluster the leaders hold the state (83_share_group_state.go).
+		res := b.setShareStartOffsets(req.GroupID, offsets)
+		for i := range resp.Topics {
+			st := &resp.Topics[i]
+			for j := range st.Partitions {
+				if r, ok := res[tidp{uuid(st.TopicID), st.Partitions[j].Partition}]; ok && st.Partitions[j].ErrorCode == 0 {
+					st.Partitions[j].ErrorCode = r.code
+				}
+			}
+		}
 	}
 	return resp, nil
 }
@@ -142,7 +197,12 @@ func (b *Broker) handleDeleteShareGroupOffsets(r *request) (kmsg.Response, error
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		} else {
 			st.TopicID = t.id
-			b.deleteShareStates(req.GroupID, t.id)
+			if b.cl == nil {
+				b.deleteShareStates(req.GroupID, t.id)
+			} else if err := b.deleteShareStatesEverywhere(r.ctx, req.GroupID, []uuid{t.id}); err != nil {
+				b.log.Warn("deleting share-partition state on the brokers", "group", req.GroupID, "topic", t.name, "err", err)
+				st.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			}
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

@@ -121,6 +121,13 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	b.shares.init()
+	b.shares.cfgPath = filepath.Join(cfg.DataDir, metaDirName, groupConfigsFileName)
+	if !cfg.clusterConfigured() {
+		if err := b.loadGroupConfigs(); err != nil {
+			b.closeLogs()
+			return nil, err
+		}
+	}
 	if b.groups, err = b.openGroups(); err != nil {
 		b.closeLogs()
 		return nil, err

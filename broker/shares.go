@@ -15,12 +15,26 @@ package broker
 // through the share coordinator, which Gregor does not have: the state is
 // not replicated, so a new leader of a partition starts the share group
 // again at share.auto.offset.reset. In a cluster the share-partition state
-// lives on the broker that served the ShareFetch (the leader); the offset
-// admin APIs (90-92) see only the state on the coordinator's own broker.
+// lives on the broker that served the ShareFetch (the leader); the group
+// coordinator reaches it with the inter-broker share state requests
+// (83_share_group_state.go) for the offset admin APIs (90-92) and group
+// deletion. The leader needs nothing else from the coordinator: ShareFetch
+// does not check membership, and a member that left or was fenced on the
+// coordinator keeps its acquired records on the leaders until their locks
+// expire (share.record.lock.duration.ms) or its share session closes; on a
+// single node they are released at once (onShareMemberLeave).
+//
+// Group configs are cluster metadata: in etcd (cluster.Node.UpdateGroupConfigs,
+// in every broker's snapshot) in a cluster, in __meta/group-configs.json on
+// a single node.
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +42,8 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 type shareKey struct {
@@ -64,7 +80,12 @@ type shareState struct {
 	mu       sync.Mutex
 	parts    map[shareKey]*coordinator.SharePartition
 	sessions map[shareSessionKey]*shareSession
-	groupCfg map[string]map[string]string // group configs set with IncrementalAlterConfigs
+	// groupCfg are a single node's group configs (a cluster's are in its
+	// metadata), loaded from and written whole to cfgPath; the maps are
+	// replaced, never modified. cfgMu serialises their changes.
+	groupCfg map[string]map[string]string
+	cfgPath  string
+	cfgMu    sync.Mutex
 }
 
 func (s *shareState) init() {
@@ -128,10 +149,7 @@ func validateGroupConfig(d *groupConfigDef, v string) error {
 // groupConfigValue returns a group config's value and whether the group
 // sets it.
 func (b *Broker) groupConfigValue(group, name string) (string, bool) {
-	b.shares.mu.Lock()
-	v, ok := b.shares.groupCfg[group][name]
-	b.shares.mu.Unlock()
-	if ok {
+	if v, ok := b.groupConfigsOf(group)[name]; ok {
 		return v, true
 	}
 	d := groupConfigDefByName(name)
@@ -150,21 +168,157 @@ func (b *Broker) groupConfigInt(group, name string) int64 {
 	return n
 }
 
-// groupConfigs returns a copy of a group's configs.
-func (b *Broker) groupConfigs(group string) map[string]string {
+// groupConfigsOf returns a group's configs, which the caller must not
+// modify: in a cluster those of the newest metadata snapshot (etcd), on a
+// single node those of __meta/group-configs.json.
+func (b *Broker) groupConfigsOf(group string) map[string]string {
+	if b.cl != nil && b.cl.node != nil {
+		if md := b.cl.node.Metadata(); md != nil {
+			return md.GroupConfigs[group]
+		}
+		return nil
+	}
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
-	return maps.Clone(b.shares.groupCfg[group])
+	return b.shares.groupCfg[group]
 }
 
-func (b *Broker) setGroupConfigs(group string, cfg map[string]string) {
-	b.shares.mu.Lock()
-	defer b.shares.mu.Unlock()
+// loadGroupConfigs reads a single node's group configs.
+func (b *Broker) loadGroupConfigs() error {
+	s := &b.shares
+	data, err := os.ReadFile(s.cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var f groupConfigsFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("%s: %w", s.cfgPath, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for g, cfg := range f.Groups {
+		if len(cfg) > 0 {
+			s.groupCfg[g] = cfg
+		}
+	}
+	return nil
+}
+
+// groupConfigsFileName is the single node's group config store under
+// __meta.
+const groupConfigsFileName = "group-configs.json"
+
+type groupConfigsFile struct {
+	Groups map[string]map[string]string `json:"groups"`
+}
+
+// updateGroupConfigs replaces a group's configs by what change makes of
+// the current ones (a copy the change may modify; nil or empty removes
+// them), in the store in use: etcd in a cluster (compare-and-set, so a
+// concurrent change through another broker is not lost; the change is
+// visible here when this returns), __meta/group-configs.json on a single
+// node.
+func (b *Broker) updateGroupConfigs(group string, change func(cur map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
+	if b.cl != nil && b.cl.node != nil {
+		var rejected *kerr.Error
+		var rejectMsg string
+		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+		defer cancel()
+		rev, err := b.cl.node.UpdateGroupConfigs(ctx, group, func(cur map[string]string) (map[string]string, error) {
+			next, e, msg := change(cur)
+			if e != nil {
+				rejected, rejectMsg = e, msg
+				return nil, errConfigRejected
+			}
+			return next, nil
+		})
+		if rejected != nil {
+			return rejected, rejectMsg
+		}
+		if err == nil && rev > 0 {
+			_, err = b.cl.node.WaitForRevision(ctx, rev)
+		}
+		if err != nil {
+			b.log.Error("alter group configs", "group", group, "err", err)
+			return kerr.KafkaStorageError, err.Error()
+		}
+		return nil, ""
+	}
+	s := &b.shares
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	s.mu.Lock()
+	cur := maps.Clone(s.groupCfg[group])
+	s.mu.Unlock()
+	if cur == nil {
+		cur = map[string]string{}
+	}
+	next, e, msg := change(cur)
+	if e != nil {
+		return e, msg
+	}
+	if err := b.storeGroupConfigs(group, next); err != nil {
+		b.log.Error("alter group configs", "group", group, "err", err)
+		return kerr.KafkaStorageError, err.Error()
+	}
+	return nil, ""
+}
+
+// storeGroupConfigs sets a group's configs on a single node and rewrites
+// the file. Lock shares.cfgMu should be held.
+func (b *Broker) storeGroupConfigs(group string, cfg map[string]string) error {
+	s := &b.shares
+	s.mu.Lock()
+	all := maps.Clone(s.groupCfg)
+	s.mu.Unlock()
 	if len(cfg) == 0 {
-		delete(b.shares.groupCfg, group)
+		if _, ok := all[group]; !ok {
+			return nil
+		}
+		delete(all, group)
+	} else {
+		all[group] = cfg
+	}
+	data, err := json.MarshalIndent(groupConfigsFile{Groups: all}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := storage.WriteFileAtomic(s.cfgPath, data); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.groupCfg = all
+	s.mu.Unlock()
+	return nil
+}
+
+// dropGroupConfigs removes a deleted group's configs. It runs under the
+// group coordinator's lock: in a cluster the etcd write is made in the
+// background, and only removes configs no newer than the metadata seen
+// now.
+func (b *Broker) dropGroupConfigs(group string) {
+	if b.cl != nil && b.cl.node != nil {
+		md := b.cl.node.Metadata()
+		if md == nil || md.GroupConfigs[group] == nil {
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+			defer cancel()
+			if err := b.cl.node.DeleteGroupConfigs(ctx, group, md.Revision); err != nil {
+				b.log.Warn("deleting a deleted group's configs", "group", group, "err", err)
+			}
+		}()
 		return
 	}
-	b.shares.groupCfg[group] = cfg
+	b.shares.cfgMu.Lock()
+	defer b.shares.cfgMu.Unlock()
+	if err := b.storeGroupConfigs(group, nil); err != nil {
+		b.log.Warn("deleting a deleted group's configs", "group", group, "err", err)
+	}
 }
 
 // shareTimeouts gives the coordinator a group's session timeout and
@@ -300,11 +454,23 @@ func (b *Broker) onShareMemberLeave(group, member string) {
 	b.shares.mu.Unlock()
 }
 
-// onShareGroupDeleted is the coordinator's OnShareGroupDeleted.
+// onShareGroupDeleted is the coordinator's OnShareGroupDeleted. In a
+// cluster the leaders hold the group's share-partition state: they are
+// asked to delete it in the background (the coordinator's lock is held
+// here).
 func (b *Broker) onShareGroupDeleted(group string) {
 	b.deleteShareStates(group, uuid{})
+	if b.cl != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(b.ctx, shareStateTimeout)
+			defer cancel()
+			if err := b.deleteShareStatesEverywhere(ctx, group, nil); err != nil {
+				b.log.Warn("deleting a deleted share group's state on the brokers", "group", group, "err", err)
+			}
+		}()
+	}
+	b.dropGroupConfigs(group)
 	b.shares.mu.Lock()
-	delete(b.shares.groupCfg, group)
 	for k := range b.shares.sessions {
 		if k.group == group {
 			delete(b.shares.sessions, k)

@@ -23,6 +23,9 @@
 //	/gregor/partitions/<topic>/<p>    {"replicas","isr","leader","leaderEpoch","partitionEpoch",
 //	                                  "addingReplicas","removingReplicas","leaderBrokerEpoch"}
 //	/gregor/producer-ids              the first producer id of the next block (decimal text)
+//	/gregor/acls/<id>                 one ACL binding (the broker's JSON, opaque here)
+//	/gregor/quotas/<entity>           one client quota entity (the broker's JSON, opaque here)
+//	/gregor/group-configs/<group>     a group's dynamic configs, {"name": "value", ...}
 //
 // As in KRaft's PartitionRecord, a partition's replica assignment lives
 // with its leadership, in one key, so one compare on that key's mod

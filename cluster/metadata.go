@@ -92,6 +92,9 @@ type Metadata struct {
 	// Quotas are the stored client quotas by entity id (quotas.go),
 	// opaque here.
 	Quotas map[string][]byte
+	// GroupConfigs are the dynamic group configs by group id
+	// (groupconfigs.go).
+	GroupConfigs map[string]map[string]string
 }
 
 // BrokerIDs returns the ids of the live brokers, sorted.
@@ -244,6 +247,14 @@ func (s *state) snapshot(rev int64) *Metadata {
 				m.Quotas = map[string][]byte{}
 			}
 			m.Quotas[k[len(keyQuotas):]] = kv.Value
+		case strings.HasPrefix(k, keyGroupConfigs):
+			var cfg map[string]string
+			if json.Unmarshal(kv.Value, &cfg) == nil && len(cfg) > 0 {
+				if m.GroupConfigs == nil {
+					m.GroupConfigs = map[string]map[string]string{}
+				}
+				m.GroupConfigs[k[len(keyGroupConfigs):]] = cfg
+			}
 		case strings.HasPrefix(k, keyTopics):
 			name := k[len(keyTopics):]
 			if t, err := parseTopic(name, kv); err == nil {

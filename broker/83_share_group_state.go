@@ -1,0 +1,324 @@
+package broker
+
+// InitializeShareGroupState: v0, DeleteShareGroupState: v0,
+// ReadShareGroupStateSummary: v0-1 (inter-broker, KIP-932)
+//
+// In Kafka the share coordinator keeps every share partition's state in
+// __share_group_state and the group coordinator and partition leaders ask
+// it with these requests. Gregor keeps the state on the partition leader
+// (shares.go), so in a cluster the group coordinator sends them to the
+// leaders: the offset admin APIs (90_share_group_offsets.go) read, set and
+// remove the share-partition start offset (SPSO) where ShareFetch uses it,
+// and a deleted share group's state is removed on every broker. Initialize
+// and Read answer NOT_LEADER_OR_FOLLOWER for a partition this broker does
+// not lead; Read reports StartOffset -1 for a partition without state.
+// Delete removes this broker's state of each topic named, led here or not
+// (a former leader's state is stale). They need CLUSTER_ACTION on the
+// cluster when ACLs are enabled.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(kmsg.InitializeShareGroupState, 0, 0, (*Broker).handleInitializeShareGroupState)
+	register(kmsg.DeleteShareGroupState, 0, 0, (*Broker).handleDeleteShareGroupState)
+	register(kmsg.ReadShareGroupStateSummary, 0, 1, (*Broker).handleReadShareGroupStateSummary)
+	for _, k := range []kmsg.Key{kmsg.InitializeShareGroupState, kmsg.DeleteShareGroupState, kmsg.ReadShareGroupStateSummary} {
+		aclChecks[k] = checkCluster(opClusterAction)
+	}
+}
+
+func (b *Broker) handleInitializeShareGroupState(r *request) (kmsg.Response, error) {
+	return b.initializeShareGroupState(r.msg.(*kmsg.InitializeShareGroupStateRequest)), nil
+}
+
+func (b *Broker) initializeShareGroupState(req *kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse {
+	resp := req.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewInitializeShareGroupStateResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
+			sp.Partition = rp.Partition
+			_, code := b.shareTarget(rt.TopicID, rp.Partition)
+			switch {
+			case req.GroupID == "":
+				code = kerr.InvalidGroupID.Code
+			case code == 0 && rp.StartOffset < 0:
+				code = kerr.InvalidRequest.Code
+			case code == 0:
+				b.setShareStart(req.GroupID, uuid(rt.TopicID), rp.Partition, rp.StartOffset)
+			}
+			sp.ErrorCode = code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (b *Broker) handleDeleteShareGroupState(r *request) (kmsg.Response, error) {
+	return b.deleteShareGroupState(r.msg.(*kmsg.DeleteShareGroupStateRequest)), nil
+}
+
+func (b *Broker) deleteShareGroupState(req *kmsg.DeleteShareGroupStateRequest) *kmsg.DeleteShareGroupStateResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
+	for _, rt := range req.Topics {
+		if req.GroupID != "" && rt.TopicID != ([16]byte{}) {
+			b.deleteShareStates(req.GroupID, uuid(rt.TopicID))
+		}
+		st := kmsg.NewDeleteShareGroupStateResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if req.GroupID == "" {
+				sp.ErrorCode = kerr.InvalidGroupID.Code
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (b *Broker) handleReadShareGroupStateSummary(r *request) (kmsg.Response, error) {
+	return b.readShareGroupStateSummary(r.msg.(*kmsg.ReadShareGroupStateSummaryRequest)), nil
+}
+
+func (b *Broker) readShareGroupStateSummary(req *kmsg.ReadShareGroupStateSummaryRequest) *kmsg.ReadShareGroupStateSummaryResponse {
+	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewReadShareGroupStateSummaryResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
+			sp.Partition, sp.StartOffset, sp.LeaderEpoch, sp.StateEpoch = rp.Partition, -1, -1, 0
+			p, code := b.shareTarget(rt.TopicID, rp.Partition)
+			if code == 0 {
+				if s := b.sharePartition(req.GroupID, p, false); s != nil {
+					sp.StartOffset, sp.LeaderEpoch = s.StartOffset(), p.epoch.Load()
+				}
+			}
+			sp.ErrorCode = code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// shareLeaders groups partitions by their leader in the metadata; those
+// without a leader are under -1.
+func (b *Broker) shareLeaders(parts []tidp) map[int32][]tidp {
+	out := map[int32][]tidp{}
+	for _, tp := range parts {
+		leader := int32(-1)
+		if t := b.lookupTopicID(tp.topic); t != nil {
+			if p := partitionAt(b.partitionsOf(t), tp.partition); p != nil {
+				if mp := p.meta.Load(); mp != nil {
+					leader = mp.Leader
+				}
+			}
+		}
+		out[leader] = append(out[leader], tp)
+	}
+	return out
+}
+
+// shareStateRequest sends req to broker id, or answers it here when id is
+// this broker.
+func (b *Broker) shareStateRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	if id == b.nodeID {
+		switch req := req.(type) {
+		case *kmsg.InitializeShareGroupStateRequest:
+			return b.initializeShareGroupState(req), nil
+		case *kmsg.DeleteShareGroupStateRequest:
+			return b.deleteShareGroupState(req), nil
+		case *kmsg.ReadShareGroupStateSummaryRequest:
+			return b.readShareGroupStateSummary(req), nil
+		}
+		return nil, fmt.Errorf("unexpected share state request %T", req)
+	}
+	if id < 0 {
+		return nil, errors.New("no leader")
+	}
+	return b.peerRequest(ctx, id, req)
+}
+
+// shareStateResult is one partition's answer from its leader.
+type shareStateResult struct {
+	code        int16
+	startOffset int64
+	leaderEpoch int32
+}
+
+// forEachLeader runs send for every leader's partitions concurrently and
+// gathers the results by partition; a leader that cannot be asked answers
+// its partitions with failCode.
+func (b *Broker) forEachLeader(parts []tidp, failCode int16, send func(ctx context.Context, leader int32, parts []tidp) (map[tidp]shareStateResult, error)) map[tidp]shareStateResult {
+	ctx, cancel := context.WithTimeout(b.ctx, shareStateTimeout)
+	defer cancel()
+	out := map[tidp]shareStateResult{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for leader, ps := range b.shareLeaders(parts) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := send(ctx, leader, ps)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				b.log.Info("share-partition state request to the leader failed", "leader", leader, "err", err)
+			}
+			for _, tp := range ps {
+				r, ok := res[tp]
+				if !ok {
+					code := failCode
+					if leader < 0 {
+						code = kerr.LeaderNotAvailable.Code
+					}
+					r = shareStateResult{code: code, startOffset: -1, leaderEpoch: -1}
+				}
+				out[tp] = r
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// shareStartOffsetsOf returns group's SPSO of parts: this broker's on a
+// single node, the leaders' in a cluster.
+func (b *Broker) shareStartOffsetsOf(group string, parts []tidp) map[tidp]shareStateResult {
+	if b.cl != nil {
+		return b.shareStartOffsets(group, parts)
+	}
+	states := b.shareStates(group)
+	out := make(map[tidp]shareStateResult, len(parts))
+	for _, tp := range parts {
+		r := shareStateResult{startOffset: -1, leaderEpoch: -1}
+		if sp := states[tp]; sp != nil {
+			r.startOffset = sp.StartOffset()
+			if t := b.lookupTopicID(tp.topic); t != nil {
+				if p := partitionAt(b.partitionsOf(t), tp.partition); p != nil {
+					r.leaderEpoch = p.epoch.Load()
+				}
+			}
+		}
+		out[tp] = r
+	}
+	return out
+}
+
+// shareStartOffsets asks the leaders for group's SPSO of parts.
+func (b *Broker) shareStartOffsets(group string, parts []tidp) map[tidp]shareStateResult {
+	return b.forEachLeader(parts, kerr.CoordinatorNotAvailable.Code, func(ctx context.Context, leader int32, ps []tidp) (map[tidp]shareStateResult, error) {
+		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+		req.GroupID = group
+		byTopic := map[uuid]int{}
+		for _, tp := range ps {
+			i, ok := byTopic[tp.topic]
+			if !ok {
+				i = len(req.Topics)
+				byTopic[tp.topic] = i
+				rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+				rt.TopicID = tp.topic
+				req.Topics = append(req.Topics, rt)
+			}
+			rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+			rp.Partition, rp.LeaderEpoch = tp.partition, -1
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		}
+		kresp, err := b.shareStateRequest(ctx, leader, req)
+		if err != nil {
+			return nil, err
+		}
+		out := map[tidp]shareStateResult{}
+		for _, rt := range kresp.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
+			for _, rp := range rt.Partitions {
+				out[tidp{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode, startOffset: rp.StartOffset, leaderEpoch: rp.LeaderEpoch}
+			}
+		}
+		return out, nil
+	})
+}
+
+// setShareStartOffsets asks the leaders to set group's SPSO of parts.
+func (b *Broker) setShareStartOffsets(group string, offsets map[tidp]int64) map[tidp]shareStateResult {
+	parts := make([]tidp, 0, len(offsets))
+	for tp := range offsets {
+		parts = append(parts, tp)
+	}
+	return b.forEachLeader(parts, kerr.CoordinatorNotAvailable.Code, func(ctx context.Context, leader int32, ps []tidp) (map[tidp]shareStateResult, error) {
+		req := kmsg.NewPtrInitializeShareGroupStateRequest()
+		req.GroupID = group
+		byTopic := map[uuid]int{}
+		for _, tp := range ps {
+			i, ok := byTopic[tp.topic]
+			if !ok {
+				i = len(req.Topics)
+				byTopic[tp.topic] = i
+				rt := kmsg.NewInitializeShareGroupStateRequestTopic()
+				rt.TopicID = tp.topic
+				req.Topics = append(req.Topics, rt)
+			}
+			rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+			rp.Partition, rp.StartOffset = tp.partition, offsets[tp]
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		}
+		kresp, err := b.shareStateRequest(ctx, leader, req)
+		if err != nil {
+			return nil, err
+		}
+		out := map[tidp]shareStateResult{}
+		for _, rt := range kresp.(*kmsg.InitializeShareGroupStateResponse).Topics {
+			for _, rp := range rt.Partitions {
+				out[tidp{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode}
+			}
+		}
+		return out, nil
+	})
+}
+
+// deleteShareStatesEverywhere removes group's share-partition state of the
+// topics (all when nil) on every live broker, this one included. It
+// returns the first failure.
+func (b *Broker) deleteShareStatesEverywhere(ctx context.Context, group string, topics []uuid) error {
+	if topics == nil {
+		b.mu.RLock()
+		for id := range b.topicsByID {
+			topics = append(topics, id)
+		}
+		b.mu.RUnlock()
+	}
+	req := kmsg.NewPtrDeleteShareGroupStateRequest()
+	req.GroupID = group
+	for _, id := range topics {
+		rt := kmsg.NewDeleteShareGroupStateRequestTopic()
+		rt.TopicID = id
+		req.Topics = append(req.Topics, rt)
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, id := range b.cl.node.Metadata().BrokerIDs() {
+		if _, err := b.shareStateRequest(ctx, id, req); err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// shareStateTimeout bounds the coordinator's requests to the leaders.
+const shareStateTimeout = 10 * time.Second

@@ -1,0 +1,266 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// alterGroupConfig sets (value non-nil) or deletes one config of a group
+// and returns the resource's error code.
+func alterGroupConfig(t *testing.T, cl *kgo.Client, group, name string, value *string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = name, value
+	if value == nil {
+		c.Op = kmsg.IncrementalAlterConfigOpDelete
+	}
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Resources[0].ErrorCode
+}
+
+// describeGroupConfig returns a group config's value and source as one
+// broker describes it, "value/source".
+func describeGroupConfig(t *testing.T, cl *kgo.Client, group, name string) string {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, group, []string{name}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 || len(resp.Resources[0].Configs) != 1 {
+		t.Fatalf("describe %s of %s: %+v", name, group, resp.Resources)
+	}
+	c := resp.Resources[0].Configs[0]
+	return fmt.Sprintf("%s/%s", *c.Value, c.Source)
+}
+
+// A group config set on a single node is in __meta/group-configs.json and
+// survives a restart; a deletion does too.
+func TestGroupConfigs_SurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	b, addr := startBroker(t, dir, nil)
+	cl := newClient(t, addr)
+	if code := alterGroupConfig(t, cl, "sg/1", "share.auto.offset.reset", kmsg.StringPtr("earliest")); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	if code := alterGroupConfig(t, cl, "sg2", "share.record.lock.duration.ms", kmsg.StringPtr("15000")); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	if code := alterGroupConfig(t, cl, "sg2", "share.record.lock.duration.ms", nil); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	_, addr = startBroker(t, dir, nil)
+	cl = newClient(t, addr)
+	if got := describeGroupConfig(t, cl, "sg/1", "share.auto.offset.reset"); got != "earliest/GROUP_CONFIG" {
+		t.Errorf("sg/1 after restart: %s", got)
+	}
+	if got := describeGroupConfig(t, cl, "sg2", "share.record.lock.duration.ms"); got != "30000/DEFAULT_CONFIG" {
+		t.Errorf("sg2 after restart: %s", got)
+	}
+}
+
+// In a two-broker cluster a group config set through one broker is in
+// etcd: the other describes it and uses it for its share partitions, and
+// a deletion through the other reaches the first.
+func TestCluster_GroupConfigsInEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs := startTwoBrokerCluster(t)
+	c1, c2 := newClient(t, addrs[0]), newClient(t, addrs[1])
+	if code := alterGroupConfig(t, c1, "sg", "share.auto.offset.reset", kmsg.StringPtr("earliest")); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	if code := alterGroupConfig(t, c1, "sg", "share.record.lock.duration.ms", kmsg.StringPtr("20000")); code != 0 {
+		t.Fatalf("set: %d", code)
+	}
+	if got := describeGroupConfig(t, c1, "sg", "share.auto.offset.reset"); got != "earliest/GROUP_CONFIG" {
+		t.Fatalf("broker 1 right after its alter: %s", got)
+	}
+	waitFor(t, 10*time.Second, "broker 2 to see the group configs", func() bool {
+		return describeGroupConfig(t, c2, "sg", "share.auto.offset.reset") == "earliest/GROUP_CONFIG" &&
+			describeGroupConfig(t, c2, "sg", "share.record.lock.duration.ms") == "20000/GROUP_CONFIG"
+	})
+	if d := brokers[1].sharePartitionConfig("sg").LockDuration; d != 20*time.Second {
+		t.Fatalf("broker 2's share-partition lock duration: %v", d)
+	}
+	if code := alterGroupConfig(t, c2, "sg", "share.auto.offset.reset", nil); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	waitFor(t, 10*time.Second, "broker 1 to see the deletion", func() bool {
+		return describeGroupConfig(t, c1, "sg", "share.auto.offset.reset") == "latest/DEFAULT_CONFIG" &&
+			describeGroupConfig(t, c1, "sg", "share.record.lock.duration.ms") == "20000/GROUP_CONFIG"
+	})
+}
+
+// In a two-broker cluster the share group's coordinator sets and reads the
+// SPSO on the partition leaders, whichever broker they are, and deleting
+// the group removes its state on both brokers and its configs from etcd.
+func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs := startTwoBrokerCluster(t)
+	ctx := testCtx(t)
+	cl := newClient(t, addrs[0], kgo.SeedBrokers(addrs...))
+	adm := kadm.NewClient(cl)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 10000
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "s", -1, -1
+	for p := range int32(2) {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = p, []int32{p + 1}
+		ctt.ReplicaAssignment = append(ctt.ReplicaAssignment, a)
+	}
+	ct.Topics = append(ct.Topics, ctt)
+	if cr, err := ct.RequestWith(ctx, cl); err != nil || cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create topic: %v %+v", err, cr)
+	}
+	td, err := adm.ListTopics(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := td["s"].ID
+	if code := alterGroupConfig(t, cl, "sg", "share.auto.offset.reset", kmsg.StringPtr("earliest")); code != 0 {
+		t.Fatalf("set config: %d", code)
+	}
+
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = "sg"
+	at := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+	at.Topic = "s"
+	for p, off := range []int64{3, 7} {
+		ap := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		ap.Partition, ap.StartOffset = int32(p), off
+		at.Partitions = append(at.Partitions, ap)
+	}
+	alter.Topics = append(alter.Topics, at)
+	// The group coordinator may still be loading its partition.
+	var ar *kmsg.AlterShareGroupOffsetsResponse
+	waitFor(t, 10*time.Second, "the group coordinator to load", func() bool {
+		ar, err = alter.RequestWith(ctx, cl)
+		return err != nil || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) == 0 ||
+			ar.Topics[0].Partitions[0].ErrorCode != kerr.CoordinatorLoadInProgress.Code
+	})
+	if err != nil || ar.ErrorCode != 0 || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) != 2 ||
+		ar.Topics[0].Partitions[0].ErrorCode != 0 || ar.Topics[0].Partitions[1].ErrorCode != 0 {
+		t.Fatalf("alter: %v %+v", err, ar)
+	}
+	// The state is on each partition's leader: partition 0 on broker 1,
+	// partition 1 on broker 2.
+	for i, want := range []int64{3, 7} {
+		sp := brokers[i].shareStates("sg")[tidp{uuid(id), int32(i)}]
+		if sp == nil || sp.StartOffset() != want {
+			t.Fatalf("broker %d's state of partition %d: %v", i+1, i, sp)
+		}
+	}
+
+	describe := func(all bool) string {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = "sg"
+		if !all {
+			rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			rt.Topic, rt.Partitions = "s", []int32{0, 1}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		req.Groups = append(req.Groups, rg)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Groups) != 1 {
+			t.Fatalf("describe: %v %+v", err, resp)
+		}
+		var out string
+		for _, rt := range resp.Groups[0].Topics {
+			for _, rp := range rt.Partitions {
+				out += fmt.Sprintf("%s-%d@%d/%d ", rt.Topic, rp.Partition, rp.StartOffset, rp.ErrorCode)
+			}
+		}
+		return out
+	}
+	if got := describe(false); got != "s-0@3/0 s-1@7/0 " {
+		t.Fatalf("describe s: %s", got)
+	}
+	if got := describe(true); got != "s-0@3/0 s-1@7/0 " {
+		t.Fatalf("describe all: %s", got)
+	}
+
+	dr, err := adm.DeleteGroup(ctx, "sg")
+	if err != nil || dr.Err != nil {
+		t.Fatalf("delete group: %v %v", err, dr.Err)
+	}
+	waitFor(t, 10*time.Second, "the group's state and configs to go on both brokers", func() bool {
+		for _, b := range brokers {
+			if len(b.shareStates("sg")) != 0 || b.groupConfigsOf("sg") != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// startTwoBrokerCluster starts two brokers sharing an embedded etcd and
+// returns them and their addresses.
+func startTwoBrokerCluster(t *testing.T) ([]*Broker, []string) {
+	t.Helper()
+	ports := freeTCPPorts(t, 2)
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
+	brokers := make([]*Broker, 2)
+	addrs := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: map[string]string{
+			"node.id":                          fmt.Sprint(i + 1),
+			"controller.quorum.voters":         voters,
+			"broker.session.timeout.ms":        "3000",
+			"offsets.topic.replication.factor": "1",
+			"offsets.topic.num.partitions":     "2",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[i] = b
+		t.Cleanup(func() { b.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := b.Listen()
+			if errs[i] = err; err == nil {
+				addrs[i] = addr.String()
+				go b.Serve()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return brokers, addrs
+}
