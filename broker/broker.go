@@ -226,6 +226,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		ConsumerSessionTimeout:        ms("group.consumer.session.timeout.ms"),
 		ConsumerHeartbeatInterval:     ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerAssignors:             splitList(b.cfg.stringProp("group.consumer.assignors")),
+		ConsumerMigrationPolicy:       b.cfg.stringProp("group.consumer.migration.policy"),
 		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),
 		ShareHeartbeatInterval:        ms("group.share.heartbeat.interval.ms"),
 		ShareGroupTimeouts:            b.shareTimeouts,

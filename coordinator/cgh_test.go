@@ -32,6 +32,7 @@ func (h *harness) openConsumer(a ddArgs) {
 	h.cfg.ConsumerSessionTimeout = a.dur(h.t, "consumer-session", 0)
 	h.cfg.ConsumerHeartbeatInterval = a.dur(h.t, "consumer-interval", 0)
 	h.cfg.ConsumerAssignors = a.list("assignors")
+	h.cfg.ConsumerMigrationPolicy = a.str("migration", "")
 }
 
 func testTopicID(name string) [16]byte {
@@ -119,6 +120,9 @@ func (h *harness) runConsumer(cmd string, a ddArgs) ([]string, bool) {
 			}
 			for _, m := range g.Members {
 				line := fmt.Sprintf("  %s epoch=%d", m.MemberID, m.MemberEpoch)
+				if m.MemberType == 0 {
+					line += " classic"
+				}
 				if m.InstanceID != nil {
 					line += " instance=" + *m.InstanceID
 				}

@@ -27,8 +27,7 @@ package coordinator
 // groups: OffsetCommit checks the member epoch (STALE_MEMBER_EPOCH),
 // DescribeGroups/ListGroups report type "consumer". An Empty classic group
 // becomes a consumer group on the first heartbeat and back on the first
-// JoinGroup; non-empty groups are not converted (KIP-848's online
-// migration is not implemented).
+// JoinGroup; non-empty groups are converted online (migrate.go).
 //
 // Groups are kept in __consumer_offsets with Kafka's record types
 // (modernlog.go): a restart or coordinator move keeps members, epochs and
@@ -170,7 +169,10 @@ type cmember struct {
 	rebalanceTimeout time.Duration
 
 	hb        timerSlot // session expiry
-	revokeDue timerSlot // rebalance timeout while revoking
+	revokeDue timerSlot // rebalance timeout while revoking (consumer protocol only)
+
+	// classic is set for members using the classic protocol (migrate.go).
+	classic *classicMember
 }
 
 type consumerGroup struct {
@@ -306,23 +308,25 @@ func (cg *consumerGroup) subscriptionOf(topics map[string]ConsumerTopic) string 
 // It answers once the records of the change it made are committed.
 func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
 	c.mu.Lock()
-	r := c.consumerGroupHeartbeatLocked(req, clientID, clientHost)
+	var converted func() *kerr.Error
+	r := c.consumerGroupHeartbeatLocked(req, clientID, clientHost, &converted)
 	var committed func() *kerr.Error
 	if !c.closed && req.Group != "" {
 		committed = c.persistConsumerLocked(c.groups[req.Group])
 	}
 	c.mu.Unlock()
-	if err := waitCommitted(committed); err != nil && r.ErrorCode == 0 {
+	if err := waitCommitted(converted, committed); err != nil && r.ErrorCode == 0 {
 		r = kmsg.NewPtrConsumerGroupHeartbeatResponse()
 		r.ErrorCode = err.Code
 	}
 	return r
 }
 
-// consumerGroupHeartbeatLocked is ConsumerGroupHeartbeat's state change.
+// consumerGroupHeartbeatLocked is ConsumerGroupHeartbeat's state change;
+// *converted is set to what waits for the records of a group conversion.
 //
 // Lock should be held.
-func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, converted *func() *kerr.Error) *kmsg.ConsumerGroupHeartbeatResponse {
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	fail := func(err *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 		r.ErrorCode = err.Code
@@ -370,11 +374,24 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 	}
 	g := c.groups[req.Group]
 	if g != nil && g.cg == nil {
-		if len(g.members) > 0 || len(g.pending) > 0 {
-			return fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+		if len(g.members) > 0 {
+			// A non-empty classic group is upgraded online, if allowed,
+			// by a member joining.
+			if req.MemberEpoch != 0 {
+				return fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+			}
+			if err := c.upgradeLocked(g); err != nil {
+				return fail(err, "Group "+req.Group+" is not a consumer group.")
+			}
+		} else {
+			for _, s := range g.pending {
+				c.timers.cancelLocked(s)
+			}
+			g.pending = map[string]*timerSlot{}
+			c.cancelGroupTimersLocked(g)
+			g.cg = newConsumerGroup() // an Empty classic group converts
+			g.protocolType = consumerProtocolType
 		}
-		g.cg = newConsumerGroup() // an Empty classic group converts
-		g.protocolType = consumerProtocolType
 	}
 	if g == nil {
 		if req.MemberEpoch != 0 {
@@ -388,7 +405,7 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 	cg := g.cg
 
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
-		return c.consumerLeaveLocked(g, req, r)
+		return c.consumerLeaveLocked(g, req, r, converted)
 	}
 
 	topics := c.topicsByName()
@@ -398,6 +415,12 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 	}
 	if isNew {
 		m.clientID, m.clientHost = clientID, clientHost
+	}
+	if m.classic != nil {
+		// A classic member now speaks the consumer protocol.
+		c.timers.cancelLocked(&m.classic.joinDue)
+		c.timers.cancelLocked(&m.classic.syncDue)
+		m.classic = nil
 	}
 	before := struct {
 		epoch    int32
@@ -571,7 +594,7 @@ func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHear
 // consumerLeaveLocked handles epochs -1 and -2.
 //
 // Lock should be held.
-func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, r *kmsg.ConsumerGroupHeartbeatResponse) *kmsg.ConsumerGroupHeartbeatResponse {
+func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, r *kmsg.ConsumerGroupHeartbeatResponse, converted *func() *kerr.Error) *kmsg.ConsumerGroupHeartbeatResponse {
 	cg := g.cg
 	id := req.MemberID
 	instanceID := deref(req.InstanceID)
@@ -600,7 +623,7 @@ func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeart
 		c.scheduleConsumerSessionLocked(g, m)
 		return r
 	}
-	c.removeConsumerMemberLocked(g, m)
+	*converted = c.fenceConsumerMemberLocked(g, m)
 	return r
 }
 
@@ -609,8 +632,7 @@ func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeart
 // Lock should be held.
 func (c *Coordinator) removeConsumerMemberLocked(g *group, m *cmember) {
 	cg := g.cg
-	c.timers.cancelLocked(&m.hb)
-	c.timers.cancelLocked(&m.revokeDue)
+	c.cancelCMemberTimersLocked(m)
 	cg.remove(m.id)
 	cg.epoch++
 	cg.subscription = cg.subscriptionOf(c.topicsByName())
@@ -619,16 +641,21 @@ func (c *Coordinator) removeConsumerMemberLocked(g *group, m *cmember) {
 	}
 }
 
-// scheduleConsumerSessionLocked restarts m's session timer.
+// scheduleConsumerSessionLocked restarts m's session timer (a classic
+// member's own session timeout, else the group's).
 //
 // Lock should be held.
 func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *cmember) {
-	c.scheduleLocked(&m.hb, c.cfg.ConsumerSessionTimeout, func() {
+	d := c.cfg.ConsumerSessionTimeout
+	if m.classic != nil && m.classic.sessionTimeout > 0 {
+		d = m.classic.sessionTimeout
+	}
+	c.scheduleLocked(&m.hb, d, func() {
 		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m {
 			return
 		}
 		c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
-		c.removeConsumerMemberLocked(g, m)
+		c.fenceConsumerMemberLocked(g, m)
 		c.persistConsumerLocked(g)
 	})
 }
@@ -768,7 +795,10 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 	revoke := m.assigned.minus(target)
 	if revoke.size() > 0 {
 		m.assigned, m.revoking, m.state = keep, revoke, msUnrevoked
-		c.scheduleRevokeLocked(g, m)
+		if m.classic == nil {
+			// Classic members have join and sync timeouts instead.
+			c.scheduleRevokeLocked(g, m)
+		}
 		return
 	}
 	unreleased := false
@@ -801,7 +831,7 @@ func (c *Coordinator) scheduleRevokeLocked(g *group, m *cmember) {
 			return
 		}
 		c.log.Info("consumer group member did not revoke its partitions within the rebalance timeout", "group", g.id, "member", m.id)
-		c.removeConsumerMemberLocked(g, m)
+		c.fenceConsumerMemberLocked(g, m)
 		c.persistConsumerLocked(g)
 	})
 }
@@ -863,7 +893,7 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 				dm.SubscribedTopicRegex = strPtr(m.regex)
 				dm.Assignment, dm.TargetAssignment = assignment(m.assigned), assignment(cg.target[mid])
 				if req.Version >= 1 {
-					dm.MemberType = 1 // consumer
+					dm.MemberType = m.memberType()
 				}
 				d.Members = append(d.Members, dm)
 			}
@@ -873,9 +903,12 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 	return r
 }
 
-// validateConsumerOffsetCommit is the check of OffsetCommit for consumer
-// groups: the generation is the member epoch.
-func validateConsumerOffsetCommit(g *group, memberID string, epoch int32) *kerr.Error {
+// validateConsumerOffsetCommit is the check of OffsetCommit (of this
+// version) for consumer groups: the generation is the member epoch.
+// Members using the consumer protocol must commit with v9+
+// (UNSUPPORTED_VERSION); members using the classic protocol get
+// ILLEGAL_GENERATION for a wrong generation, as classic groups answer.
+func validateConsumerOffsetCommit(g *group, memberID string, epoch int32, version int16) *kerr.Error {
 	if epoch < 0 && memberID == "" {
 		if len(g.cg.members) > 0 {
 			return kerr.UnknownMemberID
@@ -886,7 +919,13 @@ func validateConsumerOffsetCommit(g *group, memberID string, epoch int32) *kerr.
 	if m == nil {
 		return kerr.UnknownMemberID
 	}
+	if m.classic == nil && version < 9 {
+		return kerr.UnsupportedVersion
+	}
 	if epoch != m.epoch {
+		if m.classic != nil {
+			return kerr.IllegalGeneration
+		}
 		return kerr.StaleMemberEpoch
 	}
 	return nil
@@ -926,7 +965,6 @@ func (cg *consumerGroup) subscribesTo(topic string) bool {
 // Lock should be held.
 func (c *Coordinator) cancelConsumerTimersLocked(cg *consumerGroup) {
 	for _, m := range cg.members {
-		c.timers.cancelLocked(&m.hb)
-		c.timers.cancelLocked(&m.revokeDue)
+		c.cancelCMemberTimersLocked(m)
 	}
 }

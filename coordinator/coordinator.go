@@ -84,6 +84,12 @@ type Config struct {
 	// default (group.consumer.assignors); names other than "uniform" and
 	// "range" are dropped.
 	ConsumerAssignors []string
+	// ConsumerMigrationPolicy is group.consumer.migration.policy: which
+	// online conversions of non-empty groups between the classic and the
+	// consumer protocol are allowed (migrate.go), MigrationBidirectional
+	// (the default), MigrationUpgrade, MigrationDowngrade or
+	// MigrationDisabled; an unknown value disables both, as Kafka parses it.
+	ConsumerMigrationPolicy string
 
 	// Share groups (share.go). ShareGroupTimeouts, if set, gives a group's
 	// own share.session.timeout.ms and share.heartbeat.interval.ms.
@@ -219,6 +225,7 @@ func withDefaults(cfg Config) Config {
 		assignors = consumerAssignors
 	}
 	cfg.ConsumerAssignors = assignors
+	cfg.ConsumerMigrationPolicy = normalizePolicy(cfg.ConsumerMigrationPolicy)
 	if cfg.MaxGroupSize <= 0 {
 		cfg.MaxGroupSize = math.MaxInt32
 	}

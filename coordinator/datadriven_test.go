@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -449,6 +450,14 @@ func (h *harness) join(a ddArgs) []string {
 	var md []byte
 	if raw, ok := a.kv["meta"]; ok {
 		md = []byte(raw)
+	} else if owned, ok := a.kv["owned"]; ok {
+		// A cooperative member's subscription: what it owns too.
+		m := kmsg.NewConsumerMemberMetadata()
+		m.Version, m.Topics = 1, a.list("topics")
+		for _, tp := range parseTopicParts(owned) {
+			m.OwnedPartitions = append(m.OwnedPartitions, kmsg.ConsumerMemberMetadataOwnedPartition{Topic: tp.topic, Partitions: tp.partitions})
+		}
+		md = m.AppendTo(nil)
 	} else {
 		md = consumerMetadata(a.list("topics"), a.str("userdata", ""))
 	}
@@ -497,12 +506,34 @@ func (h *harness) sync(a ddArgs) []string {
 		id, v, _ := strings.Cut(as, ":")
 		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: []byte(v)})
 	}
+	// cassign=m1@t:0,1/m2@t:2 gives consumer-protocol assignments, and
+	// "consumer" prints the assignment received as one.
+	consumer := slices.Contains(a.pos, "consumer")
+	if v, ok := a.kv["cassign"]; ok {
+		for _, as := range strings.Split(v, "/") {
+			id, parts, _ := strings.Cut(as, "@")
+			x := tps{}
+			for _, tp := range parseTopicParts(parts) {
+				for _, p := range tp.partitions {
+					x.add(tp.topic, p)
+				}
+			}
+			req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: encodeAssignment(x, nil)})
+		}
+	}
 	label := "sync " + req.MemberID
 	c := h.c
 	h.start(label, func() string {
 		r := c.SyncGroup(context.Background(), req)
 		if r.ErrorCode != 0 {
 			return errName(r.ErrorCode)
+		}
+		if consumer {
+			x, err := parseAssignment(r.MemberAssignment, map[string]ConsumerTopic{"t": {Partitions: 1 << 20}, "u": {Partitions: 1 << 20}})
+			if err != nil {
+				return "ok malformed assignment: " + err.Error()
+			}
+			return fmt.Sprintf("ok assignment=%s protocol=%s", x, deref(r.Protocol))
 		}
 		return fmt.Sprintf("ok assignment=%q protocol=%s", r.MemberAssignment, deref(r.Protocol))
 	})

@@ -8,7 +8,8 @@ package coordinator
 // "version" followed by non-flexible fields (int16-length strings); a
 // value is an int16 version (0) followed by flexible fields (compact
 // strings and arrays, a tagged-field section closing every struct). Tagged
-// fields are skipped on reading; MetadataHash is the only one written.
+// fields other than MetadataHash and ClassicMemberMetadata are skipped on
+// reading.
 
 import (
 	"errors"
@@ -272,9 +273,7 @@ func decodeEpochValue(b []byte) (int32, error) {
 	return e, r.done()
 }
 
-// consumerMemberValue is ConsumerGroupMemberMetadataValue (without the
-// tagged ClassicMemberMetadata, which only members of migrating groups
-// have).
+// consumerMemberValue is ConsumerGroupMemberMetadataValue.
 type consumerMemberValue struct {
 	InstanceID, RackID   *string
 	ClientID, ClientHost string
@@ -282,6 +281,52 @@ type consumerMemberValue struct {
 	SubscribedTopicRegex *string
 	RebalanceTimeoutMs   int32
 	ServerAssignor       *string
+	// Classic is the tagged ClassicMemberMetadata (tag 0) of members
+	// using the classic protocol, nil for the others.
+	Classic *classicMemberValue
+}
+
+// classicMemberValue is ClassicMemberMetadata: the session timeout and the
+// JoinGroup protocols of a member using the classic protocol.
+type classicMemberValue struct {
+	SessionTimeoutMs   int32
+	SupportedProtocols []protocol
+}
+
+// encode appends the struct as a tagged field holds a nullable struct: a
+// uvarint 1 (present), then its fields.
+func (v *classicMemberValue) encode(b []byte) []byte {
+	b = kbin.AppendUvarint(b, 1)
+	b = kbin.AppendInt32(b, v.SessionTimeoutMs)
+	b = kbin.AppendCompactArrayLen(b, len(v.SupportedProtocols))
+	for _, p := range v.SupportedProtocols {
+		b = kbin.AppendCompactString(b, p.name)
+		b = kbin.AppendCompactBytes(b, p.metadata)
+		b = appendNoTags(b)
+	}
+	return appendNoTags(b)
+}
+
+func decodeClassicMember(f *kbin.Reader) (*classicMemberValue, error) {
+	if f.Uvarint() == 0 {
+		return nil, f.Complete()
+	}
+	r := &vreader{*f}
+	v := &classicMemberValue{SessionTimeoutMs: r.Int32()}
+	n := r.CompactArrayLen()
+	if n < 0 || int(n)*3 > len(r.Src) {
+		return nil, errBadRecord
+	}
+	for range n {
+		p := protocol{name: r.CompactString(), metadata: slices.Clone(r.CompactBytes())}
+		r.tags(nil)
+		v.SupportedProtocols = append(v.SupportedProtocols, p)
+	}
+	r.tags(nil)
+	if r.Complete() != nil || len(r.Src) != 0 {
+		return nil, errBadRecord
+	}
+	return v, nil
 }
 
 func (v *consumerMemberValue) encode() []byte {
@@ -294,7 +339,14 @@ func (v *consumerMemberValue) encode() []byte {
 	b = kbin.AppendCompactNullableString(b, v.SubscribedTopicRegex)
 	b = kbin.AppendInt32(b, v.RebalanceTimeoutMs)
 	b = kbin.AppendCompactNullableString(b, v.ServerAssignor)
-	return appendNoTags(b)
+	if v.Classic == nil {
+		return appendNoTags(b)
+	}
+	cm := v.Classic.encode(nil)
+	b = kbin.AppendUvarint(b, 1) // one tagged field
+	b = kbin.AppendUvarint(b, 0) // tag 0
+	b = kbin.AppendUvarint(b, uint32(len(cm)))
+	return append(b, cm...)
 }
 
 func decodeConsumerMember(b []byte) (v consumerMemberValue, err error) {
@@ -308,7 +360,15 @@ func decodeConsumerMember(b []byte) (v consumerMemberValue, err error) {
 	v.SubscribedTopicRegex = r.CompactNullableString()
 	v.RebalanceTimeoutMs = r.Int32()
 	v.ServerAssignor = r.CompactNullableString()
-	r.tags(nil)
+	var cerr error
+	r.tags(func(tag uint32, f *kbin.Reader) {
+		if tag == 0 {
+			v.Classic, cerr = decodeClassicMember(f)
+		}
+	})
+	if cerr != nil {
+		return v, errBadRecord
+	}
 	return v, r.done()
 }
 

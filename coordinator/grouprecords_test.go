@@ -55,6 +55,12 @@ func TestGroupRecordsGolden(t *testing.T) {
 			InstanceID: nullable("i"), ClientID: "", ClientHost: "", SubscribedTopicNames: []string{},
 			SubscribedTopicRegex: nullable("t.*"), RebalanceTimeoutMs: -1,
 		}).encode(), "0000 0269 00 01 01 01 04742e2a ffffffff 00 00"},
+		// ClassicMemberMetadata is tag 0, a nullable struct: its size
+		// counts a leading uvarint 1 (present).
+		{"ConsumerGroupMemberMetadataValue/classic", (&consumerMemberValue{
+			ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"t"}, RebalanceTimeoutMs: 1000,
+			Classic: &classicMemberValue{SessionTimeoutMs: 10000, SupportedProtocols: []protocol{{"range", []byte("m")}}},
+		}).encode(), "0000 00 00 0263 0268 02 0274 00 000003e8 00 01 00 10 01 00002710 02 06 72616e6765 02 6d 00 00"},
 		{"ConsumerGroupTargetAssignmentMetadataValue", encodeEpochValue(7), "0000 00000007 00"},
 		{"ConsumerGroupTargetAssignmentMemberValue", encodeTargetMember([]topicPartitions{{uuidT, []int32{0, 1}}}),
 			"0000 02 " + uuidTHex + " 03 00000000 00000001 00 00"},
@@ -114,6 +120,16 @@ func TestGroupRecordsRoundTrip(t *testing.T) {
 	if got, err := decodeConsumerMember(cm.encode()); err != nil || !reflect.DeepEqual(got, cm) {
 		t.Errorf("ConsumerGroupMemberMetadata: %+v, %v", got, err)
 	}
+	cm.Classic = &classicMemberValue{SessionTimeoutMs: 45000, SupportedProtocols: []protocol{{"cooperative-sticky", []byte{0, 1}}, {"range", []byte{}}}}
+	if got, err := decodeConsumerMember(cm.encode()); err != nil || !reflect.DeepEqual(got, cm) {
+		t.Errorf("ConsumerGroupMemberMetadata with ClassicMemberMetadata: %+v, %v", got, err)
+	}
+	for i := range cm.encode() {
+		if _, err := decodeConsumerMember(cm.encode()[:i]); err == nil {
+			t.Errorf("ConsumerGroupMemberMetadata with ClassicMemberMetadata truncated to %d bytes decoded", i)
+		}
+	}
+	cm.Classic = nil
 	sm := shareMemberValue{RackID: nullable("r"), ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"t"}}
 	if got, err := decodeShareMember(sm.encode()); err != nil || !reflect.DeepEqual(got, sm) {
 		t.Errorf("ShareGroupMemberMetadata: %+v, %v", got, err)

@@ -61,10 +61,14 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 	}
 	if g := c.groups[req.Group]; g != nil && g.cg != nil {
 		if len(g.cg.members) > 0 {
-			// A consumer-protocol group is not converted while it has
-			// members (KIP-848 online migration is not implemented).
+			// The member joins the consumer group using the classic
+			// protocol (migrate.go).
+			r, committed := c.classicJoinToConsumerLocked(g, p)
 			c.mu.Unlock()
-			return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
+			if err := waitCommitted(committed); err != nil && r.ErrorCode == 0 {
+				return joinError(r.MemberID, err)
+			}
+			return r
 		}
 		c.persistRecordsLocked(g.id, &g.cg.logged, nil) // its records go
 		g.cg = nil                                      // an Empty consumer group becomes classic

@@ -95,6 +95,9 @@ func (c *Coordinator) consumerRecordsLocked(id string, cg *consumerGroup) map[st
 		if mv.SubscribedTopicNames == nil {
 			mv.SubscribedTopicNames = []string{}
 		}
+		if m.classic != nil {
+			mv.Classic = &classicMemberValue{SessionTimeoutMs: int32(m.classic.sessionTimeout.Milliseconds()), SupportedProtocols: m.classic.protocols}
+		}
 		put(keyConsumerGroupMember, mid, mv.encode())
 		if t, ok := cg.target[mid]; ok {
 			put(keyConsumerGroupTargetMember, mid, encodeTargetMember(toTopicPartitions(t, topics)))
@@ -391,6 +394,9 @@ func (c *Coordinator) restoreConsumerGroupLocked(id string, recs map[recordKey][
 		if len(m.topics) == 0 {
 			m.topics = nil
 		}
+		if mv.Classic != nil {
+			m.classic = &classicMember{sessionTimeout: millis(mv.Classic.SessionTimeoutMs), protocols: mv.Classic.SupportedProtocols}
+		}
 		if mv.SubscribedTopicRegex != nil && *mv.SubscribedTopicRegex != "" {
 			if re, err := regexp.Compile("^(?:" + *mv.SubscribedTopicRegex + ")$"); err == nil {
 				m.regex, m.re = *mv.SubscribedTopicRegex, re
@@ -493,7 +499,7 @@ func (c *Coordinator) scheduleModernTimersLocked(keep func(id string) bool) {
 		for _, mid := range g.cg.order {
 			m := g.cg.members[mid]
 			c.scheduleConsumerSessionLocked(g, m)
-			if m.state == msUnrevoked {
+			if m.state == msUnrevoked && m.classic == nil {
 				c.scheduleRevokeLocked(g, m)
 			}
 		}

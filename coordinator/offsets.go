@@ -57,7 +57,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		created = true
 	}
 	if g.cg != nil {
-		if err := validateConsumerOffsetCommit(g, memberID, gen); err != nil {
+		if err := validateConsumerOffsetCommit(g, memberID, gen, req.Version); err != nil {
 			return setAll(err)
 		}
 	} else if err := validateOffsetCommit(g, memberID, instanceID, gen); err != nil {
@@ -226,7 +226,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil, stable)
 			if g := c.groups[rg.Group]; err == noError && req.Version >= 9 && g != nil && g.cg != nil && rg.MemberID != nil {
 				// v9: a consumer group member's fetch checks its epoch.
-				if verr := validateConsumerOffsetCommit(g, *rg.MemberID, rg.MemberEpoch); verr != nil {
+				if verr := validateConsumerOffsetCommit(g, *rg.MemberID, rg.MemberEpoch, req.Version); verr != nil {
 					err, res = verr, nil
 				}
 			}

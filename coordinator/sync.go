@@ -46,6 +46,9 @@ func (c *Coordinator) syncLocked(req *kmsg.SyncGroupRequest) (*waiter[*kmsg.Sync
 	if g == nil {
 		return nil, syncError(kerr.UnknownMemberID)
 	}
+	if g.cg != nil {
+		return nil, c.classicSyncToConsumerLocked(g, req)
+	}
 	if err := g.validateMember(req.MemberID, deref(req.InstanceID)); err != nil {
 		return nil, syncError(err)
 	}
@@ -208,6 +211,9 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) *kerr.Error {
 	if g == nil {
 		return kerr.UnknownMemberID
 	}
+	if g.cg != nil {
+		return c.classicHeartbeatToConsumerLocked(g, req)
+	}
 	if err := g.validateMember(req.MemberID, deref(req.InstanceID)); err != nil {
 		return err
 	}
@@ -256,6 +262,15 @@ func (c *Coordinator) leave(groupID string, members []kmsg.LeaveGroupRequestMemb
 		return kerr.InvalidGroupID
 	}
 	c.mu.Lock()
+	if g := c.groups[groupID]; !c.closed && g != nil && g.cg != nil {
+		// Classic members of a consumer group (migrate.go).
+		committed := c.classicLeaveToConsumerLocked(g, members, r)
+		c.mu.Unlock()
+		if err := waitCommitted(committed); err != nil {
+			return err
+		}
+		return noError
+	}
 	defer c.mu.Unlock()
 	if c.closed {
 		return kerr.CoordinatorNotAvailable

@@ -76,6 +76,11 @@ func (ts *timers) fire(s *timerSlot, seq uint64, f func() func()) func() {
 	return f()
 }
 
+// pendingLocked reports whether s holds a callback not yet run.
+//
+// Lock should be held.
+func (ts *timers) pendingLocked(s *timerSlot) bool { return s.seq != 0 }
+
 // cancelLocked disarms s.
 //
 // Lock should be held.
