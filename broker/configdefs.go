@@ -153,6 +153,8 @@ var brokerConfigDefs = []configDef{
 	{"connections.max.idle.ms", kmsg.ConfigTypeLong, "600000", "", true, atLeast(0), "Idle connections are closed after this long."},
 	{"quota.window.num", kmsg.ConfigTypeInt, "11", "", true, intAtLeast(1), "The number of samples a client quota's rate is taken over."},
 	{"quota.window.size.seconds", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The time span of each sample of a client quota's rate."},
+	{"controller.quota.window.num", kmsg.ConfigTypeInt, "11", "", true, intAtLeast(1), "The controller mutation quota's token bucket holds this many windows of its rate (KIP-599)."},
+	{"controller.quota.window.size.seconds", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The time span of each window of the controller mutation quota."},
 	{"max.connections", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "The most connections the broker accepts at once."},
 	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, "300000", "", true, atLeast(1), "How often retention is checked."},
 	{"log.cleaner.enable", kmsg.ConfigTypeBoolean, "true", "", true, boolean, "Run the log cleaner, which compacts topics with cleanup.policy=compact."},

@@ -190,6 +190,10 @@ type quotaState struct {
 	samples  int   // quota.window.num
 	windowMs int64 // quota.window.size.seconds, in ms
 
+	ctrlSamples  int              // controller.quota.window.num
+	ctrlWindowMs int64            // controller.quota.window.size.seconds, in ms
+	now          func() time.Time // the controller mutation quota's clock (tests set it)
+
 	sensorMu  sync.Mutex
 	sensors   map[sensorKey]*rateSensor
 	lastSweep time.Time
@@ -200,6 +204,9 @@ func (b *Broker) initQuotas() error {
 	s := &b.quotas
 	s.samples = int(b.cfg.int64Prop("quota.window.num"))
 	s.windowMs = b.cfg.int64Prop("quota.window.size.seconds") * 1000
+	s.ctrlSamples = int(b.cfg.int64Prop("controller.quota.window.num"))
+	s.ctrlWindowMs = b.cfg.int64Prop("controller.quota.window.size.seconds") * 1000
+	s.now = time.Now
 	s.sensors = map[sensorKey]*rateSensor{}
 	s.path = filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName)
 	data, err := os.ReadFile(s.path)
