@@ -155,6 +155,7 @@ var brokerConfigDefs = []configDef{
 	{"quota.window.size.seconds", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The time span of each sample of a client quota's rate."},
 	{"controller.quota.window.num", kmsg.ConfigTypeInt, "11", "", true, intAtLeast(1), "The controller mutation quota's token bucket holds this many windows of its rate (KIP-599)."},
 	{"controller.quota.window.size.seconds", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The time span of each window of the controller mutation quota."},
+	{"max.connection.creation.rate", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "New connections per second the broker accepts across its listeners but the inter-broker one; over it a listener waits before serving (KIP-612). listener.name.<l>.max.connection.creation.rate bounds one listener."},
 	{"max.connections", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "The most connections the broker accepts at once."},
 	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, "300000", "", true, atLeast(1), "How often retention is checked."},
 	{"log.cleaner.enable", kmsg.ConfigTypeBoolean, "true", "", true, boolean, "Run the log cleaner, which compacts topics with cleanup.policy=compact."},
