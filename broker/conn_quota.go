@@ -98,8 +98,8 @@ func (b *Broker) acceptWait(l *listener) time.Duration {
 // served.
 func (b *Broker) ipThrottle(addr net.Addr) time.Duration {
 	s := &b.quotas
-	ix := s.index.Load()
-	if ix == nil || len(ix.ips) == 0 {
+	ips := s.ips.Load()
+	if ips == nil {
 		return 0
 	}
 	ta, ok := addr.(*net.TCPAddr)
@@ -107,9 +107,9 @@ func (b *Broker) ipThrottle(addr net.Addr) time.Duration {
 		return 0
 	}
 	ip := ta.IP.String()
-	bound, ok := ix.ips[ip]
+	bound, ok := (*ips)[ip]
 	if !ok {
-		if bound, ok = ix.ips[""]; !ok {
+		if bound, ok = (*ips)[""]; !ok {
 			return 0
 		}
 	}
@@ -160,4 +160,32 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// buildIPRates indexes the ip entities' connection_creation_rate by IP
+// ("" for the default entity); nil when there is none.
+func buildIPRates(recs map[string]quotaRecord) *map[string]float64 {
+	var out map[string]float64
+	for _, q := range recs {
+		v, ok := q.Values[keyConnectionCreationRate]
+		n, isIP := q.Entity[quotaIP]
+		if !ok || !isIP {
+			continue
+		}
+		ip := ""
+		if n != nil {
+			ip = *n
+			if p := net.ParseIP(ip); p != nil {
+				ip = p.String()
+			}
+		}
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[ip] = v
+	}
+	if out == nil {
+		return nil
+	}
+	return &out
 }

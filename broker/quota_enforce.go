@@ -48,7 +48,6 @@ package broker
 
 import (
 	"math"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -76,7 +75,6 @@ var (
 // quotaIndex is the enforced quotas, by kind and entity id.
 type quotaIndex struct {
 	bounds [numQuotaKinds]map[string]float64
-	ips    map[string]float64 // connection_creation_rate by IP ("" the default entity; conn_quota.go)
 }
 
 // buildQuotaIndex indexes records; nil when none sets an enforced key.
@@ -90,21 +88,6 @@ func buildQuotaIndex(recs map[string]quotaRecord) *quotaIndex {
 					ix.bounds[k] = map[string]float64{}
 				}
 				ix.bounds[k][id] = v
-				any = true
-			}
-		}
-		if v, ok := q.Values[keyConnectionCreationRate]; ok {
-			if n, isIP := q.Entity[quotaIP]; isIP {
-				ip := ""
-				if n != nil {
-					if ip = *n; net.ParseIP(ip) != nil {
-						ip = net.ParseIP(ip).String()
-					}
-				}
-				if ix.ips == nil {
-					ix.ips = map[string]float64{}
-				}
-				ix.ips[ip] = v
 				any = true
 			}
 		}
