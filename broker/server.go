@@ -131,7 +131,7 @@ type request struct {
 
 	// caller is the identity of a request run by Execute (conn is nil).
 	caller *Caller
-	size  int    // bytes of the request frame
+	size   int // bytes of the request frame
 
 	// Client quotas (quota_enforce.go): the throttle time of the answer
 	// and the quota that set it; quotaDone when the handler has recorded
