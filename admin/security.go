@@ -109,7 +109,8 @@ func adminProps(b *broker.Broker) map[string]string {
 	props := map[string]string{}
 	for _, k := range []string{"admin.auth", "admin.metrics.auth", "admin.ssl.keystore.type", "admin.ssl.keystore.location",
 		"admin.ssl.keystore.certificate.chain", "admin.ssl.keystore.key", "admin.ssl.truststore.type", "admin.ssl.truststore.location",
-		"admin.ssl.truststore.certificates", "admin.ssl.client.auth", "admin.ssl.enabled.protocols", "admin.ssl.principal.mapping.rules"} {
+		"admin.ssl.truststore.certificates", "admin.ssl.keystore.password", "admin.ssl.key.password", "admin.ssl.truststore.password",
+		"admin.ssl.client.auth", "admin.ssl.enabled.protocols", "admin.ssl.principal.mapping.rules"} {
 		if v, ok := b.Prop(k); ok {
 			props[k] = v
 		}

@@ -12,7 +12,8 @@ package broker
 // (TOPIC_ALREADY_EXISTS). validate_only checks everything and creates
 // nothing (but returns a fresh topic id, as Kafka does). v5+ returns the
 // partitions, replication factor and configs (an empty array on an error);
-// v7 the topic id.
+// v7 the topic id. The controller mutation quota (mutation_quota.go)
+// counts each topic's partitions, once the topic is otherwise valid.
 
 import (
 	"errors"
@@ -29,6 +30,8 @@ func init() { register(kmsg.CreateTopics, 2, 7, (*Broker).handleCreateTopics) }
 func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	mq := b.mutationQuotaFor(r, 6)
+	defer mq.finish(r)
 	seen := map[string]int{}
 	var dups []string
 	for _, rt := range req.Topics {
@@ -86,6 +89,10 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 		}
 		if t := b.lookupTopic(rt.Topic); t != nil {
 			fail(kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
+			continue
+		}
+		if !mq.record(int(partitions)) {
+			fail(throttledErr, throttledErr.Description)
 			continue
 		}
 		var t *topic

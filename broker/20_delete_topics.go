@@ -7,7 +7,9 @@ package broker
 // ids UNKNOWN_TOPIC_ID; delete.topic.enable=false answers
 // TOPIC_DELETION_DISABLED. The topic's metadata goes first, then its
 // directories are renamed aside and removed in the background, so a topic
-// re-created under the same name starts empty with a new id.
+// re-created under the same name starts empty with a new id. The
+// controller mutation quota (mutation_quota.go) counts the partitions of
+// each topic deleted.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,6 +21,8 @@ func init() { register(kmsg.DeleteTopics, 1, 6, (*Broker).handleDeleteTopics) }
 func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	mq := b.mutationQuotaFor(r, 5)
+	defer mq.finish(r)
 	type target struct {
 		name *string
 		id   uuid
@@ -57,6 +61,10 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 			st.ErrorCode, t = kerr.TopicAuthorizationFailed.Code, nil
 		} else if t == nil && tg.name != nil && st.ErrorCode == kerr.UnknownTopicOrPartition.Code && !b.allowed(r, opDelete, resTopic, *tg.name) {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		}
+		if t != nil && !mq.record(len(b.partitionsOf(t))) {
+			st.Topic, st.TopicID = kmsg.StringPtr(t.name), t.id
+			st.ErrorCode, t = throttledErr.Code, nil
 		}
 		if t != nil {
 			st.Topic, st.TopicID = kmsg.StringPtr(t.name), t.id

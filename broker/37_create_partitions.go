@@ -5,7 +5,8 @@ package broker
 // Grows a topic to count partitions (never shrinks: INVALID_PARTITIONS).
 // A manual assignment must give one replica list, naming this broker only,
 // per new partition (INVALID_REPLICA_ASSIGNMENT). A topic named twice is
-// INVALID_REQUEST; validate_only changes nothing.
+// INVALID_REQUEST; validate_only changes nothing. The controller mutation
+// quota (mutation_quota.go) counts the partitions added.
 
 import (
 	"fmt"
@@ -19,6 +20,8 @@ func init() { register(kmsg.CreatePartitions, 0, 3, (*Broker).handleCreatePartit
 func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	mq := b.mutationQuotaFor(r, 3)
+	defer mq.finish(r)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -26,7 +29,7 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreatePartitionsResponseTopic()
 		st.Topic = rt.Topic
-		e, msg := b.createPartitions(rt, seen[rt.Topic] > 1, req.ValidateOnly)
+		e, msg := b.createPartitions(rt, seen[rt.Topic] > 1, req.ValidateOnly, mq)
 		if e != nil {
 			st.ErrorCode = e.Code
 			st.ErrorMessage = kmsg.StringPtr(msg)
@@ -36,7 +39,7 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool) (*kerr.Error, string) {
+func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool, mq *mutationQuota) (*kerr.Error, string) {
 	if duplicate {
 		return kerr.InvalidRequest, "Duplicate topic in request."
 	}
@@ -60,6 +63,9 @@ func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicat
 				return kerr.InvalidReplicaAssignment, fmt.Sprintf("Replica assignment %v names brokers other than the only one, %d.", a.Replicas, b.nodeID)
 			}
 		}
+	}
+	if !mq.record(int(rt.Count - current)) {
+		return throttledErr, throttledErr.Description
 	}
 	if validateOnly {
 		return nil, ""

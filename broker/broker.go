@@ -60,6 +60,7 @@ type Broker struct {
 	sec        securityStats  // TLS and SASL counts (sasl.go)
 	acl        aclState       // the authorizer (acl.go)
 	quotas     quotaState     // client quotas (quotas.go, quota_enforce.go)
+	connRates  connRates      // connection creation rates (conn_quota.go)
 }
 
 // New opens (or creates) the data directory, recovers every partition and

@@ -63,12 +63,13 @@ const (
 	kindProduce quotaKind = iota
 	kindFetch
 	kindRequest
+	kindMutation // controller_mutation_rate (KIP-599), mutation_quota.go
 	numQuotaKinds
 )
 
 var (
-	quotaKindKeys  = [numQuotaKinds]string{keyProducerByteRate, keyConsumerByteRate, keyRequestPercentage}
-	quotaKindNames = [numQuotaKinds]string{"produce", "fetch", "request"}
+	quotaKindKeys  = [numQuotaKinds]string{keyProducerByteRate, keyConsumerByteRate, keyRequestPercentage, keyControllerMutationRate}
+	quotaKindNames = [numQuotaKinds]string{"produce", "fetch", "request", "controller_mutation"}
 )
 
 // quotaIndex is the enforced quotas, by kind and entity id.
@@ -227,6 +228,10 @@ type rateSensor struct {
 	cur      int
 	lastUsed int64
 	bound    float64 // the bound last checked against
+
+	// The token bucket of a controller mutation quota (mutation_quota.go).
+	tokens   float64
+	bucketAt int64 // ms; 0 before first use, so the bucket starts full
 }
 
 type rateSample struct {
@@ -332,10 +337,12 @@ func (b *Broker) throttleAfterHandler(r *request, ix *quotaIndex, handlerTime ti
 	if cq.q[kindRequest].sensor != nil && (!isProduce || produce.Acks != 0) {
 		req = b.quotas.record(cq.q[kindRequest], requestPercent(handlerTime), now, true)
 	}
+	// The larger throttle wins, with one a handler set (the controller
+	// mutation quota), as Kafka's sendResponseMaybeThrottleWithControllerQuota.
 	switch {
-	case bw > 0 && bw > req:
+	case bw > 0 && bw > req && bw > r.throttleMs:
 		r.throttleMs, r.throttleKind = bw, kindProduce
-	case req > 0:
+	case req > 0 && req >= r.throttleMs:
 		r.throttleMs, r.throttleKind = req, kindRequest
 	}
 }

@@ -186,9 +186,14 @@ type quotaState struct {
 	// index is what enforcement reads: nil while no quota is configured,
 	// so that requests then cost one atomic load.
 	index atomic.Pointer[quotaIndex]
+	ips   atomic.Pointer[map[string]float64] // connection_creation_rate by IP (conn_quota.go)
 
 	samples  int   // quota.window.num
 	windowMs int64 // quota.window.size.seconds, in ms
+
+	ctrlSamples  int              // controller.quota.window.num
+	ctrlWindowMs int64            // controller.quota.window.size.seconds, in ms
+	now          func() time.Time // the controller mutation quota's clock (tests set it)
 
 	sensorMu  sync.Mutex
 	sensors   map[sensorKey]*rateSensor
@@ -200,6 +205,9 @@ func (b *Broker) initQuotas() error {
 	s := &b.quotas
 	s.samples = int(b.cfg.int64Prop("quota.window.num"))
 	s.windowMs = b.cfg.int64Prop("quota.window.size.seconds") * 1000
+	s.ctrlSamples = int(b.cfg.int64Prop("controller.quota.window.num"))
+	s.ctrlWindowMs = b.cfg.int64Prop("controller.quota.window.size.seconds") * 1000
+	s.now = time.Now
 	s.sensors = map[sensorKey]*rateSensor{}
 	s.path = filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName)
 	data, err := os.ReadFile(s.path)
@@ -220,7 +228,7 @@ func (b *Broker) initQuotas() error {
 		s.local[q.Entity.id()] = q
 	}
 	if !b.cfg.clusterConfigured() {
-		s.index.Store(buildQuotaIndex(s.local))
+		s.setIndex(s.local)
 	}
 	return nil
 }
@@ -266,7 +274,7 @@ func (b *Broker) applyQuotaSnapshot(rev int64, raw map[string][]byte) map[string
 		recs[id] = q
 	}
 	s.revRaw, s.cluster = raw, recs
-	s.index.Store(buildQuotaIndex(recs))
+	s.setIndex(recs)
 	return recs
 }
 
@@ -346,9 +354,15 @@ func (b *Broker) updateQuotas(ctx context.Context, changed map[string]quotaRecor
 		return err
 	}
 	s.local = next
-	s.index.Store(buildQuotaIndex(next))
+	s.setIndex(next)
 	return nil
 }
 
 // quotaTimeout bounds a quota change in etcd.
 const quotaTimeout = 10 * time.Second
+
+// setIndex publishes what enforcement reads of recs.
+func (s *quotaState) setIndex(recs map[string]quotaRecord) {
+	s.index.Store(buildQuotaIndex(recs))
+	s.ips.Store(buildIPRates(recs))
+}

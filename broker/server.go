@@ -237,6 +237,14 @@ func (b *Broker) accept(l *listener) error {
 			}
 			return err
 		}
+		if d := b.acceptWait(l); d > 0 && !sleepCtx(b.ctx, d) {
+			nc.Close()
+			return nil
+		}
+		if d := b.ipThrottle(nc.RemoteAddr()); d > 0 {
+			b.closeAfter(nc, d)
+			continue
+		}
 		if s.active.Load() >= maxConns {
 			b.log.Warn("max.connections reached, closing new connection", "remote", nc.RemoteAddr())
 			nc.Close()

@@ -2,13 +2,16 @@ package broker
 
 // TLS for the SSL and SASL_SSL listeners, configured with Kafka's names:
 //
-//	ssl.keystore.type=PEM (the only type Gregor reads)
-//	ssl.keystore.location            a PEM file with the private key and the certificate chain
-//	ssl.keystore.certificate.chain   or the chain inline, and
-//	ssl.keystore.key                 the (unencrypted) private key inline
-//	ssl.truststore.type=PEM
-//	ssl.truststore.location          a PEM file of trusted CA certificates
-//	ssl.truststore.certificates      or the certificates inline
+//	ssl.keystore.type=PEM|PKCS12|JKS (default PEM; see keystores.go)
+//	ssl.keystore.location            the key store file (PEM: the private key and the certificate chain)
+//	ssl.keystore.certificate.chain   or, PEM only, the chain inline, and
+//	ssl.keystore.key                 the private key inline
+//	ssl.keystore.password            the PKCS12/JKS store's password
+//	ssl.key.password                 a JKS key entry's password; decrypts an encrypted PEM key
+//	ssl.truststore.type=PEM|PKCS12|JKS
+//	ssl.truststore.location          the trusted CA certificates
+//	ssl.truststore.certificates      or, PEM only, the certificates inline
+//	ssl.truststore.password          the PKCS12/JKS trust store's password (optional)
 //	ssl.client.auth=none|requested|required
 //	ssl.enabled.protocols=TLSv1.2,TLSv1.3
 //	ssl.principal.mapping.rules      (see principal.go)
@@ -23,7 +26,6 @@ package broker
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,12 +50,6 @@ type tlsState struct {
 
 func newTLSState(props map[string]string, prefixed func(string) bool, saslSSL bool, log *slog.Logger) (*tlsState, error) {
 	ts := &tlsState{props: props, log: log, clientAuth: tls.NoClientCert, minVersion: tls.VersionTLS12}
-	if t := props["ssl.keystore.type"]; t != "" && !strings.EqualFold(t, "PEM") {
-		return nil, fmt.Errorf("ssl.keystore.type %s: only PEM is supported", t)
-	}
-	if t := props["ssl.truststore.type"]; t != "" && !strings.EqualFold(t, "PEM") {
-		return nil, fmt.Errorf("ssl.truststore.type %s: only PEM is supported", t)
-	}
 	if ca := props["ssl.client.auth"]; ca != "" && (!saslSSL || prefixed("ssl.client.auth")) {
 		switch strings.ToLower(ca) {
 		case "none":
@@ -120,7 +116,7 @@ func (ts *tlsState) load() (*tls.Config, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: ts.clientAuth, MinVersion: ts.minVersion}
+	cfg := &tls.Config{Certificates: cert, ClientAuth: ts.clientAuth, MinVersion: ts.minVersion}
 	if pool, err := loadTrustStore(ts.props); err != nil {
 		return nil, "", err
 	} else if pool != nil {
@@ -156,53 +152,6 @@ func (ts *tlsState) current() *tls.Config {
 	return ts.cfg
 }
 
-// loadKeyStore reads the private key and certificate chain.
-func loadKeyStore(props map[string]string) (tls.Certificate, error) {
-	var certPEM, keyPEM []byte
-	switch {
-	case props["ssl.keystore.location"] != "":
-		b, err := os.ReadFile(props["ssl.keystore.location"])
-		if err != nil {
-			return tls.Certificate{}, fmt.Errorf("ssl.keystore.location: %w", err)
-		}
-		certPEM, keyPEM = b, b
-	case props["ssl.keystore.certificate.chain"] != "" && props["ssl.keystore.key"] != "":
-		certPEM, keyPEM = []byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"])
-	default:
-		return tls.Certificate{}, errors.New("a TLS listener needs ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key")
-	}
-	if block, _ := pem.Decode(keyPEM); block != nil && block.Type == "ENCRYPTED PRIVATE KEY" {
-		return tls.Certificate{}, errors.New("ssl.keystore: encrypted private keys (ssl.key.password) are not supported; give an unencrypted PEM key")
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("ssl.keystore: %w", err)
-	}
-	return cert, nil
-}
-
-// loadTrustStore reads the trusted certificates; nil when none are
-// configured.
-func loadTrustStore(props map[string]string) (*x509.CertPool, error) {
-	var b []byte
-	switch {
-	case props["ssl.truststore.location"] != "":
-		var err error
-		if b, err = os.ReadFile(props["ssl.truststore.location"]); err != nil {
-			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
-		}
-	case props["ssl.truststore.certificates"] != "":
-		b = []byte(props["ssl.truststore.certificates"])
-	default:
-		return nil, nil
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, errors.New("ssl.truststore: no PEM certificate found")
-	}
-	return pool, nil
-}
-
 // tlsPrincipal is the principal of a TLS client: its certificate's subject
 // mapped by ssl.principal.mapping.rules, ANONYMOUS without one.
 func (ts *tlsState) tlsPrincipal(cs tls.ConnectionState) string {
@@ -228,7 +177,7 @@ func clientTLSConfig(props map[string]string) (*tls.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cfg.Certificates = cert
 	}
 	if alg, ok := props["ssl.endpoint.identification.algorithm"]; ok && alg == "" {
 		// Kafka's empty algorithm: verify the chain, not the host name.
