@@ -28,11 +28,12 @@ cluster: build
 	done; wait
 
 ## deps: the programs the tests run that Go does not build: kcat (compat
-## suite), chromium (console test), maven (Java clients) and python3 with its
-## venv module (Python clients, TestPythonClients). Missing ones are installed
+## suite), chromium (console test), maven (Java clients), python3 with its
+## venv module (Python clients, TestPythonClients) and node with npm (kafkajs,
+## TestKafkajsSecurity). Missing ones are installed
 ## with apt-get, as root or through passwordless sudo; otherwise it stops and
 ## says what to install. Nothing is done when all are there.
-DEPS := kcat:kcat chromium:chromium mvn:maven python3:python3
+DEPS := kcat:kcat chromium:chromium mvn:maven python3:python3 node:nodejs npm:npm
 PYVENV_OK := python3 -c 'import venv, ensurepip' >/dev/null 2>&1
 deps:
 	@missing=""; pkgs=""; \
@@ -51,8 +52,8 @@ deps:
 	$(PYVENV_OK) || { echo "make deps: python3 still lacks the venv/ensurepip modules after installing python3-venv" >&2; exit 1; }
 
 ## test: vet, unit tests, and the compat suite (real clients incl. kcat, the
-## Java and the Python clients); installs kcat, chromium, maven and python3
-## (with venv) first when missing (deps)
+## Java, Python and kafkajs clients); installs kcat, chromium, maven, python3
+## (with venv), node and npm first when missing (deps)
 test: deps
 	$(GO) vet ./...
 	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 20m ./...

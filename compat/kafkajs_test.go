@@ -1,0 +1,236 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// Timeouts of TestKafkajsSecurity: the first run downloads kafkajs (one
+// package, about 200 KB; npm keeps it in its own cache), later runs reuse
+// the installed copy.
+const (
+	kafkajsInstallTimeout = 3 * time.Minute
+	kafkajsTestTimeout    = 2 * time.Minute
+)
+
+// TestKafkajsSecurity runs compat/kafkajs/security.js (kafkajs 2.2.4, pinned
+// in compat/kafkajs/package-lock.json) against a fresh broker's SASL_SSL and
+// SSL listeners: a round trip (producer offsets, a consumer group reading
+// exact keys, values, headers and offsets, committed offsets read back) over
+// SASL_SSL with PLAIN, SCRAM-SHA-512 and OAUTHBEARER (an unsecured token)
+// and over SSL with a client certificate; then a wrong PLAIN and SCRAM
+// password and an expired token, each of which kafkajs must report as a
+// KafkaJSSASLAuthenticationError. kafkajs is installed under the Go build
+// cache, keyed by the lock file and node's version, so later runs install
+// nothing. Without node and npm it skips, except under CI (GREGOR_CI=1),
+// where it fails.
+func TestKafkajsSecurity(t *testing.T) {
+	node, modules := kafkajsModules(t)
+	pki := newSecPKI(t)
+	_, crt, key := pki.issue(t, "kafkajs", "kafkajs")
+	b, addrs := secureBroker(t, pki, "group.initial.rebalance.delay.ms=0")
+
+	ctx, cancel := context.WithTimeout(context.Background(), kafkajsTestTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "security.js")
+	cmd.Dir = filepath.Join(moduleRoot, "compat", "kafkajs")
+	cmd.Env = append(os.Environ(),
+		"NODE_PATH="+modules,
+		"GREGOR_SASL_SSL="+addrs["SASL_SSL"],
+		"GREGOR_SSL="+addrs["SSL"],
+		"GREGOR_CA="+pki.caPath,
+		"GREGOR_CLIENT_CERT="+crt,
+		"GREGOR_CLIENT_KEY="+key,
+		"GREGOR_USER="+secUser,
+		"GREGOR_PASS="+secPass,
+	)
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("node security.js: %v\n%s%s", time.Since(start).Round(100*time.Millisecond), stdout.String(), stderr.String())
+	if err != nil {
+		t.Fatalf("node security.js: %v (ctx %v)", err, ctx.Err())
+	}
+
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if name, detail, ok := strings.Cut(strings.TrimPrefix(l, "ok "), " "); ok && strings.HasPrefix(l, "ok ") {
+			got[name] = detail
+		}
+	}
+	for name, want := range map[string]string{
+		"sasl-ssl-plain":         "10 records, committed 0=5,1=5",
+		"sasl-ssl-scram-sha-512": "10 records, committed 0=5,1=5",
+		"sasl-ssl-oauthbearer":   "10 records, committed 0=5,1=5",
+		"ssl":                    "10 records, committed 0=5,1=5",
+		// kafkajs's error with the broker's message
+		// (SaslAuthenticate's errorMessage) in it.
+		"plain-wrong-password": "KafkaJSSASLAuthenticationError: SASL PLAIN authentication failed: " +
+			"Authentication failed: Invalid username or password",
+		"scram-sha-512-wrong-password": "KafkaJSSASLAuthenticationError: SASL SCRAM SHA512 authentication failed: " +
+			"Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512",
+		// kafkajs takes the error challenge for success (see
+		// refusedToken in security.js); the broker then closes the
+		// connection at its next request.
+		"oauthbearer-expired": "KafkaJSNumberOfRetriesExceeded: Closed connection",
+	} {
+		if got[name] != want {
+			t.Errorf("case %s: got %q, want %q", name, got[name], want)
+		}
+	}
+	// The expired token was refused as such, and nothing was written
+	// with it.
+	if !waitLog(b, `msg="OAUTHBEARER token rejected" err="the token expired at `, 10*time.Second) {
+		t.Error("the broker did not log the expired token's rejection")
+	}
+	topics, err := kadm.NewClient(kgoClient(t, addrs["PLAINTEXT"])).ListTopics(testCtx(t, 20*time.Second))
+	must(t, err)
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, "kafkajs-oauthbearer-expired-") {
+			t.Errorf("topic %s was created with an expired token", name)
+		}
+	}
+}
+
+// waitLog reports whether the broker logs a line containing s within d
+// (its stderr is read asynchronously).
+func waitLog(b *broker, s string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		b.logMu.Lock()
+		found := slices.ContainsFunc(b.logs, func(l string) bool { return strings.Contains(l, s) })
+		b.logMu.Unlock()
+		if found || time.Now().After(deadline) {
+			return found
+		}
+	}
+}
+
+// kafkajsModules returns node and a node_modules directory holding
+// compat/kafkajs's locked packages, installing them on first use into
+// $GOCACHE/gregor-compat-kafkajs/<hash>/node_modules with npm ci (which
+// takes them from npm's cache when it has them). The install is made in a
+// temporary directory beside it and renamed into place once npm has
+// succeeded, so a directory found there is complete even when two test
+// processes raced.
+func kafkajsModules(t *testing.T) (string, string) {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if os.Getenv("GREGOR_CI") == "1" {
+			t.Fatalf("%s: CI must run the kafkajs compat tests (make deps installs node and npm)", msg)
+		}
+		t.Skipf("%s; install node and npm (make deps) to run the kafkajs compat tests", msg)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node not found on the PATH (%v)", err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		missing("npm not found on the PATH (%v)", err)
+	}
+	version, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		missing("%s does not run: %v", node, err)
+	}
+	src := filepath.Join(moduleRoot, "compat", "kafkajs")
+	var files [][]byte
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b)
+	}
+	sum := sha256.Sum256(bytes.Join(append([][]byte{version}, files...), []byte{0}))
+	gocache, err := exec.Command(goTool, "env", "GOCACHE").Output()
+	if err != nil || strings.TrimSpace(string(gocache)) == "" || strings.TrimSpace(string(gocache)) == "off" {
+		t.Fatalf("go env GOCACHE: %q, %v", gocache, err)
+	}
+	root := filepath.Join(strings.TrimSpace(string(gocache)), "gregor-compat-kafkajs")
+	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
+	modules := filepath.Join(dir, "node_modules")
+	// The installed copy is usable when kafkajs loads from it.
+	usable := func(modules string) error {
+		cmd := exec.Command(node, "-e", `require("kafkajs"); process.stdout.write(require("kafkajs/package.json").version)`)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		out, err := cmd.CombinedOutput()
+		if err == nil && string(out) != "2.2.4" {
+			err = fmt.Errorf("kafkajs %s, want 2.2.4", out)
+		}
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	}
+
+	if _, err := os.Stat(modules); err == nil {
+		if err := usable(modules); err == nil {
+			return node, modules
+		} else {
+			t.Logf("%s is broken, installing again: %v", dir, err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Leftovers of runs killed while installing.
+	if old, _ := filepath.Glob(filepath.Join(root, "tmp-*")); len(old) > 0 {
+		for _, d := range old {
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				os.RemoveAll(d)
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp(root, "tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	for i, f := range []string{"package.json", "package-lock.json"} {
+		if err := os.WriteFile(filepath.Join(tmp, f), files[i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), kafkajsInstallTimeout)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = tmp
+	cmd.WaitDelay = 10 * time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in %s: %v (ctx %v)\n%s", tmp, err, ctx.Err(), out)
+	}
+	if err := usable(filepath.Join(tmp, "node_modules")); err != nil {
+		t.Fatalf("npm ci in %s installed no usable kafkajs: %v", tmp, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another process renamed its copy into place first: use that one.
+		if _, serr := os.Stat(modules); serr != nil {
+			t.Fatalf("moving node_modules into place: %v", errors.Join(err, serr))
+		}
+	}
+	t.Logf("installed compat/kafkajs's packages in %s in %v", dir, time.Since(start).Round(100*time.Millisecond))
+	return node, modules
+}
