@@ -2,8 +2,10 @@
 // empty data directory, split into its parts, over many starts:
 //
 //	cd bench && go run ./cmd/start-bench -bin /path/to/gregor -n 30
+//	cd bench && go run ./cmd/start-bench -bin old,new -n 30
 //
-// With -bin it starts the binary -n times, each on a new data directory,
+// It starts each binary -n times (several binaries: in turn, start by
+// start, so that the machine's load falls on them alike), each on a new data directory,
 // with --listen 127.0.0.1:0 --log-level debug, and splits each start with
 // the broker's own clock (its msg=main unix_ns=… and the startup= of its
 // msg=listening line) into exec→main (process creation, the Go runtime and
@@ -36,7 +38,7 @@ import (
 )
 
 func main() {
-	bin := flag.String("bin", "", "gregor binary")
+	bin := flag.String("bin", "", "gregor binaries, comma-separated")
 	n := flag.Int("n", 30, "starts")
 	keep := flag.Bool("keep", false, "keep the data directories")
 	flag.Parse()
@@ -48,28 +50,36 @@ func main() {
 	if !*keep {
 		defer os.RemoveAll(root)
 	}
-	parts := map[string][]time.Duration{}
+	if *bin == "" {
+		log.Fatal("-bin is needed")
+	}
+	bins := strings.Split(*bin, ",")
+	parts := make([]map[string][]time.Duration, len(bins))
 	var names []string
-	add := func(name string, d time.Duration) {
-		if _, ok := parts[name]; !ok {
-			names = append(names, name)
-		}
-		parts[name] = append(parts[name], d)
-	}
 	for i := range *n {
-		dir := filepath.Join(root, strconv.Itoa(i))
-		if *bin == "" {
-			log.Fatal("-bin is needed")
-		}
-		if err := startBinary(*bin, dir, add); err != nil {
-			log.Fatalf("start %d: %v", i+1, err)
+		for j, b := range bins {
+			if parts[j] == nil {
+				parts[j] = map[string][]time.Duration{}
+			}
+			add := func(name string, d time.Duration) {
+				if !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+				parts[j][name] = append(parts[j][name], d)
+			}
+			dir := filepath.Join(root, strconv.Itoa(j), strconv.Itoa(i))
+			if err := startBinary(b, dir, add); err != nil {
+				log.Fatalf("%s start %d: %v", b, i+1, err)
+			}
 		}
 	}
-	fmt.Printf("%d starts on empty data directories; median (min–max)\n", *n)
-	for _, name := range names {
-		ds := slices.Clone(parts[name])
-		slices.Sort(ds)
-		fmt.Printf("%-22s %8.2f ms (%.2f–%.2f)\n", name, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
+	for j, b := range bins {
+		fmt.Printf("%s: %d starts on empty data directories; median (min–max)\n", b, *n)
+		for _, name := range names {
+			ds := slices.Clone(parts[j][name])
+			slices.Sort(ds)
+			fmt.Printf("  %-20s %8.2f ms (%.2f–%.2f)\n", name, ms(ds[len(ds)/2]), ms(ds[0]), ms(ds[len(ds)-1]))
+		}
 	}
 }
 
