@@ -21,6 +21,7 @@ type Broker struct {
 	log       *slog.Logger
 	nodeID    int32
 	clusterID string
+	dirLock   *os.File // <data-dir>/.lock, flock'ed
 	maxReq    int32
 	reqBytes  byteBudget
 
@@ -63,6 +64,10 @@ type Broker struct {
 	connRates  connRates      // connection creation rates (conn_quota.go)
 }
 
+// dataDirLockTimeout is how long New waits for another broker to release
+// the data directory (as bbolt's lock on groups.db waited before).
+var dataDirLockTimeout = 5 * time.Second
+
 // New opens (or creates) the data directory, recovers every partition and
 // returns a broker ready to Serve.
 func New(cfg Config) (*Broker, error) {
@@ -94,10 +99,20 @@ func New(cfg Config) (*Broker, error) {
 		topicsByID: map[uuid]*topic{},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	var err error
+	ok := false // New succeeded; else the data dir lock is released
 	topicsDir := filepath.Join(cfg.DataDir, metaDirName, topicsDirName)
 	if err := os.MkdirAll(topicsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	if b.dirLock, err = lockDataDir(cfg.DataDir, dataDirLockTimeout); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok {
+			b.dirLock.Close()
+		}
+	}()
 	b.topicRecords = fileTopicStore{dir: topicsDir}
 	b.localUsers = &fileUserStore{path: filepath.Join(cfg.DataDir, metaDirName, usersFileName)}
 	if err := b.initACLs(); err != nil {
@@ -106,7 +121,6 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.initQuotas(); err != nil {
 		return nil, err
 	}
-	var err error
 	if b.clusterID, err = b.loadMetaProperties(); err != nil {
 		return nil, err
 	}
@@ -145,6 +159,7 @@ func New(cfg Config) (*Broker, error) {
 		b.txnStateTopic() // loads it (migrating txns.db); in a cluster: as the metadata arrives
 	}
 	b.startBackground()
+	ok = true
 	return b, nil
 }
 
@@ -201,6 +216,10 @@ func (b *Broker) Close() error {
 		errs = append(errs, b.groups.Close())
 	}
 	errs = append(errs, b.closeLogs())
+	if b.dirLock != nil {
+		errs = append(errs, b.dirLock.Close())
+		b.dirLock = nil
+	}
 	return errors.Join(errs...)
 }
 

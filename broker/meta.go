@@ -9,12 +9,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gregor-broker/gregor/storage"
 )
 
 // On-disk broker metadata, beside the partition directories:
 //
+//	<data-dir>/.lock                       empty; flock'ed while a broker uses the directory (Kafka's name)
 //	<data-dir>/meta.properties             version=1, node.id, cluster.id (Kafka's file)
 //	<data-dir>/__meta/topics/<topic-id>.json  one topic: name, id, partitions, config overrides
 //	                                       (named by id: a 249-character topic name would not fit)
@@ -31,6 +35,7 @@ const (
 	metaDirName        = "__meta"
 	topicsDirName      = "topics" // in metaDirName
 	metaPropertiesName = "meta.properties"
+	lockFileName       = ".lock"
 	partitionMetaName  = "partition.metadata"
 	producerIDsName    = "producer-ids"
 	deleteSuffix       = "-delete"
@@ -141,6 +146,33 @@ func (b *Broker) loadMetaProperties() (string, error) {
 		return "", fmt.Errorf("%s: no cluster.id", path)
 	}
 	return props["cluster.id"], nil
+}
+
+// lockDataDir takes an exclusive flock on <dir>/.lock, waiting up to
+// timeout for another broker to release it, so that two brokers never
+// share a data directory. (groups.db's bbolt lock did this before that file
+// became lazily created.) The lock lasts until the file is closed or the
+// process exits; creating the empty file needs no fsync.
+func lockDataDir(dir string, timeout time.Duration) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if err != unix.EWOULDBLOCK || time.Now().After(deadline) {
+			f.Close()
+			if err == unix.EWOULDBLOCK {
+				return nil, fmt.Errorf("data dir %s is in use by another broker", dir)
+			}
+			return nil, fmt.Errorf("data dir: lock %s: %w", lockFileName, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // writeMetaProperties rewrites meta.properties with the current cluster id

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Defaults applied by Open to zero fields of Config. They are Kafka's broker
@@ -39,7 +38,8 @@ var ErrClosed = errors.New("coordinator: closed")
 
 // Config configures a Coordinator. Zero fields take the Default* values.
 type Config struct {
-	// Dir holds the bbolt file groups.db; it is created if missing.
+	// Dir holds the bbolt file groups.db; it is created on the first write
+	// if missing.
 	Dir string
 	// Now is the clock for sessions, rebalance delays and retention.
 	Now func() time.Time
@@ -110,7 +110,7 @@ type Config struct {
 type Coordinator struct {
 	cfg Config
 	log *slog.Logger
-	db  *bolt.DB
+	db  *boltFile
 
 	// newUUID makes the random part of member ids; tests replace it.
 	newUUID func() string
@@ -133,16 +133,16 @@ type Coordinator struct {
 	logNext  map[int32]int64
 }
 
-// Open opens (creating if needed) Dir/groups.db and restores every group and
-// its committed offsets from it, as Kafka does from __consumer_offsets:
-// members come back with fresh session timers, so they expire unless their
-// clients heartbeat again.
+// Open opens Dir/groups.db (created on the first write if missing) and
+// restores every group and its committed offsets from it, as Kafka does
+// from __consumer_offsets: members come back with fresh session timers, so
+// they expire unless their clients heartbeat again.
 func Open(cfg Config) (*Coordinator, error) {
 	cfg = withDefaults(cfg)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(cfg.Dir, dbFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := openBoltFile(filepath.Join(cfg.Dir, dbFileName))
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: open %s: %w", dbFileName, err)
 	}

@@ -299,6 +299,9 @@ func decodeOffset(key, val []byte) (topic string, partition int32, e offsetEntry
 // in its stored generation; one without, Empty. Groups that only have
 // offsets (simple consumers) come back Empty without a protocol type.
 func (c *Coordinator) load() error {
+	if !c.db.created() {
+		return nil // nothing stored yet
+	}
 	if c.cfg.Log != nil {
 		return c.db.Update(func(tx *bolt.Tx) error { return c.loadPendingTx(tx) })
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Defaults applied by OpenTxn to zero fields of TxnConfig. They are Kafka's
@@ -34,7 +33,8 @@ var ErrTxnConfig = errors.New("coordinator: TxnConfig needs AllocateProducerID a
 // TxnConfig configures a TxnCoordinator. Zero durations take the Default*
 // values.
 type TxnConfig struct {
-	// Dir holds the bbolt file txns.db; it is created if missing.
+	// Dir holds the bbolt file txns.db; it is created on the first write
+	// if missing.
 	Dir string
 	// Now and AfterFunc are the clock, as in Config. AfterFunc must not
 	// call f synchronously.
@@ -99,7 +99,7 @@ type TxnConfig struct {
 type TxnCoordinator struct {
 	cfg TxnConfig
 	log *slog.Logger
-	db  *bolt.DB
+	db  *boltFile
 
 	mu      sync.Mutex
 	closed  bool
@@ -151,7 +151,7 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(cfg.Dir, txnDBFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := openBoltFile(filepath.Join(cfg.Dir, txnDBFileName))
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
 	}

@@ -163,6 +163,9 @@ func (c *TxnCoordinator) deleteTxns(ids []string) error {
 func (c *TxnCoordinator) loadTxns(keep func(id string) bool) ([]string, map[string]txnMeta, error) {
 	out := make(map[string]txnMeta)
 	var ids []string
+	if !c.db.created() {
+		return nil, out, nil // nothing stored yet
+	}
 	err := c.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketTxns)
 		if err != nil {

@@ -2,9 +2,11 @@ package gregortest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/compat/kafkaref"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,25 +92,23 @@ func TestStart_BadTopicFails(t *testing.T) {
 }
 
 // TestStart_ReadyTime measures start to ready: New and Listen until a
-// client's ApiVersions is answered. It reports the figure and fails only
-// when it is absurdly slow (a second), which would defeat the package's
-// purpose.
+// client's ApiVersions is answered, on a new data directory each time. It
+// reports the median, minimum and maximum and fails only when it is
+// absurdly slow (a second), which would defeat the package's purpose.
 func TestStart_ReadyTime(t *testing.T) {
-	const runs = 5
-	var total, worst time.Duration
+	const runs = 21
+	ds := make([]time.Duration, 0, runs)
 	for range runs {
 		t0 := time.Now()
 		b := Start(t)
-		cl := newClient(t, b.Addr())
-		if _, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), cl); err != nil {
+		if err := kafkaref.APIVersions(testCtx(t), b.Addr()); err != nil {
 			t.Fatal(err)
 		}
-		d := time.Since(t0)
-		total += d
-		worst = max(worst, d)
+		ds = append(ds, time.Since(t0))
 	}
-	t.Logf("start to ready (New+Listen+Serve until ApiVersions answered): mean %v, worst %v over %d runs", total/runs, worst, runs)
-	if worst > time.Second {
-		t.Errorf("start to ready took %v", worst)
+	slices.Sort(ds)
+	t.Logf("start to ready (New+Listen+Serve until ApiVersions answered on a new connection): median %v (%v–%v) over %d runs", ds[runs/2], ds[0], ds[runs-1], runs)
+	if ds[runs-1] > time.Second {
+		t.Errorf("start to ready took %v", ds[runs-1])
 	}
 }
