@@ -284,9 +284,17 @@ func (c *TxnCoordinator) LoadPartition(p int32) error {
 	return nil
 }
 
+// replayPartition brings txns.db's view of partition p up to the end of
+// its log: with a replicated log (TxnConfig.LogReplicated) rebuilt from
+// the log start, as Kafka's coordinator loads the whole partition, since
+// the log may have been truncated while another broker led p (the view
+// holds only records answered as committed, but an unclean election
+// truncates those too); on a single node from the checkpoint.
 func (c *TxnCoordinator) replayPartition(p int32) error {
 	var from int64
-	c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	if !c.cfg.LogReplicated {
+		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	}
 	var recs []replayed
 	collect := func(off int64, r LogRecord) error {
 		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
@@ -296,11 +304,12 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 	if err != nil {
 		return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
 	}
-	rebuild := next < from // truncated below the view: rebuild it
-	if rebuild {
+	rebuild := c.cfg.LogReplicated
+	if next < from { // truncated below the view: rebuild it
+		rebuild = true
 		recs = recs[:0]
 		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
-			return err
+			return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
 		}
 	}
 	err = c.db.Update(func(tx *bolt.Tx) error {
@@ -334,9 +343,9 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 		return err
 	}
 	c.mu.Lock()
-	if next > c.logNext[p] {
-		c.logNext[p] = next
-	}
+	// What this broker appended before may be gone: the log's end is
+	// where the checkpoint goes next.
+	c.logNext[p] = next
 	c.mu.Unlock()
 	return nil
 }
