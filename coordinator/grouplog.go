@@ -11,8 +11,11 @@ package coordinator
 // when it stops). groups.db stays the materialised view: every offset and
 // group in it carries the log offset of the record it came from, and bucket
 // "log" holds, per partition, the offset up to which the view reflects the
-// log, so a load replays only the tail. Records are applied only over older
-// ones, so replaying a record twice changes nothing.
+// log, so a single node's load replays only the tail; with a replicated
+// log (Config.LogReplicated) a load rebuilds the partition's view from the
+// log start, since a former leader's log loses its uncommitted tail. Only
+// committed appends move the checkpoint. Records are applied only over
+// older ones, so replaying a record twice changes nothing.
 //
 // OffsetCommit appends its records and answers once the partition's high
 // watermark has passed them (GroupLog.Append's wait), then applies them to

@@ -25,7 +25,9 @@ package coordinator
 // value that Kafka ignores (txnExtTag: the groups of the transaction and
 // the retry epoch). txns.db stays the materialised view: each record notes
 // the log offset it came from, and bucket "log" holds the per-partition
-// checkpoint, so a load replays only the tail. Records of a txns.db written
+// checkpoint, so a single node's load replays only the tail (with a
+// replicated log, TxnConfig.LogReplicated, a load rebuilds the partition's
+// view from the log start). Records of a txns.db written
 // before the log existed are appended to the log when their partition is
 // first loaded.
 //
