@@ -255,6 +255,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		Logger:                        b.log.With("component", "groups"),
 		Log:                           groupLog{b: b, topic: offsetsTopicName},
 		LogPartitions:                 int32(b.cfg.int64Prop("offsets.topic.num.partitions")),
+		LogReplicated:                 b.cfg.clusterConfigured(),
 	})
 }
 

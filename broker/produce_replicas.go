@@ -88,6 +88,16 @@ func (b *Broker) awaitReplica(ctx context.Context, w replicaWait, deadline time.
 	for {
 		ch := w.p.log.Notify()
 		if w.p.log.HighWatermark() >= w.target {
+			// Only a high watermark this leader moved commits the batch:
+			// once leadership is lost, this broker's log may have been
+			// truncated to the next leader's and its high watermark be
+			// past the batch's offsets with that leader's records.
+			// Checked after reading the high watermark: a Leader that
+			// was replaced never comes back, so the read was made
+			// while w.ldr led.
+			if w.p.leader.Load() != w.ldr {
+				return kerr.NotLeaderForPartition.Code
+			}
 			if w.minISR > 1 && int64(w.ldr.ISRSize()) < w.minISR {
 				return kerr.NotEnoughReplicasAfterAppend.Code
 			}

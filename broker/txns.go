@@ -92,6 +92,7 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 			return 1
 		}},
 		LogPartitions: int32(b.cfg.int64Prop("transaction.state.log.num.partitions")),
+		LogReplicated: b.cfg.clusterConfigured(),
 		Logger:        b.log.With("component", "txns"),
 	})
 }

@@ -121,6 +121,15 @@ type clusterNode struct {
 func startCluster(t testing.TB, n int, opts ...clusterOpt) *cluster {
 	t.Helper()
 	c := &cluster{t: t, logDir: t.TempDir(), end: time.Now().Add(clusterMaxLifetime)}
+	if d := os.Getenv("GREGOR_CLUSTER_LOGDIR"); d != "" {
+		// The nodes' whole logs, kept after the test (a new directory
+		// under d per cluster), for failures the log tails do not explain.
+		dir, err := os.MkdirTemp(d, "logs")
+		if err != nil {
+			t.Fatalf("GREGOR_CLUSTER_LOGDIR: %v", err)
+		}
+		c.logDir = dir
+	}
 	for _, o := range opts {
 		o.apply(&c.cfg)
 	}

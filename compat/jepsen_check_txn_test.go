@@ -14,14 +14,17 @@ import (
 // jCommit is one partition of one OffsetCommit a group member sent: the next
 // offset to consume after the records it processed.
 type jCommit struct {
-	Member    int
-	Partition int32
-	Offset    int64
-	Sent      time.Time
-	Done      time.Time
+	Member     int
+	MemberID   string // the request's member id (franz-go also sends it as the commit's metadata)
+	Generation int32  // the request's generation (-1 if unknown)
+	Partition  int32
+	Offset     int64
+	Sent       time.Time
+	Done       time.Time
 	// Acked: the coordinator answered this partition without error. An
 	// unacknowledged commit may or may not have been applied.
-	Acked bool
+	Acked     bool
+	ErrorCode int16 // the partition's error code, if answered
 }
 
 // jOffsetObs is one OffsetFetch answer for a partition of the group: its
@@ -29,6 +32,7 @@ type jCommit struct {
 type jOffsetObs struct {
 	Partition      int32
 	Offset         int64
+	Metadata       string // the commit's metadata: the committing member's id (franz-go)
 	Sent, Received time.Time
 }
 
@@ -133,8 +137,9 @@ func checkGroup(r *jResult, h jHistory, final map[jPos]string) {
 				}
 			}
 			if found && b.Offset < best.Offset {
-				r.add(vCommitBack, "partition %d: OffsetFetch answered %d at %s, then %d to a request sent at %s (commits of %d: %s)",
-					p, best.Offset, r.rel(best.Received), b.Offset, r.rel(b.Sent), best.Offset, r.commitsOf(commits[p], best.Offset))
+				r.add(vCommitBack, "partition %d: OffsetFetch answered %d (metadata %q) at %s, then %d (metadata %q) to a request sent at %s (commits of %d: %s; commits of %d: %s)",
+					p, best.Offset, best.Metadata, r.rel(best.Received), b.Offset, b.Metadata, r.rel(b.Sent),
+					best.Offset, r.commitsOf(commits[p], best.Offset), b.Offset, r.commitsOf(commits[p], b.Offset))
 			}
 		}
 		// Acknowledged commits against later answers.
@@ -222,7 +227,8 @@ func (r jResult) commitsOf(cs []jCommit, o int64) string {
 	var out []string
 	for _, c := range cs {
 		if c.Offset == o {
-			out = append(out, fmt.Sprintf("member %d sent %s answered %s acknowledged %v", c.Member, r.rel(c.Sent), r.rel(c.Done), c.Acked))
+			out = append(out, fmt.Sprintf("member %d (%s) generation %d sent %s answered %s acknowledged %v (error %d)",
+				c.Member, c.MemberID, c.Generation, r.rel(c.Sent), r.rel(c.Done), c.Acked, c.ErrorCode))
 		}
 	}
 	if len(out) == 0 {

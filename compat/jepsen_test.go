@@ -56,7 +56,7 @@ const (
 // GREGOR_JEPSEN_SEED fixes the nemesis's random choices. GREGOR_JEPSEN_NODES=1
 // runs the same workload against one single-node broker (RF=1; kill, stop
 // and cut only), which exercises the harness and the checker without a
-// cluster.
+// cluster. GREGOR_CLUSTER_LOGDIR=dir keeps the nodes' whole logs under dir.
 func TestClusterJepsen(t *testing.T) {
 	nodes := envInt("GREGOR_JEPSEN_NODES", 3)
 	if nodes != 1 && nodes != 3 {

@@ -58,20 +58,26 @@ func (r *jepsenRun) groupMember(ctx context.Context, id int) {
 			sent := time.Now()
 			cctx, cancel := context.WithTimeout(context.Background(), jepsenOpTimeout)
 			cl.CommitOffsetsSync(cctx, map[string]map[int32]kgo.EpochOffset{r.topic: next},
-				func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+				func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 					done := time.Now()
 					acked := map[int32]bool{}
+					codes := map[int32]int16{}
 					if err == nil {
 						for _, t := range resp.Topics {
 							for _, p := range t.Partitions {
 								acked[p.Partition] = p.ErrorCode == 0
+								codes[p.Partition] = p.ErrorCode
 							}
 						}
+					}
+					gen, memberID := int32(-1), ""
+					if req != nil {
+						gen, memberID = req.Generation, req.MemberID
 					}
 					r.mu.Lock()
 					defer r.mu.Unlock()
 					for p, eo := range next {
-						r.h.Group.Commits = append(r.h.Group.Commits, jCommit{Member: id, Partition: p, Offset: eo.Offset, Sent: sent, Done: done, Acked: acked[p]})
+						r.h.Group.Commits = append(r.h.Group.Commits, jCommit{Member: id, MemberID: memberID, Generation: gen, Partition: p, Offset: eo.Offset, Sent: sent, Done: done, Acked: acked[p], ErrorCode: codes[p]})
 						if !acked[p] {
 							r.commitErrs++
 						}
@@ -133,7 +139,7 @@ func (r *jepsenRun) fetchOffsets(ctx context.Context, adm *kadm.Client) ([]jOffs
 			if or.Err != nil {
 				return nil, or.Err
 			}
-			o.Offset = or.At
+			o.Offset, o.Metadata = or.At, or.Metadata
 		}
 		obs = append(obs, o)
 	}

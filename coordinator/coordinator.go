@@ -73,6 +73,12 @@ type Config struct {
 	// groups of the partitions loaded with LoadPartition (grouplog.go).
 	Log           GroupLog
 	LogPartitions int32
+	// LogReplicated is set when Log is replicated (a cluster), where a
+	// broker that was leader of a partition may have its uncommitted
+	// tail truncated and replaced by another leader's records. Then
+	// LoadPartition rebuilds the partition's view from the log start
+	// instead of replaying the log from the view's checkpoint.
+	LogReplicated bool
 
 	// Consumer-protocol groups (consumer.go). Topics lists the broker's
 	// topics, for topic ids, partition counts and regex subscriptions; nil

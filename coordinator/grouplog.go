@@ -11,8 +11,11 @@ package coordinator
 // when it stops). groups.db stays the materialised view: every offset and
 // group in it carries the log offset of the record it came from, and bucket
 // "log" holds, per partition, the offset up to which the view reflects the
-// log, so a load replays only the tail. Records are applied only over older
-// ones, so replaying a record twice changes nothing.
+// log, so a single node's load replays only the tail; with a replicated
+// log (Config.LogReplicated) a load rebuilds the partition's view from the
+// log start, since a former leader's log loses its uncommitted tail. Only
+// committed appends move the checkpoint. Records are applied only over
+// older ones, so replaying a record twice changes nothing.
 //
 // OffsetCommit appends its records and answers once the partition's high
 // watermark has passed them (GroupLog.Append's wait), then applies them to
@@ -221,10 +224,14 @@ func groupRecordFromLog(v *kmsg.GroupMetadataValue) groupRecord {
 }
 
 // appendLocked appends records to groupID's partition and counts the batch
-// as in flight until done is called (under the lock) with its outcome.
+// as in flight until done is called (under the lock) with its outcome:
+// committed is true when wait returned nil. Only a committed batch moves
+// the partition's checkpoint: one that failed (leadership lost) may be
+// truncated and its offsets reused by the next leader's records, which a
+// load must then replay.
 //
 // Lock should be held.
-func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64, wait func() error, done func(), err *kerr.Error) {
+func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64, wait func() error, done func(committed bool), err *kerr.Error) {
 	if err := c.ownerErrLocked(groupID); err != nil {
 		return 0, nil, nil, err
 	}
@@ -235,9 +242,9 @@ func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64
 		return 0, nil, nil, kerr.NotCoordinator
 	}
 	c.inflight[p]++
-	done = func() {
+	done = func(committed bool) {
 		c.inflight[p]--
-		if next > c.logNext[p] {
+		if committed && next > c.logNext[p] {
 			c.logNext[p] = next
 		}
 		if c.inflight[p] == 0 && c.parts[p] == partLoaded {
@@ -273,7 +280,7 @@ func (c *Coordinator) appendAsyncLocked(groupID string, recs []LogRecord) (int64
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		defer close(finished)
-		done()
+		done(werr == nil)
 		switch {
 		case werr != nil:
 			c.log.Warn("a __consumer_offsets record was not committed", "group", groupID, "err", werr)
@@ -391,32 +398,45 @@ type replayed struct {
 	value  []byte
 }
 
+// loadPartition brings groups.db's view of partition p up to the end of
+// its log. With a replicated log (Config.LogReplicated) the view is
+// rebuilt from the log start, as Kafka's coordinator loads the whole
+// partition: while this broker did not lead p, its log may have lost an
+// uncommitted tail that the view had taken in (the records appended
+// without waiting are applied at once, with their offsets), and the next
+// leader's records at the same offsets would be skipped as older. A single
+// node's log is never truncated that way: its view replays the tail from
+// the checkpoint.
 func (c *Coordinator) loadPartition(p int32) error {
 	var from int64
-	c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	if !c.cfg.LogReplicated {
+		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	}
 	var recs []replayed
-	next, err := c.cfg.Log.Replay(p, from, func(off int64, r LogRecord) error {
+	collect := func(off int64, r LogRecord) error {
 		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
 		return nil
-	})
+	}
+	next, err := c.cfg.Log.Replay(p, from, collect)
 	if err != nil {
 		return fmt.Errorf("coordinator: replaying __consumer_offsets-%d: %w", p, err)
 	}
+	rebuild := c.cfg.LogReplicated
 	if next < from {
 		// The log is shorter than the view: it was truncated (an unclean
 		// election). Rebuild the view of this partition from the log.
-		if err := c.dropStoredPartition(p); err != nil {
-			return err
-		}
+		rebuild = true
 		recs = recs[:0]
-		if next, err = c.cfg.Log.Replay(p, 0, func(off int64, r LogRecord) error {
-			recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
-			return nil
-		}); err != nil {
-			return err
+		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
+			return fmt.Errorf("coordinator: replaying __consumer_offsets-%d: %w", p, err)
 		}
 	}
 	if err := c.db.Update(func(tx *bolt.Tx) error {
+		if rebuild {
+			if err := c.dropStoredPartition(tx, p); err != nil {
+				return err
+			}
+		}
 		for _, r := range recs {
 			if err := applyRecord(tx, r); err != nil {
 				return err
@@ -427,9 +447,9 @@ func (c *Coordinator) loadPartition(p int32) error {
 		return err
 	}
 	c.mu.Lock()
-	if next > c.logNext[p] {
-		c.logNext[p] = next
-	}
+	// What this broker appended before may be gone: the log's end is
+	// where the checkpoint goes next.
+	c.logNext[p] = next
 	c.mu.Unlock()
 	return c.migratePartition(p)
 }
@@ -484,7 +504,7 @@ func applyRecord(tx *bolt.Tx, r replayed) error {
 		}
 		if old := gb.Get([]byte(k.Group)); old != nil {
 			var rec groupRecord
-			if json.Unmarshal(old, &rec) == nil && rec.LogOffset >= r.offset {
+			if json.Unmarshal(old, &rec) == nil && rec.Logged && rec.LogOffset >= r.offset {
 				return nil
 			}
 		}
@@ -531,53 +551,79 @@ func applyRecord(tx *bolt.Tx, r replayed) error {
 	return nil
 }
 
-// dropStoredPartition removes the view of partition p's groups.
-func (c *Coordinator) dropStoredPartition(p int32) error {
-	return c.db.Update(func(tx *bolt.Tx) error {
-		if gb := tx.Bucket(bucketGroups); gb != nil {
-			var ids [][]byte
-			gb.ForEach(func(k, _ []byte) error {
-				if c.partitionOf(string(k)) == p {
-					ids = append(ids, slices.Clone(k))
-				}
-				return nil
-			})
-			for _, id := range ids {
-				if err := gb.Delete(id); err != nil {
-					return err
-				}
+// dropStoredPartition removes from groups.db the view of partition p's
+// log: the groups, offsets and KIP-848/share group records that came from
+// the log. What was stored before the log existed (no log offset) stays,
+// for migratePartition; pending transactional offsets are not in the log
+// and stay too.
+func (c *Coordinator) dropStoredPartition(tx *bolt.Tx, p int32) error {
+	mine := func(k []byte) bool { return c.partitionOf(string(k)) == p }
+	if gb := tx.Bucket(bucketGroups); gb != nil {
+		var ids [][]byte
+		gb.ForEach(func(k, v []byte) error {
+			var rec groupRecord
+			if mine(k) && (json.Unmarshal(v, &rec) != nil || rec.Logged) {
+				ids = append(ids, slices.Clone(k))
+			}
+			return nil
+		})
+		for _, id := range ids {
+			if err := gb.Delete(id); err != nil {
+				return err
 			}
 		}
-		if root := tx.Bucket(bucketOffsets); root != nil {
-			var ids [][]byte
-			root.ForEach(func(k, _ []byte) error {
-				if c.partitionOf(string(k)) == p {
-					ids = append(ids, slices.Clone(k))
+	}
+	// dropLogged deletes the entries of the nested buckets of p's groups
+	// in root that came from the log, and the buckets left empty.
+	dropLogged := func(root *bolt.Bucket, logged func(k, v []byte) bool) error {
+		if root == nil {
+			return nil
+		}
+		var groups [][]byte
+		root.ForEach(func(k, v []byte) error {
+			if v == nil && mine(k) {
+				groups = append(groups, slices.Clone(k))
+			}
+			return nil
+		})
+		for _, id := range groups {
+			b := root.Bucket(id)
+			var keys [][]byte
+			left := 0
+			b.ForEach(func(k, v []byte) error {
+				if logged(k, v) {
+					keys = append(keys, slices.Clone(k))
+				} else {
+					left++
 				}
 				return nil
 			})
-			for _, id := range ids {
+			if left == 0 {
 				if err := root.DeleteBucket(id); err != nil {
 					return err
 				}
+				continue
 			}
-		}
-		if root := tx.Bucket(bucketModern); root != nil {
-			var ids [][]byte
-			root.ForEach(func(k, _ []byte) error {
-				if c.partitionOf(string(k)) == p {
-					ids = append(ids, slices.Clone(k))
-				}
-				return nil
-			})
-			for _, id := range ids {
-				if err := root.DeleteBucket(id); err != nil {
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
 					return err
 				}
 			}
 		}
-		return putCheckpoint(tx, p, 0)
-	})
+		return nil
+	}
+	if err := dropLogged(tx.Bucket(bucketOffsets), func(k, v []byte) bool {
+		_, _, e, err := decodeOffset(k, v)
+		return err != nil || e.logOffset >= 0
+	}); err != nil {
+		return err
+	}
+	if err := dropLogged(tx.Bucket(bucketModern), func(_, v []byte) bool {
+		return len(v) < 8 || int64(binary.BigEndian.Uint64(v)) >= 0
+	}); err != nil {
+		return err
+	}
+	return putCheckpoint(tx, p, 0)
 }
 
 // migratePartition writes to the log what groups.db holds of partition p

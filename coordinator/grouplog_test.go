@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -237,8 +238,21 @@ func TestGroupLogTombstones(t *testing.T) {
 // TestGroupLogMigratesLegacyGroupsDB: a groups.db written before
 // __consumer_offsets existed (testdata/legacy, made by the previous
 // release) keeps every committed offset, and its offsets are written to
-// the log, so that another broker loading the partitions has them too.
+// the log, so that another broker loading the partitions has them too; on
+// a single node and in a cluster (whose loads rebuild the view).
 func TestGroupLogMigratesLegacyGroupsDB(t *testing.T) {
+	for _, replicated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replicated=%v", replicated), func(t *testing.T) { testMigratesLegacyGroupsDB(t, replicated) })
+	}
+}
+
+func testMigratesLegacyGroupsDB(t *testing.T, replicated bool) {
+	openLogged := func(t *testing.T, dir string, log GroupLog) *Coordinator {
+		if replicated {
+			return openReplicated(t, dir, log)
+		}
+		return openLogged(t, dir, log)
+	}
 	dir := t.TempDir()
 	src, err := os.Open(filepath.Join("testdata", "legacy", "groups.db"))
 	if err != nil {

@@ -109,7 +109,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		c.mu.Unlock()
 		werr := wait()
 		c.mu.Lock()
-		done()
+		done(werr == nil)
 		if werr != nil || c.closed || c.ownerErrLocked(g.id) != nil {
 			if werr != nil {
 				c.log.Warn("offset commit not committed to __consumer_offsets", "group", g.id, "err", werr)

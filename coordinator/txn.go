@@ -88,6 +88,8 @@ type TxnConfig struct {
 	// partition count.
 	Log           GroupLog
 	LogPartitions int32
+	// LogReplicated: as Config.LogReplicated, for __transaction_state.
+	LogReplicated bool
 
 	Logger *slog.Logger
 }

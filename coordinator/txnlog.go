@@ -25,7 +25,9 @@ package coordinator
 // value that Kafka ignores (txnExtTag: the groups of the transaction and
 // the retry epoch). txns.db stays the materialised view: each record notes
 // the log offset it came from, and bucket "log" holds the per-partition
-// checkpoint, so a load replays only the tail. Records of a txns.db written
+// checkpoint, so a single node's load replays only the tail (with a
+// replicated log, TxnConfig.LogReplicated, a load rebuilds the partition's
+// view from the log start). Records of a txns.db written
 // before the log existed are appended to the log when their partition is
 // first loaded.
 //
@@ -284,9 +286,17 @@ func (c *TxnCoordinator) LoadPartition(p int32) error {
 	return nil
 }
 
+// replayPartition brings txns.db's view of partition p up to the end of
+// its log: with a replicated log (TxnConfig.LogReplicated) rebuilt from
+// the log start, as Kafka's coordinator loads the whole partition, since
+// the log may have been truncated while another broker led p (the view
+// holds only records answered as committed, but an unclean election
+// truncates those too); on a single node from the checkpoint.
 func (c *TxnCoordinator) replayPartition(p int32) error {
 	var from int64
-	c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	if !c.cfg.LogReplicated {
+		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
+	}
 	var recs []replayed
 	collect := func(off int64, r LogRecord) error {
 		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
@@ -296,11 +306,12 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 	if err != nil {
 		return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
 	}
-	rebuild := next < from // truncated below the view: rebuild it
-	if rebuild {
+	rebuild := c.cfg.LogReplicated
+	if next < from { // truncated below the view: rebuild it
+		rebuild = true
 		recs = recs[:0]
 		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
-			return err
+			return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
 		}
 	}
 	err = c.db.Update(func(tx *bolt.Tx) error {
@@ -334,9 +345,9 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 		return err
 	}
 	c.mu.Lock()
-	if next > c.logNext[p] {
-		c.logNext[p] = next
-	}
+	// What this broker appended before may be gone: the log's end is
+	// where the checkpoint goes next.
+	c.logNext[p] = next
 	c.mu.Unlock()
 	return nil
 }

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -175,8 +176,15 @@ func TestTxnLogMoveCompletesPrepared(t *testing.T) {
 }
 
 // TestTxnLogMigratesTxnsDB: ids in a txns.db written before the log are
-// appended to it when their partition is loaded, and keep their producer.
+// appended to it when their partition is loaded, and keep their producer;
+// on a single node and in a cluster (whose loads rebuild the view).
 func TestTxnLogMigratesTxnsDB(t *testing.T) {
+	for _, replicated := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replicated=%v", replicated), func(t *testing.T) { testTxnMigratesTxnsDB(t, replicated) })
+	}
+}
+
+func testTxnMigratesTxnsDB(t *testing.T, replicated bool) {
 	dir := t.TempDir()
 	cfg := testTxnConfig(dir)
 	old, err := OpenTxn(cfg)
@@ -186,6 +194,7 @@ func TestTxnLogMigratesTxnsDB(t *testing.T) {
 	id := "legacy"
 	pid, epoch := initTxn(t, old, id)
 	old.Close()
+	cfg.LogReplicated = replicated
 
 	log := newMemLog()
 	c := openTxnLogged(t, cfg, log)
