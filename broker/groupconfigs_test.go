@@ -262,5 +262,15 @@ func startTwoBrokerCluster(t *testing.T) ([]*Broker, []string) {
 			t.Fatal(err)
 		}
 	}
+	// Both registered and seen by both: a topic placed on both (or an RF 2
+	// one) is refused with INVALID_REPLICATION_FACTOR before that.
+	waitFor(t, 15*time.Second, "both brokers to see both", func() bool {
+		for _, b := range brokers {
+			if len(b.ClusterInfo().Brokers) != 2 {
+				return false
+			}
+		}
+		return true
+	})
 	return brokers, addrs
 }
