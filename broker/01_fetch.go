@@ -17,6 +17,10 @@ package broker
 // deleted and re-created topic has a new id), OFFSET_OUT_OF_RANGE,
 // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ current leader epoch).
 //
+// In a cluster any replica serves a consumer's Fetch v11+, a follower up
+// to its own high watermark, and the leader may answer a partition with
+// PreferredReadReplica and no records instead (KIP-392, read_replica.go).
+//
 // Fetch sessions (KIP-227): Gregor creates none. A request that asks for a
 // new session (epoch 0) gets session id 0, which tells the client to keep
 // sending full, sessionless requests; a request naming a session id gets
