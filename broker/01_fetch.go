@@ -17,6 +17,10 @@ package broker
 // deleted and re-created topic has a new id), OFFSET_OUT_OF_RANGE,
 // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (v9+ current leader epoch).
 //
+// In a cluster any replica serves a consumer's Fetch v11+, a follower up
+// to its own high watermark, and the leader may answer a partition with
+// PreferredReadReplica and no records instead (KIP-392, read_replica.go).
+//
 // Fetch sessions (KIP-227): Gregor creates none. A request that asks for a
 // new session (epoch 0) gets session id 0, which tells the client to keep
 // sending full, sessionless requests; a request naming a session id gets
@@ -46,6 +50,9 @@ type fetchTarget struct {
 	part   *partition
 	req    *kmsg.FetchRequestTopicPartition
 	code   int16 // resolution error, answered without reading
+	// preferred is the replica that should serve this consumer instead
+	// of this leader (KIP-392), -1 for none: answered without reading.
+	preferred int32
 }
 
 // fetchReplicaID is the broker id of a follower's Fetch, -1 for a consumer.
@@ -172,7 +179,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 		}
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
-			tg := fetchTarget{ti: ti, pi: pi, req: rp}
+			tg := fetchTarget{ti: ti, pi: pi, req: rp, preferred: -1}
 			switch {
 			case t == nil:
 				tg.code = missing
@@ -180,7 +187,10 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 				tg.code = kerr.UnknownTopicOrPartition.Code
 			default:
 				tg.part = parts[rp.Partition]
-				tg.code = b.fetchLeadership(tg.part, replica, rp.CurrentLeaderEpoch, rp.FetchOffset)
+				tg.code = b.fetchLeadership(tg.part, req, rp)
+				if tg.code == 0 && replica < 0 && req.Version >= 11 {
+					tg.preferred = b.preferredReadReplica(tg.part, req.Rack, rp.FetchOffset)
+				}
 			}
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -211,8 +221,8 @@ func (b *Broker) fetchPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 			wake = append(wake, tg.part.log.Notify())
 		}
 	}
-	total, errored := b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
-	if errored || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) || len(wake) == 0 {
+	total, now := b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
+	if now || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) || len(wake) == 0 {
 		return nil
 	}
 	releaseRegions(regions)
@@ -253,15 +263,16 @@ func releaseRegions(regions [][]storage.Slice) {
 func noRegions(int, int) (protocol.Region, bool) { return protocol.Region{}, false }
 
 // fetchOnce reads every target into resp and regions, returning the bytes
-// found and whether any partition has an error.
+// found and whether the answer must go at once: a partition has an error
+// or a preferred read replica (as in Kafka, neither waits for min_bytes).
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, maxBytes int32) (int, bool) {
 	total := 0
-	errored := false
+	answerNow := false
 	for _, tg := range targets {
 		sp := &resp.Topics[tg.ti].Partitions[tg.pi]
 		sp.ErrorCode = tg.code
 		if tg.code != 0 {
-			errored = true
+			answerNow = true
 			if tg.part == nil {
 				// Refused before any read (unknown topic, topic id or
 				// partition, not authorized): Kafka's answer has an
@@ -269,6 +280,14 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 				// (leadership, offset) it is null.
 				sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 			}
+			continue
+		}
+		if tg.preferred >= 0 {
+			// KIP-392: the consumer is to fetch from that replica; this
+			// answer has its offsets and no records.
+			sp.PreferredReadReplica = tg.preferred
+			b.fillOffsets(sp, tg.part.log)
+			answerNow = true
 			continue
 		}
 		remaining := int64(maxBytes) - int64(total)
@@ -297,14 +316,14 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 			if sp.ErrorCode != kerr.OffsetOutOfRange.Code && !errors.Is(err, storage.ErrLogClosed) {
 				b.log.Error("fetch read", "topic", tg.part.topic.name, "partition", tg.part.index, "err", err)
 			}
-			errored = true
+			answerNow = true
 			continue
 		}
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 		regions[tg.ti][tg.pi] = res.Slice
 		total += int(res.Slice.Size)
 	}
-	return total, errored
+	return total, answerNow
 }
 
 func (b *Broker) fillOffsets(sp *kmsg.FetchResponseTopicPartition, l *storage.Log) {

@@ -31,6 +31,7 @@ import (
 	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clusterState is what a broker knows of a cluster, nil on a single node.
@@ -43,6 +44,10 @@ type clusterState struct {
 	applied  atomic.Pointer[cluster.Metadata] // the metadata the local state reflects
 	peersMu  sync.Mutex
 	peers    map[int32]*peer // clients for requests to other brokers
+
+	// rackAwareReads is replica.selector.class = RackAwareReplicaSelector
+	// (read_replica.go).
+	rackAwareReads bool
 }
 
 // clusterConfigured reports whether the properties ask for cluster mode.
@@ -94,6 +99,8 @@ func (b *Broker) startCluster(host string, port int32) error {
 		node:    node,
 		lagMax:  time.Duration(b.cfg.int64Prop("replica.lag.time.max.ms")) * time.Millisecond,
 		isrKick: make(chan struct{}, 1),
+
+		rackAwareReads: b.cfg.Props["replica.selector.class"] == rackAwareReplicaSelector,
 	}
 	cs.fetchers = replication.NewFetchers(replication.FetcherConfig{
 		Self:              b.nodeID,
@@ -558,12 +565,13 @@ func (b *Broker) partitionView(p *partition) replicaView {
 	return v
 }
 
-// fetchLeadership checks a Fetch for p: consumers and followers fetch from
-// the leader (in its current epoch, when they name one). A follower's fetch
-// offset is its log end offset: the Leader records it, which may move the
-// high watermark, and a follower out of the ISR that has caught up is
-// proposed for it at once.
-func (b *Broker) fetchLeadership(p *partition, replica, currentEpoch int32, fetchOffset int64) int16 {
+// fetchLeadership checks a Fetch for p: followers fetch from the leader
+// (in its current epoch, when they name one), and so do consumers, except
+// that from Fetch v11 any replica may serve a consumer (KIP-392,
+// read_replica.go). A follower's fetch offset is its log end offset: the
+// Leader records it, which may move the high watermark, and a follower out
+// of the ISR that has caught up is proposed for it at once.
+func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition) int16 {
 	if b.cl != nil && p.log == nil {
 		return kerr.NotLeaderForPartition.Code // no replica here
 	}
@@ -571,8 +579,12 @@ func (b *Broker) fetchLeadership(p *partition, replica, currentEpoch int32, fetc
 	// checked against this replica's before leadership, so a client ahead
 	// of this broker's metadata hears UNKNOWN_LEADER_EPOCH (retry here)
 	// rather than NOT_LEADER_OR_FOLLOWER (look elsewhere).
-	if code := checkLeaderEpoch(currentEpoch, p.epoch.Load()); code != 0 {
+	if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.epoch.Load()); code != 0 {
 		return code
+	}
+	replica := fetchReplicaID(req)
+	if replica < 0 && req.Version >= 11 {
+		return 0 // a consumer that any replica may serve; p.log is ours
 	}
 	if code := b.leadership(p); code != 0 {
 		return code
@@ -584,7 +596,8 @@ func (b *Broker) fetchLeadership(p *partition, replica, currentEpoch int32, fetc
 	if ldr == nil || !ldr.IsReplica(replica) {
 		return kerr.NotLeaderForPartition.Code
 	}
-	ldr.FollowerFetched(replica, fetchOffset, time.Now())
+	ldr.FollowerLogStartOffset(replica, rp.LogStartOffset)
+	ldr.FollowerFetched(replica, rp.FetchOffset, time.Now())
 	if !slices.Contains(ldr.State().ISR, replica) {
 		b.kickISR()
 	}

@@ -201,6 +201,7 @@ var brokerConfigDefs = []configDef{
 	{"replica.fetch.min.bytes", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The bytes a follower's Fetch waits for."},
 	{"replica.fetch.max.bytes", kmsg.ConfigTypeInt, "1048576", "", true, intAtLeast(0), "The bytes a follower fetches per partition."},
 	{"replica.fetch.response.max.bytes", kmsg.ConfigTypeInt, "10485760", "", true, intAtLeast(0), "The bytes a follower fetches per request."},
+	{"replica.selector.class", kmsg.ConfigTypeClass, "", "", true, oneOf("", rackAwareReplicaSelector), "Where consumers fetch from (KIP-392): unset, always the leader; " + rackAwareReplicaSelector + ", an in-sync follower in the consumer's rack (client.rack) when the leader is in another."},
 	{"replica.fetch.backoff.ms", kmsg.ConfigTypeInt, "1000", "", true, intAtLeast(0), "How long a follower waits after a failed fetch."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }

@@ -2,8 +2,10 @@ package compat
 
 // Kafka's APIs as a cluster answers them, checked with raw requests sent to
 // chosen brokers of a real three-node cluster: Metadata and DescribeCluster
-// list every broker, a follower sends producers and consumers to the leader
-// (NOT_LEADER_OR_FOLLOWER with the KIP-951 new-leader hint), CreateTopics
+// list every broker, a follower sends producers (and consumers' Fetch
+// older than v11, which cannot be served by a follower as KIP-392 allows)
+// to the leader, as does a broker without a replica (NOT_LEADER_OR_FOLLOWER
+// with the KIP-951 new-leader hint), CreateTopics
 // refuses a replication factor beyond the live brokers and takes manual
 // assignments, min.insync.replicas gives NOT_ENOUGH_REPLICAS, ElectLeaders
 // moves leadership back to the preferred replica, and a broker cut off from
@@ -20,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 func TestClusterAPIs(t *testing.T) {
@@ -101,17 +104,59 @@ func TestClusterAPIs(t *testing.T) {
 		fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 1<<20, -1
 		ft.Partitions = append(ft.Partitions, fp)
 		fetch.Topics = append(fetch.Topics, ft)
+		// A consumer's Fetch v11+ may be served by a follower (KIP-392);
+		// an older one needs the leader.
 		kresp, err = requestTo(c.Node(follower).Addr(), fetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fsp := kresp.(*kmsg.FetchResponse).Topics[0].Partitions[0]; fsp.ErrorCode != 0 || fsp.PreferredReadReplica != -1 {
+			t.Fatalf("fetch v%d from follower: %v, preferred replica %d; want served there", fetch.Version, kerr.ErrorForCode(fsp.ErrorCode), fsp.PreferredReadReplica)
+		}
+		v10 := kversion.Stable()
+		v10.SetMaxKeyVersion(int16(kmsg.Fetch), 10)
+		cl10, err := kgo.NewClient(kgo.SeedBrokers(c.Node(follower).Addr()), kgo.MaxVersions(v10), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := *fetch
+		kresp, err = cl10.SeedBrokers()[0].Request(ctx, &old)
+		cl10.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old.Version != 10 {
+			t.Fatalf("sent Fetch v%d, want v10", old.Version)
+		}
+		if code := kresp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("fetch v10 from follower: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+		}
+		// A broker without a replica sends any consumer to the leader,
+		// with the KIP-951 hint from v16.
+		solo := topic + "-solo"
+		if _, err := c.Admin().CreateTopic(ctx, 1, -1, nil, solo); err != nil {
+			t.Fatal(err)
+		}
+		soloLeader := c.WaitLeader(solo, 0)
+		other := int32(1 + soloLeader%3)
+		mds, err := c.Metadata(solo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf := *fetch
+		sf.Topics = []kmsg.FetchRequestTopic{ft}
+		sf.Topics[0].Topic, sf.Topics[0].TopicID = solo, mds.Topics[0].TopicID
+		kresp, err = requestTo(c.Node(other).Addr(), &sf)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fr := kresp.(*kmsg.FetchResponse)
 		fsp := fr.Topics[0].Partitions[0]
 		if fsp.ErrorCode != kerr.NotLeaderForPartition.Code {
-			t.Fatalf("fetch from follower: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(fsp.ErrorCode))
+			t.Fatalf("fetch from a broker without a replica: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(fsp.ErrorCode))
 		}
-		if fr.Version >= 16 && (fsp.CurrentLeader.LeaderID != leader || len(fr.Brokers) != 1 || fr.Brokers[0].NodeID != leader) {
-			t.Fatalf("fetch v%d hint: current leader %+v, brokers %+v; want %d", fr.Version, fsp.CurrentLeader, fr.Brokers, leader)
+		if fr.Version >= 16 && (fsp.CurrentLeader.LeaderID != soloLeader || len(fr.Brokers) != 1 || fr.Brokers[0].NodeID != soloLeader) {
+			t.Fatalf("fetch v%d hint: current leader %+v, brokers %+v; want %d", fr.Version, fsp.CurrentLeader, fr.Brokers, soloLeader)
 		}
 
 		lo := kmsg.NewPtrListOffsetsRequest()

@@ -59,6 +59,8 @@ type clusterCfg struct {
 	single bool
 	sets   []string
 	etcd   string // etcd.endpoints of an external etcd; empty: embedded members
+	// nodeSets are --set key=value for one node, after sets.
+	nodeSets map[int32][]string
 }
 
 type clusterOptFunc func(*clusterCfg)
@@ -78,6 +80,16 @@ func withExternalEtcd(endpoints string) clusterOpt {
 
 func withSet(kv ...string) clusterOpt {
 	return clusterOptFunc(func(c *clusterCfg) { c.sets = append(c.sets, kv...) })
+}
+
+// withNodeSet passes --set key=value to node id only (broker.rack, say).
+func withNodeSet(id int32, kv ...string) clusterOpt {
+	return clusterOptFunc(func(c *clusterCfg) {
+		if c.nodeSets == nil {
+			c.nodeSets = map[int32][]string{}
+		}
+		c.nodeSets[id] = append(c.nodeSets[id], kv...)
+	})
 }
 
 // cluster is n gregor processes and their proxies.
@@ -263,6 +275,9 @@ func (nd *clusterNode) args() []string {
 		args = append(args, "--set", "etcd.endpoints="+nd.c.cfg.etcd)
 	}
 	for _, s := range nd.c.cfg.sets {
+		args = append(args, "--set", s)
+	}
+	for _, s := range nd.c.cfg.nodeSets[nd.id] {
 		args = append(args, "--set", s)
 	}
 	return args

@@ -47,6 +47,7 @@ type Leader struct {
 // replicaState is what the leader knows of one follower.
 type replicaState struct {
 	leo                int64 // the follower's log end offset: its last fetch offset
+	logStartOffset     int64 // the follower's log start offset, -1 if unknown
 	lastCaughtUp       time.Time
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64
@@ -61,7 +62,7 @@ func NewLeader(self int32, log LeaderLog, st State, epochStartOffset int64, now 
 	l.state = cloneState(st)
 	for _, r := range st.Replicas {
 		if r != self {
-			l.followers[r] = &replicaState{leo: -1, lastCaughtUp: now, lastFetch: now}
+			l.followers[r] = &replicaState{leo: -1, logStartOffset: -1, lastCaughtUp: now, lastFetch: now}
 		}
 	}
 	return l
@@ -113,7 +114,7 @@ func (l *Leader) Update(st State, now time.Time) {
 	l.pending = nil
 	for _, r := range st.Replicas {
 		if r != l.self && l.followers[r] == nil {
-			l.followers[r] = &replicaState{leo: -1, lastCaughtUp: now, lastFetch: now}
+			l.followers[r] = &replicaState{leo: -1, logStartOffset: -1, lastCaughtUp: now, lastFetch: now}
 		}
 	}
 	for r := range l.followers {
@@ -170,6 +171,43 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
 	f.lastFetch, f.lastFetchLeaderLEO = now, leo
 	l.mu.Unlock()
 	l.MaybeAdvanceHighWatermark()
+}
+
+// FollowerLogStartOffset records the log start offset follower id sent in
+// its Fetch (-1 when its Fetch version has none), which ReadReplicas uses.
+func (l *Leader) FollowerLogStartOffset(id int32, offset int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f := l.followers[id]; f != nil {
+		f.logStartOffset = offset
+	}
+}
+
+// ReadReplica is a follower that could serve a consumer's Fetch (KIP-392).
+type ReadReplica struct {
+	Replica      int32
+	LogEndOffset int64
+	LastCaughtUp time.Time
+}
+
+// ReadReplicas lists the followers that could serve a consumer fetching
+// from fetchOffset, as Kafka's ReplicaManager.findPreferredReadReplica
+// chooses them: those in the committed ISR whose log holds fetchOffset
+// (log start offset at most fetchOffset, log end offset at least
+// fetchOffset). A follower out of the ISR may lag without bound, so it is
+// never offered.
+func (l *Leader) ReadReplicas(fetchOffset int64) []ReadReplica {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ReadReplica
+	for _, r := range l.state.ISR {
+		f := l.followers[r]
+		if r == l.self || f == nil || f.leo < fetchOffset || f.logStartOffset > fetchOffset {
+			continue
+		}
+		out = append(out, ReadReplica{Replica: r, LogEndOffset: f.leo, LastCaughtUp: f.lastCaughtUp})
+	}
+	return out
 }
 
 // MaybeAdvanceHighWatermark moves the high watermark to the smallest log
