@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -207,4 +208,112 @@ func TestDynamicBrokerConfigs_AlterAndDescribe(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startOffset is a partition's log start offset.
+func startOffset(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	so, err := adm.ListStartOffsets(testCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := so.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		t.Fatalf("start offset of %s: %+v", topic, o)
+	}
+	return o.Offset
+}
+
+// Lowering the cluster-wide log.retention.ms deletes the old segments of a
+// topic without a retention.ms override on the next retention pass; a
+// topic with an override keeps them. The setting survives a restart.
+func TestDynamicBrokerConfigs_RetentionFollowsDefault(t *testing.T) {
+	dir := t.TempDir()
+	props := map[string]string{"log.roll.ms": "1", "log.retention.check.interval.ms": "10"}
+	b, addr := startBroker(t, dir, props)
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	ctx := testCtx(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "follows"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("-1")}, "keeps"); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, topic := range []string{"follows", "keeps"} {
+		for i := range 3 {
+			r := &kgo.Record{Topic: topic, Value: []byte{byte(i)}, Timestamp: old}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if so := startOffset(t, adm, "follows"); so != 0 {
+		t.Fatalf("start offset before the change: %d", so)
+	}
+	rc := newConfigConn(t, addr)
+	if got := incAlterBroker(t, rc, "", false, set("log.retention.ms", "3600000")); got != "ok" {
+		t.Fatalf("alter: %s", got)
+	}
+	// Every record is older than the new retention: all three go, the
+	// active segment's too.
+	waitFor(t, 10*time.Second, "the old segments of follows to be deleted", func() bool {
+		return startOffset(t, adm, "follows") == 3
+	})
+	if so := startOffset(t, adm, "keeps"); so != 0 {
+		t.Fatalf("keeps (retention.ms=-1) lost records: start offset %d", so)
+	}
+
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, addr = startBroker(t, dir, props)
+	cl = newClient(t, addr)
+	want := "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"
+	if got := describeConfig(t, cl, kmsg.ConfigResourceTypeTopic, "follows", "retention.ms"); got != want {
+		t.Errorf("after restart:\n got  %s\n want %s", got, want)
+	}
+	if got := describeConfig(t, cl, kmsg.ConfigResourceTypeBroker, "", "log.retention.ms"); !strings.HasPrefix(got, "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false") {
+		t.Errorf("cluster-wide default after restart: %s", got)
+	}
+}
+
+// In a two-broker cluster a cluster-wide default set through broker 1 is
+// in etcd and applies on broker 2; a per-broker config of broker 1 does
+// not, and broker 2 refuses to change broker 1's.
+func TestCluster_DynamicBrokerConfigsInEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs := startTwoBrokerCluster(t)
+	c1, c2 := newConfigConn(t, addrs[0]), newConfigConn(t, addrs[1])
+	cl2 := newClient(t, addrs[1])
+	if got := incAlterBroker(t, c1, "", false, set("log.retention.ms", "3600000"), set("min.insync.replicas", "2")); got != "ok" {
+		t.Fatalf("set default: %s", got)
+	}
+	if got := incAlterBroker(t, c1, "1", false, set("log.retention.ms", "7200000")); got != "ok" {
+		t.Fatalf("set broker 1: %s", got)
+	}
+	waitFor(t, 10*time.Second, "broker 2 to apply the cluster-wide default", func() bool {
+		return describeConfig(t, cl2, kmsg.ConfigResourceTypeBroker, "2", "log.retention.ms") ==
+			"3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"
+	})
+	if v, src := brokers[1].topicConfigValue(nil, "min.insync.replicas"); v != "2" || src != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Errorf("broker 2's min.insync.replicas for topics: %s %v", v, src)
+	}
+	if v, src := brokers[0].topicConfigValue(nil, "retention.ms"); v != "7200000" || src != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Errorf("broker 1's retention.ms for topics: %s %v", v, src)
+	}
+	if got := incAlterBroker(t, c2, "1", false, set("log.retention.ms", "1")); got != "INVALID_REQUEST: Unexpected broker id, expected 2, but received 1" {
+		t.Errorf("broker 2 altering broker 1: %s", got)
+	}
+	if got := incAlterBroker(t, c2, "", false, op(kmsg.IncrementalAlterConfigOpDelete, "min.insync.replicas", nil)); got != "ok" {
+		t.Fatalf("delete through broker 2: %s", got)
+	}
+	waitFor(t, 10*time.Second, "broker 1 to see the deletion", func() bool {
+		v, src := brokers[0].topicConfigValue(nil, "min.insync.replicas")
+		return v == "1" && src == kmsg.ConfigSourceDefaultConfig
+	})
 }
