@@ -157,7 +157,9 @@ func TestDynamicBrokerConfigs_AlterAndDescribe(t *testing.T) {
 		{"validate only", func() string { return incAlterBroker(t, rc, "", true, set("log.segment.bytes", "2097152")) }, "ok", []check{
 			{cluster, "", "log.segment.bytes", "absent"},
 		}},
-		{"not dynamic", func() string { return incAlterBroker(t, rc, "", false, set("num.partitions", "3"), set("log.retention.hours", "1")) },
+		{"not dynamic", func() string {
+			return incAlterBroker(t, rc, "", false, set("num.partitions", "3"), set("log.retention.hours", "1"))
+		},
 			"INVALID_REQUEST: Cannot update these configs dynamically: Set(log.retention.hours, num.partitions)", nil},
 		{"not a number", func() string { return incAlterBroker(t, rc, "", false, set("log.retention.ms", "forever")) },
 			"INVALID_REQUEST: Invalid value forever for configuration log.retention.ms: Not a number of type LONG", nil},
@@ -177,7 +179,9 @@ func TestDynamicBrokerConfigs_AlterAndDescribe(t *testing.T) {
 		{"append to a non-list", func() string {
 			return incAlterBroker(t, rc, "", false, op(kmsg.IncrementalAlterConfigOpAppend, "log.retention.ms", kmsg.StringPtr("1")))
 		}, "INVALID_CONFIG: Config value append is not allowed for config key: log.retention.ms", nil},
-		{"duplicate keys", func() string { return incAlterBroker(t, rc, "", false, set("log.retention.ms", "1"), set("log.retention.ms", "2")) },
+		{"duplicate keys", func() string {
+			return incAlterBroker(t, rc, "", false, set("log.retention.ms", "1"), set("log.retention.ms", "2"))
+		},
 			"INVALID_REQUEST: Error due to duplicate config keys", nil},
 		{"legacy AlterConfigs replaces the defaults", func() string {
 			req := kmsg.NewPtrAlterConfigsRequest()
