@@ -112,11 +112,11 @@ func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides
 		if ov, ok := overrides[d.name]; ok {
 			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, ov, kmsg.ConfigSourceDynamicTopicConfig))
 		}
-		c.ConfigSynonyms = append(c.ConfigSynonyms, b.dynamicSynonyms([]string{d.synonym}, true)...)
-		if bv, bsrc := b.cfg.brokerValue(d.synonym); bsrc == kmsg.ConfigSourceStaticBrokerConfig {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, bv, bsrc))
+		// The broker properties Kafka maps the topic config to
+		// (ServerTopicConfigSynonyms): the dynamic ones.
+		if dynamicBrokerConfigs[d.synonym] {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, b.synonymChain(brokerSynonyms(d.synonym), true)...)
 		}
-		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, d.def, kmsg.ConfigSourceDefaultConfig))
 	}
 	return c
 }
@@ -147,7 +147,7 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 		if c.ReadOnly {
 			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
 		} else {
-			c.ConfigSynonyms = b.brokerSynonymList(d.name, true)
+			c.ConfigSynonyms = dropUntil(b.synonymChain(brokerSynonyms(d.name), true), d.name)
 		}
 	}
 	return c

@@ -172,22 +172,39 @@ func (b *Broker) describeDynamicDefaults(req *kmsg.DescribeConfigsRequest, want 
 			c.Documentation = kmsg.StringPtr(d.doc)
 		}
 		if req.IncludeSynonyms {
-			c.ConfigSynonyms = b.brokerSynonymList(n, false)
+			// Kafka lists the cluster-wide level alone here.
+			c.ConfigSynonyms = dropUntil(b.dynamicSynonyms(brokerSynonyms(n), false), n)
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// brokerSynonymList is a broker config's synonyms in Kafka's order: the
-// dynamic levels, then the static or default value, from the first entry
-// named name on (Kafka drops listener overrides and coarser units before
-// it).
-func (b *Broker) brokerSynonymList(name string, perBroker bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-	list := b.dynamicSynonyms(brokerSynonyms(name), perBroker)
-	if v, src := b.cfg.brokerValue(name); v != "" {
-		list = append(list, synonym(name, v, src))
+// synonymChain lists the settings of a broker config and its synonyms
+// (brokerSynonyms) in Kafka's order: level by level (this broker's dynamic
+// configs when perBroker, the cluster-wide dynamic defaults, --config and
+// --set, the defaults), within a level in the order of names. Kafka 4.4
+// describes log.retention.ms, set nowhere, with the synonym
+// log.retention.hours=168 (DEFAULT_CONFIG).
+func (b *Broker) synonymChain(names []string, perBroker bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	list := b.dynamicSynonyms(names, perBroker)
+	for _, n := range names {
+		if v, ok := b.cfg.Props[n]; ok {
+			list = append(list, synonym(n, v, kmsg.ConfigSourceStaticBrokerConfig))
+		}
 	}
+	for _, n := range names {
+		if d := brokerConfigByName[n]; d != nil && d.def != "" {
+			list = append(list, synonym(n, d.def, kmsg.ConfigSourceDefaultConfig))
+		}
+	}
+	return list
+}
+
+// dropUntil drops the synonyms before the first named name, as Kafka does
+// when it describes a broker config (a coarser unit set statically is not
+// a synonym of log.retention.hours).
+func dropUntil(list []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym, name string) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	for len(list) > 0 && list[0].Name != name {
 		list = list[1:]
 	}

@@ -125,30 +125,30 @@ func TestDynamicBrokerConfigs_AlterAndDescribe(t *testing.T) {
 		checks []check
 	}{
 		{"before any change", func() string { return "ok" }, "ok", []check{
-			{broker, "0", "log.retention.ms", "86400000/STATIC_BROKER_CONFIG/false [log.retention.ms=86400000/STATIC_BROKER_CONFIG]"},
+			{broker, "0", "log.retention.ms", "86400000/STATIC_BROKER_CONFIG/false [log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
 			{broker, "0", "num.partitions", "1/DEFAULT_CONFIG/true [num.partitions=1/DEFAULT_CONFIG]"},
 			{cluster, "", "log.retention.ms", "absent"},
 		}},
 		{"cluster-wide default", func() string { return incAlterBroker(t, rc, "", false, set("log.retention.ms", "3600000")) }, "ok", []check{
-			{broker, "0", "log.retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG]"},
-			{cluster, "", "log.retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG]"},
-			{topic, "t", "retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"},
-			{topic, "over", "retention.ms", "1000/DYNAMIC_TOPIC_CONFIG/false [retention.ms=1000/DYNAMIC_TOPIC_CONFIG log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"},
+			{broker, "0", "log.retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
+			{cluster, "", "log.retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG]"},
+			{topic, "t", "retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
+			{topic, "over", "retention.ms", "1000/DYNAMIC_TOPIC_CONFIG/false [retention.ms=1000/DYNAMIC_TOPIC_CONFIG log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
 		}},
 		{"per-broker", func() string { return incAlterBroker(t, rc, "0", false, set("log.retention.ms", "7200000")) }, "ok", []check{
-			{broker, "0", "log.retention.ms", "7200000/DYNAMIC_BROKER_CONFIG/false [log.retention.ms=7200000/DYNAMIC_BROKER_CONFIG log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG]"},
-			{cluster, "", "log.retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG]"},
-			{topic, "t", "retention.ms", "7200000/DYNAMIC_BROKER_CONFIG/false [log.retention.ms=7200000/DYNAMIC_BROKER_CONFIG log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"},
+			{broker, "0", "log.retention.ms", "7200000/DYNAMIC_BROKER_CONFIG/false [log.retention.ms=7200000/DYNAMIC_BROKER_CONFIG log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
+			{cluster, "", "log.retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG]"},
+			{topic, "t", "retention.ms", "7200000/DYNAMIC_BROKER_CONFIG/false [log.retention.ms=7200000/DYNAMIC_BROKER_CONFIG log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
 		}},
 		{"per-broker deleted", func() string {
 			return incAlterBroker(t, rc, "0", false, op(kmsg.IncrementalAlterConfigOpDelete, "log.retention.ms", nil))
 		}, "ok", []check{
-			{topic, "t", "retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"},
+			{topic, "t", "retention.ms", "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
 		}},
 		{"append to a list config", func() string {
 			return incAlterBroker(t, rc, "", false, op(kmsg.IncrementalAlterConfigOpAppend, "log.cleanup.policy", kmsg.StringPtr("compact")))
 		}, "ok", []check{
-			{cluster, "", "log.cleanup.policy", "delete,compact/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.cleanup.policy=delete,compact/DYNAMIC_DEFAULT_BROKER_CONFIG log.cleanup.policy=delete/DEFAULT_CONFIG]"},
+			{cluster, "", "log.cleanup.policy", "delete,compact/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.cleanup.policy=delete,compact/DYNAMIC_DEFAULT_BROKER_CONFIG]"},
 			{topic, "t", "cleanup.policy", "delete,compact/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.cleanup.policy=delete,compact/DYNAMIC_DEFAULT_BROKER_CONFIG log.cleanup.policy=delete/DEFAULT_CONFIG]"},
 		}},
 		{"thread count within bounds", func() string { return incAlterBroker(t, rc, "", false, set("num.io.threads", "16")) }, "ok", []check{
@@ -199,7 +199,7 @@ func TestDynamicBrokerConfigs_AlterAndDescribe(t *testing.T) {
 		}, "ok", []check{
 			{cluster, "", "log.retention.ms", "absent"},
 			{topic, "t", "max.message.bytes", "2000000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [message.max.bytes=2000000/DYNAMIC_DEFAULT_BROKER_CONFIG message.max.bytes=1048588/DEFAULT_CONFIG]"},
-			{topic, "t", "retention.ms", "86400000/STATIC_BROKER_CONFIG/false [log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"},
+			{topic, "t", "retention.ms", "86400000/STATIC_BROKER_CONFIG/false [log.retention.ms=86400000/STATIC_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"},
 		}},
 	}
 	for _, s := range steps {
@@ -275,7 +275,7 @@ func TestDynamicBrokerConfigs_RetentionFollowsDefault(t *testing.T) {
 	}
 	_, addr = startBroker(t, dir, props)
 	cl = newClient(t, addr)
-	want := "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"
+	want := "3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"
 	if got := describeConfig(t, cl, kmsg.ConfigResourceTypeTopic, "follows", "retention.ms"); got != want {
 		t.Errorf("after restart:\n got  %s\n want %s", got, want)
 	}
@@ -302,7 +302,7 @@ func TestCluster_DynamicBrokerConfigsInEtcd(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "broker 2 to apply the cluster-wide default", func() bool {
 		return describeConfig(t, cl2, kmsg.ConfigResourceTypeBroker, "2", "log.retention.ms") ==
-			"3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.ms=604800000/DEFAULT_CONFIG]"
+			"3600000/DYNAMIC_DEFAULT_BROKER_CONFIG/false [log.retention.ms=3600000/DYNAMIC_DEFAULT_BROKER_CONFIG log.retention.hours=168/DEFAULT_CONFIG]"
 	})
 	if v, src := brokers[1].topicConfigValue(nil, "min.insync.replicas"); v != "2" || src != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
 		t.Errorf("broker 2's min.insync.replicas for topics: %s %v", v, src)
