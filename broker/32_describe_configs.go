@@ -5,9 +5,12 @@ package broker
 // Topics: every topic config with its effective value and source — the
 // topic's override (DYNAMIC_TOPIC_CONFIG), a broker property
 // (STATIC_BROKER_CONFIG) or Kafka's default (DEFAULT_CONFIG) — with
-// synonyms (v1+), types and documentation (v3+). Brokers: resource name ""
-// (cluster-wide dynamic defaults: none) or this broker's node id; Gregor's
-// broker configs are static, so read-only. Unknown topics are
+// synonyms (v1+), types and documentation (v3+); a topic default set as a
+// dynamic broker config is DYNAMIC_BROKER_CONFIG or
+// DYNAMIC_DEFAULT_BROKER_CONFIG. Brokers: resource name "" lists the
+// cluster-wide dynamic defaults set, this broker's node id every broker
+// config with its source (dynconfig.go), read-only unless it (or a synonym,
+// as log.retention.hours for log.retention.ms) is dynamic. Unknown topics are
 // UNKNOWN_TOPIC_OR_PARTITION; another node id, or a resource type Gregor
 // does not serve, INVALID_REQUEST. Groups: the share group configs
 // (shares.go), the group's own values or the broker defaults.
@@ -52,7 +55,7 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
 			case "":
-				// Cluster-wide dynamic defaults: Gregor has none.
+				sr.Configs = b.describeDynamicDefaults(req, want)
 			case strconv.Itoa(int(b.nodeID)):
 				for _, d := range brokerConfigDefs {
 					if want(d.name) {
@@ -109,17 +112,18 @@ func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides
 		if ov, ok := overrides[d.name]; ok {
 			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, ov, kmsg.ConfigSourceDynamicTopicConfig))
 		}
-		if bv, bsrc := b.cfg.brokerValue(d.synonym); bsrc == kmsg.ConfigSourceStaticBrokerConfig {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, bv, bsrc))
+		// The broker properties Kafka maps the topic config to
+		// (ServerTopicConfigSynonyms): the dynamic ones.
+		if dynamicBrokerConfigs[d.synonym] {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, b.synonymChain(brokerSynonyms(d.synonym), true)...)
 		}
-		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.synonym, d.def, kmsg.ConfigSourceDefaultConfig))
 	}
 	return c
 }
 
 func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	v, src := b.cfg.brokerValue(d.name)
+	v, src := b.brokerValue(d.name)
 	switch d.name {
 	case "log.dirs":
 		v, src = b.cfg.DataDir, kmsg.ConfigSourceStaticBrokerConfig
@@ -131,7 +135,7 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 	if d.typ == kmsg.ConfigTypePassword && v != "" {
 		c.IsSensitive, v = true, "" // never reveal keys and passwords
 	}
-	c.Name, c.Source, c.ReadOnly, c.ConfigType = d.name, src, true, d.typ
+	c.Name, c.Source, c.ReadOnly, c.ConfigType = d.name, src, !anyDynamic(brokerSynonyms(d.name)), d.typ
 	if v != "" {
 		c.Value = kmsg.StringPtr(v)
 	}
@@ -140,7 +144,11 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 		c.Documentation = kmsg.StringPtr(d.doc)
 	}
 	if req.IncludeSynonyms && c.Value != nil {
-		c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
+		if c.ReadOnly {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
+		} else {
+			c.ConfigSynonyms = dropUntil(b.synonymChain(brokerSynonyms(d.name), true), d.name)
+		}
 	}
 	return c
 }

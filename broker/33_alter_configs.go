@@ -5,11 +5,13 @@ package broker
 // The legacy form: a topic's overrides are replaced by exactly the configs
 // given (so configs not named return to their defaults). Each name and
 // value is validated (INVALID_CONFIG), the result is persisted and applied
-// to the topic's partitions at once. Gregor's broker configs are static:
-// altering them is INVALID_REQUEST.
+// to the topic's partitions at once. A BROKER resource's dynamic configs
+// (dynconfig.go) are likewise replaced by those given.
 
 import (
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +29,13 @@ func (b *Broker) handleAlterConfigs(r *request) (kmsg.Response, error) {
 	for _, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if rr.ResourceType == kmsg.ConfigResourceTypeBroker && seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] == 1 {
+			if e, msg := b.legacyAlterBrokerConfigs(rr, req.ValidateOnly); e != nil {
+				sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+			}
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		e, msg := b.alterConfigs(rr.ResourceType, rr.ResourceName, seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1, req.ValidateOnly,
 			func(map[string]string) (map[string]string, *kerr.Error, string) {
 				next := map[string]string{}
@@ -52,6 +61,29 @@ func (b *Broker) handleAlterConfigs(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// legacyAlterBrokerConfigs replaces a BROKER resource's dynamic configs by
+// those given; a null value is INVALID_REQUEST, as in Kafka.
+func (b *Broker) legacyAlterBrokerConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
+	next := map[string]string{}
+	var nulls []string
+	for _, c := range rr.Configs {
+		if _, dup := next[c.Name]; dup || slices.Contains(nulls, c.Name) {
+			return kerr.InvalidRequest, "Error due to duplicate config keys"
+		}
+		if c.Value == nil {
+			nulls = append(nulls, c.Name)
+			continue
+		}
+		next[c.Name] = *c.Value
+	}
+	if len(nulls) > 0 {
+		return kerr.InvalidRequest, "Null value not supported for : " + strings.Join(nulls, ", ")
+	}
+	return b.alterBrokerConfigs(rr.ResourceName, validateOnly, func(map[string]string) (map[string]string, *errBrokerConfig) {
+		return next, nil
+	})
+}
+
 // alterConfigs applies change to a topic's overrides: shared by AlterConfigs
 // and IncrementalAlterConfigs.
 func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, name string, duplicate, validateOnly bool,
@@ -61,8 +93,6 @@ func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, name string, duplicat
 	}
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-	case kmsg.ConfigResourceTypeBroker:
-		return kerr.InvalidRequest, "Gregor's broker configs are static; set them with --config or --set and restart"
 	default:
 		return kerr.InvalidRequest, "Unsupported resource type " + typ.String()
 	}

@@ -6,7 +6,8 @@ package broker
 // list configs (cleanup.policy, the throttled-replica lists) and are
 // INVALID_CONFIG on other types. A name given twice for one resource, or a
 // resource given twice, is INVALID_REQUEST. Validated, persisted and
-// applied live, like AlterConfigs.
+// applied live, like AlterConfigs. BROKER resources: the dynamic broker
+// configs (dynconfig.go).
 
 import (
 	"maps"
@@ -29,6 +30,13 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if rr.ResourceType == kmsg.ConfigResourceTypeBroker && seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] == 1 {
+			if e, msg := b.incrementalAlterBrokerConfigs(rr, req.ValidateOnly); e != nil {
+				sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+			}
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
 			if seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1 {
 				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Error due to duplicate resources in the request")
@@ -96,6 +104,64 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
+}
+
+// incrementalAlterBrokerConfigs applies SET, DELETE, APPEND and SUBTRACT
+// to a BROKER resource's dynamic configs (dynconfig.go), with Kafka's
+// checks and messages (ConfigAdminManager.prepareIncrementalConfigs).
+func (b *Broker) incrementalAlterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
+	names := map[string]bool{}
+	var nulls []string
+	for _, c := range rr.Configs {
+		if names[c.Name] {
+			return kerr.InvalidRequest, "Error due to duplicate config keys"
+		}
+		names[c.Name] = true
+		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
+			nulls = append(nulls, c.Name)
+		}
+	}
+	if len(nulls) > 0 {
+		return kerr.InvalidRequest, "Null value not supported for : " + strings.Join(nulls, ", ")
+	}
+	return b.alterBrokerConfigs(rr.ResourceName, validateOnly, func(cur map[string]string) (map[string]string, *errBrokerConfig) {
+		for _, c := range rr.Configs {
+			switch c.Op {
+			case kmsg.IncrementalAlterConfigOpSet:
+				cur[c.Name] = *c.Value
+			case kmsg.IncrementalAlterConfigOpDelete:
+				delete(cur, c.Name)
+			case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+				d := brokerConfigByName[c.Name]
+				if d == nil {
+					return nil, &errBrokerConfig{kerr.InvalidConfig, "Unknown config name: " + c.Name}
+				}
+				op := "append"
+				if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					op = "subtract"
+				}
+				if d.typ != kmsg.ConfigTypeList {
+					return nil, &errBrokerConfig{kerr.InvalidConfig, "Config value " + op + " is not allowed for config key: " + c.Name}
+				}
+				old, ok := cur[c.Name]
+				if !ok {
+					old = d.def
+				}
+				list := splitList(old)
+				for _, e := range strings.Split(*c.Value, ",") {
+					if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(list, e) {
+						list = append(list, e)
+					} else if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
+						list = slices.DeleteFunc(list, func(x string) bool { return x == e })
+					}
+				}
+				cur[c.Name] = strings.Join(list, ",")
+			default:
+				return nil, invalidBrokerConfig("Unknown operations type %d", c.Op)
+			}
+		}
+		return cur, nil
+	})
 }
 
 // alterGroupConfigs applies SET and DELETE to a group's share configs,

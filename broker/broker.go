@@ -55,6 +55,7 @@ type Broker struct {
 	obs observer // metrics (metrics.go)
 
 	cleaner cleanerState // the log cleaner threads (cleaner.go)
+	dyn     dynState     // dynamic broker configs (dynconfig.go)
 	faults  faultSet     // fault injection (faults.go)
 
 	localUsers *fileUserStore // SASL users of a single node (users.go)
@@ -128,8 +129,13 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	// In a cluster the topics come from etcd once the broker has joined
-	// (Listen); the files under __meta/topics are a single node's.
+	// (Listen); the files under __meta/topics are a single node's. So are
+	// the dynamic broker configs, read first: they set the topic defaults.
+	b.dyn.path = filepath.Join(cfg.DataDir, metaDirName, brokerConfigsFileName)
 	if !cfg.clusterConfigured() {
+		if err := b.loadBrokerConfigs(); err != nil {
+			return nil, err
+		}
 		if err := b.loadTopics(); err != nil {
 			b.closeLogs()
 			return nil, err

@@ -213,10 +213,14 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 	if prev := b.cl.applied.Load(); prev != nil && prev.Revision >= md.Revision {
 		return
 	}
+	dynChanged := b.syncDynamicConfigs(md)
 	for name, mt := range md.Topics {
 		if err := b.applyTopic(md, mt); err != nil {
 			b.log.Error("applying topic metadata", "topic", name, "err", err)
 		}
+	}
+	if dynChanged {
+		b.reapplyTopicDefaults()
 	}
 	b.mu.RLock()
 	var gone []*topic

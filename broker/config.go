@@ -123,7 +123,8 @@ func (c *Config) boolProp(name string) bool {
 }
 
 // topicConfigValue is a topic config's effective value and where it came
-// from: the topic's override, the broker property, or Kafka's default.
+// from: the topic's override, the broker property (dynamic, dynconfig.go,
+// or static), or Kafka's default.
 func (b *Broker) topicConfigValue(overrides map[string]string, name string) (string, kmsg.ConfigSource) {
 	if v, ok := overrides[name]; ok {
 		return v, kmsg.ConfigSourceDynamicTopicConfig
@@ -132,7 +133,7 @@ func (b *Broker) topicConfigValue(overrides map[string]string, name string) (str
 	if d == nil {
 		return "", kmsg.ConfigSourceUnknown
 	}
-	if v, src := b.cfg.brokerValue(d.synonym); src == kmsg.ConfigSourceStaticBrokerConfig {
+	if v, src := b.brokerValue(d.synonym); src != kmsg.ConfigSourceDefaultConfig && src != kmsg.ConfigSourceUnknown {
 		return v, src
 	}
 	return d.def, kmsg.ConfigSourceDefaultConfig

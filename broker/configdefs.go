@@ -203,6 +203,10 @@ var brokerConfigDefs = []configDef{
 	{"replica.fetch.response.max.bytes", kmsg.ConfigTypeInt, "10485760", "", true, intAtLeast(0), "The bytes a follower fetches per request."},
 	{"replica.selector.class", kmsg.ConfigTypeClass, "", "", true, oneOf("", rackAwareReplicaSelector), "Where consumers fetch from (KIP-392): unset, always the leader; " + rackAwareReplicaSelector + ", an in-sync follower in the consumer's rack (client.rack) when the leader is in another."},
 	{"replica.fetch.backoff.ms", kmsg.ConfigTypeInt, "1000", "", true, intAtLeast(0), "How long a follower waits after a failed fetch."},
+	{"num.io.threads", kmsg.ConfigTypeInt, "8", "", false, intAtLeast(1), "Kafka's request handler threads; accepted and reported, Gregor serves each connection on its own goroutines."},
+	{"num.network.threads", kmsg.ConfigTypeInt, "3", "", false, intAtLeast(1), "Kafka's network threads; accepted and reported, Gregor serves each connection on its own goroutines."},
+	{"num.replica.fetchers", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "Kafka's replica fetcher threads per source broker; accepted and reported, Gregor has no such thread pool."},
+	{"background.threads", kmsg.ConfigTypeInt, "10", "", false, intAtLeast(1), "Kafka's background task threads; accepted and reported."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }
 

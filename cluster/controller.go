@@ -48,8 +48,9 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		unclean := m.uncleanLeaderElection(name, n.cfg.NodeID, n.cfg.UncleanLeaderElection)
 		for _, p := range m.Topics[name].Partitions {
-			np, changed := decide(p, live, n.cfg.UncleanLeaderElection)
+			np, changed := decide(p, live, unclean)
 			if !changed {
 				continue
 			}

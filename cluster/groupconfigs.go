@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -28,48 +26,7 @@ func groupConfigsKey(group string) string { return keyGroupConfigs + group }
 // was written); WaitForRevision with it makes the change visible to the
 // caller's own snapshots.
 func (n *Node) UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error) {
-	key := groupConfigsKey(group)
-	for range maxAttempts {
-		resp, err := n.cli.Get(ctx, key)
-		if err != nil {
-			return 0, fmt.Errorf("cluster: update group configs: %w", err)
-		}
-		current := map[string]string{}
-		var modRev int64
-		if len(resp.Kvs) > 0 {
-			modRev = resp.Kvs[0].ModRevision
-			if err := json.Unmarshal(resp.Kvs[0].Value, &current); err != nil {
-				return 0, fmt.Errorf("cluster: group configs of %q: %w", group, err)
-			}
-		}
-		next, err := update(maps.Clone(current))
-		if err != nil {
-			return 0, err
-		}
-		if maps.Equal(current, next) {
-			return 0, nil
-		}
-		var op clientv3.Op
-		if len(next) == 0 {
-			op = clientv3.OpDelete(key)
-		} else {
-			v, err := json.Marshal(next)
-			if err != nil {
-				return 0, err
-			}
-			op = clientv3.OpPut(key, string(v))
-		}
-		tr, err := n.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", modRev)).
-			Then(op).Commit()
-		if err != nil {
-			return 0, fmt.Errorf("cluster: update group configs: %w", err)
-		}
-		if tr.Succeeded {
-			return tr.Header.Revision, nil
-		}
-	}
-	return 0, ErrConflict
+	return n.updateConfigMap(ctx, groupConfigsKey(group), fmt.Sprintf("group configs of %q", group), update)
 }
 
 // DeleteGroupConfigs removes a group's configs unless they were changed

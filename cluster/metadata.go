@@ -95,6 +95,10 @@ type Metadata struct {
 	// GroupConfigs are the dynamic group configs by group id
 	// (groupconfigs.go).
 	GroupConfigs map[string]map[string]string
+	// BrokerConfigs are the dynamic broker configs by resource name: ""
+	// for the cluster-wide defaults, a node id for one broker's
+	// (brokerconfigs.go).
+	BrokerConfigs map[string]map[string]string
 }
 
 // BrokerIDs returns the ids of the live brokers, sorted.
@@ -254,6 +258,14 @@ func (s *state) snapshot(rev int64) *Metadata {
 					m.GroupConfigs = map[string]map[string]string{}
 				}
 				m.GroupConfigs[k[len(keyGroupConfigs):]] = cfg
+			}
+		case strings.HasPrefix(k, keyBrokerConfigs):
+			var cfg map[string]string
+			if json.Unmarshal(kv.Value, &cfg) == nil && len(cfg) > 0 {
+				if m.BrokerConfigs == nil {
+					m.BrokerConfigs = map[string]map[string]string{}
+				}
+				m.BrokerConfigs[k[len(keyBrokerConfigs):]] = cfg
 			}
 		case strings.HasPrefix(k, keyTopics):
 			name := k[len(keyTopics):]

@@ -206,6 +206,37 @@ func adminScenarios() []Scenario {
 			e.CreateTopic("iac-bad", 1)
 			return map[string]any{"bad": incAlter(e, "iac-bad", "min.insync.replicas", "zero", 0), "unknown": incAlter(e, "iac-nope", "retention.ms", "1", 0)}
 		}},
+		{"IncrementalAlterConfigs", "broker: cluster-wide log.retention.ms, describe, delete", func(e *Env) any {
+			e.CreateTopic("iac-broker", 1)
+			set := incAlterBroker(e, "", "log.retention.ms", "3600000", 0)
+			e.waitFor("the cluster-wide default to apply", func() bool {
+				r := describeConfigsSyn(e, 4, "", "log.retention.ms")
+				return len(r.Resources) == 1 && len(r.Resources[0].Configs) == 1
+			})
+			out := map[string]any{
+				"set":     set,
+				"default": describeConfigsSyn(e, 4, "", "log.retention.ms"),
+				"broker":  describeConfigsSyn(e, 4, "1", "log.retention.ms"),
+				"topic":   describeConfigsSyn(e, 2, "iac-broker", "retention.ms"),
+			}
+			out["delete"] = incAlterBroker(e, "", "log.retention.ms", "", 1)
+			e.waitFor("the cluster-wide default to go", func() bool {
+				r := describeConfigsSyn(e, 4, "", "log.retention.ms")
+				return len(r.Resources) == 1 && len(r.Resources[0].Configs) == 0
+			})
+			return out
+		}},
+		{"IncrementalAlterConfigs", "broker: not dynamic, bad value, another broker, append to a non-list", func(e *Env) any {
+			return map[string]any{
+				"static":  incAlterBroker(e, "", "num.partitions", "3", 0),
+				"hours":   incAlterBroker(e, "", "log.retention.hours", "1", 0),
+				"bad":     incAlterBroker(e, "", "log.retention.ms", "forever", 0),
+				"other":   incAlterBroker(e, "7", "log.retention.ms", "1000", 0),
+				"notint":  incAlterBroker(e, "x", "log.retention.ms", "1000", 0),
+				"append":  incAlterBroker(e, "1", "log.retention.ms", "1", 2),
+				"threads": incAlterBroker(e, "", "num.io.threads", "100", 0),
+			}
+		}},
 
 		// Partitions
 		{"CreatePartitions", "1 to 3, then 3 to 2, then to 3 again, unknown topic", func(e *Env) any {
@@ -342,6 +373,40 @@ func alterConfigs(e *Env, topic, key, value string) *kmsg.AlterConfigsResponse {
 	r.Configs = append(r.Configs, c)
 	req.Resources = append(req.Resources, r)
 	return Do[*kmsg.AlterConfigsResponse](e, req)
+}
+
+// describeConfigsSyn is describeConfigs with synonyms.
+func describeConfigsSyn(e *Env, rtype int8, name string, keys ...string) *kmsg.DescribeConfigsResponse {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms = true
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceType(rtype)
+	r.ResourceName = name
+	r.ConfigNames = keys
+	req.Resources = append(req.Resources, r)
+	resp := Do[*kmsg.DescribeConfigsResponse](e, req)
+	for i := range resp.Resources {
+		for j := range resp.Resources[i].Configs {
+			resp.Resources[i].Configs[j].Documentation = nil
+		}
+	}
+	return resp
+}
+
+// incAlterBroker is incAlter on a BROKER resource ("" for the cluster-wide
+// defaults).
+func incAlterBroker(e *Env, broker, key, value string, op int8) *kmsg.IncrementalAlterConfigsResponse {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, broker
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op = key, kmsg.IncrementalAlterConfigOp(op)
+	if op != 1 {
+		c.Value = sp(value)
+	}
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	return Do[*kmsg.IncrementalAlterConfigsResponse](e, req)
 }
 
 func incAlter(e *Env, topic, key, value string, op int8) *kmsg.IncrementalAlterConfigsResponse {
