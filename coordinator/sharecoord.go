@@ -28,9 +28,9 @@ package coordinator
 // the leader epoch of the share-partition's leader: a write with an older
 // leader epoch than the state's is refused (FENCED_LEADER_EPOCH), and a
 // read with a newer one records it, so a deposed leader cannot overwrite
-// what its successor read. Gregor's leaders do not track the state epoch:
-// writes keep the stored one; Initialize (the offset admin APIs) replaces
-// the state and bumps it.
+// what its successor read. A write in an older state epoch is refused
+// (FENCED_STATE_EPOCH); one in a newer state epoch replaces the state (the
+// leader reset the SPSO: the offset admin APIs), as Initialize does.
 
 import (
 	"encoding/base64"
@@ -272,9 +272,11 @@ func (c *ShareCoordinator) Read(k ShareStateKey, leaderEpoch int32) (ShareSnapsh
 	return st.snap, true, 0
 }
 
-// ShareWrite is one partition of a WriteShareGroupState: the leader's
-// epoch, the SPSO (-1: unchanged) and the state batches that changed.
+// ShareWrite is one partition of a WriteShareGroupState: the state epoch
+// and leader epoch it was made in, the SPSO (-1: unchanged) and the state
+// batches that changed.
 type ShareWrite struct {
+	StateEpoch            int32
 	LeaderEpoch           int32
 	StartOffset           int64
 	DeliveryCompleteCount int32 // -1: unknown
@@ -283,8 +285,10 @@ type ShareWrite struct {
 
 // Write records a change of k's state: a ShareUpdate, or a ShareSnapshot
 // when k has no state yet or SnapshotUpdateRecords updates follow its
-// snapshot. It answers FENCED_LEADER_EPOCH when w comes from an earlier
-// leader than the state's.
+// snapshot, or a ShareSnapshot of w alone when w is in a newer state
+// epoch. It answers FENCED_LEADER_EPOCH when w comes from an earlier
+// leader than the state's, FENCED_STATE_EPOCH when it is in an earlier
+// state epoch.
 func (c *ShareCoordinator) Write(k ShareStateKey, w ShareWrite) int16 {
 	defer c.lockWrites(c.PartitionOf(k))()
 	st, code := c.current(k)
@@ -294,6 +298,12 @@ func (c *ShareCoordinator) Write(k ShareStateKey, w ShareWrite) int16 {
 	now := c.cfg.Now().UnixMilli()
 	if st != nil && w.LeaderEpoch >= 0 && w.LeaderEpoch < st.snap.LeaderEpoch {
 		return kerr.FencedLeaderEpoch.Code
+	}
+	if st != nil && w.StateEpoch < st.snap.StateEpoch {
+		return kerr.FencedStateEpoch.Code
+	}
+	if st != nil && w.StateEpoch > st.snap.StateEpoch {
+		st = nil // a new state epoch: the state starts over
 	}
 	u := ShareUpdate{LeaderEpoch: w.LeaderEpoch, StartOffset: w.StartOffset, DeliveryCompleteCount: w.DeliveryCompleteCount, StateBatches: w.StateBatches}
 	if u.StateBatches == nil {
@@ -306,7 +316,7 @@ func (c *ShareCoordinator) Write(k ShareStateKey, w ShareWrite) int16 {
 			if start < 0 && len(w.StateBatches) > 0 {
 				start = w.StateBatches[0].FirstOffset
 			}
-			next.snap = ShareSnapshot{LeaderEpoch: w.LeaderEpoch, StartOffset: start, CreateTimestamp: now, DeliveryCompleteCount: -1, StateBatches: []ShareStateBatch{}}
+			next.snap = ShareSnapshot{StateEpoch: w.StateEpoch, LeaderEpoch: w.LeaderEpoch, StartOffset: start, CreateTimestamp: now, DeliveryCompleteCount: -1, StateBatches: []ShareStateBatch{}}
 			next.snap = applyShareUpdate(next.snap, u)
 		} else {
 			next.snap = applyShareUpdate(st.snap, u)
