@@ -107,7 +107,10 @@ func (b *Broker) shareTarget(id [16]byte, partition int32) (*partition, int16) {
 
 // shareAcknowledge applies one partition's acknowledgement batches.
 func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []coordinator.AckBatch, renew bool) int16 {
-	sp := b.sharePartition(group, p, false)
+	sp, code := b.sharePartition(group, p, false)
+	if code != 0 {
+		return code
+	}
 	if sp == nil {
 		return kerr.InvalidRecordState.Code
 	}
@@ -115,7 +118,7 @@ func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []
 		return err.Code
 	}
 	if !renew {
-		b.persistSharePartition(group, p.topic.id, p.index, sp)
+		return b.persistSharePartition(group, p.topic.id, p.index, sp)
 	}
 	return 0
 }
@@ -162,7 +165,8 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		sp      kmsg.ShareFetchResponseTopicPartition
 		part    *partition
 		topicID [16]byte
-		keep    bool // answered even without records
+		keep    bool                        // answered even without records
+		state   *coordinator.SharePartition // of a fetched partition
 	}
 	var answers []*answer
 	byKey := map[tidp]*answer{}
@@ -224,7 +228,13 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	for _, tp := range fetchParts {
 		a := get([16]byte(tp.topic), tp.partition)
 		if a.sp.ErrorCode == 0 {
-			targets = append(targets, a)
+			// The share-partition's state, read from the share
+			// coordinator when this leader has none yet.
+			if a.state, a.sp.ErrorCode = b.sharePartition(group, a.part, true); a.sp.ErrorCode == 0 {
+				targets = append(targets, a)
+			} else {
+				a.keep = true
+			}
 		}
 	}
 	resp.AcquisitionLockTimeoutMillis = int32(b.groupConfigInt(group, "share.record.lock.duration.ms"))
@@ -240,7 +250,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		remainingRecords := int(req.MaxRecords)
 		budget := maxBytes
 		for _, a := range targets {
-			sp := b.sharePartition(group, a.part, true)
+			sp := a.state
 			wake = append(wake, a.part.log.Notify(), sp.Changed())
 			if t, ok := sp.NextExpiry(); ok && t.Before(next) {
 				next = t

@@ -3,11 +3,12 @@ package broker
 // InitializeShareGroupState: v0, DeleteShareGroupState: v0,
 // ReadShareGroupStateSummary: v0-1 (inter-broker, KIP-932)
 //
-// In Kafka the share coordinator keeps every share partition's state in
-// __share_group_state and the group coordinator and partition leaders ask
-// it with these requests. Gregor keeps the state on the partition leader
-// (shares.go), so in a cluster the group coordinator sends them to the
-// leaders: the offset admin APIs (90_share_group_offsets.go) read, set and
+// In Kafka the group coordinator sends these to the share coordinator.
+// Gregor's partition leaders cache the state they work on (shares.go) and
+// write it to the share coordinator (__share_group_state,
+// 84_share_group_state_rw.go), so in a cluster the group coordinator sends
+// these to the leaders, which keep their cache and the share coordinator
+// in step: the offset admin APIs (90_share_group_offsets.go) read, set and
 // remove the share-partition start offset (SPSO) where ShareFetch uses it,
 // and a deleted share group's state is removed on every broker. Initialize
 // and Read answer NOT_LEADER_OR_FOLLOWER for a partition this broker does
@@ -23,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -55,7 +57,7 @@ func (b *Broker) initializeShareGroupState(req *kmsg.InitializeShareGroupStateRe
 			case code == 0 && rp.StartOffset < 0:
 				code = kerr.InvalidRequest.Code
 			case code == 0:
-				b.setShareStart(req.GroupID, uuid(rt.TopicID), rp.Partition, rp.StartOffset)
+				code = b.setShareStart(req.GroupID, uuid(rt.TopicID), rp.Partition, rp.StartOffset)
 			}
 			sp.ErrorCode = code
 			st.Partitions = append(st.Partitions, sp)
@@ -104,7 +106,8 @@ func (b *Broker) readShareGroupStateSummary(req *kmsg.ReadShareGroupStateSummary
 			sp.Partition, sp.StartOffset, sp.LeaderEpoch, sp.StateEpoch = rp.Partition, -1, -1, 0
 			p, code := b.shareTarget(rt.TopicID, rp.Partition)
 			if code == 0 {
-				if s := b.sharePartition(req.GroupID, p, false); s != nil {
+				var s *coordinator.SharePartition
+				if s, code = b.sharePartition(req.GroupID, p, false); s != nil {
 					sp.StartOffset, sp.LeaderEpoch = s.StartOffset(), p.epoch.Load()
 				}
 			}

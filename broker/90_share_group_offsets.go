@@ -160,7 +160,7 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 			case rp.StartOffset < 0:
 				sp.ErrorCode = kerr.InvalidRequest.Code
 			case b.cl == nil:
-				b.setShareStart(req.GroupID, t.id, rp.Partition, rp.StartOffset)
+				sp.ErrorCode = b.setShareStart(req.GroupID, t.id, rp.Partition, rp.StartOffset)
 			default:
 				offsets[tidp{t.id, rp.Partition}] = rp.StartOffset
 			}

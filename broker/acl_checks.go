@@ -109,13 +109,16 @@ func (b *Broker) clusterAuthorizedOps(r *request) int32 {
 }
 
 // coordinatorKeyDenied is FindCoordinator's check of one key: DESCRIBE on
-// the group or on the transactional id.
+// the group or on the transactional id, CLUSTER_ACTION for a
+// share-partition.
 func (b *Broker) coordinatorKeyDenied(r *request, keyType int8, key string) int16 {
 	switch {
 	case keyType == 0 && !b.allowed(r, opDescribe, resGroup, key):
 		return kerr.GroupAuthorizationFailed.Code
 	case keyType == 1 && !b.allowed(r, opDescribe, resTransactionalID, key):
 		return kerr.TransactionalIDAuthorizationFailed.Code
+	case keyType == 2 && !b.allowed(r, opClusterAction, resCluster, clusterResourceName):
+		return kerr.ClusterAuthorizationFailed.Code
 	}
 	return 0
 }

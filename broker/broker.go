@@ -42,7 +42,10 @@ type Broker struct {
 	txns    *coordinator.TxnCoordinator
 	offsets offsetsState // loading of __consumer_offsets (offsets_topic.go)
 	txnLog  offsetsState // loading of __transaction_state (txn_topic.go)
-	shares  shareState   // share groups on this broker (shares.go)
+
+	shareCoord *coordinator.ShareCoordinator // share coordinator (share_state_topic.go)
+	shareLog   offsetsState                  // loading of __share_group_state
+	shares     shareState                    // share groups on this broker (shares.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -163,6 +166,10 @@ func New(cfg Config) (*Broker, error) {
 	}
 	if !cfg.clusterConfigured() && (b.lookupTopic(txnStateTopicName) != nil || b.txns.HasUnloggedState()) {
 		b.txnStateTopic() // loads it (migrating txns.db); in a cluster: as the metadata arrives
+	}
+	b.shareCoord = b.openShareCoordinator()
+	if !cfg.clusterConfigured() && b.lookupTopic(shareStateTopicName) != nil {
+		b.shareStateTopic() // loads it; in a cluster: as the metadata arrives
 	}
 	b.startBackground()
 	ok = true

@@ -235,8 +235,9 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 	}
 	b.cl.applied.Store(md)
 	b.applyQuotaSnapshot(md.Revision, md.Quotas)
-	b.syncGroupPartitions() // group coordinator: load and unload (offsets_topic.go)
-	b.syncTxnPartitions()   // transaction coordinator (txn_topic.go)
+	b.syncGroupPartitions()      // group coordinator: load and unload (offsets_topic.go)
+	b.syncTxnPartitions()        // transaction coordinator (txn_topic.go)
+	b.syncShareStatePartitions() // share coordinator (share_state_topic.go)
 }
 
 // applyTopic brings one topic's local state in line with the metadata.

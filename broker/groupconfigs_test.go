@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -224,8 +225,8 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 }
 
 // startTwoBrokerCluster starts two brokers sharing an embedded etcd and
-// returns them and their addresses.
-func startTwoBrokerCluster(t *testing.T) ([]*Broker, []string) {
+// returns them and their addresses; extra props are added to both.
+func startTwoBrokerCluster(t *testing.T, extra ...map[string]string) ([]*Broker, []string) {
 	t.Helper()
 	ports := freeTCPPorts(t, 2)
 	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
@@ -234,13 +235,17 @@ func startTwoBrokerCluster(t *testing.T) ([]*Broker, []string) {
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
-		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: map[string]string{
+		props := map[string]string{
 			"node.id":                          fmt.Sprint(i + 1),
 			"controller.quorum.voters":         voters,
 			"broker.session.timeout.ms":        "3000",
 			"offsets.topic.replication.factor": "1",
 			"offsets.topic.num.partitions":     "2",
-		}})
+		}
+		for _, e := range extra {
+			maps.Copy(props, e)
+		}
+		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: props})
 		if err != nil {
 			t.Fatal(err)
 		}

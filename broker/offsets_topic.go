@@ -40,7 +40,7 @@ const offsetsTopicName = "__consumer_offsets"
 
 // isInternalTopic reports the topics Metadata marks internal.
 func isInternalTopic(name string) bool {
-	return name == offsetsTopicName || name == "__transaction_state"
+	return name == offsetsTopicName || name == "__transaction_state" || name == shareStateTopicName
 }
 
 // internalTopicConfigs are the configs of the coordinators' topics.

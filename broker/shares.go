@@ -6,19 +6,18 @@ package broker
 // ShareAcknowledge, and the group configs (resource type GROUP of
 // DescribeConfigs and IncrementalAlterConfigs) that tune them.
 //
-// Share-partition state is persisted on this broker (groups.db, bucket
-// share_state, as Kafka's ShareSnapshotValue records) after every
-// acknowledgement, release and SPSO change, and restored when the partition
-// is next used: acknowledged records are not delivered again after a
-// restart, and records acquired but not acknowledged are delivered again
-// with their delivery count. Kafka keeps this state in __share_group_state
-// through the share coordinator, which Gregor does not have: the state is
-// not replicated, so a new leader of a partition starts the share group
-// again at share.auto.offset.reset. In a cluster the share-partition state
-// lives on the broker that served the ShareFetch (the leader); the group
-// coordinator reaches it with the inter-broker share state requests
+// Share-partition state is written to the share coordinator
+// (share_state_topic.go: __share_group_state, replicated) after every
+// acknowledgement, release and SPSO change, and read from it when a leader
+// first needs it (a new leader of the partition too, or this one in a new
+// leader epoch): acknowledged records are not delivered again after a
+// restart or a leader change, and records acquired but not acknowledged
+// are delivered again with their delivery count. Only a share-partition
+// the share coordinator has no state of starts at share.auto.offset.reset.
+// The leader caches the state it works on (parts); the group coordinator
+// reaches it with the inter-broker share state requests
 // (83_share_group_state.go) for the offset admin APIs (90-92) and group
-// deletion. The leader needs nothing else from the coordinator: ShareFetch
+// deletion. The leader needs nothing else from the group coordinator: ShareFetch
 // does not check membership, and a member that left or was fenced on the
 // coordinator keeps its acquired records on the leaders until their locks
 // expire (share.record.lock.duration.ms) or its share session closes; on a
@@ -76,9 +75,17 @@ func (s *shareSession) forget(tp tidp) {
 	s.parts = slices.DeleteFunc(s.parts, func(x tidp) bool { return x == tp })
 }
 
+// shareMeta is what a leader knows of a cached share-partition: the
+// leader epoch of the partition it was read (or created) in and the state
+// epoch of the share coordinator's state.
+type shareMeta struct {
+	leaderEpoch, stateEpoch int32
+}
+
 type shareState struct {
 	mu       sync.Mutex
 	parts    map[shareKey]*coordinator.SharePartition
+	meta     map[shareKey]shareMeta
 	sessions map[shareSessionKey]*shareSession
 	// groupCfg are a single node's group configs (a cluster's are in its
 	// metadata), loaded from and written whole to cfgPath; the maps are
@@ -93,6 +100,7 @@ func (s *shareState) init() {
 	defer s.mu.Unlock()
 	if s.parts == nil {
 		s.parts = map[shareKey]*coordinator.SharePartition{}
+		s.meta = map[shareKey]shareMeta{}
 		s.sessions = map[shareSessionKey]*shareSession{}
 		s.groupCfg = map[string]map[string]string{}
 	}
@@ -337,64 +345,108 @@ func (b *Broker) sharePartitionConfig(group string) coordinator.SharePartitionCo
 	}
 }
 
-// sharePartition returns the share-partition state of group on p, created
-// at share.auto.offset.reset when there is none and create is set.
-func (b *Broker) sharePartition(group string, p *partition, create bool) *coordinator.SharePartition {
+// sharePartition returns the share-partition state of group on p: this
+// leader's, or else the share coordinator's (ReadShareGroupState, which
+// records this leader's epoch there), or else (create set) a new one at
+// share.auto.offset.reset. A state cached in an earlier leader epoch of p
+// is read again: another leader may have changed it since. It answers the
+// share coordinator's error when it cannot be read (nil, code).
+func (b *Broker) sharePartition(group string, p *partition, create bool) (*coordinator.SharePartition, int16) {
 	key := shareKey{group, p.topic.id, p.index}
 	cfg := b.sharePartitionConfig(group)
+	epoch := p.epoch.Load()
 	b.shares.mu.Lock()
-	sp := b.shares.parts[key]
+	sp, meta := b.shares.parts[key], b.shares.meta[key]
 	b.shares.mu.Unlock()
-	if sp != nil {
+	if sp != nil && meta.leaderEpoch == epoch {
 		sp.SetConfig(cfg)
 		sp.AdvanceLogStart(p.log.LogStartOffset())
-		return sp
+		return sp, 0
 	}
-	if snap, ok := b.groups.ShareSnapshotOf(group, p.topic.id, p.index); ok {
-		b.shares.mu.Lock()
-		if sp = b.shares.parts[key]; sp == nil {
-			sp = coordinator.RestoreSharePartition(cfg, snap)
-			b.shares.parts[key] = sp
+	k := coordinator.ShareStateKey{Group: group, TopicID: p.topic.id, Partition: p.index}
+	snap, found, code := b.readShareState(k, epoch)
+	if code != 0 {
+		b.log.Warn("reading share-partition state", "group", group, "topic", p.topic.name, "partition", p.index, "err", kerr.ErrorForCode(code))
+		return nil, code
+	}
+	if !found && !create {
+		return nil, 0
+	}
+	var fresh *coordinator.SharePartition
+	if found {
+		fresh = coordinator.RestoreSharePartition(cfg, snap)
+	} else {
+		start := p.log.HighWatermark()
+		if v, _ := b.groupConfigValue(group, "share.auto.offset.reset"); v == "earliest" {
+			start = p.log.LogStartOffset()
 		}
-		b.shares.mu.Unlock()
-		sp.AdvanceLogStart(p.log.LogStartOffset())
-		return sp
-	}
-	if !create {
-		return nil
-	}
-	start := p.log.HighWatermark()
-	if v, _ := b.groupConfigValue(group, "share.auto.offset.reset"); v == "earliest" {
-		start = p.log.LogStartOffset()
+		fresh = coordinator.NewSharePartition(cfg, start)
 	}
 	b.shares.mu.Lock()
-	defer b.shares.mu.Unlock()
-	if sp = b.shares.parts[key]; sp == nil {
-		sp = coordinator.NewSharePartition(cfg, start)
-		b.shares.parts[key] = sp
+	if cur := b.shares.parts[key]; cur != nil && b.shares.meta[key].leaderEpoch == epoch {
+		fresh = cur // read concurrently
+	} else {
+		b.shares.parts[key] = fresh
+		b.shares.meta[key] = shareMeta{leaderEpoch: epoch, stateEpoch: snap.StateEpoch}
 	}
-	return sp
+	b.shares.mu.Unlock()
+	fresh.AdvanceLogStart(p.log.LogStartOffset())
+	return fresh, 0
 }
 
-// setShareStart sets (creating) the SPSO of group on topic/partition.
-func (b *Broker) setShareStart(group string, t uuid, partition int32, off int64) {
+// setShareStart sets (creating) the SPSO of group on topic/partition: the
+// state starts over in a new state epoch at the share coordinator.
+func (b *Broker) setShareStart(group string, t uuid, partition int32, off int64) int16 {
 	key := shareKey{group, t, partition}
+	var epoch int32
+	if tp := b.lookupTopicID(t); tp != nil {
+		if p := partitionAt(b.partitionsOf(tp), partition); p != nil {
+			epoch = p.epoch.Load()
+			if _, code := b.sharePartition(group, p, false); code != 0 {
+				return code // the state epoch to bump is unknown
+			}
+		}
+	}
 	b.shares.mu.Lock()
 	sp := b.shares.parts[key]
 	if sp == nil {
 		sp = coordinator.NewSharePartition(coordinator.SharePartitionConfig{}, off)
 		b.shares.parts[key] = sp
 	}
+	meta := b.shares.meta[key]
+	meta.leaderEpoch = epoch
+	meta.stateEpoch++
+	b.shares.meta[key] = meta
 	b.shares.mu.Unlock()
 	sp.SetStartOffset(off)
-	b.persistSharePartition(group, t, partition, sp)
+	return b.persistSharePartition(group, t, partition, sp)
 }
 
-// persistSharePartition stores sp's state in groups.db.
-func (b *Broker) persistSharePartition(group string, t uuid, partition int32, sp *coordinator.SharePartition) {
-	if err := b.groups.StoreShareSnapshot(group, t, partition, sp.Snapshot()); err != nil {
-		b.log.Warn("storing share-partition state failed", "group", group, "partition", partition, "err", err)
+// persistSharePartition writes sp's state to the share coordinator
+// (WriteShareGroupState), in the leader and state epochs it was read in.
+// A write fenced by a newer leader or state epoch drops the cached state:
+// it is read again when next needed.
+func (b *Broker) persistSharePartition(group string, t uuid, partition int32, sp *coordinator.SharePartition) int16 {
+	key := shareKey{group, t, partition}
+	b.shares.mu.Lock()
+	meta := b.shares.meta[key]
+	b.shares.mu.Unlock()
+	snap := sp.Snapshot()
+	k := coordinator.ShareStateKey{Group: group, TopicID: t, Partition: partition}
+	code := b.writeShareState(k, coordinator.ShareWrite{StateEpoch: meta.stateEpoch, LeaderEpoch: meta.leaderEpoch,
+		StartOffset: snap.StartOffset, DeliveryCompleteCount: snap.DeliveryCompleteCount, StateBatches: snap.StateBatches})
+	if code != 0 {
+		b.log.Warn("writing share-partition state failed", "group", group, "partition", partition, "err", kerr.ErrorForCode(code))
+		if code == kerr.FencedLeaderEpoch.Code || code == kerr.FencedStateEpoch.Code {
+			b.shares.mu.Lock()
+			if b.shares.parts[key] == sp {
+				delete(b.shares.parts, key)
+				delete(b.shares.meta, key)
+			}
+			b.shares.mu.Unlock()
+		}
 	}
+	return code
 }
 
 // shareStates returns group's share partitions by topic id and partition.
@@ -411,22 +463,23 @@ func (b *Broker) shareStates(group string) map[tidp]*coordinator.SharePartition 
 }
 
 // deleteShareStates removes group's share-partition state, of one topic or
-// (zero id) all.
+// (zero id) all: this leader's, and the share coordinator's of the
+// share-partitions it serves (every broker is asked in a cluster:
+// deleteShareStatesEverywhere).
 func (b *Broker) deleteShareStates(group string, t uuid) {
 	b.shares.mu.Lock()
-	defer b.shares.mu.Unlock()
 	for k := range b.shares.parts {
 		if k.group == group && (t == uuid{} || k.topic == t) {
 			delete(b.shares.parts, k)
+			delete(b.shares.meta, k)
 		}
 	}
+	b.shares.mu.Unlock()
 	var topic *[16]byte
 	if t != (uuid{}) {
 		topic = (*[16]byte)(&t)
 	}
-	if err := b.groups.DeleteShareSnapshots(group, topic); err != nil {
-		b.log.Warn("deleting share-partition state failed", "group", group, "err", err)
-	}
+	b.deleteLocalShareStates(group, topic)
 }
 
 // releaseShareMember releases what member acquired in group on this broker

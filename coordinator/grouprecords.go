@@ -1,10 +1,9 @@
 package coordinator
 
 // Record formats of KIP-848 consumer groups and KIP-932 share groups in
-// __consumer_offsets, and of share-partition state snapshots, which kmsg
-// v1.15.1 does not have. They follow Kafka's schemas
-// (group-coordinator/src/main/resources/common/message/*.json and
-// share-coordinator/.../ShareSnapshot*.json): a key is its type as an int16
+// __consumer_offsets, which kmsg v1.15.1 does not have (those of
+// __share_group_state are in sharerecords.go). They follow Kafka's schemas
+// (group-coordinator/src/main/resources/common/message/*.json): a key is its type as an int16
 // "version" followed by non-flexible fields (int16-length strings); a
 // value is an int16 version (0) followed by flexible fields (compact
 // strings and arrays, a tagged-field section closing every struct). Tagged
@@ -475,78 +474,6 @@ func decodeRegex(b []byte) (v regexValue, err error) {
 	v.Version, v.Timestamp = r.Int64(), r.Int64()
 	r.tags(nil)
 	return v, r.done()
-}
-
-// ShareStateBatch is a StateBatch of ShareSnapshotValue: a run of offsets
-// with one delivery state (0 Available, 2 Acknowledged, 4 Archived) and
-// delivery count.
-type ShareStateBatch struct {
-	FirstOffset, LastOffset int64
-	DeliveryState           int8
-	DeliveryCount           int16
-}
-
-// Persisted delivery states of ShareSnapshotValue.
-const (
-	shareStateAvailable    int8 = 0
-	shareStateAcknowledged int8 = 2
-	shareStateArchived     int8 = 4
-)
-
-// ShareSnapshot is ShareSnapshotValue, the state of one share-partition.
-type ShareSnapshot struct {
-	SnapshotEpoch uint16
-	StateEpoch    int32
-	LeaderEpoch   int32
-	StartOffset   int64
-	StateBatches  []ShareStateBatch
-}
-
-// ShareSnapshotKey is the key of a ShareSnapshot record (key version 0 of
-// __share_group_state).
-func ShareSnapshotKey(group string, topicID [16]byte, partition int32) []byte {
-	b := kbin.AppendInt16(nil, 0)
-	b = kbin.AppendString(b, group)
-	b = kbin.AppendUuid(b, topicID)
-	return kbin.AppendInt32(b, partition)
-}
-
-// Encode encodes s as a ShareSnapshotValue of version 0.
-func (s *ShareSnapshot) Encode() []byte {
-	b := kbin.AppendInt16(nil, 0)
-	b = kbin.AppendUint16(b, s.SnapshotEpoch)
-	b = kbin.AppendInt32(b, s.StateEpoch)
-	b = kbin.AppendInt32(b, s.LeaderEpoch)
-	b = kbin.AppendInt64(b, s.StartOffset)
-	b = kbin.AppendCompactArrayLen(b, len(s.StateBatches))
-	for _, sb := range s.StateBatches {
-		b = kbin.AppendInt64(b, sb.FirstOffset)
-		b = kbin.AppendInt64(b, sb.LastOffset)
-		b = kbin.AppendInt8(b, sb.DeliveryState)
-		b = kbin.AppendInt16(b, sb.DeliveryCount)
-		b = appendNoTags(b)
-	}
-	return appendNoTags(b)
-}
-
-// DecodeShareSnapshot decodes a ShareSnapshotValue.
-func DecodeShareSnapshot(b []byte) (s ShareSnapshot, err error) {
-	r, err := newVReader(b)
-	if err != nil {
-		return s, err
-	}
-	s.SnapshotEpoch, s.StateEpoch, s.LeaderEpoch, s.StartOffset = r.Uint16(), r.Int32(), r.Int32(), r.Int64()
-	n := r.CompactArrayLen()
-	if n < 0 || int(n)*20 > len(r.Src) {
-		return s, errBadRecord
-	}
-	for range n {
-		sb := ShareStateBatch{FirstOffset: r.Int64(), LastOffset: r.Int64(), DeliveryState: r.Int8(), DeliveryCount: r.Int16()}
-		r.tags(nil)
-		s.StateBatches = append(s.StateBatches, sb)
-	}
-	r.tags(nil)
-	return s, r.done()
 }
 
 // toTopicPartitions converts an assignment by topic name to the records'

@@ -75,10 +75,6 @@ func TestGroupRecordsGolden(t *testing.T) {
 		{"ShareGroupCurrentMemberAssignmentValue", (&currentAssignmentValue{MemberEpoch: 4, PreviousMemberEpoch: 3,
 			AssignedPartitions: []topicPartitions{{uuidT, []int32{1}}}}).encode(true),
 			"0000 00000004 00000003 00 02 " + uuidTHex + " 02 00000001 00 00"},
-		{"ShareSnapshotKey", ShareSnapshotKey("g", uuidT, 3), "0000 0001 67 " + uuidTHex + " 00000003"},
-		{"ShareSnapshotValue", (&ShareSnapshot{SnapshotEpoch: 1, StateEpoch: 2, LeaderEpoch: -1, StartOffset: 10,
-			StateBatches: []ShareStateBatch{{FirstOffset: 10, LastOffset: 12, DeliveryState: shareStateAcknowledged, DeliveryCount: 1}}}).Encode(),
-			"0000 0001 00000002 ffffffff 000000000000000a 02 000000000000000a 000000000000000c 02 0001 00 00"},
 	} {
 		if want := unhex(t, tc.want); !bytes.Equal(tc.got, want) {
 			t.Errorf("%s:\n got %x\nwant %x", tc.name, tc.got, want)
@@ -153,21 +149,11 @@ func TestGroupRecordsRoundTrip(t *testing.T) {
 	if got, err := decodeRegex(rv.encode()); err != nil || !reflect.DeepEqual(got, rv) {
 		t.Errorf("RegularExpression: %+v, %v", got, err)
 	}
-	ss := ShareSnapshot{SnapshotEpoch: 3, StateEpoch: 1, LeaderEpoch: 2, StartOffset: 5, StateBatches: []ShareStateBatch{{5, 6, 0, 2}, {7, 7, 4, 5}}}
-	if got, err := DecodeShareSnapshot(ss.Encode()); err != nil || !reflect.DeepEqual(got, ss) {
-		t.Errorf("ShareSnapshot: %+v, %v", got, err)
-	}
 	// Truncations never panic and always fail.
 	full := cm.encode()
 	for i := range full {
 		if _, err := decodeConsumerMember(full[:i]); err == nil {
 			t.Errorf("ConsumerGroupMemberMetadata truncated to %d bytes decoded", i)
-		}
-	}
-	fullSS := ss.Encode()
-	for i := range fullSS {
-		if _, err := DecodeShareSnapshot(fullSS[:i]); err == nil {
-			t.Errorf("ShareSnapshot truncated to %d bytes decoded", i)
 		}
 	}
 }

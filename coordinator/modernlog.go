@@ -33,7 +33,6 @@ package coordinator
 // recorded and comes back sorted by member id.
 
 import (
-	"bytes"
 	"encoding/binary"
 	"hash/fnv"
 	"regexp"
@@ -544,77 +543,4 @@ func (c *Coordinator) modernTombstones(tx *bolt.Tx, id string) ([]LogRecord, err
 		out[i] = LogRecord{Key: k.key}
 	}
 	return out, root.DeleteBucket([]byte(id))
-}
-
-// bucketShareState holds share-partition state (share groups on the
-// partitions this broker leads): ShareSnapshotKey → ShareSnapshotValue.
-// It is Gregor's stand-in for __share_group_state: durable on this broker
-// only, not replicated.
-var bucketShareState = []byte("share_state")
-
-func shareStatePrefix(group string, topic *[16]byte) []byte {
-	k := ShareSnapshotKey(group, [16]byte{}, 0)
-	k = k[:len(k)-20]
-	if topic != nil {
-		k = append(k, topic[:]...)
-	}
-	return k
-}
-
-// StoreShareSnapshot persists the state of group's share-partition
-// topic/partition (fsynced when it returns).
-func (c *Coordinator) StoreShareSnapshot(group string, topic [16]byte, partition int32, s ShareSnapshot) error {
-	key := ShareSnapshotKey(group, topic, partition)
-	return c.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketShareState)
-		if err != nil {
-			return err
-		}
-		if old := b.Get(key); old != nil {
-			if os, err := DecodeShareSnapshot(old); err == nil {
-				s.SnapshotEpoch = os.SnapshotEpoch + 1
-			}
-		}
-		return b.Put(key, s.Encode())
-	})
-}
-
-// ShareSnapshotOf returns the persisted state of group's share-partition
-// topic/partition, if any.
-func (c *Coordinator) ShareSnapshotOf(group string, topic [16]byte, partition int32) (s ShareSnapshot, ok bool) {
-	key := ShareSnapshotKey(group, topic, partition)
-	c.db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketShareState); b != nil {
-			if v := b.Get(key); v != nil {
-				var err error
-				s, err = DecodeShareSnapshot(v)
-				ok = err == nil
-			}
-		}
-		return nil
-	})
-	return s, ok
-}
-
-// DeleteShareSnapshots deletes the persisted share-partition state of
-// group, on one topic or (topic nil) all.
-func (c *Coordinator) DeleteShareSnapshots(group string, topic *[16]byte) error {
-	prefix := shareStatePrefix(group, topic)
-	return c.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketShareState)
-		if b == nil {
-			return nil
-		}
-		var keys [][]byte
-		cur := b.Cursor()
-		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cur.Next() {
-			keys = append(keys, slices.Clone(k))
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

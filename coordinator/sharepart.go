@@ -27,8 +27,8 @@ package coordinator
 // every method that depends on time takes now, and locks expire lazily
 // when the next call sees them due (NextExpiry tells a long poll when).
 // The state lives in memory; Snapshot and RestoreSharePartition convert it
-// to and from Kafka's ShareSnapshotValue, which the broker persists
-// (Coordinator.StoreShareSnapshot) in place of __share_group_state.
+// to and from Kafka's ShareSnapshotValue, which the partition leader
+// writes to the share coordinator (ShareCoordinator, __share_group_state).
 
 import (
 	"slices"
@@ -438,8 +438,10 @@ func (sp *SharePartition) Snapshot() ShareSnapshot {
 		switch r.state {
 		case RecordAcknowledged:
 			st = shareStateAcknowledged
+			s.DeliveryCompleteCount++
 		case RecordArchived:
 			st = shareStateArchived
+			s.DeliveryCompleteCount++
 		}
 		off := sp.start + int64(i)
 		if n := len(s.StateBatches); n > 0 {

@@ -35,8 +35,8 @@ import (
 //	                  in it a __consumer_offsets record key → its log
 //	                  offset (int64, -1 without a log) and value
 //	                  (modernlog.go).
-//	bucket "share_state": ShareSnapshotKey → ShareSnapshotValue, the
-//	                  share-partition state this broker leads.
+//	bucket "share_state": no longer used (share-partition state moved
+//	                  to __share_group_state, sharecoord.go); left as it is.
 //
 // Topic names cannot contain 0x00, so keys sort by topic then partition.
 var (
