@@ -124,7 +124,8 @@
 //     ids, which takes Broker.mu for reading.
 //  2. coordinator TxnCoordinator.mu. TxnOffsetCommit stores its offsets in
 //     the group coordinator with this lock held, so a transaction cannot end
-//     between the check and the store; a transaction's completion commits or
+//     between the check and the store (their __consumer_offsets batch is
+//     appended with it held and awaited without it, the id marked pending); a transaction's completion commits or
 //     drops them without it (the id is marked writing, so no TxnOffsetCommit
 //     for it passes the check meanwhile). AllocateProducerID
 //     (producerIDs.mu) is called with it held; WriteMarkers is called

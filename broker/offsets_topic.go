@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,6 +331,33 @@ func (g groupLog) partition(pi int32) (*partition, error) {
 }
 
 func (g groupLog) Append(pi int32, recs []coordinator.LogRecord) (int64, func() error, error) {
+	return g.appendBatch(pi, func(p *partition) (int64, error) {
+		res, err := p.log.Append(buildBatch(recs, g.b.cfg.Now().UnixMilli()), storage.AppendOptions{LeaderEpoch: p.epoch.Load(), LogAppendTime: -1})
+		return res.LastOffset, err
+	})
+}
+
+// AppendTxn appends recs as a transactional batch of producerID, as
+// Kafka's group coordinator does for TxnOffsetCommit (coordinator origin:
+// no sequence check).
+func (g groupLog) AppendTxn(pi int32, producerID int64, producerEpoch int16, recs []coordinator.LogRecord) (int64, func() error, error) {
+	return g.appendBatch(pi, func(p *partition) (int64, error) {
+		batch := buildBatchOf(recs, g.b.cfg.Now().UnixMilli(), producerID, producerEpoch, true)
+		res, err := p.log.Append(batch, storage.AppendOptions{LeaderEpoch: p.epoch.Load(), LogAppendTime: -1, Coordinator: true})
+		return res.LastOffset, err
+	})
+}
+
+// AppendMarker appends the COMMIT or ABORT marker of producerID.
+func (g groupLog) AppendMarker(pi int32, producerID int64, producerEpoch int16, commit bool) (int64, func() error, error) {
+	return g.appendBatch(pi, func(p *partition) (int64, error) {
+		return p.log.AppendMarker(producerID, producerEpoch, commit, 0, p.epoch.Load())
+	})
+}
+
+// appendBatch appends a batch to partition pi with write, which returns
+// the batch's last offset, if this broker leads pi.
+func (g groupLog) appendBatch(pi int32, write func(p *partition) (int64, error)) (int64, func() error, error) {
 	b := g.b
 	p, err := g.partition(pi)
 	if err != nil {
@@ -341,14 +369,14 @@ func (g groupLog) Append(pi int32, recs []coordinator.LogRecord) (int64, func() 
 			return 0, nil, kerr.NotLeaderForPartition
 		}
 	}
-	res, err := p.log.Append(buildBatch(recs, b.cfg.Now().UnixMilli()), storage.AppendOptions{LeaderEpoch: p.epoch.Load(), LogAppendTime: -1})
+	last, err := write(p)
 	if err != nil {
 		return 0, nil, err
 	}
 	if ldr != nil {
 		ldr.MaybeAdvanceHighWatermark()
 	}
-	target := res.LastOffset + 1
+	target := last + 1
 	minISR := int64(1)
 	if g.minISR != nil {
 		minISR = int64(g.minISR())
@@ -423,14 +451,9 @@ func (g groupLog) Replay(pi int32, from int64, fn func(offset int64, r coordinat
 		if len(buf) == 0 {
 			break
 		}
-		next, recs, err := parseBatches(buf, off, math.MaxInt)
+		next, err := replayBatches(buf, off, fn)
 		if err != nil {
 			return off, err
-		}
-		for _, r := range recs {
-			if err := fn(r.Offset, coordinator.LogRecord{Key: r.Key, Value: r.Value}); err != nil {
-				return off, err
-			}
 		}
 		if next <= off {
 			break
@@ -440,10 +463,77 @@ func (g groupLog) Replay(pi int32, from int64, fn func(offset int64, r coordinat
 	return off, nil
 }
 
+// replayBatches calls fn with the records at or after from of the whole
+// batches in buf, those of transactional batches and the transaction
+// markers marked as such (coordinator.LogRecord), and returns the offset
+// after the last whole batch.
+func replayBatches(buf []byte, from int64, fn func(offset int64, r coordinator.LogRecord) error) (int64, error) {
+	next := from
+	for len(buf) >= storage.BatchHeaderSize {
+		h, err := storage.ParseBatchHeader(buf)
+		if err != nil {
+			return next, err
+		}
+		if h.Size() > int64(len(buf)) {
+			break
+		}
+		raw := buf[:h.Size()]
+		buf = buf[h.Size():]
+		next = h.LastOffset() + 1
+		attrs := coordinator.LogRecord{Transactional: h.Transactional(), ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch}
+		if h.Control() {
+			_, recs, err := parseBatches(controlAsData(raw), from, math.MaxInt)
+			if err != nil {
+				return next, err
+			}
+			for _, r := range recs {
+				// The control record key: version, type (0 ABORT, 1 COMMIT).
+				if len(r.Key) < 4 {
+					continue
+				}
+				m := attrs
+				m.Control, m.Commit = true, binary.BigEndian.Uint16(r.Key[2:]) == 1
+				if err := fn(r.Offset, m); err != nil {
+					return next, err
+				}
+			}
+			continue
+		}
+		_, recs, err := parseBatches(raw, from, math.MaxInt)
+		if err != nil {
+			return next, err
+		}
+		for _, r := range recs {
+			m := attrs
+			m.Key, m.Value = r.Key, r.Value
+			if err := fn(r.Offset, m); err != nil {
+				return next, err
+			}
+		}
+	}
+	return next, nil
+}
+
+// controlAsData returns a copy of control batch raw with the control
+// attribute cleared, for parseBatches to decode its records (the CRC is
+// not checked there).
+func controlAsData(raw []byte) []byte {
+	c := slices.Clone(raw)
+	attrs := binary.BigEndian.Uint16(c[21:23])
+	binary.BigEndian.PutUint16(c[21:23], attrs&^0x20)
+	return c
+}
+
 var batchCRCTable = crc32.MakeTable(crc32.Castagnoli)
 
 // buildBatch encodes recs as one uncompressed record batch (magic 2).
 func buildBatch(recs []coordinator.LogRecord, nowMs int64) []byte {
+	return buildBatchOf(recs, nowMs, -1, -1, false)
+}
+
+// buildBatchOf is buildBatch for producerID at producerEpoch (sequence 0),
+// transactional if txn.
+func buildBatchOf(recs []coordinator.LogRecord, nowMs int64, producerID int64, producerEpoch int16, txn bool) []byte {
 	var body []byte
 	for i, r := range recs {
 		var rec []byte
@@ -468,11 +558,17 @@ func buildBatch(recs []coordinator.LogRecord, nowMs int64) []byte {
 		LastOffsetDelta:      int32(len(recs) - 1),
 		FirstTimestamp:       nowMs,
 		MaxTimestamp:         nowMs,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
+		ProducerID:           producerID,
+		ProducerEpoch:        producerEpoch,
 		FirstSequence:        -1,
 		NumRecords:           int32(len(recs)),
 		Records:              body,
+	}
+	if producerID >= 0 {
+		rb.FirstSequence = 0
+	}
+	if txn {
+		rb.Attributes |= 0x10 // transactional
 	}
 	rb.Length = int32(49 + len(body))
 	raw := rb.AppendTo(nil)
@@ -483,9 +579,18 @@ func buildBatch(recs []coordinator.LogRecord, nowMs int64) []byte {
 // completeTxnOffsets ends a transaction's pending offsets in group at its
 // coordinator: here, or with a WriteTxnMarkers for the group's partition
 // of __consumer_offsets sent to its leader, as Kafka's transaction
-// coordinator does.
+// coordinator does. Either way the group coordinator appends the marker
+// to that partition.
 func (b *Broker) completeTxnOffsets(group string, producerID int64, commit bool) error {
-	if b.cl == nil || b.groups.GroupError(group) == 0 {
+	if b.cl == nil {
+		// The marker goes to the group's partition: it must exist and be
+		// loaded (a single node loads it when creating the topic).
+		if b.offsetsTopic() == nil {
+			return kerr.CoordinatorNotAvailable
+		}
+		return b.groups.CompleteTxnOffsets(group, producerID, commit)
+	}
+	if b.groups.GroupError(group) == 0 {
 		return b.groups.CompleteTxnOffsets(group, producerID, commit)
 	}
 	c, code := b.groupCoordinator(group)

@@ -44,6 +44,17 @@ import (
 // LogRecord is one record of a __consumer_offsets partition.
 type LogRecord struct {
 	Key, Value []byte // Value nil: a tombstone
+
+	// What Replay reports of the record's batch: Transactional for a
+	// record of a transactional batch of ProducerID at ProducerEpoch;
+	// Control (with Transactional) for a transaction marker of that
+	// producer, a COMMIT if Commit, else an ABORT (Key and Value are then
+	// not set). Append ignores them.
+	Transactional bool
+	Control       bool
+	Commit        bool
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // GroupLog is the coordinator's view of __consumer_offsets, implemented by
@@ -55,9 +66,19 @@ type GroupLog interface {
 	// (nil) or the batch cannot be committed here (leadership lost,
 	// timeout).
 	Append(partition int32, records []LogRecord) (next int64, wait func() error, err error)
+	// AppendTxn appends records as Append does, as one transactional
+	// batch of producerID at producerEpoch: the group coordinator's
+	// append of a TxnOffsetCommit (Kafka's coordinator-origin append: the
+	// producer's epoch is checked, not its sequence).
+	AppendTxn(partition int32, producerID int64, producerEpoch int16, records []LogRecord) (next int64, wait func() error, err error)
+	// AppendMarker appends the COMMIT (commit) or ABORT control batch
+	// that ends producerID's transaction in partition, as Append does.
+	AppendMarker(partition int32, producerID int64, producerEpoch int16, commit bool) (next int64, wait func() error, err error)
 	// Replay calls fn with every committed record of partition at or
-	// after from (from the log start offset if from is below it) and
-	// returns the offset after the last one read.
+	// after from (from the log start offset if from is below it), the
+	// records of transactional batches and the transaction markers
+	// included (see LogRecord), and returns the offset after the last one
+	// read.
 	Replay(partition int32, from int64, fn func(offset int64, r LogRecord) error) (next int64, err error)
 }
 
@@ -232,13 +253,28 @@ func groupRecordFromLog(v *kmsg.GroupMetadataValue) groupRecord {
 //
 // Lock should be held.
 func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64, wait func() error, done func(committed bool), err *kerr.Error) {
+	return c.appendWithLocked(groupID, func(p int32) (int64, func() error, error) { return c.cfg.Log.Append(p, recs) })
+}
+
+// appendWithLocked is appendLocked with the append to groupID's partition
+// done by appendTo.
+//
+// Lock should be held.
+func (c *Coordinator) appendWithLocked(groupID string, appendTo func(p int32) (int64, func() error, error)) (next int64, wait func() error, done func(committed bool), err *kerr.Error) {
 	if err := c.ownerErrLocked(groupID); err != nil {
 		return 0, nil, nil, err
 	}
-	p := c.partitionOf(groupID)
-	next, wait, aerr := c.cfg.Log.Append(p, recs)
+	return c.appendToLocked(c.partitionOf(groupID), appendTo)
+}
+
+// appendToLocked is appendLocked for partition p, loaded here, with the
+// append done by appendTo.
+//
+// Lock should be held.
+func (c *Coordinator) appendToLocked(p int32, appendTo func(p int32) (int64, func() error, error)) (next int64, wait func() error, done func(committed bool), err *kerr.Error) {
+	next, wait, aerr := appendTo(p)
 	if aerr != nil {
-		c.log.Warn("appending to __consumer_offsets failed", "group", groupID, "partition", p, "err", aerr)
+		c.log.Warn("appending to __consumer_offsets failed", "partition", p, "err", aerr)
 		return 0, nil, nil, kerr.NotCoordinator
 	}
 	c.inflight[p]++
@@ -396,6 +432,11 @@ type replayed struct {
 	offset int64
 	key    []byte
 	value  []byte
+	// a record of a transactional batch or (control) a marker of the
+	// producer: see LogRecord
+	txn, control, commit bool
+	producerID           int64
+	producerEpoch        int16
 }
 
 // loadPartition brings groups.db's view of partition p up to the end of
@@ -414,7 +455,8 @@ func (c *Coordinator) loadPartition(p int32) error {
 	}
 	var recs []replayed
 	collect := func(off int64, r LogRecord) error {
-		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
+		recs = append(recs, replayed{offset: off, key: slices.Clone(r.Key), value: slices.Clone(r.Value),
+			txn: r.Transactional, control: r.Control, commit: r.Commit, producerID: r.ProducerID, producerEpoch: r.ProducerEpoch})
 		return nil
 	}
 	next, err := c.cfg.Log.Replay(p, from, collect)
@@ -437,8 +479,18 @@ func (c *Coordinator) loadPartition(p int32) error {
 				return err
 			}
 		}
+		mine := func(g string) bool { return c.partitionOf(g) == p }
 		for _, r := range recs {
-			if err := applyRecord(tx, r); err != nil {
+			var err error
+			switch {
+			case r.control:
+				_, err = applyMarkerTx(tx, mine, r.producerID, r.commit, r.offset)
+			case r.txn:
+				err = replayTxnRecord(tx, r)
+			default:
+				err = applyRecord(tx, r)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -552,10 +604,10 @@ func applyRecord(tx *bolt.Tx, r replayed) error {
 }
 
 // dropStoredPartition removes from groups.db the view of partition p's
-// log: the groups, offsets and KIP-848/share group records that came from
-// the log. What was stored before the log existed (no log offset) stays,
-// for migratePartition; pending transactional offsets are not in the log
-// and stay too.
+// log: the groups, offsets, pending transactional offsets and KIP-848/share
+// group records that came from the log. What was stored before the log
+// existed (no log offset) stays, for migratePartition (groups, offsets) or
+// completion as before (pending transactional offsets).
 func (c *Coordinator) dropStoredPartition(tx *bolt.Tx, p int32) error {
 	mine := func(k []byte) bool { return c.partitionOf(string(k)) == p }
 	if gb := tx.Bucket(bucketGroups); gb != nil {
@@ -615,6 +667,12 @@ func (c *Coordinator) dropStoredPartition(tx *bolt.Tx, p int32) error {
 	if err := dropLogged(tx.Bucket(bucketOffsets), func(k, v []byte) bool {
 		_, _, e, err := decodeOffset(k, v)
 		return err != nil || e.logOffset >= 0
+	}); err != nil {
+		return err
+	}
+	if err := dropLogged(tx.Bucket(bucketTxnOffsets), func(k, v []byte) bool {
+		_, _, pe, err := decodePending(k, v)
+		return err != nil || pe.entry.logOffset >= 0
 	}); err != nil {
 		return err
 	}
@@ -753,6 +811,11 @@ func (c *Coordinator) UnloadPartition(p int32) {
 		}
 		delete(c.groups, id)
 	}
+	for id := range c.txnPending {
+		if c.partitionOf(id) == p {
+			delete(c.txnPending, id) // groups.db keeps them for a later load
+		}
+	}
 	for id, sg := range c.shares {
 		if c.partitionOf(id) != p {
 			continue
@@ -794,7 +857,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 		}
 		return r
 	}
-	c.txnOffsetCommit(req, r)
+	if finish := c.txnOffsetCommit(req, r); finish != nil {
+		finish()
+	}
 	return r
 }
 
@@ -803,6 +868,9 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 // transaction marker of that partition. NOT_COORDINATOR if p is not
 // loaded here.
 func (c *Coordinator) CompleteTxnOffsetsIn(p int32, producerID int64, commit bool) error {
+	if c.cfg.Log != nil {
+		return c.completeTxnInLog(p, producerID, commit)
+	}
 	c.mu.Lock()
 	if st := c.parts[p]; c.cfg.Log != nil && st != partLoaded {
 		c.mu.Unlock()

@@ -30,6 +30,18 @@ func (l *memLog) Append(p int32, recs []LogRecord) (int64, func() error, error) 
 	return int64(len(l.parts[p])), func() error { return nil }, nil
 }
 
+func (l *memLog) AppendTxn(p int32, producerID int64, producerEpoch int16, recs []LogRecord) (int64, func() error, error) {
+	batch := make([]LogRecord, len(recs))
+	for i, r := range recs {
+		batch[i] = LogRecord{Key: r.Key, Value: r.Value, Transactional: true, ProducerID: producerID, ProducerEpoch: producerEpoch}
+	}
+	return l.Append(p, batch)
+}
+
+func (l *memLog) AppendMarker(p int32, producerID int64, producerEpoch int16, commit bool) (int64, func() error, error) {
+	return l.Append(p, []LogRecord{{Transactional: true, Control: true, Commit: commit, ProducerID: producerID, ProducerEpoch: producerEpoch}})
+}
+
 func (l *memLog) Replay(p int32, from int64, fn func(int64, LogRecord) error) (int64, error) {
 	l.mu.Lock()
 	recs := slices.Clone(l.parts[p])

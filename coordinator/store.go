@@ -303,7 +303,7 @@ func (c *Coordinator) load() error {
 		return nil // nothing stored yet
 	}
 	if c.cfg.Log != nil {
-		return c.db.Update(func(tx *bolt.Tx) error { return c.loadPendingTx(tx) })
+		return nil // each partition's groups are loaded with it
 	}
 	return c.loadLocked(nil)
 }
@@ -338,10 +338,8 @@ func (c *Coordinator) loadLocked(keep func(id string) bool) error {
 		if err != nil {
 			return err
 		}
-		if keep == nil {
-			if err := c.loadPendingTx(tx); err != nil {
-				return err
-			}
+		if err := c.loadPendingTx(tx, keep); err != nil {
+			return err
 		}
 		err = ob.ForEach(func(k, v []byte) error {
 			if v != nil {

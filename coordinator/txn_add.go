@@ -288,8 +288,20 @@ func (c *TxnCoordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg
 	}
 	// The lock is held while the group stores the offsets, so the
 	// transaction cannot end between the check and the store (lock
-	// order: TxnCoordinator, then Coordinator).
-	c.cfg.Groups.txnOffsetCommit(req, r)
+	// order: TxnCoordinator, then Coordinator). With a log the group's
+	// records replicate without the lock, e marked pending in its state
+	// meanwhile (requests for the id answer CONCURRENT_TRANSACTIONS, and
+	// it is not timed out), so the transaction cannot end before they
+	// are committed and pending in the group.
+	finish := c.cfg.Groups.txnOffsetCommit(req, r)
+	if finish == nil {
+		return r
+	}
+	e.pending, e.pendingState = true, e.meta.state
+	c.mu.Unlock()
+	finish()
+	c.mu.Lock()
+	e.pending = false
 	return r
 }
 

@@ -42,6 +42,21 @@ func (l *heldLog) release(p int32, err error) {
 
 func (l *heldLog) Append(p int32, recs []LogRecord) (int64, func() error, error) {
 	next, wait, err := l.memLog.Append(p, recs)
+	return l.holdAppend(p, next, wait, err)
+}
+
+func (l *heldLog) AppendTxn(p int32, producerID int64, producerEpoch int16, recs []LogRecord) (int64, func() error, error) {
+	next, wait, err := l.memLog.AppendTxn(p, producerID, producerEpoch, recs)
+	return l.holdAppend(p, next, wait, err)
+}
+
+func (l *heldLog) AppendMarker(p int32, producerID int64, producerEpoch int16, commit bool) (int64, func() error, error) {
+	next, wait, err := l.memLog.AppendMarker(p, producerID, producerEpoch, commit)
+	return l.holdAppend(p, next, wait, err)
+}
+
+// holdAppend makes an append's wait block until release if p is held.
+func (l *heldLog) holdAppend(p int32, next int64, wait func() error, err error) (int64, func() error, error) {
 	if err != nil {
 		return next, wait, err
 	}

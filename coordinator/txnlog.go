@@ -299,7 +299,10 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 	}
 	var recs []replayed
 	collect := func(off int64, r LogRecord) error {
-		recs = append(recs, replayed{off, slices.Clone(r.Key), slices.Clone(r.Value)})
+		if r.Transactional || r.Control {
+			return nil // not a transaction's state
+		}
+		recs = append(recs, replayed{offset: off, key: slices.Clone(r.Key), value: slices.Clone(r.Value)})
 		return nil
 	}
 	next, err := c.cfg.Log.Replay(p, from, collect)

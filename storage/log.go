@@ -76,6 +76,11 @@ func (st *endState) readable(s *segment) int64 {
 type AppendOptions struct {
 	LeaderEpoch   int32 // written into partitionLeaderEpoch
 	LogAppendTime int64 // >= 0: set the LogAppendTime attribute and maxTimestamp to this; -1: keep CreateTime
+	// Coordinator: a batch a coordinator writes for a producer (Kafka's
+	// AppendOrigin.COORDINATOR, the transactional offset commits of
+	// __consumer_offsets): the producer's epoch is checked, its sequence
+	// is not, and the batch is never taken for a retry.
+	Coordinator bool
 }
 
 // AppendResult describes an appended batch.
@@ -144,7 +149,11 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	if l.writeErr != nil {
 		return AppendResult{}, l.writeErr
 	}
-	if idempotent {
+	if idempotent && opts.Coordinator {
+		if e := l.producers.producers[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
+			return AppendResult{}, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+		}
+	} else if idempotent {
 		dup, err := l.producers.check(h)
 		if err != nil {
 			return AppendResult{}, err

@@ -106,3 +106,35 @@ func TestMarker_RoundTrip(t *testing.T) {
 		t.Fatalf("abort type %d %v", typ, ok)
 	}
 }
+
+// TestLog_CoordinatorAppendSkipsSequence: a coordinator's transactional
+// batches (AppendOptions.Coordinator, the offset commits of a transaction
+// in __consumer_offsets) all carry sequence 0: none is taken for a retry
+// or rejected as out of order, an older epoch is fenced, and they open the
+// producer's transaction until its marker.
+func TestLog_CoordinatorAppendSkipsSequence(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	coord := AppendOptions{LogAppendTime: -1, Coordinator: true}
+	for i, v := range []string{"o1", "o2", "o3"} {
+		res, err := l.Append(txnBatch(7, 2, 0, v), coord)
+		if err != nil || res.Duplicate || res.BaseOffset != int64(i) {
+			t.Fatalf("coordinator batch %d: %+v %v", i, res, err)
+		}
+	}
+	if _, err := l.Append(txnBatch(7, 1, 0, "old"), coord); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("older epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if lso := l.LastStableOffset(); lso != 0 {
+		t.Fatalf("LSO with the transaction open: %d, want 0", lso)
+	}
+	if _, err := l.AppendMarker(pid(7), 2, true, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if lso := l.LastStableOffset(); lso != 4 {
+		t.Fatalf("LSO after the marker: %d, want 4", lso)
+	}
+	// Without the option the sequence rules apply.
+	if res, err := l.Append(txnBatch(7, 2, 0, "retry"), AppendOptions{LogAppendTime: -1}); err == nil && !res.Duplicate {
+		t.Fatalf("client batch with a used sequence appended: %+v", res)
+	}
+}
