@@ -8,7 +8,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: screenshot conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -26,6 +26,13 @@ cluster: build
 		./bin/gregor --listen 127.0.0.1:909$$((n+1)) --data-dir $(DATA_DIR)/node-$$n \
 			--set node.id=$$n --set controller.quorum.voters=$$V & \
 	done; wait
+
+## screenshot: docs/img/console.png and docs/img/console-group.png, the
+## console at 1280x800 in headless Chromium over a scripted scene (two
+## topics, a group that falls behind, 30 history samples on a fake clock):
+## TestConsoleScreenshot, which checks the pages and saves them.
+screenshot:
+	GREGOR_SCREENSHOT=docs/img $(GO) test -count=1 -run '^TestConsoleScreenshot$$' -v ./admin/
 
 ## deps: the programs the tests run that Go does not build: kcat (compat
 ## suite), chromium (console test), maven (Java clients), python3 with its
