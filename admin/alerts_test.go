@@ -76,12 +76,12 @@ func checkNames(t *testing.T, where, expr string, exposed map[string]bool) {
 	}
 }
 
-// TestAlertRules checks docs/prometheus/alerts.yml: it parses as a
+// TestAlertRules checks docker/prometheus-alerts.yml: it parses as a
 // Prometheus rule file (groups of rules with an alert name, an expr, a
 // valid for duration, a severity and a summary), the alerts the docs
 // promise are there, and every metric an expr uses is one Gregor exposes.
 func TestAlertRules(t *testing.T) {
-	data, err := os.ReadFile("../docs/prometheus/alerts.yml")
+	data, err := os.ReadFile("../docker/prometheus-alerts.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +131,12 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
-// TestGrafanaDashboard checks docs/grafana/gregor.json: valid JSON, unique
+// TestGrafanaDashboard checks docker/grafana-dashboard.json: valid JSON, unique
 // panel ids, panels within the 24-column grid, every target with an expr,
 // and every metric used (in targets and template variables) one Gregor
 // exposes.
 func TestGrafanaDashboard(t *testing.T) {
-	data, err := os.ReadFile("../docs/grafana/gregor.json")
+	data, err := os.ReadFile("../docker/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func TestKeyStores_ConfigErrors(t *testing.T) {
 		for k, v := range tc.props {
 			props[k] = v
 		}
-		b, err := New(Config{DataDir: t.TempDir(), Props: props})
+		b, err := New(Config{DataDir: t.TempDir(), Props: props, Logger: testLogger()})
 		if err != nil {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%v: New: %v, want %q", tc.props, err, tc.want)

@@ -1,7 +1,7 @@
 package broker
 
 // Gauges of the cluster's health and this broker's disk, for alerting
-// (docs/prometheus/alerts.yml):
+// (docker/prometheus-alerts.yml):
 //
 //	gregor_under_replicated_partitions  partitions this broker leads whose ISR is smaller than their replicas
 //	                                    (as Kafka's UnderReplicatedPartitions: summed over brokers, each counted once)

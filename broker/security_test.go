@@ -196,7 +196,7 @@ func TestListeners_ConfigErrors(t *testing.T) {
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0", "inter.broker.listener.name": "X"}, "not among"},
 		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI is not supported"},
 	} {
-		b, err := New(Config{DataDir: t.TempDir(), Props: tc.props})
+		b, err := New(Config{DataDir: t.TempDir(), Props: tc.props, Logger: testLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
