@@ -8,11 +8,22 @@ import (
 // EncodeResponse encodes resp (whose version must already be set) behind
 // its response header into a frame. ApiVersions always gets header v0.
 func EncodeResponse(correlationID int32, resp kmsg.Response) *Out {
-	buf := make([]byte, 4, 64)
+	o := &Out{}
+	EncodeResponseInto(o, make([]byte, 0, 64), correlationID, resp)
+	return o
+}
+
+// EncodeResponseInto is EncodeResponse into o (which is reset), appending
+// the frame to buf[:0] so that buf's capacity is reused. It returns the
+// frame's buffer (buf, or a larger one), which the caller may pass again
+// once o has been written and is no longer needed.
+func EncodeResponseInto(o *Out, buf []byte, correlationID int32, resp kmsg.Response) []byte {
+	buf = append(buf[:0], 0, 0, 0, 0) // the size prefix
 	flexible := resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions)
 	buf = AppendResponseHeader(buf, correlationID, flexible)
 	buf = resp.AppendTo(buf)
-	return NewOut(buf)
+	o.Reset(buf)
+	return buf
 }
 
 // EncodeFetchResponse encodes a Fetch response like kmsg's AppendTo, except

@@ -41,10 +41,22 @@ var sendfileBytes atomic.Int64
 // bytes reserved for the size prefix.
 func NewOut(b []byte) *Out {
 	o := &Out{}
-	o.first[0].b = b
-	o.parts = o.first[:1]
-	o.size = int64(len(b)) - 4
+	o.Reset(b)
 	return o
+}
+
+// Reset makes o a frame whose first part is b, as NewOut does, keeping
+// the capacity of o's list of parts. o must not be in use (being written).
+// An Out must not be copied once it holds a part (its list may point into
+// itself); resetting one in place is fine.
+func (o *Out) Reset(b []byte) {
+	parts := o.parts
+	if cap(parts) == 0 {
+		parts = o.first[:0]
+	}
+	clear(parts) // drop references to the previous frame's buffers and files
+	o.parts = append(parts[:0], outPart{b: b})
+	o.size = int64(len(b)) - 4
 }
 
 // AppendBytes adds bytes to the end of the frame.
