@@ -75,12 +75,8 @@ func (k *reusable) request(key int16) kmsg.Request {
 	case kmsg.Produce:
 		if k.produce == nil {
 			k.produce = kmsg.NewPtrProduceRequest()
-		} else {
-			// Everything back to its zero value but the slices' capacity,
-			// which the decoder appends into.
-			*k.produce = kmsg.ProduceRequest{Topics: k.produce.Topics[:0]}
 		}
-		return k.produce
+		return k.produce // decodeProduce resets it, keeping its lists' capacity
 	case kmsg.Fetch:
 		if k.fetch == nil {
 			k.fetch = kmsg.NewPtrFetchRequest()

@@ -91,8 +91,8 @@ type conn struct {
 	mutedUntil atomic.Int64
 
 	// Reader-owned: what the next request may reuse (reuse.go).
-	spare    *pending // the last Produce or Fetch the reader answered itself
-	clientID *string  // the last request's client id
+	spare *pending  // the last Produce or Fetch the reader answered itself
+	names nameCache // topic names, the last client and transactional ids
 }
 
 // pending is a request's place in its connection's response order.
@@ -464,9 +464,10 @@ func decodeRequest(frame []byte) (handler, protocol.RequestHeader, kmsg.Request,
 }
 
 // decodeRequestInto is decodeRequest decoding into kept's objects when it
-// has them (and keeping new ones in it), with the client id taken from
-// *clientID when it is the same (and remembered there); either may be nil.
-func decodeRequestInto(frame []byte, kept *reusable, clientID **string) (handler, protocol.RequestHeader, kmsg.Request, error) {
+// has them (and keeping new ones in it), with names, the client id and a
+// Produce's transactional id taken from names when they are the same (and
+// remembered there); either may be nil.
+func decodeRequestInto(frame []byte, kept *reusable, names *nameCache) (handler, protocol.RequestHeader, kmsg.Request, error) {
 	var hdr protocol.RequestHeader
 	key, version, corr, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
@@ -489,17 +490,22 @@ func decodeRequestInto(frame []byte, kept *reusable, clientID **string) (handler
 	}
 	msg.SetVersion(version)
 	var last *string
-	if clientID != nil {
-		last = *clientID
+	if names != nil {
+		last = names.clientID
 	}
 	hdr, body, err := protocol.ParseRequestHeaderReuse(frame, msg.IsFlexible(), last)
-	if clientID != nil {
-		*clientID = hdr.ClientID
+	if names != nil {
+		names.clientID = hdr.ClientID
 	}
 	if err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
 	}
-	if err := msg.ReadFrom(body); err != nil {
+	if pr, ok := msg.(*kmsg.ProduceRequest); ok && kept != nil {
+		err = decodeProduce(pr, body, names)
+	} else {
+		err = msg.ReadFrom(body)
+	}
+	if err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(key), version, err)
 	}
 	return h, hdr, msg, nil
@@ -512,7 +518,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 		return c.handleRawToken(frame)
 	}
 	p := c.takeSpare(frame)
-	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.clientID)
+	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.names)
 	if err == errUnsupportedApiVersions {
 		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
 		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
