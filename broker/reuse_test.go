@@ -141,7 +141,7 @@ func TestConn_ReusedRequestsAnswerLikeNewOnes(t *testing.T) {
 
 // maxSmallProduceAllocs is what remains per small Produce (issue #16):
 // see docs/benchmarks.md.
-const maxSmallProduceAllocs = 1
+const maxSmallProduceAllocs = 0
 
 // TestConn_SmallProduceAllocations bounds the steady-state allocations of a
 // single-record Produce answered on the reader (issue #16): the request,
