@@ -22,6 +22,7 @@ package broker
 
 import (
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -31,6 +32,10 @@ type reusable struct {
 	produce     *kmsg.ProduceRequest
 	produceResp *kmsg.ProduceResponse
 	fetch       *kmsg.FetchRequest
+	fetchResp   *kmsg.FetchResponse
+	targets     []fetchTarget
+	regions     [][]storage.Slice
+	release     func()       // releases regions
 	buf         []byte       // the encoded response frame
 	out         protocol.Out // the response, when encoded by encode
 }
@@ -81,6 +86,8 @@ func (k *reusable) request(key int16) kmsg.Request {
 		if k.fetch == nil {
 			k.fetch = kmsg.NewPtrFetchRequest()
 		} else {
+			// Everything back to its zero value but the lists' capacity,
+			// which kmsg's decoder appends into.
 			f := k.fetch
 			*f = kmsg.FetchRequest{Topics: f.Topics[:0], ForgottenTopics: f.ForgottenTopics[:0]}
 		}
@@ -119,4 +126,66 @@ func produceResponsePartitions(resp *kmsg.ProduceResponse, ti int) []kmsg.Produc
 func (k *reusable) encode(correlationID int32, resp kmsg.Response) *protocol.Out {
 	k.buf = protocol.EncodeResponseInto(&k.out, k.buf, correlationID, resp)
 	return &k.out
+}
+
+// fetchResponse is produceResponse for a Fetch.
+func (r *request) fetchResponse(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	k := r.keep
+	if k == nil {
+		return req.ResponseKind().(*kmsg.FetchResponse)
+	}
+	if k.fetchResp == nil {
+		k.fetchResp = req.ResponseKind().(*kmsg.FetchResponse)
+		return k.fetchResp
+	}
+	*k.fetchResp = kmsg.FetchResponse{Version: req.Version, Topics: k.fetchResp.Topics[:0]}
+	k.fetchResp.Default()
+	return k.fetchResp
+}
+
+// fetchResponsePartitions is produceResponsePartitions for a Fetch.
+func fetchResponsePartitions(resp *kmsg.FetchResponse, ti int) []kmsg.FetchResponseTopicPartition {
+	if ti < cap(resp.Topics) {
+		return resp.Topics[:ti+1][ti].Partitions[:0]
+	}
+	return nil
+}
+
+// fetchRegions returns the (empty) file regions of resp's partitions, one
+// list per topic, in k's memory when k is not nil.
+func (k *reusable) fetchRegions(resp *kmsg.FetchResponse) [][]storage.Slice {
+	var regions [][]storage.Slice
+	if k != nil {
+		regions = k.regions
+	}
+	regions = grow(regions, len(resp.Topics))
+	for ti := range regions {
+		regions[ti] = grow(regions[ti], len(resp.Topics[ti].Partitions))
+		clear(regions[ti]) // released with the previous answer
+	}
+	if k != nil {
+		k.regions = regions
+	}
+	return regions
+}
+
+// releaser returns the release hook of a Fetch answer that holds regions
+// (which, with k, are k's).
+func (k *reusable) releaser(regions [][]storage.Slice) func() {
+	if k == nil {
+		return func() { releaseRegions(regions) }
+	}
+	if k.release == nil {
+		k.release = func() { releaseRegions(k.regions) }
+	}
+	return k.release
+}
+
+// encodeFetch encodes a Fetch answer into r's kept Out when it has one.
+func (r *request) encodeFetch(resp *kmsg.FetchResponse, records func(t, p int) (protocol.Region, bool)) *protocol.Out {
+	if r.keep == nil {
+		return protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, records)
+	}
+	protocol.EncodeFetchResponseInto(&r.keep.out, r.hdr.CorrelationID, resp, records)
+	return &r.keep.out
 }

@@ -26,7 +26,31 @@ type Out struct {
 	parts []outPart
 	size  int64      // bytes after the size prefix
 	first [1]outPart // parts' first backing array: one allocation for a plain response
+
+	// Kept for the next frame encoded into a reused Out: the byte
+	// buffers of EncodeFetchResponseInto (bufs[:nbuf] in use) and
+	// WriteTo's list of buffers for writev.
+	bufs [][]byte
+	nbuf int
+	iov  net.Buffers
 }
+
+// nextBuf returns an empty byte buffer owned by o: one a previous frame
+// used when there is one, else a new one of capacity size. Give it back
+// with keepBuf once it has been appended to.
+func (o *Out) nextBuf(size int) []byte {
+	if o.nbuf < len(o.bufs) {
+		o.nbuf++
+		return o.bufs[o.nbuf-1][:0]
+	}
+	o.bufs = append(o.bufs, make([]byte, 0, size))
+	o.nbuf++
+	return o.bufs[o.nbuf-1]
+}
+
+// keepBuf records b, the last buffer from nextBuf after appends (which may
+// have moved it), for reuse by the next frame.
+func (o *Out) keepBuf(b []byte) { o.bufs[o.nbuf-1] = b }
 
 type outPart struct {
 	b []byte
@@ -112,19 +136,21 @@ func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 		return int64(n), err
 	}
 	var total int64
-	var bufs net.Buffers
+	// o.iov is consumed by its WriteTo: iov keeps the backing array.
+	iov := o.iov[:0]
 	flush := func() error {
-		if len(bufs) == 0 {
+		if len(iov) == 0 {
 			return nil
 		}
-		n, err := bufs.WriteTo(conn)
+		o.iov = iov
+		n, err := o.iov.WriteTo(conn)
 		total += n
-		bufs = bufs[:0]
+		iov = iov[:0]
 		return err
 	}
 	for _, p := range o.parts {
 		if p.r.File == nil {
-			bufs = append(bufs, p.b)
+			iov = append(iov, p.b)
 			continue
 		}
 		if err := flush(); err != nil {
@@ -136,7 +162,10 @@ func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 			return total, err
 		}
 	}
-	return total, flush()
+	err := flush()
+	clear(iov[:cap(iov)]) // keep no frame's buffers alive through the list
+	o.iov = iov[:0]
+	return total, err
 }
 
 // sendRegion sends a file region with sendfile(2), using an explicit offset
