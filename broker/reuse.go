@@ -40,6 +40,9 @@ type reusable struct {
 	out         protocol.Out // the response, when encoded by encode
 }
 
+// maxKeptFrame bounds the encoded-response buffer a connection keeps.
+const maxKeptFrame = 64 << 10
+
 // reusableKey reports whether requests of key recycle their pending: only
 // those whose handlers are known to keep nothing of the request or the
 // response once answered.
@@ -62,8 +65,8 @@ func (c *conn) takeSpare(frame []byte) *pending {
 // recycle makes p, which the reader has just delivered, the connection's
 // spare when its request allows it. Reader only.
 func (c *conn) recycle(p *pending) {
-	if !p.recycle {
-		return
+	if !p.recycle || cap(p.keep.buf) > maxKeptFrame {
+		return // a large answer's buffer is not kept for every later one
 	}
 	*p = pending{keep: p.keep} // p.keep.out points into itself: reset in place
 	c.spare = p

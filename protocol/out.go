@@ -33,6 +33,7 @@ type Out struct {
 	bufs [][]byte
 	nbuf int
 	iov  net.Buffers
+	send *regionSender // sendRegion's state, kept with the connection's raw descriptor
 }
 
 // nextBuf returns an empty byte buffer owned by o: one a previous frame
@@ -156,7 +157,7 @@ func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 		if err := flush(); err != nil {
 			return total, err
 		}
-		n, err := sendRegion(conn, p.r)
+		n, err := o.sendRegion(conn, p.r)
 		total += n
 		if err != nil {
 			return total, err
@@ -170,48 +171,73 @@ func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 
 // sendRegion sends a file region with sendfile(2), using an explicit offset
 // so that concurrent readers of one segment file never share a file
-// position (Go's own sendfile path uses the file's position).
-func sendRegion(conn net.Conn, r Region) (int64, error) {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return copyRegion(conn, r)
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return copyRegion(conn, r)
-	}
-	src := int(r.File.Fd())
-	off := r.Pos
-	remain := r.Size
-	var serr error
-	for remain > 0 && serr == nil {
-		err = raw.Write(func(fd uintptr) bool {
-			for remain > 0 {
-				n, err := unix.Sendfile(int(fd), src, &off, int(min(remain, 1<<30)))
-				if n > 0 {
-					remain -= int64(n)
-					sendfileBytes.Add(int64(n))
-				}
-				switch {
-				case errors.Is(err, unix.EAGAIN):
-					return false // wait until writable
-				case errors.Is(err, unix.EINTR):
-					continue
-				case err != nil:
-					serr = err
-					return true
-				case n == 0:
-					serr = io.ErrUnexpectedEOF // file shorter than the region
-					return true
-				}
-			}
-			return true
-		})
+// position (Go's own sendfile path uses the file's position). Its state
+// and conn's raw descriptor are kept in o, so that an Out reused on one
+// connection sends without allocating.
+func (o *Out) sendRegion(conn net.Conn, r Region) (int64, error) {
+	s := o.send
+	if s == nil || s.conn != conn {
+		sc, ok := conn.(syscall.Conn)
+		if !ok {
+			return copyRegion(conn, r)
+		}
+		raw, err := sc.SyscallConn()
 		if err != nil {
-			serr = err
+			return copyRegion(conn, r)
+		}
+		if s == nil {
+			s = &regionSender{}
+			s.fn = s.sendfile
+			o.send = s
+		}
+		s.conn, s.raw = conn, raw
+	}
+	s.src, s.off, s.remain, s.err = int(r.File.Fd()), r.Pos, r.Size, nil
+	for s.remain > 0 && s.err == nil {
+		if err := s.raw.Write(s.fn); err != nil {
+			s.err = err
 		}
 	}
-	return r.Size - remain, serr
+	n, err := r.Size-s.remain, s.err
+	s.err = nil
+	return n, err
+}
+
+// regionSender is the state of one sendRegion: the source descriptor, its
+// offset and the bytes left, and the first error.
+type regionSender struct {
+	conn net.Conn
+	raw  syscall.RawConn
+	fn   func(fd uintptr) bool // sendfile, bound once
+
+	src         int
+	off, remain int64
+	err         error
+}
+
+// sendfile sends from s.src to the socket fd until done, an error, or the
+// socket would block (false: wait until writable).
+func (s *regionSender) sendfile(fd uintptr) bool {
+	for s.remain > 0 {
+		n, err := unix.Sendfile(int(fd), s.src, &s.off, int(min(s.remain, 1<<30)))
+		if n > 0 {
+			s.remain -= int64(n)
+			sendfileBytes.Add(int64(n))
+		}
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			return false // wait until writable
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			s.err = err
+			return true
+		case n == 0:
+			s.err = io.ErrUnexpectedEOF // file shorter than the region
+			return true
+		}
+	}
+	return true
 }
 
 func copyRegion(w io.Writer, r Region) (int64, error) {
