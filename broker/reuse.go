@@ -83,8 +83,12 @@ func (k *reusable) request(key int16) kmsg.Request {
 	case kmsg.Produce:
 		if k.produce == nil {
 			k.produce = kmsg.NewPtrProduceRequest()
+		} else {
+			// Everything back to its zero value but the slices' capacity,
+			// which the decoder appends into.
+			*k.produce = kmsg.ProduceRequest{Topics: k.produce.Topics[:0]}
 		}
-		return k.produce // decodeProduce resets it, keeping its lists' capacity
+		return k.produce
 	case kmsg.Fetch:
 		if k.fetch == nil {
 			k.fetch = kmsg.NewPtrFetchRequest()
@@ -191,4 +195,12 @@ func (r *request) encodeFetch(resp *kmsg.FetchResponse, records func(t, p int) (
 	}
 	protocol.EncodeFetchResponseInto(&r.keep.out, r.hdr.CorrelationID, resp, records)
 	return &r.keep.out
+}
+
+// grow returns s with length n, reusing its capacity.
+func grow[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	return append(s[:cap(s)], make([]T, n-cap(s))...)
 }

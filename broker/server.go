@@ -91,8 +91,8 @@ type conn struct {
 	mutedUntil atomic.Int64
 
 	// Reader-owned: what the next request may reuse (reuse.go).
-	spare *pending  // the last Produce or Fetch the reader answered itself
-	names nameCache // topic names, the last client and transactional ids
+	spare    *pending // the last Produce or Fetch the reader answered itself
+	clientID *string  // the last request's client id
 }
 
 // pending is a request's place in its connection's response order.
@@ -464,10 +464,9 @@ func decodeRequest(frame []byte) (handler, protocol.RequestHeader, kmsg.Request,
 }
 
 // decodeRequestInto is decodeRequest decoding into kept's objects when it
-// has them (and keeping new ones in it), with names, the client id and a
-// Produce's transactional id taken from names when they are the same (and
-// remembered there); either may be nil.
-func decodeRequestInto(frame []byte, kept *reusable, names *nameCache) (handler, protocol.RequestHeader, kmsg.Request, error) {
+// has them (and keeping new ones in it), with the client id taken from
+// *clientID when it is the same (and remembered there); either may be nil.
+func decodeRequestInto(frame []byte, kept *reusable, clientID **string) (handler, protocol.RequestHeader, kmsg.Request, error) {
 	var hdr protocol.RequestHeader
 	key, version, corr, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
@@ -490,22 +489,17 @@ func decodeRequestInto(frame []byte, kept *reusable, names *nameCache) (handler,
 	}
 	msg.SetVersion(version)
 	var last *string
-	if names != nil {
-		last = names.clientID
+	if clientID != nil {
+		last = *clientID
 	}
 	hdr, body, err := protocol.ParseRequestHeaderReuse(frame, msg.IsFlexible(), last)
-	if names != nil {
-		names.clientID = hdr.ClientID
+	if clientID != nil {
+		*clientID = hdr.ClientID
 	}
 	if err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
 	}
-	if pr, ok := msg.(*kmsg.ProduceRequest); ok && kept != nil {
-		err = decodeProduce(pr, body, names)
-	} else {
-		err = msg.ReadFrom(body)
-	}
-	if err != nil {
+	if err := msg.ReadFrom(body); err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(key), version, err)
 	}
 	return h, hdr, msg, nil
@@ -518,7 +512,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 		return c.handleRawToken(frame)
 	}
 	p := c.takeSpare(frame)
-	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.names)
+	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.clientID)
 	if err == errUnsupportedApiVersions {
 		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
 		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
