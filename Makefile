@@ -128,7 +128,8 @@ fuzz:
 conformance:
 	$(GO) run ./compat/conformance/cmd/gregor-conformance -out docs/conformance.md
 
-## bench-micro: go microbenchmarks of storage, protocol and broker
+## bench-micro: go microbenchmarks of storage, protocol and broker, with
+## allocs/op (BenchmarkSmallProduce/SmallFetch: issue #16, docs/benchmarks.md)
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./storage ./protocol ./broker
 

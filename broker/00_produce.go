@@ -40,7 +40,7 @@ func init() {
 
 func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.ProduceRequest)
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp := r.produceResponse(req)
 	if req.Acks == 0 {
 		r.noResponse = true
 	}
@@ -49,6 +49,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
+		st.Partitions = produceResponsePartitions(resp, ti)
 		denied := authCode(rt.Topic)
 		t := b.lookupTopic(rt.Topic)
 		var settings produceSettings

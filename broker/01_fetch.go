@@ -65,11 +65,11 @@ func fetchReplicaID(req *kmsg.FetchRequest) int32 {
 
 func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp := r.fetchResponse(req)
 	resp.Version = req.Version
 	if req.Version >= 7 && (req.SessionID != 0 || (req.SessionEpoch != 0 && req.SessionEpoch != -1)) {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, noRegions)
+		r.out = r.encodeFetch(resp, noRegions)
 		return nil, nil
 	}
 	resp.SessionID = 0
@@ -83,12 +83,9 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 			req.MaxBytes = int32(min(int64(req.MaxBytes), b.quotas.maxFetchBytes(q)))
 		}
 	}
-	targets := b.resolveFetchTargets(req, resp)
+	targets := b.resolveFetchTargets(req, resp, r.keep)
 	b.authorizeFetch(r, req, resp, targets)
-	regions := make([][]storage.Slice, len(resp.Topics))
-	for ti := range resp.Topics {
-		regions[ti] = make([]storage.Slice, len(resp.Topics[ti].Partitions))
-	}
+	regions := r.keep.fetchRegions(resp)
 	// The first read happens here, in the connection's reader; only a
 	// fetch that must wait for data (the long poll) leaves the reader,
 	// through r.wait.
@@ -109,7 +106,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 // is empty, as in Kafka.
 func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *connQuotas, handlerTime time.Duration) {
 	b.rewriteEndpoints(r, resp)
-	r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, func(ti, pi int) (protocol.Region, bool) {
+	r.out = r.encodeFetch(resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
 	})
@@ -117,11 +114,11 @@ func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.Fetc
 		// Throttled: answered empty, as Kafka does; nothing is sent.
 		releaseRegions(regions)
 		resp.Topics = nil
-		r.out = protocol.EncodeFetchResponse(r.hdr.CorrelationID, resp, noRegions)
+		r.out = r.encodeFetch(resp, noRegions)
 		return
 	}
 	b.observeFetch(req, resp, regions)
-	r.release = func() { releaseRegions(regions) }
+	r.release = r.keep.releaser(regions)
 }
 
 // throttleFetch records a consumer's Fetch against its quotas: the response
@@ -157,8 +154,12 @@ func (b *Broker) throttleFetch(r *request, cq *connQuotas, resp *kmsg.FetchRespo
 // v13) and checks its leader epoch. It fills resp with one empty answer per
 // requested partition, in request order, and returns the targets, whose
 // resolution errors fetchOnce answers.
-func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchTarget {
+// k, when not nil, lends the lists' memory.
+func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, k *reusable) []fetchTarget {
 	var targets []fetchTarget
+	if k != nil {
+		targets = k.targets[:0]
+	}
 	replica := fetchReplicaID(req)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -172,6 +173,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 		}
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = fetchResponsePartitions(resp, ti)
 		var parts []*partition
 		if t != nil {
 			parts = b.partitionsOf(t)
@@ -205,6 +207,9 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 			targets = append(targets, tg)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if k != nil {
+		k.targets = targets
 	}
 	return targets
 }

@@ -89,6 +89,10 @@ type conn struct {
 	// (unix ns) is the end of its current throttle (quota_enforce.go).
 	quotas     atomic.Pointer[connQuotas]
 	mutedUntil atomic.Int64
+
+	// Reader-owned: what the next request may reuse (reuse.go).
+	spare    *pending // the last Produce or Fetch the reader answered itself
+	clientID *string  // the last request's client id
 }
 
 // pending is a request's place in its connection's response order.
@@ -103,8 +107,12 @@ type pending struct {
 	// closeAfter closes the connection once out is written (a failed SASL
 	// exchange is answered, then closed).
 	closeAfter bool
+	// recycle: a Produce or Fetch whose pending may become the
+	// connection's spare once the reader has answered it itself.
+	recycle bool
 
-	req request // the request, in the same allocation
+	req  request  // the request, in the same allocation
+	keep reusable // objects kept for the connection's next request (reuse.go)
 }
 
 // request is what a handler sees.
@@ -128,6 +136,9 @@ type request struct {
 	wait func()
 
 	frame []byte // pooled request bytes, returned after the handler (Produce only)
+	// keep is what the handler may reuse for its response (reuse.go);
+	// nil for a request run by Execute.
+	keep *reusable
 
 	// caller is the identity of a request run by Execute (conn is nil).
 	caller *Caller
@@ -365,6 +376,7 @@ func (c *conn) readLoop() {
 			if !c.deliver(p, false) || p.closeAfter {
 				return
 			}
+			c.recycle(p)
 			continue
 		}
 		c.queued.Add(1)
@@ -448,6 +460,13 @@ var errUnsupportedApiVersions = errors.New("unsupported ApiVersions version")
 // closed (unknown key, unsupported version, undecodable request), as Kafka
 // does.
 func decodeRequest(frame []byte) (handler, protocol.RequestHeader, kmsg.Request, error) {
+	return decodeRequestInto(frame, nil, nil)
+}
+
+// decodeRequestInto is decodeRequest decoding into kept's objects when it
+// has them (and keeping new ones in it), with the client id taken from
+// *clientID when it is the same (and remembered there); either may be nil.
+func decodeRequestInto(frame []byte, kept *reusable, clientID **string) (handler, protocol.RequestHeader, kmsg.Request, error) {
 	var hdr protocol.RequestHeader
 	key, version, corr, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
@@ -464,12 +483,19 @@ func decodeRequest(frame []byte) (handler, protocol.RequestHeader, kmsg.Request,
 		}
 		return h, hdr, nil, fmt.Errorf("unsupported version %d of %s (supported %d-%d)", version, kmsg.NameForKey(key), h.acceptMin, h.max)
 	}
-	msg := kmsg.RequestForKey(key)
+	msg := kept.request(key)
 	if msg == nil {
 		return h, hdr, nil, fmt.Errorf("unknown api key %d", key)
 	}
 	msg.SetVersion(version)
-	hdr, body, err := protocol.ParseRequestHeader(frame, msg.IsFlexible())
+	var last *string
+	if clientID != nil {
+		last = *clientID
+	}
+	hdr, body, err := protocol.ParseRequestHeaderReuse(frame, msg.IsFlexible(), last)
+	if clientID != nil {
+		*clientID = hdr.ClientID
+	}
 	if err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
 	}
@@ -485,10 +511,10 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	if c.auth != nil && c.auth.phase == authRaw {
 		return c.handleRawToken(frame)
 	}
-	h, hdr, msg, err := decodeRequest(frame)
+	p := c.takeSpare(frame)
+	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.clientID)
 	if err == errUnsupportedApiVersions {
 		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
-		p := &pending{}
 		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
 		return p, nil
 	}
@@ -498,9 +524,8 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	if err := c.gate(hdr.Key); err != nil {
 		return nil, err
 	}
-	p := &pending{}
 	r := &p.req
-	r.conn, r.hdr, r.msg, r.ctx, r.size = c, hdr, msg, c.ctx, len(frame)
+	r.conn, r.hdr, r.msg, r.ctx, r.size, r.keep = c, hdr, msg, c.ctx, len(frame), &p.keep
 	if framePooled[hdr.Key] {
 		r.frame = frame
 	}
@@ -511,6 +536,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 		p.done = make(chan struct{})
 		go c.run(h, r, p)
 	} else {
+		p.recycle = reusableKey(hdr.Key)
 		c.run(h, r, p) // in the reader: the next request waits, as in Kafka
 		p.closeAfter = r.closeAfter
 	}
@@ -593,7 +619,7 @@ func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, sta
 	default:
 		c.b.rewriteEndpoints(r, resp)
 		resp.SetVersion(r.hdr.Version)
-		p.out = protocol.EncodeResponse(r.hdr.CorrelationID, resp)
+		p.out = p.keep.encode(r.hdr.CorrelationID, resp)
 	}
 	if p.out == nil && r.release != nil {
 		r.release()

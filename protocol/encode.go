@@ -8,11 +8,22 @@ import (
 // EncodeResponse encodes resp (whose version must already be set) behind
 // its response header into a frame. ApiVersions always gets header v0.
 func EncodeResponse(correlationID int32, resp kmsg.Response) *Out {
-	buf := make([]byte, 4, 64)
+	o := &Out{}
+	EncodeResponseInto(o, make([]byte, 0, 64), correlationID, resp)
+	return o
+}
+
+// EncodeResponseInto is EncodeResponse into o (which is reset), appending
+// the frame to buf[:0] so that buf's capacity is reused. It returns the
+// frame's buffer (buf, or a larger one), which the caller may pass again
+// once o has been written and is no longer needed.
+func EncodeResponseInto(o *Out, buf []byte, correlationID int32, resp kmsg.Response) []byte {
+	buf = append(buf[:0], 0, 0, 0, 0) // the size prefix
 	flexible := resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions)
 	buf = AppendResponseHeader(buf, correlationID, flexible)
 	buf = resp.AppendTo(buf)
-	return NewOut(buf)
+	o.Reset(buf)
+	return buf
 }
 
 // EncodeFetchResponse encodes a Fetch response like kmsg's AppendTo, except
@@ -21,11 +32,30 @@ func EncodeResponse(correlationID int32, resp kmsg.Response) *Out {
 // partition's RecordBatches field is used. Tagged fields that Gregor never
 // sets (unknown tags) are not encoded.
 func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records func(t, p int) (Region, bool)) *Out {
+	o := &Out{}
+	EncodeFetchResponseInto(o, correlationID, v, records)
+	return o
+}
+
+// EncodeFetchResponseInto is EncodeFetchResponse into o, which is reset;
+// the byte buffers that o's previous frame used are reused, so o must not
+// be in use (being written) any more.
+func EncodeFetchResponseInto(o *Out, correlationID int32, v *kmsg.FetchResponse, records func(t, p int) (Region, bool)) {
 	version := v.Version
 	flex := version >= 12
-	dst := make([]byte, 4, 256)
+	o.nbuf = 0
+	started := false // o holds the frame's first part
+	part := func(b []byte) {
+		o.keepBuf(b)
+		if started {
+			o.AppendBytes(b)
+		} else {
+			o.Reset(b)
+			started = true
+		}
+	}
+	dst := append(o.nextBuf(256), 0, 0, 0, 0) // the size prefix
 	dst = AppendResponseHeader(dst, correlationID, flex)
-	out := &Out{}
 	if version >= 1 {
 		dst = kbin.AppendInt32(dst, v.ThrottleMillis)
 	}
@@ -74,13 +104,9 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 			if r, ok := records(ti, pi); ok && r.Size > 0 {
 				// The length of the bytes field; its bytes follow as the region.
 				dst = arrayLen(dst, int(r.Size), flex)
-				if out.parts == nil {
-					*out = *NewOut(dst)
-				} else {
-					out.AppendBytes(dst)
-				}
-				out.AppendRegion(r)
-				dst = make([]byte, 0, 256)
+				part(dst)
+				o.AppendRegion(r)
+				dst = o.nextBuf(256)
 			} else if flex {
 				dst = kbin.AppendCompactNullableBytes(dst, p.RecordBatches)
 			} else {
@@ -113,11 +139,7 @@ func EncodeFetchResponse(correlationID int32, v *kmsg.FetchResponse, records fun
 			dst = kbin.AppendUvarint(dst, 0) // no tagged fields
 		}
 	}
-	if out.parts == nil {
-		return NewOut(dst)
-	}
-	out.AppendBytes(dst)
-	return out
+	part(dst)
 }
 
 func appendPartitionTags(dst []byte, p *kmsg.FetchResponseTopicPartition) []byte {

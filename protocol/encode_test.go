@@ -14,7 +14,8 @@ import (
 
 // TestEncodeFetchResponse_MatchesKmsg checks, for every Fetch version, that
 // the region-aware encoder produces exactly the bytes kmsg produces when the
-// records are in memory.
+// records are in memory; EncodeFetchResponseInto gives the same bytes into
+// one Out reused across versions and shapes.
 func TestEncodeFetchResponse_MatchesKmsg(t *testing.T) {
 	dir := t.TempDir()
 	recs := bytes.Repeat([]byte("0123456789abcdef"), 100)
@@ -27,6 +28,7 @@ func TestEncodeFetchResponse_MatchesKmsg(t *testing.T) {
 		t.Fatal(err)
 	}
 	rack := "r1"
+	var reused Out
 	for version := int16(4); version <= 18; version++ {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = version
@@ -57,23 +59,40 @@ func TestEncodeFetchResponse_MatchesKmsg(t *testing.T) {
 		if version >= 16 {
 			resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 0, Host: "127.0.0.1", Port: 9092, Rack: &rack}}
 		}
-		// Region-backed encoding: partition 0 of each topic from the file.
-		out := EncodeFetchResponse(42, resp, func(ti, pi int) (Region, bool) {
-			if pi == 0 {
+		// Region-backed encoding: partition 0 of each topic from the file,
+		// and partition 2 in even versions.
+		fromFile := func(ti, pi int) bool { return pi == 0 || pi == 2 && version%2 == 0 }
+		records := func(ti, pi int) (Region, bool) {
+			if fromFile(ti, pi) {
 				return Region{File: f, Pos: 4, Size: int64(len(recs))}, true
 			}
 			return Region{}, false
-		})
+		}
+		out := EncodeFetchResponse(42, resp, records)
 		got, err := out.Bytes()
 		if err != nil {
 			t.Fatal(err)
 		}
+		EncodeFetchResponseInto(&reused, 42, resp, records)
+		if again, err := reused.Bytes(); err != nil || !bytes.Equal(again, got) {
+			t.Fatalf("v%d: into a reused Out: %v\n got %x\nwant %x", version, err, again, got)
+		}
 		// Reference: same response with records in memory, through kmsg.
 		for i := range resp.Topics {
-			resp.Topics[i].Partitions[0].RecordBatches = recs
+			for j := range resp.Topics[i].Partitions {
+				if fromFile(i, j) {
+					resp.Topics[i].Partitions[j].RecordBatches = recs
+				}
+			}
 		}
 		want := EncodeResponse(42, resp)
 		wantBytes, _ := want.Bytes()
+		if version%3 == 0 { // a plain frame between two fetch frames in the reused Out
+			EncodeResponseInto(&reused, nil, 42, resp)
+			if b, _ := reused.Bytes(); !bytes.Equal(b, wantBytes) {
+				t.Fatalf("v%d: EncodeResponseInto a reused Out differs", version)
+			}
+		}
 		if !bytes.Equal(got, wantBytes) {
 			t.Fatalf("v%d: encoding differs from kmsg\n got %x\nwant %x", version, got, wantBytes)
 		}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,12 +21,27 @@ var ErrNegativeFrame = errors.New("negative request size")
 
 // ReadFrameSize reads a 4-byte size prefix and checks it against max.
 // Nothing is allocated before the check.
+// From a *bufio.Reader the prefix is taken without copying it (or
+// allocating); errors are those of io.ReadFull either way.
 func ReadFrameSize(r io.Reader, max int32) (int32, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return 0, err
+	var n int32
+	if br, ok := r.(*bufio.Reader); ok && br.Size() >= 4 {
+		b, err := br.Peek(4)
+		if err != nil {
+			if len(b) > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		n = int32(binary.BigEndian.Uint32(b))
+		br.Discard(4)
+	} else {
+		var sz [4]byte
+		if _, err := io.ReadFull(r, sz[:]); err != nil {
+			return 0, err
+		}
+		n = int32(binary.BigEndian.Uint32(sz[:]))
 	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
 	switch {
 	case n < 0:
 		return 0, fmt.Errorf("%w: %d", ErrNegativeFrame, n)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -114,4 +115,30 @@ func TestReadFrameInto_EmptyFrame(t *testing.T) {
 		t.Fatalf("FrameAllocSize(0) = %d, want 0", n)
 	}
 	PutFrame(frame)
+}
+
+// TestReadFrameSize_BufferedLikeUnbuffered: from a *bufio.Reader (the
+// broker's, read without copying) the size and the errors are those of a
+// plain reader: the size, io.EOF on a clean end, io.ErrUnexpectedEOF on a
+// torn prefix, and the size check.
+func TestReadFrameSize_BufferedLikeUnbuffered(t *testing.T) {
+	for _, in := range [][]byte{{0, 0, 1, 0, 9}, {}, {0, 0}, {0x7f, 0, 0, 0}, {0xff, 0, 0, 0}} {
+		n1, err1 := ReadFrameSize(bytes.NewReader(in), 1<<20)
+		br := bufio.NewReader(bytes.NewReader(in))
+		n2, err2 := ReadFrameSize(br, 1<<20)
+		if n1 != n2 || (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+			t.Fatalf("%x: buffered %d, %v; plain %d, %v", in, n2, err2, n1, err1)
+		}
+		if err1 == nil {
+			if rest, _ := io.ReadAll(br); !bytes.Equal(rest, in[4:]) {
+				t.Fatalf("%x: left %x after the prefix", in, rest)
+			}
+		}
+	}
+	if n, err := ReadFrameSize(bufio.NewReader(bytes.NewReader(nil)), 1); !errors.Is(err, io.EOF) || n != 0 {
+		t.Fatalf("empty: %d, %v", n, err)
+	}
+	if _, err := ReadFrameSize(bufio.NewReader(bytes.NewReader([]byte{0, 0})), 1); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("torn: %v", err)
+	}
 }

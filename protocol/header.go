@@ -35,6 +35,15 @@ func ParseRequestHeaderPrefix(frame []byte) (key, version int16, correlationID i
 // follows it. flexible says whether the request's version uses header v2
 // (tagged fields after the client id).
 func ParseRequestHeader(frame []byte, flexible bool) (RequestHeader, []byte, error) {
+	return ParseRequestHeaderReuse(frame, flexible, nil)
+}
+
+// ParseRequestHeaderReuse is ParseRequestHeader, except that when the
+// header's client id equals *last the returned ClientID is last itself
+// rather than a new copy: a connection passing its previous request's
+// client id decodes the header without allocating. last may be nil; the
+// string it points to must not be modified.
+func ParseRequestHeaderReuse(frame []byte, flexible bool, last *string) (RequestHeader, []byte, error) {
 	var h RequestHeader
 	var err error
 	h.Key, h.Version, h.CorrelationID, err = ParseRequestHeaderPrefix(frame)
@@ -42,7 +51,15 @@ func ParseRequestHeader(frame []byte, flexible bool) (RequestHeader, []byte, err
 		return h, nil, err
 	}
 	r := kbin.Reader{Src: frame[8:]}
-	h.ClientID = r.NullableString()
+	if l := r.Int16(); l >= 0 {
+		b := r.Span(int(l))
+		if last != nil && r.Ok() && *last == string(b) { // compared without a copy
+			h.ClientID = last
+		} else {
+			id := string(b)
+			h.ClientID = &id
+		}
+	}
 	if flexible {
 		h.Flexible = true
 		skipTags(&r)

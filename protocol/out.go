@@ -26,7 +26,32 @@ type Out struct {
 	parts []outPart
 	size  int64      // bytes after the size prefix
 	first [1]outPart // parts' first backing array: one allocation for a plain response
+
+	// Kept for the next frame encoded into a reused Out: the byte
+	// buffers of EncodeFetchResponseInto (bufs[:nbuf] in use) and
+	// WriteTo's list of buffers for writev.
+	bufs [][]byte
+	nbuf int
+	iov  net.Buffers
+	send *regionSender // sendRegion's state, kept with the connection's raw descriptor
 }
+
+// nextBuf returns an empty byte buffer owned by o: one a previous frame
+// used when there is one, else a new one of capacity size. Give it back
+// with keepBuf once it has been appended to.
+func (o *Out) nextBuf(size int) []byte {
+	if o.nbuf < len(o.bufs) {
+		o.nbuf++
+		return o.bufs[o.nbuf-1][:0]
+	}
+	o.bufs = append(o.bufs, make([]byte, 0, size))
+	o.nbuf++
+	return o.bufs[o.nbuf-1]
+}
+
+// keepBuf records b, the last buffer from nextBuf after appends (which may
+// have moved it), for reuse by the next frame.
+func (o *Out) keepBuf(b []byte) { o.bufs[o.nbuf-1] = b }
 
 type outPart struct {
 	b []byte
@@ -41,10 +66,22 @@ var sendfileBytes atomic.Int64
 // bytes reserved for the size prefix.
 func NewOut(b []byte) *Out {
 	o := &Out{}
-	o.first[0].b = b
-	o.parts = o.first[:1]
-	o.size = int64(len(b)) - 4
+	o.Reset(b)
 	return o
+}
+
+// Reset makes o a frame whose first part is b, as NewOut does, keeping
+// the capacity of o's list of parts. o must not be in use (being written).
+// An Out must not be copied once it holds a part (its list may point into
+// itself); resetting one in place is fine.
+func (o *Out) Reset(b []byte) {
+	parts := o.parts
+	if cap(parts) == 0 {
+		parts = o.first[:0]
+	}
+	clear(parts) // drop references to the previous frame's buffers and files
+	o.parts = append(parts[:0], outPart{b: b})
+	o.size = int64(len(b)) - 4
 }
 
 // AppendBytes adds bytes to the end of the frame.
@@ -100,77 +137,107 @@ func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 		return int64(n), err
 	}
 	var total int64
-	var bufs net.Buffers
+	// o.iov is consumed by its WriteTo: iov keeps the backing array.
+	iov := o.iov[:0]
 	flush := func() error {
-		if len(bufs) == 0 {
+		if len(iov) == 0 {
 			return nil
 		}
-		n, err := bufs.WriteTo(conn)
+		o.iov = iov
+		n, err := o.iov.WriteTo(conn)
 		total += n
-		bufs = bufs[:0]
+		iov = iov[:0]
 		return err
 	}
 	for _, p := range o.parts {
 		if p.r.File == nil {
-			bufs = append(bufs, p.b)
+			iov = append(iov, p.b)
 			continue
 		}
 		if err := flush(); err != nil {
 			return total, err
 		}
-		n, err := sendRegion(conn, p.r)
+		n, err := o.sendRegion(conn, p.r)
 		total += n
 		if err != nil {
 			return total, err
 		}
 	}
-	return total, flush()
+	err := flush()
+	clear(iov[:cap(iov)]) // keep no frame's buffers alive through the list
+	o.iov = iov[:0]
+	return total, err
 }
 
 // sendRegion sends a file region with sendfile(2), using an explicit offset
 // so that concurrent readers of one segment file never share a file
-// position (Go's own sendfile path uses the file's position).
-func sendRegion(conn net.Conn, r Region) (int64, error) {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return copyRegion(conn, r)
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return copyRegion(conn, r)
-	}
-	src := int(r.File.Fd())
-	off := r.Pos
-	remain := r.Size
-	var serr error
-	for remain > 0 && serr == nil {
-		err = raw.Write(func(fd uintptr) bool {
-			for remain > 0 {
-				n, err := unix.Sendfile(int(fd), src, &off, int(min(remain, 1<<30)))
-				if n > 0 {
-					remain -= int64(n)
-					sendfileBytes.Add(int64(n))
-				}
-				switch {
-				case errors.Is(err, unix.EAGAIN):
-					return false // wait until writable
-				case errors.Is(err, unix.EINTR):
-					continue
-				case err != nil:
-					serr = err
-					return true
-				case n == 0:
-					serr = io.ErrUnexpectedEOF // file shorter than the region
-					return true
-				}
-			}
-			return true
-		})
+// position (Go's own sendfile path uses the file's position). Its state
+// and conn's raw descriptor are kept in o, so that an Out reused on one
+// connection sends without allocating.
+func (o *Out) sendRegion(conn net.Conn, r Region) (int64, error) {
+	s := o.send
+	if s == nil || s.conn != conn {
+		sc, ok := conn.(syscall.Conn)
+		if !ok {
+			return copyRegion(conn, r)
+		}
+		raw, err := sc.SyscallConn()
 		if err != nil {
-			serr = err
+			return copyRegion(conn, r)
+		}
+		if s == nil {
+			s = &regionSender{}
+			s.fn = s.sendfile
+			o.send = s
+		}
+		s.conn, s.raw = conn, raw
+	}
+	s.src, s.off, s.remain, s.err = int(r.File.Fd()), r.Pos, r.Size, nil
+	for s.remain > 0 && s.err == nil {
+		if err := s.raw.Write(s.fn); err != nil {
+			s.err = err
 		}
 	}
-	return r.Size - remain, serr
+	n, err := r.Size-s.remain, s.err
+	s.err = nil
+	return n, err
+}
+
+// regionSender is the state of one sendRegion: the source descriptor, its
+// offset and the bytes left, and the first error.
+type regionSender struct {
+	conn net.Conn
+	raw  syscall.RawConn
+	fn   func(fd uintptr) bool // sendfile, bound once
+
+	src         int
+	off, remain int64
+	err         error
+}
+
+// sendfile sends from s.src to the socket fd until done, an error, or the
+// socket would block (false: wait until writable).
+func (s *regionSender) sendfile(fd uintptr) bool {
+	for s.remain > 0 {
+		n, err := unix.Sendfile(int(fd), s.src, &s.off, int(min(s.remain, 1<<30)))
+		if n > 0 {
+			s.remain -= int64(n)
+			sendfileBytes.Add(int64(n))
+		}
+		switch {
+		case errors.Is(err, unix.EAGAIN):
+			return false // wait until writable
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			s.err = err
+			return true
+		case n == 0:
+			s.err = io.ErrUnexpectedEOF // file shorter than the region
+			return true
+		}
+	}
+	return true
 }
 
 func copyRegion(w io.Writer, r Region) (int64, error) {

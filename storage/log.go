@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ type Log struct {
 	rcfg           atomic.Pointer[Config]     // copy of cfg
 	segs           atomic.Pointer[[]*segment] // sorted by base offset; replaced, never modified
 	leo            atomic.Int64
-	end            atomic.Pointer[endState]
+	end            endCell                      // the high watermark and its position
 	logEnd         atomic.Pointer[endState]     // the log end offset and its position (replicated mode)
 	epochs         atomic.Pointer[[]EpochEntry] // leader-epoch cache; replaced, never modified
 	stable         atomic.Pointer[endState]     // first open transaction's batch; nil when none is open
@@ -62,7 +63,7 @@ type endState struct {
 }
 
 // readable is how many bytes of s are below the high watermark.
-func (st *endState) readable(s *segment) int64 {
+func (st endState) readable(s *segment) int64 {
 	switch {
 	case s == st.seg:
 		return st.pos
@@ -70,6 +71,51 @@ func (st *endState) readable(s *segment) int64 {
 		return 0
 	}
 	return s.size.Load()
+}
+
+// endCell publishes an endState to readers that take no lock, without
+// allocating a new one per append: a sequence lock. A writer makes seq odd,
+// stores the fields, and makes it even again; a reader loads seq, the
+// fields and seq again, and retries unless seq was even and unchanged, so
+// it never sees fields of two different states. All fields are atomics
+// (sequentially consistent in Go's memory model), which is what makes the
+// retry check sound and keeps the race detector informed. Writers hold
+// Log.mu (or own the Log during Open); the CAS on seq keeps them exclusive
+// regardless.
+type endCell struct {
+	seq atomic.Uint64
+	hw  atomic.Int64
+	seg atomic.Pointer[segment]
+	pos atomic.Int64
+}
+
+// Load returns the last stored state.
+func (c *endCell) Load() endState {
+	for {
+		s := c.seq.Load()
+		if s&1 == 0 {
+			st := endState{hw: c.hw.Load(), seg: c.seg.Load(), pos: c.pos.Load()}
+			if c.seq.Load() == s {
+				return st
+			}
+		}
+		runtime.Gosched() // a writer is between its two increments
+	}
+}
+
+// Store publishes st.
+func (c *endCell) Store(st endState) {
+	for {
+		s := c.seq.Load()
+		if s&1 == 0 && c.seq.CompareAndSwap(s, s+1) {
+			break
+		}
+		runtime.Gosched()
+	}
+	c.hw.Store(st.hw)
+	c.seg.Store(st.seg)
+	c.pos.Store(st.pos)
+	c.seq.Add(1)
 }
 
 // AppendOptions are the broker-chosen parts of an append.
@@ -256,7 +302,7 @@ func (l *Log) syncIfDueLocked(seg *segment, nowMs int64) error {
 // advanceHighWatermark publishes a new high watermark at pos in seg and wakes
 // the Notify waiters.
 func (l *Log) advanceHighWatermark(seg *segment, pos, hw int64) {
-	l.end.Store(&endState{hw: hw, seg: seg, pos: pos})
+	l.end.Store(endState{hw: hw, seg: seg, pos: pos})
 	if ch := l.notify.Swap(nil); ch != nil {
 		close(*ch)
 	}
@@ -386,7 +432,7 @@ func (l *Log) Read(offset int64, maxBytes int32, minOneBatch bool) (ReadResult, 
 
 // read serves Read and ReadCommitted: limit gives the end of what may be
 // returned (the high watermark, or the last stable offset).
-func (l *Log) read(offset int64, maxBytes int32, minOneBatch bool, limit func() *endState) (ReadResult, error) {
+func (l *Log) read(offset int64, maxBytes int32, minOneBatch bool, limit func() endState) (ReadResult, error) {
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return ReadResult{}, ErrLogClosed
@@ -410,7 +456,7 @@ func (l *Log) read(offset int64, maxBytes int32, minOneBatch bool, limit func() 
 
 // readFrom serves Read from the segment holding offset (or a later one).
 // retry means a segment was deleted concurrently.
-func (l *Log) readFrom(st *endState, offset int64, maxBytes int32, minOneBatch bool) (Slice, bool, error) {
+func (l *Log) readFrom(st endState, offset int64, maxBytes int32, minOneBatch bool) (Slice, bool, error) {
 	segs := l.segments()
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
 	if i < 0 {

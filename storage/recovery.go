@@ -180,7 +180,7 @@ func (l *Log) initEnd(segs []*segment, lso, leo int64) {
 	l.leo.Store(leo)
 	l.recoveryPoint.Store(leo)
 	act := segs[len(segs)-1]
-	l.end.Store(&endState{hw: leo, seg: act, pos: act.size.Load()})
+	l.end.Store(endState{hw: leo, seg: act, pos: act.size.Load()})
 	nowMs := l.cfg.Now().UnixMilli()
 	l.lastFlushMs = nowMs
 	if act.size.Load() > 0 {

@@ -30,9 +30,9 @@ func (l *Log) publishLogEndLocked(seg *segment, pos, next int64) {
 }
 
 // logEndState is the end of what followers may read: the log end offset.
-func (l *Log) logEndState() *endState {
+func (l *Log) logEndState() endState {
 	if l.replicated {
-		return l.logEnd.Load()
+		return *l.logEnd.Load()
 	}
 	return l.end.Load()
 }
@@ -73,7 +73,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if err != nil {
 		return err
 	}
-	l.end.Store(st)
+	l.end.Store(*st)
 	l.trimHWEndsLocked(hw)
 	l.wakeAll()
 	return nil
@@ -149,6 +149,6 @@ func (l *Log) loadReplicationState() error {
 	if err != nil {
 		return fmt.Errorf("placing the high watermark %d: %w", hw, err)
 	}
-	l.end.Store(st)
+	l.end.Store(*st)
 	return nil
 }

@@ -92,7 +92,7 @@ func (l *Log) truncateLocked(i int, cut, next int64) error {
 	l.segs.Store(&rest)
 	l.leo.Store(next)
 	if l.end.Load().hw > next {
-		l.end.Store(&endState{hw: next, seg: s, pos: cut})
+		l.end.Store(endState{hw: next, seg: s, pos: cut})
 	}
 	l.logEnd.Store(&endState{hw: next, seg: s, pos: cut})
 	l.dropHWEndsAboveLocked(next)
@@ -231,7 +231,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.leo.Store(offset)
 		l.logStartOffset.Store(offset)
 		l.recoveryPoint.Store(offset)
-		l.end.Store(st)
+		l.end.Store(*st)
 		l.logEnd.Store(st)
 		clear(l.hwEnds)
 		l.hwEnds = l.hwEnds[:0]

@@ -243,10 +243,10 @@ func (l *Log) locateTxnStartsLocked() {
 }
 
 // stableState is the end of what read_committed readers may see.
-func (l *Log) stableState() *endState {
+func (l *Log) stableState() endState {
 	e := l.end.Load()
 	if s := l.stable.Load(); s != nil && s.hw < e.hw {
-		return s
+		return *s
 	}
 	return e
 }
