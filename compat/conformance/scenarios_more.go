@@ -1,6 +1,10 @@
 package conformance
 
 import (
+	"sort"
+	"strings"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -219,7 +223,7 @@ func describeQuota(e *Env, strict bool, comps ...any) *kmsg.DescribeClientQuotas
 		}
 		req.Components = append(req.Components, c)
 	}
-	return Do[*kmsg.DescribeClientQuotasResponse](e, req)
+	return sortQuotas(Do[*kmsg.DescribeClientQuotasResponse](e, req))
 }
 
 func aclCreation(rtype int8, name string, pattern int8, principal string, op, perm int8) kmsg.CreateACLsRequestCreation {
@@ -233,7 +237,48 @@ func describeACLs(e *Env, rtype int8, name *string, pattern int8, principal *str
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType, req.ResourceName, req.ResourcePatternType = kmsg.ACLResourceType(rtype), name, kmsg.ACLResourcePatternType(pattern)
 	req.Principal, req.Operation, req.PermissionType = principal, 1, 1
-	return Do[*kmsg.DescribeACLsResponse](e, req)
+	r := Do[*kmsg.DescribeACLsResponse](e, req)
+	// The order of a resource's ACLs is not compared.
+	for i := range r.Resources {
+		acls := r.Resources[i].ACLs
+		sort.Slice(acls, func(a, b int) bool {
+			x, y := acls[a], acls[b]
+			if x.Principal != y.Principal {
+				return x.Principal < y.Principal
+			}
+			if x.Operation != y.Operation {
+				return x.Operation < y.Operation
+			}
+			return x.PermissionType < y.PermissionType
+		})
+	}
+	return r
+}
+
+// poll is waitFor for an outcome that may never come: it gives up after
+// 5 s without failing the scenario, whose answer then shows the last state.
+func (e *Env) poll(cond func() bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sortQuotas orders entries by their entities (the array has no key field).
+func sortQuotas(r *kmsg.DescribeClientQuotasResponse) *kmsg.DescribeClientQuotasResponse {
+	key := func(en kmsg.DescribeClientQuotasResponseEntry) string {
+		var b strings.Builder
+		for _, x := range en.Entity {
+			b.WriteString(x.Type + "=")
+			if x.Name != nil {
+				b.WriteString(*x.Name)
+			}
+			b.WriteString(";")
+		}
+		return b.String()
+	}
+	sort.Slice(r.Entries, func(i, j int) bool { return key(r.Entries[i]) < key(r.Entries[j]) })
+	return r
 }
 
 func moreScenarios() []Scenario {
@@ -309,7 +354,7 @@ func moreScenarios() []Scenario {
 			id := e.TopicID("sa")
 			ack := shareAck(e, "g-sa", e.shareEpoch, id, 0, 2, 1)
 			var d *kmsg.DescribeShareGroupOffsetsResponse
-			e.waitFor("share start offset 3", func() bool {
+			e.poll(func() bool {
 				d = describeShareOffsets(e, "g-sa", "sa")
 				return len(d.Groups) == 1 && len(d.Groups[0].Topics) == 1 && d.Groups[0].Topics[0].Partitions[0].StartOffset == 3
 			})
@@ -320,7 +365,7 @@ func moreScenarios() []Scenario {
 			id := e.TopicID("sa-errs")
 			zero := shareAck(e, "g-sa-errs", 0, id, 0, 0, 1)
 			badType := shareAck(e, "g-sa-errs", e.shareEpoch, id, 0, 0, 9)
-			return map[string]any{"zero": zero.ErrorCode, "badType": badType}
+			return map[string]any{"zero": zero, "badType": badType}
 		}},
 		{"DescribeShareGroupOffsets", "unknown group, unknown topic", func(e *Env) any {
 			findCoordinator(e, "g-dsgo-none", 0)
@@ -419,7 +464,7 @@ func moreScenarios() []Scenario {
 				"members": len(d.Groups[0].Members), "epochsEqual": d.Groups[0].Epoch == d.Groups[0].AssignmentEpoch, "memberEpoch": r.MemberEpoch == d.Groups[0].Epoch}
 			if len(d.Groups[0].Members) == 1 {
 				m := d.Groups[0].Members[0]
-				out["member"] = map[string]any{"SubscribedTopics": m.SubscribedTopics, "SubscribedTopicRegex": m.SubscribedTopicRegex,
+				out["member"] = map[string]any{"MemberType": m.MemberType, "SubscribedTopics": m.SubscribedTopics, "SubscribedTopicRegex": m.SubscribedTopicRegex,
 					"InstanceID": m.InstanceID, "RackID": m.RackID, "ClientID": m.ClientID, "assigned": len(m.Assignment.TopicPartitions)}
 			}
 			return out
@@ -495,15 +540,20 @@ func moreScenarios() []Scenario {
 			})
 			return map[string]any{"create": c, "describe": d, "literal": describeACLs(e, 2, sp("acl-t"), 3, nil), "match": describeACLs(e, 3, sp("acl-g-x"), 2, nil)}
 		}},
-		{"CreateACLs", "invalid: ANY type, MATCH pattern, bad principal, cluster with another name", func(e *Env) any {
-			req := kmsg.NewPtrCreateACLsRequest()
-			req.Creations = append(req.Creations,
-				aclCreation(1, "x", 3, "User:a", 3, 3),
-				aclCreation(2, "x", 2, "User:a", 3, 3),
-				aclCreation(2, "x", 3, "nocolon", 3, 3),
-				aclCreation(4, "not-kafka-cluster", 3, "User:a", 7, 3),
-				aclCreation(2, "x", 3, "User:a", 1, 3))
-			return Do[*kmsg.CreateACLsResponse](e, req)
+		{"CreateACLs", "invalid: ANY type, MATCH pattern, bad principal, cluster with another name, ANY operation", func(e *Env) any {
+			out := map[string]any{}
+			for name, c := range map[string]kmsg.CreateACLsRequestCreation{
+				"anyType":      aclCreation(1, "x", 3, "User:a", 3, 3),
+				"matchPattern": aclCreation(2, "x", 2, "User:a", 3, 3),
+				"badPrincipal": aclCreation(2, "x", 3, "nocolon", 3, 3),
+				"clusterName":  aclCreation(4, "not-kafka-cluster", 3, "User:a", 7, 3),
+				"anyOperation": aclCreation(2, "x", 3, "User:a", 1, 3),
+			} {
+				req := kmsg.NewPtrCreateACLsRequest()
+				req.Creations = append(req.Creations, c)
+				out[name] = Do[*kmsg.CreateACLsResponse](e, req).Results
+			}
+			return out
 		}},
 		{"DeleteACLs", "delete matching one principal", func(e *Env) any {
 			req := kmsg.NewPtrCreateACLsRequest()
@@ -553,7 +603,7 @@ func moreScenarios() []Scenario {
 			u.Name = "scram-u"
 			d.Users = append(d.Users, u)
 			var desc *kmsg.DescribeUserSCRAMCredentialsResponse
-			e.waitFor("two credentials", func() bool {
+			e.poll(func() bool {
 				desc = Do[*kmsg.DescribeUserSCRAMCredentialsResponse](e, d)
 				return len(desc.Results) == 1 && len(desc.Results[0].CredentialInfos) == 2
 			})
@@ -578,7 +628,7 @@ func moreScenarios() []Scenario {
 		{"IncrementalAlterConfigs", "per-broker dynamic config, describe with synonyms", func(e *Env) any {
 			set := incAlterBroker(e, "1", "log.cleaner.threads", "2", 0)
 			var d *kmsg.DescribeConfigsResponse
-			e.waitFor("the per-broker value", func() bool {
+			e.poll(func() bool {
 				d = describeConfigsSyn(e, 4, "1", "log.cleaner.threads")
 				return len(d.Resources) == 1 && len(d.Resources[0].Configs) == 1 && d.Resources[0].Configs[0].Value != nil && *d.Resources[0].Configs[0].Value == "2"
 			})
