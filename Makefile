@@ -120,7 +120,7 @@ fuzz:
 		done; \
 	done
 
-## conformance: the same Kafka protocol requests (compat/conformance, 120+
+## conformance: the same Kafka protocol requests (compat/conformance, 160+
 ## scenarios) to a real Apache Kafka 4.x broker (compat/kafkaref: KRaft, one
 ## JVM, jars from Maven Central) and to Gregor; (re)writes docs/conformance.md.
 ## Needs a JDK 17+ and Maven; about a minute. The short version:

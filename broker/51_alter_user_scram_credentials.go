@@ -65,12 +65,13 @@ func (b *Broker) alterUser(ctx context.Context, name string, alts []scramAlterat
 	if name == "" {
 		return fail(kerr.UnacceptableCredential, "Username must not be empty")
 	}
-	seen := map[int8]bool{}
-	for _, a := range alts {
-		if seen[a.mechByte] {
+	for i, a := range alts {
+		// Kafka's controller keys a request's alterations by user name: a
+		// second one for the same user, whatever its mechanism, fails the
+		// user (measured on Kafka 4.4 by make conformance).
+		if i > 0 {
 			return fail(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
 		}
-		seen[a.mechByte] = true
 		if a.mech == "" {
 			return fail(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
 		}

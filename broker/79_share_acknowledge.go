@@ -64,7 +64,9 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 	if req.ShareSessionEpoch == shareSessionClose {
 		b.releaseShareMember(group, member)
 	}
-	if req.Version >= 2 && req.IsRenewAck {
+	// Kafka 4.4 answers the lock duration at v2 whether or not the request
+	// renews (measured by make conformance).
+	if req.Version >= 2 {
 		resp.AcquisitionLockTimeoutMillis = int32(b.groupConfigInt(group, "share.record.lock.duration.ms"))
 	}
 	return resp, nil

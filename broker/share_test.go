@@ -118,6 +118,10 @@ func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 	if err != nil || sar.ErrorCode != 0 || sar.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("acknowledge: %v %+v", err, sar)
 	}
+	// v2 answers the lock duration on every acknowledgement, renewal or not.
+	if sar.Version >= 2 && sar.AcquisitionLockTimeoutMillis != 30000 {
+		t.Fatalf("acknowledge v%d: lock %d, want 30000", sar.Version, sar.AcquisitionLockTimeoutMillis)
+	}
 	// The same offset again: no longer acquired.
 	sa.ShareSessionEpoch = 3
 	if sar, _ = sa.RequestWith(ctx, cl); sar.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {

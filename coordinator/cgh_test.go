@@ -126,9 +126,12 @@ func (h *harness) runConsumer(cmd string, a ddArgs) ([]string, bool) {
 				if m.InstanceID != nil {
 					line += " instance=" + *m.InstanceID
 				}
-				if m.SubscribedTopicRegex != nil {
+				switch {
+				case m.SubscribedTopicRegex == nil:
+					line += " regex=null" // Kafka answers "" without a regex
+				case *m.SubscribedTopicRegex != "":
 					line += " regex=" + *m.SubscribedTopicRegex
-				} else {
+				default:
 					line += " topics=" + strings.Join(m.SubscribedTopics, ",")
 				}
 				line += " assigned=" + conv(m.Assignment) + " target=" + conv(m.TargetAssignment)

@@ -890,7 +890,8 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 				if dm.SubscribedTopics == nil {
 					dm.SubscribedTopics = []string{}
 				}
-				dm.SubscribedTopicRegex = strPtr(m.regex)
+				// Kafka answers "" for a member without a regex, not null.
+				dm.SubscribedTopicRegex = kmsg.StringPtr(m.regex)
 				dm.Assignment, dm.TargetAssignment = assignment(m.assigned), assignment(cg.target[mid])
 				if req.Version >= 1 {
 					dm.MemberType = m.memberType()

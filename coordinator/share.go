@@ -19,8 +19,9 @@ package coordinator
 // timeout (group.share.session.timeout.ms, or the group's
 // share.session.timeout.ms) is removed. Share groups live in a map of their
 // own and in __consumer_offsets with Kafka's record types (modernlog.go); a
-// group id used by a classic or consumer group answers
-// INCONSISTENT_GROUP_PROTOCOL, and the other way round.
+// ShareGroupHeartbeat to a group id used by a classic or consumer group
+// answers GROUP_ID_NOT_FOUND ("not a share group", as Kafka 4.4 measured by
+// make conformance), and so does a ConsumerGroupHeartbeat to a share group.
 
 import (
 	"fmt"
@@ -134,7 +135,7 @@ func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatReq
 		return fail(err, "")
 	}
 	if c.groups[req.GroupID] != nil {
-		return fail(kerr.InconsistentGroupProtocol, "Group "+req.GroupID+" is not a share group.")
+		return fail(kerr.GroupIDNotFound, "Group "+req.GroupID+" is not a share group.")
 	}
 	sg := c.shares[req.GroupID]
 	if sg == nil {

@@ -252,7 +252,7 @@ func TestShareGroup_InconsistentProtocol(t *testing.T) {
 	if r := c.ConsumerGroupHeartbeat(cr, "c", "/h"); r.ErrorCode != 0 {
 		t.Fatalf("consumer join: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	if r := c.ShareGroupHeartbeat(shb("cg", "m", 0, "t1"), "c", "/h"); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+	if r := c.ShareGroupHeartbeat(shb("cg", "m", 0, "t1"), "c", "/h"); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("share join of consumer group: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	c.ShareGroupHeartbeat(shb("sg", "m", 0, "t1"), "c", "/h")

@@ -19,8 +19,12 @@ import (
 
 // CommonProps are the server properties both brokers get: one node with id
 // 1, no initial rebalance delay, one partition for the internal topics, and
-// no time retention (hand-built batches carry 2020 timestamps).
+// no time retention (hand-built batches carry 2020 timestamps), and the
+// ACL authorizer on with the PLAINTEXT principal (User:ANONYMOUS) a super
+// user, so the ACL APIs answer and every other request is allowed.
 var CommonProps = map[string]string{
+	"authorizer.class.name":                "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"super.users":                          "User:ANONYMOUS",
 	"node.id":                              "1",
 	"group.initial.rebalance.delay.ms":     "0",
 	"offsets.topic.num.partitions":         "1",

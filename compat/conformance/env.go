@@ -18,6 +18,8 @@ type Env struct {
 	// versions is, per API key, the highest version both brokers support:
 	// every request goes at the same version to both.
 	versions map[int16]int16
+	// shareEpoch is the next share session epoch after shareFetched.
+	shareEpoch int32
 }
 
 // failure ends a scenario early; its text is the scenario's answer.

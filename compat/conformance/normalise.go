@@ -80,7 +80,7 @@ func walk(path, key string, v any, out *[]string) {
 			walk(path+"["+elemKey(e, i)+"]", "", e, out)
 		}
 	case string:
-		if key == "RecordBatches" {
+		if key == "RecordBatches" || key == "Records" {
 			raw, err := base64.StdEncoding.DecodeString(x)
 			if err != nil {
 				emit("undecodable")

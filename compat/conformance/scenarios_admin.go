@@ -289,13 +289,13 @@ func adminScenarios() []Scenario {
 			return Do[*kmsg.DescribeClusterResponse](e, kmsg.NewPtrDescribeClusterRequest())
 		}},
 
-		// Security without an authorizer or SASL
-		{"DescribeACLs", "any (no authorizer configured)", func(e *Env) any {
+		// Security: the authorizer is on (CommonProps), no SASL
+		{"DescribeACLs", "any (authorizer on)", func(e *Env) any {
 			req := kmsg.NewPtrDescribeACLsRequest()
 			req.ResourceType, req.ResourcePatternType, req.Operation, req.PermissionType = 1, 1, 1, 1 // ANY
 			return Do[*kmsg.DescribeACLsResponse](e, req)
 		}},
-		{"CreateACLs", "one topic ACL (no authorizer configured)", func(e *Env) any {
+		{"CreateACLs", "one topic ACL (authorizer on)", func(e *Env) any {
 			req := kmsg.NewPtrCreateACLsRequest()
 			c := kmsg.NewCreateACLsRequestCreation()
 			c.ResourceType, c.ResourceName, c.ResourcePatternType = 2, "acl-topic", 3
@@ -303,7 +303,7 @@ func adminScenarios() []Scenario {
 			req.Creations = append(req.Creations, c)
 			return Do[*kmsg.CreateACLsResponse](e, req)
 		}},
-		{"DeleteACLs", "any (no authorizer configured)", func(e *Env) any {
+		{"DeleteACLs", "any (authorizer on)", func(e *Env) any {
 			req := kmsg.NewPtrDeleteACLsRequest()
 			f := kmsg.NewDeleteACLsRequestFilter()
 			f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = 1, 1, 1, 1

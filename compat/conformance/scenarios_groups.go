@@ -464,5 +464,6 @@ func All() []Scenario {
 	out = append(out, adminScenarios()...)
 	out = append(out, dataScenarios()...)
 	out = append(out, groupScenarios()...)
+	out = append(out, moreScenarios()...)
 	return out
 }
