@@ -29,9 +29,15 @@ const (
 // installed into a venv under the Go build cache, keyed by the requirements
 // and the interpreter, so later runs install nothing. Without python3 (with
 // its venv module) it skips, except under CI (GREGOR_CI=1), where it fails.
+//
+// A second, single-node broker with a SASL_PLAINTEXT listener offering
+// OAUTHBEARER (the unsecured-token validator) serves the OAUTHBEARER test
+// (GREGOR_OAUTH_BOOTSTRAP). KIP-848 heartbeats are every 500ms, so the
+// group.protocol=consumer test sees assignment changes quickly.
 func TestPythonClients(t *testing.T) {
 	python := pythonVenv(t)
-	b := newBroker(t, noDelay)
+	b := newBroker(t, noDelay, "group.consumer.heartbeat.interval.ms=500")
+	oauth, oauthAddr := oauthBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
@@ -40,6 +46,7 @@ func TestPythonClients(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"GREGOR_BOOTSTRAP="+b.bootstrap(),
 		"GREGOR_RF="+strconv.Itoa(int(replicationFactor())),
+		"GREGOR_OAUTH_BOOTSTRAP="+oauthAddr,
 		"PYTHONDONTWRITEBYTECODE=1",
 	)
 	cmd.WaitDelay = 10 * time.Second
@@ -51,6 +58,27 @@ func TestPythonClients(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pytest in compat/python: %v (ctx %v)", err, ctx.Err())
 	}
+	if !waitLog(oauth, "listener=SASL_PLAINTEXT principal=User:alice mechanism=OAUTHBEARER", 10*time.Second) {
+		t.Error("the OAUTHBEARER broker did not log librdkafka's principal")
+	}
+}
+
+// oauthBroker starts a broker with a PLAINTEXT and a SASL_PLAINTEXT
+// listener, OAUTHBEARER enabled, and returns it with the SASL_PLAINTEXT
+// address.
+func oauthBroker(t *testing.T) (*broker, string) {
+	t.Helper()
+	b := startBroker(t, t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"sasl.enabled.mechanisms=OAUTHBEARER", "auto.create.topics.enable=true")
+	b.logMu.Lock()
+	defer b.logMu.Unlock()
+	for _, l := range b.logs {
+		if m := listenerLineRE.FindStringSubmatch(l); m != nil && m[1] == "SASL_PLAINTEXT" {
+			return b, strings.Trim(m[2], `"`)
+		}
+	}
+	t.Fatal("no address logged for the SASL_PLAINTEXT listener")
+	return nil, ""
 }
 
 // pythonVenv returns the python of a venv holding compat/python's

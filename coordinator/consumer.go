@@ -741,17 +741,28 @@ func assignUniform(subs map[string][]string, parts map[string]int32, prev map[st
 	if len(ids) == 0 {
 		return out
 	}
-	quota := (len(all) + len(ids) - 1) / len(ids)
+	// A balanced assignment gives every member lo partitions and extra
+	// of them one more: a member keeps at most lo of its previous ones,
+	// and only extra members keep lo+1, so that a joining member finds
+	// its share free (with a cap of ceil(n/m) for all, 8 members owning
+	// 8 of 64 partitions each would keep them all from a 9th).
+	lo, extra := len(all)/len(ids), len(all)%len(ids)
 	subscribed := func(id, t string) bool { return slices.Contains(subs[id], t) }
 	var rest []tp
 	for _, x := range all {
 		kept := false
 		for _, id := range ids {
-			if prev[id].has(x.t, x.p) && subscribed(id, x.t) && out[id].size() < quota {
+			if !prev[id].has(x.t, x.p) || !subscribed(id, x.t) {
+				continue
+			}
+			if n := out[id].size(); n < lo || (n == lo && extra > 0) {
+				if n == lo {
+					extra--
+				}
 				out[id].add(x.t, x.p)
 				kept = true
-				break
 			}
+			break
 		}
 		if !kept {
 			rest = append(rest, x)
