@@ -29,7 +29,7 @@ func init() {
 func (b *Broker) handleReadShareGroupState(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.ReadShareGroupStateRequest)
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
-	b.shareStateTopic()
+	b.shareLog.ensure()
 	for _, rt := range req.Topics {
 		st := kmsg.NewReadShareGroupStateResponseTopic()
 		st.TopicID = rt.TopicID
@@ -64,7 +64,7 @@ func (b *Broker) handleReadShareGroupState(r *request) (kmsg.Response, error) {
 func (b *Broker) handleWriteShareGroupState(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.WriteShareGroupStateRequest)
 	resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
-	b.shareStateTopic()
+	b.shareLog.ensure()
 	for _, rt := range req.Topics {
 		st := kmsg.NewWriteShareGroupStateResponseTopic()
 		st.TopicID = rt.TopicID

@@ -40,11 +40,11 @@ type Broker struct {
 	pids    producerIDs
 	groups  *coordinator.Coordinator
 	txns    *coordinator.TxnCoordinator
-	offsets offsetsState // loading of __consumer_offsets (offsets_topic.go)
-	txnLog  offsetsState // loading of __transaction_state (txn_topic.go)
+	offsets *internalTopic // __consumer_offsets (offsets_topic.go)
+	txnLog  *internalTopic // __transaction_state (txn_topic.go)
 
 	shareCoord *coordinator.ShareCoordinator // share coordinator (share_state_topic.go)
-	shareLog   offsetsState                  // loading of __share_group_state
+	shareLog   *internalTopic                // __share_group_state
 	shares     shareState                    // share groups on this broker (shares.go)
 
 	ctx    context.Context
@@ -102,6 +102,7 @@ func New(cfg Config) (*Broker, error) {
 		topics:     map[string]*topic{},
 		topicsByID: map[uuid]*topic{},
 	}
+	b.offsets, b.txnLog, b.shareLog = b.offsetsInternalTopic(), b.txnInternalTopic(), b.shareInternalTopic()
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	var err error
 	ok := false // New succeeded; else the data dir lock is released
@@ -157,7 +158,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if !cfg.clusterConfigured() && b.lookupTopic(offsetsTopicName) != nil {
-		b.offsetsTopic() // loads it; in a cluster: as the metadata arrives
+		b.offsets.ensure() // loads it; in a cluster: as the metadata arrives
 	}
 	if b.txns, err = b.openTxns(); err != nil {
 		b.groups.Close()
@@ -165,11 +166,11 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if !cfg.clusterConfigured() && (b.lookupTopic(txnStateTopicName) != nil || b.txns.HasUnloggedState()) {
-		b.txnStateTopic() // loads it (migrating txns.db); in a cluster: as the metadata arrives
+		b.txnLog.ensure() // loads it (migrating txns.db); in a cluster: as the metadata arrives
 	}
 	b.shareCoord = b.openShareCoordinator()
 	if !cfg.clusterConfigured() && b.lookupTopic(shareStateTopicName) != nil {
-		b.shareStateTopic() // loads it; in a cluster: as the metadata arrives
+		b.shareLog.ensure() // loads it; in a cluster: as the metadata arrives
 	}
 	b.startBackground()
 	ok = true

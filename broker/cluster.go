@@ -235,9 +235,9 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 	}
 	b.cl.applied.Store(md)
 	b.applyQuotaSnapshot(md.Revision, md.Quotas)
-	b.syncGroupPartitions()      // group coordinator: load and unload (offsets_topic.go)
-	b.syncTxnPartitions()        // transaction coordinator (txn_topic.go)
-	b.syncShareStatePartitions() // share coordinator (share_state_topic.go)
+	b.offsets.sync()  // group coordinator: load and unload (internal_topic.go)
+	b.txnLog.sync()   // transaction coordinator
+	b.shareLog.sync() // share coordinator
 }
 
 // applyTopic brings one topic's local state in line with the metadata.

@@ -146,6 +146,12 @@
 //  8. storage Log.ckptMu (the checkpoint file); apart from it, a segment's
 //     loadMu, then its index files' fileMu, then their mu.
 //
+// A coordinator's internal topic (internal_topic.go) takes its locks before
+// the coordinator's: createMu (held while the topic is created, so Broker.mu
+// is taken inside it), then a partition's loadMu (held around
+// LoadPartition and UnloadPartition), then mu (the group coordinator's
+// partitions are unloaded with it held).
+//
 // Leaves, taken with nothing further inside them: broker producerIDs.mu,
 // server.mu, byteBudget.mu, cleanerState.mu, tlsState.mu, jwksCache.mu,
 // aclState.mu (aclState.alterMu, CreateAcls' and

@@ -26,8 +26,6 @@ import (
 	"hash/crc32"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
@@ -39,66 +37,24 @@ import (
 
 const offsetsTopicName = "__consumer_offsets"
 
-// isInternalTopic reports the topics Metadata marks internal.
-func isInternalTopic(name string) bool {
-	return name == offsetsTopicName || name == "__transaction_state" || name == shareStateTopicName
-}
-
-// internalTopicConfigs are the configs of the coordinators' topics.
-func internalTopicConfigs() map[string]string {
-	return map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"}
-}
-
-// offsetsState is this broker's part in loading __consumer_offsets.
-type offsetsState struct {
-	createMu sync.Mutex  // one creation at a time
-	ready    atomic.Bool // single node: the topic exists and its partitions were loaded
-
-	mu     sync.Mutex
-	loaded map[int32]int32       // partition → leader epoch it is (being) loaded for
-	loadMu map[int32]*sync.Mutex // one load of a partition at a time
-}
-
-// offsetsTopic returns __consumer_offsets, creating it if needed; nil if
-// it cannot be created now.
-func (b *Broker) offsetsTopic() *topic {
-	if t := b.lookupTopic(offsetsTopicName); t != nil && (b.cl != nil || b.offsets.ready.Load()) {
-		return t
+// offsetsInternalTopic describes __consumer_offsets: without a min ISR
+// config, its partitions unloaded as soon as this broker stops leading
+// them.
+func (b *Broker) offsetsInternalTopic() *internalTopic {
+	return &internalTopic{
+		b:              b,
+		name:           offsetsTopicName,
+		partitionsKey:  "offsets.topic.num.partitions",
+		replicationKey: "offsets.topic.replication.factor",
+		coordinator:    "group coordinator",
+		coord: func() partitionLoader {
+			if b.groups == nil {
+				return nil
+			}
+			return b.groups
+		},
+		unloadInline: true,
 	}
-	b.offsets.createMu.Lock()
-	defer b.offsets.createMu.Unlock()
-	if t := b.lookupTopic(offsetsTopicName); t != nil {
-		if b.cl == nil && !b.offsets.ready.Load() {
-			b.syncGroupPartitions()
-			b.offsets.ready.Store(true)
-		}
-		return t
-	}
-	n := int32(b.cfg.int64Prop("offsets.topic.num.partitions"))
-	rf := int16(1)
-	if b.cl != nil {
-		rf = int16(b.cfg.int64Prop("offsets.topic.replication.factor"))
-		if brokers, _ := b.brokersView(); len(brokers) < int(rf) {
-			rf = int16(len(brokers))
-		}
-		if rf < 1 {
-			return nil
-		}
-	}
-	t, err := b.createTopicAssigned(offsetsTopicName, n, rf, nil, internalTopicConfigs())
-	if errors.Is(err, errTopicExists) {
-		return b.lookupTopic(offsetsTopicName)
-	}
-	if err != nil {
-		b.log.Warn("creating "+offsetsTopicName, "err", err)
-		return nil
-	}
-	if b.cl == nil {
-		// Loaded before anyone is told of the coordinator.
-		b.syncGroupPartitions()
-		b.offsets.ready.Store(true)
-	}
-	return t
 }
 
 // leadsGroupPartition reports whether this broker leads p, and in which
@@ -117,92 +73,17 @@ func (b *Broker) leadsGroupPartition(p *partition) (bool, int32) {
 	return true, ldr.LeaderEpoch()
 }
 
-// syncGroupPartitions loads the partitions of __consumer_offsets this
-// broker has become leader of and unloads those it no longer leads. It
-// runs after every applied metadata change, and when the topic is created
-// on a single node.
-func (b *Broker) syncGroupPartitions() {
-	t := b.lookupTopic(offsetsTopicName)
-	if t == nil || b.groups == nil {
-		return
-	}
-	type load struct{ pi, epoch int32 }
-	var loads []load
-	b.offsets.mu.Lock()
-	if b.offsets.loaded == nil {
-		b.offsets.loaded = map[int32]int32{}
-		b.offsets.loadMu = map[int32]*sync.Mutex{}
-	}
-	for _, p := range b.partitionsOf(t) {
-		leads, epoch := b.leadsGroupPartition(p)
-		cur, ok := b.offsets.loaded[p.index]
-		switch {
-		case leads && (!ok || cur != epoch):
-			if ok {
-				b.groups.UnloadPartition(p.index)
-			}
-			b.offsets.loaded[p.index] = epoch
-			if b.offsets.loadMu[p.index] == nil {
-				b.offsets.loadMu[p.index] = &sync.Mutex{}
-			}
-			loads = append(loads, load{p.index, epoch})
-		case !leads && ok:
-			delete(b.offsets.loaded, p.index)
-			b.groups.UnloadPartition(p.index)
-			b.log.Info("unloaded group coordinator partition", "partition", p.index)
-		}
-	}
-	b.offsets.mu.Unlock()
-	for _, l := range loads {
-		if b.cl == nil {
-			b.loadGroupPartition(l.pi, l.epoch) // quick: no replicas to wait for
-		} else {
-			go b.loadGroupPartition(l.pi, l.epoch)
-		}
-	}
-}
-
-// loadGroupPartition loads partition pi while this broker leads it in
-// epoch, retrying failed loads.
-func (b *Broker) loadGroupPartition(pi, epoch int32) {
-	b.offsets.mu.Lock()
-	mu := b.offsets.loadMu[pi]
-	b.offsets.mu.Unlock()
-	mu.Lock()
-	defer mu.Unlock()
-	for attempt := 0; ; attempt++ {
-		b.offsets.mu.Lock()
-		cur, ok := b.offsets.loaded[pi]
-		b.offsets.mu.Unlock()
-		if !ok || cur != epoch || b.ctx.Err() != nil {
-			return
-		}
-		start := time.Now()
-		err := b.groups.LoadPartition(pi)
-		if err == nil {
-			b.log.Info("loaded group coordinator partition", "partition", pi, "leader_epoch", epoch, "took", time.Since(start))
-			return
-		}
-		b.log.Warn("loading group coordinator partition", "partition", pi, "err", err, "attempt", attempt)
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // groupCoordinator returns the broker coordinating group: the leader of
 // its partition of __consumer_offsets.
 func (b *Broker) groupCoordinator(group string) (brokerInfo, int16) {
-	return b.keyCoordinator(b.offsetsTopic(), group)
+	return b.keyCoordinator(b.offsets.ensure(), group)
 }
 
 // groupCoordinatorCode is what a request for group gets here: 0 if this
 // broker serves it, else NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
 // COORDINATOR_NOT_AVAILABLE.
 func (b *Broker) groupCoordinatorCode(group string) int16 {
-	return b.keyCoordinatorCode(b.offsetsTopic(), group, b.groups.GroupError)
+	return b.keyCoordinatorCode(b.offsets.ensure(), group, b.groups.GroupError)
 }
 
 // keyCoordinator returns the broker coordinating key through the internal
@@ -585,7 +466,7 @@ func (b *Broker) completeTxnOffsets(group string, producerID int64, commit bool)
 	if b.cl == nil {
 		// The marker goes to the group's partition: it must exist and be
 		// loaded (a single node loads it when creating the topic).
-		if b.offsetsTopic() == nil {
+		if b.offsets.ensure() == nil {
 			return kerr.CoordinatorNotAvailable
 		}
 		return b.groups.CompleteTxnOffsets(group, producerID, commit)

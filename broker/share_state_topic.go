@@ -25,8 +25,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
@@ -38,153 +36,28 @@ const shareStateTopicName = "__share_group_state"
 
 func (b *Broker) openShareCoordinator() *coordinator.ShareCoordinator {
 	return coordinator.NewShareCoordinator(coordinator.ShareCoordinatorConfig{
-		Log: groupLog{b: b, topic: shareStateTopicName, minISR: func() int {
-			if t := b.lookupTopic(shareStateTopicName); t != nil {
-				return b.shareLogMinISR(t)
-			}
-			return 1
-		}},
+		Log:                   groupLog{b: b, topic: shareStateTopicName, minISR: b.shareLog.minISR},
 		LogPartitions:         int32(b.cfg.int64Prop("share.coordinator.state.topic.num.partitions")),
 		SnapshotUpdateRecords: int(b.cfg.int64Prop("share.coordinator.snapshot.update.records.per.snapshot")),
 		Now:                   b.cfg.Now,
 	})
 }
 
-// shareLogMinISR is share.coordinator.state.topic.min.isr capped at the
-// topic's replication factor.
-func (b *Broker) shareLogMinISR(t *topic) int {
-	minISR := int(b.cfg.int64Prop("share.coordinator.state.topic.min.isr"))
-	if parts := b.partitionsOf(t); len(parts) > 0 {
-		if mp := parts[0].meta.Load(); mp != nil && len(mp.Replicas) < minISR {
-			minISR = len(mp.Replicas)
-		}
-	}
-	return max(minISR, 1)
-}
-
-// shareStateTopic returns __share_group_state, creating it if needed; nil
-// if it cannot be created now.
-func (b *Broker) shareStateTopic() *topic {
-	st := &b.shareLog
-	if t := b.lookupTopic(shareStateTopicName); t != nil && (b.cl != nil || st.ready.Load()) {
-		return t
-	}
-	st.createMu.Lock()
-	defer st.createMu.Unlock()
-	if t := b.lookupTopic(shareStateTopicName); t != nil {
-		if b.cl == nil && !st.ready.Load() {
-			b.syncShareStatePartitions()
-			st.ready.Store(true)
-		}
-		return t
-	}
-	n := int32(b.cfg.int64Prop("share.coordinator.state.topic.num.partitions"))
-	rf := int16(1)
-	if b.cl != nil {
-		rf = int16(b.cfg.int64Prop("share.coordinator.state.topic.replication.factor"))
-		if brokers, _ := b.brokersView(); len(brokers) < int(rf) {
-			rf = int16(len(brokers))
-		}
-		if rf < 1 {
-			return nil
-		}
-	}
-	configs := internalTopicConfigs()
-	configs["min.insync.replicas"] = strconv.Itoa(min(int(b.cfg.int64Prop("share.coordinator.state.topic.min.isr")), int(rf)))
-	t, err := b.createTopicAssigned(shareStateTopicName, n, rf, nil, configs)
-	if err != nil {
-		if t = b.lookupTopic(shareStateTopicName); t == nil {
-			b.log.Warn("creating "+shareStateTopicName, "err", err)
-			return nil
-		}
-	}
-	if b.cl == nil {
-		b.syncShareStatePartitions()
-		st.ready.Store(true)
-	}
-	return t
-}
-
-// syncShareStatePartitions loads the partitions of __share_group_state
-// this broker has become leader of and unloads those it no longer leads,
-// as syncTxnPartitions does for __transaction_state.
-func (b *Broker) syncShareStatePartitions() {
-	t := b.lookupTopic(shareStateTopicName)
-	if t == nil || b.shareCoord == nil {
-		return
-	}
-	st := &b.shareLog
-	type change struct {
-		pi, epoch int32
-		load      bool
-	}
-	var changes []change
-	st.mu.Lock()
-	if st.loaded == nil {
-		st.loaded = map[int32]int32{}
-		st.loadMu = map[int32]*sync.Mutex{}
-	}
-	for _, p := range b.partitionsOf(t) {
-		if st.loadMu[p.index] == nil {
-			st.loadMu[p.index] = &sync.Mutex{}
-		}
-		leads, epoch := b.leadsGroupPartition(p)
-		cur, ok := st.loaded[p.index]
-		switch {
-		case leads && (!ok || cur != epoch):
-			if ok {
-				changes = append(changes, change{p.index, cur, false})
+// shareInternalTopic describes __share_group_state.
+func (b *Broker) shareInternalTopic() *internalTopic {
+	return &internalTopic{
+		b:              b,
+		name:           shareStateTopicName,
+		partitionsKey:  "share.coordinator.state.topic.num.partitions",
+		replicationKey: "share.coordinator.state.topic.replication.factor",
+		minISRKey:      "share.coordinator.state.topic.min.isr",
+		coordinator:    "share coordinator",
+		coord: func() partitionLoader {
+			if b.shareCoord == nil {
+				return nil
 			}
-			st.loaded[p.index] = epoch
-			changes = append(changes, change{p.index, epoch, true})
-		case !leads && ok:
-			delete(st.loaded, p.index)
-			changes = append(changes, change{p.index, cur, false})
-		}
-	}
-	st.mu.Unlock()
-	for _, c := range changes {
-		if b.cl == nil {
-			b.applyShareStatePartition(c.pi, c.epoch, c.load)
-		} else {
-			go b.applyShareStatePartition(c.pi, c.epoch, c.load)
-		}
-	}
-}
-
-// applyShareStatePartition unloads partition pi, or loads it while this
-// broker leads it in epoch, retrying failed loads.
-func (b *Broker) applyShareStatePartition(pi, epoch int32, load bool) {
-	st := &b.shareLog
-	st.mu.Lock()
-	mu := st.loadMu[pi]
-	st.mu.Unlock()
-	mu.Lock()
-	defer mu.Unlock()
-	if !load {
-		b.shareCoord.UnloadPartition(pi)
-		b.log.Info("unloaded share coordinator partition", "partition", pi)
-		return
-	}
-	for attempt := 0; ; attempt++ {
-		st.mu.Lock()
-		cur, ok := st.loaded[pi]
-		st.mu.Unlock()
-		if !ok || cur != epoch || b.ctx.Err() != nil {
-			return
-		}
-		start := time.Now()
-		err := b.shareCoord.LoadPartition(pi)
-		if err == nil {
-			b.log.Info("loaded share coordinator partition", "partition", pi, "leader_epoch", epoch, "took", time.Since(start))
-			return
-		}
-		b.log.Warn("loading share coordinator partition", "partition", pi, "err", err, "attempt", attempt)
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
+			return b.shareCoord
+		},
 	}
 }
 
@@ -192,12 +65,12 @@ func (b *Broker) applyShareStatePartition(pi, epoch int32, load bool) {
 // ("group:topicId:partition"): the leader of its partition of
 // __share_group_state.
 func (b *Broker) shareCoordinator(key string) (brokerInfo, int16) {
-	return b.keyCoordinator(b.shareStateTopic(), key)
+	return b.keyCoordinator(b.shareLog.ensure(), key)
 }
 
 // shareCoordinatorCode is what a request for share-partition k gets here.
 func (b *Broker) shareCoordinatorCode(k coordinator.ShareStateKey) int16 {
-	return b.keyCoordinatorCode(b.shareStateTopic(), k.CoordinatorKey(), b.shareCoord.KeyCodeOf)
+	return b.keyCoordinatorCode(b.shareLog.ensure(), k.CoordinatorKey(), b.shareCoord.KeyCodeOf)
 }
 
 // shareStateRetryable reports the codes after which a leader looks the

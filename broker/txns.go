@@ -85,15 +85,10 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 		Groups:                b.groups,
 		CompleteOffsets:       b.completeTxnOffsets,
 		TopicPartitions:       b.topicPartitionCount,
-		Log: groupLog{b: b, topic: txnStateTopicName, minISR: func() int {
-			if t := b.lookupTopic(txnStateTopicName); t != nil {
-				return b.txnLogMinISR(t)
-			}
-			return 1
-		}},
-		LogPartitions: int32(b.cfg.int64Prop("transaction.state.log.num.partitions")),
-		LogReplicated: b.cfg.clusterConfigured(),
-		Logger:        b.log.With("component", "txns"),
+		Log:                   groupLog{b: b, topic: txnStateTopicName, minISR: b.txnLog.minISR},
+		LogPartitions:         int32(b.cfg.int64Prop("transaction.state.log.num.partitions")),
+		LogReplicated:         b.cfg.clusterConfigured(),
+		Logger:                b.log.With("component", "txns"),
 	})
 }
 
