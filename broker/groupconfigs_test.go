@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 	"testing"
 	"time"
 
@@ -228,54 +227,15 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 // returns them and their addresses; extra props are added to both.
 func startTwoBrokerCluster(t *testing.T, extra ...map[string]string) ([]*Broker, []string) {
 	t.Helper()
-	ports := freeTCPPorts(t, 2)
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
-	brokers := make([]*Broker, 2)
-	addrs := make([]string, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range 2 {
+	brokers, addrs, _ := startEtcdBrokers(t, 2, func(int, string) map[string]string {
 		props := map[string]string{
-			"node.id":                          fmt.Sprint(i + 1),
-			"controller.quorum.voters":         voters,
-			"broker.session.timeout.ms":        "3000",
 			"offsets.topic.replication.factor": "1",
 			"offsets.topic.num.partitions":     "2",
 		}
 		for _, e := range extra {
 			maps.Copy(props, e)
 		}
-		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: props})
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers[i] = b
-		t.Cleanup(func() { b.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addr, err := b.Listen()
-			if errs[i] = err; err == nil {
-				addrs[i] = addr.String()
-				go b.Serve()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Both registered and seen by both: a topic placed on both (or an RF 2
-	// one) is refused with INVALID_REPLICATION_FACTOR before that.
-	waitFor(t, 15*time.Second, "both brokers to see both", func() bool {
-		for _, b := range brokers {
-			if len(b.ClusterInfo().Brokers) != 2 {
-				return false
-			}
-		}
-		return true
+		return props
 	})
 	return brokers, addrs
 }

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 )
@@ -15,39 +14,7 @@ func TestCluster_ClientQuotasInEtcd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
 	}
-	ports := freeTCPPorts(t, 2)
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
-	brokers := make([]*Broker, 2)
-	addrs := make([]string, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: map[string]string{
-			"node.id":                   fmt.Sprint(i + 1),
-			"controller.quorum.voters":  voters,
-			"broker.session.timeout.ms": "3000",
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers[i] = b
-		t.Cleanup(func() { b.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addr, err := b.Listen()
-			if errs[i] = err; err == nil {
-				addrs[i] = addr.String()
-				go b.Serve()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	brokers, addrs, _ := startEtcdBrokers(t, 2, nil)
 	c1, c2 := newClient(t, addrs[0]), newClient(t, addrs[1])
 	if got := alterQuotas(t, c1, false, quotaEntry(quotaEnt("user=alice", "client-id"), "producer_byte_rate=4096", "request_percentage=12.5")); fmt.Sprint(got) != "[OK]" {
 		t.Fatalf("alter: %q", got)

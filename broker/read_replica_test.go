@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -19,54 +20,14 @@ import (
 // (once; the test's end closes the others).
 func startRackCluster(t *testing.T, props [3]map[string]string) (brokers []*Broker, addrs []string, stop []func()) {
 	t.Helper()
-	ports := freeTCPPorts(t, 3)
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d,3@127.0.0.1:%d", ports[0], ports[1], ports[2])
-	brokers, addrs, stop = make([]*Broker, 3), make([]string, 3), make([]func(), 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i := range 3 {
+	return startEtcdBrokers(t, 3, func(i int, _ string) map[string]string {
 		p := map[string]string{
-			"node.id":                   fmt.Sprint(i + 1),
-			"controller.quorum.voters":  voters,
 			"broker.rack":               string(rune('a' + i)),
-			"broker.session.timeout.ms": "3000",
 			"replica.fetch.wait.max.ms": "100",
 		}
-		for k, v := range props[i] {
-			p[k] = v
-		}
-		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: testLogger(), Props: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers[i] = b
-		stop[i] = sync.OnceFunc(func() { b.Close() })
-		t.Cleanup(stop[i])
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addr, err := b.Listen()
-			if errs[i] = err; err == nil {
-				addrs[i] = addr.String()
-				go b.Serve()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 30*time.Second, "three brokers in every broker's metadata", func() bool {
-		for _, b := range brokers {
-			if bs, _ := b.brokersView(); len(bs) != 3 {
-				return false
-			}
-		}
-		return true
+		maps.Copy(p, props[i])
+		return p
 	})
-	return brokers, addrs, stop
 }
 
 // createAssigned creates a one-partition topic with the given replicas

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,65 @@ func freeTCPPorts(t *testing.T, n int) []int {
 	return ports
 }
 
+// startEtcdBrokers starts n brokers over an embedded etcd, node ids 1 to
+// n, every one of them a voter, and waits until each sees all n. props(i,
+// dir), if not nil, adds to broker i+1's properties; dir is its data dir.
+// It returns the brokers, the address each Listen returned, and stop[i],
+// which closes broker i+1 (once; the test's end closes the others).
+func startEtcdBrokers(t *testing.T, n int, props func(i int, dir string) map[string]string) (brokers []*Broker, addrs []string, stop []func()) {
+	t.Helper()
+	ports := freeTCPPorts(t, n)
+	var voters []string
+	for i, port := range ports {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, port))
+	}
+	brokers, addrs, stop = make([]*Broker, n), make([]string, n), make([]func(), n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		dir := t.TempDir()
+		p := map[string]string{
+			"node.id":                   fmt.Sprint(i + 1),
+			"controller.quorum.voters":  strings.Join(voters, ","),
+			"broker.session.timeout.ms": "3000",
+		}
+		if props != nil {
+			maps.Copy(p, props(i, dir))
+		}
+		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(), Props: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		brokers[i] = b
+		stop[i] = sync.OnceFunc(func() { b.Close() })
+		t.Cleanup(stop[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr, err := b.Listen()
+			if errs[i] = err; err == nil {
+				addrs[i] = addr.String()
+				go b.Serve()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d brokers in every broker's metadata", n), func() bool {
+		for _, b := range brokers {
+			if bs, _ := b.brokersView(); len(bs) != n {
+				return false
+			}
+		}
+		return true
+	})
+	return brokers, addrs, stop
+}
+
 // A two-broker cluster whose brokers talk to each other over SASL_SSL
 // with SCRAM-SHA-512 (inter.broker.listener.name) while clients use a
 // PLAINTEXT listener: an acks=all produce to a partition with two
@@ -47,21 +108,13 @@ func TestCluster_InterBrokerSASLSSL(t *testing.T) {
 	}
 	pki := newTestPKI(t)
 	ks, _ := pki.keystore(t, "server", "localhost")
-	ports := freeTCPPorts(t, 2)
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
-	brokers := make([]*Broker, 2)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i := range 2 {
-		dir := t.TempDir()
+	brokers, _, _ := startEtcdBrokers(t, 2, func(i int, dir string) map[string]string {
 		if i == 0 {
 			if err := AddUser(dir, "broker", mechScramSHA512, "broker-secret", 0); err != nil {
 				t.Fatal(err)
 			}
 		}
-		b, err := New(Config{DataDir: dir, Logger: testLogger(), Props: map[string]string{
-			"node.id":                                               fmt.Sprint(i + 1),
-			"controller.quorum.voters":                              voters,
+		return map[string]string{
 			"listeners":                                             "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
 			"listener.security.protocol.map":                        "INTERNAL:SASL_SSL,EXTERNAL:PLAINTEXT",
 			"inter.broker.listener.name":                            "INTERNAL",
@@ -71,40 +124,13 @@ func TestCluster_InterBrokerSASLSSL(t *testing.T) {
 			"ssl.keystore.location":                                 ks,
 			"ssl.truststore.location":                               pki.caPath,
 			"replica.fetch.wait.max.ms":                             "100",
-			"broker.session.timeout.ms":                             "3000",
 			"log.dirs":                                              filepath.Join(dir),
-		}})
-		if err != nil {
-			t.Fatal(err)
 		}
-		brokers[i] = b
-		t.Cleanup(func() { b.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, errs[i] = b.Listen(); errs[i] == nil {
-				go b.Serve()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	ext := brokers[0].ListenerAddr("EXTERNAL").String()
 	cl := newClient(t, ext, kgo.DefaultProduceTopic("replicated"), kgo.RequiredAcks(kgo.AllISRAcks()))
 	adm := kadm.NewClient(cl)
 	ctx := testCtx(t)
-	waitFor(t, 30*time.Second, "both brokers in each broker's metadata", func() bool {
-		for _, b := range brokers {
-			if bs, _ := b.brokersView(); len(bs) != 2 {
-				return false
-			}
-		}
-		return true
-	})
 	m, _ := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 	for _, mb := range m.Brokers {
 		want := brokers[mb.NodeID-1].ListenerAddr("EXTERNAL").String()
@@ -152,13 +178,7 @@ func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
 	}
-	ports := freeTCPPorts(t, 2)
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ports[0], ports[1])
-	brokers := make([]*Broker, 2)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i := range 2 {
-		dir := t.TempDir()
+	brokers, _, _ := startEtcdBrokers(t, 2, func(i int, dir string) map[string]string {
 		if i == 0 {
 			for _, u := range []string{"admin", "bob"} {
 				if err := AddUser(dir, u, mechScramSHA256, u+"-pw", 0); err != nil {
@@ -166,43 +186,14 @@ func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
 				}
 			}
 		}
-		b, err := New(Config{DataDir: dir, Logger: testLogger(), Props: map[string]string{
-			"node.id":                        fmt.Sprint(i + 1),
-			"controller.quorum.voters":       voters,
+		return map[string]string{
 			"listeners":                      "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
 			"listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
 			"inter.broker.listener.name":     "INTERNAL",
 			"sasl.enabled.mechanisms":        "PLAIN",
 			"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 			"super.users":                    "User:admin;User:ANONYMOUS",
-			"broker.session.timeout.ms":      "3000",
-		}})
-		if err != nil {
-			t.Fatal(err)
 		}
-		brokers[i] = b
-		t.Cleanup(func() { b.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, errs[i] = b.Listen(); errs[i] == nil {
-				go b.Serve()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 30*time.Second, "both brokers in each broker's metadata", func() bool {
-		for _, b := range brokers {
-			if bs, _ := b.brokersView(); len(bs) != 2 {
-				return false
-			}
-		}
-		return true
 	})
 	ext := func(i int) string { return brokers[i].ListenerAddr("EXTERNAL").String() }
 	admin1 := userClient(t, ext(0), "admin")
