@@ -3,9 +3,6 @@ package compat
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,10 +120,7 @@ func waitLog(b *broker, s string, d time.Duration) bool {
 // kafkajsModules returns node and a node_modules directory holding
 // compat/kafkajs's locked packages, installing them on first use into
 // $GOCACHE/gregor-compat-kafkajs/<hash>/node_modules with npm ci (which
-// takes them from npm's cache when it has them). The install is made in a
-// temporary directory beside it and renamed into place once npm has
-// succeeded, so a directory found there is complete even when two test
-// processes raced.
+// takes them from npm's cache when it has them; installCache).
 func kafkajsModules(t *testing.T) (string, string) {
 	t.Helper()
 	missing := func(format string, args ...any) {
@@ -158,18 +152,11 @@ func kafkajsModules(t *testing.T) (string, string) {
 		}
 		files = append(files, b)
 	}
-	sum := sha256.Sum256(bytes.Join(append([][]byte{version}, files...), []byte{0}))
-	gocache, err := exec.Command(goTool, "env", "GOCACHE").Output()
-	if err != nil || strings.TrimSpace(string(gocache)) == "" || strings.TrimSpace(string(gocache)) == "off" {
-		t.Fatalf("go env GOCACHE: %q, %v", gocache, err)
-	}
-	root := filepath.Join(strings.TrimSpace(string(gocache)), "gregor-compat-kafkajs")
-	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
-	modules := filepath.Join(dir, "node_modules")
-	// The installed copy is usable when kafkajs loads from it.
+	// The installed copy is usable when kafkajs loads from it, through
+	// NODE_PATH only: node runs in the cache's root, above it.
 	usable := func(modules string) error {
 		cmd := exec.Command(node, "-e", `require("kafkajs"); process.stdout.write(require("kafkajs/package.json").version)`)
-		cmd.Dir = root
+		cmd.Dir = filepath.Dir(filepath.Dir(modules))
 		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 		out, err := cmd.CombinedOutput()
 		if err == nil && string(out) != "2.2.4" {
@@ -180,57 +167,29 @@ func kafkajsModules(t *testing.T) (string, string) {
 		}
 		return nil
 	}
-
-	if _, err := os.Stat(modules); err == nil {
-		if err := usable(modules); err == nil {
-			return node, modules
-		} else {
-			t.Logf("%s is broken, installing again: %v", dir, err)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Leftovers of runs killed while installing.
-	if old, _ := filepath.Glob(filepath.Join(root, "tmp-*")); len(old) > 0 {
-		for _, d := range old {
-			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				os.RemoveAll(d)
+	dir := installCache{
+		cache:   "gregor-compat-kafkajs",
+		key:     bytes.Join(append([][]byte{version}, files...), []byte{0}),
+		marker:  "node_modules",
+		what:    "compat/kafkajs's packages",
+		timeout: kafkajsInstallTimeout,
+		probe:   func(dir string) error { return usable(filepath.Join(dir, "node_modules")) },
+		install: func(ctx context.Context, tmp string) {
+			for i, f := range []string{"package.json", "package-lock.json"} {
+				if err := os.WriteFile(filepath.Join(tmp, f), files[i], 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-	}
-	tmp, err := os.MkdirTemp(root, "tmp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	for i, f := range []string{"package.json", "package-lock.json"} {
-		if err := os.WriteFile(filepath.Join(tmp, f), files[i], 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), kafkajsInstallTimeout)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = tmp
-	cmd.WaitDelay = 10 * time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s: %v (ctx %v)\n%s", tmp, err, ctx.Err(), out)
-	}
-	if err := usable(filepath.Join(tmp, "node_modules")); err != nil {
-		t.Fatalf("npm ci in %s installed no usable kafkajs: %v", tmp, err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		// Another process renamed its copy into place first: use that one.
-		if _, serr := os.Stat(modules); serr != nil {
-			t.Fatalf("moving node_modules into place: %v", errors.Join(err, serr))
-		}
-	}
-	t.Logf("installed compat/kafkajs's packages in %s in %v", dir, time.Since(start).Round(100*time.Millisecond))
-	return node, modules
+			cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
+			cmd.Dir = tmp
+			cmd.WaitDelay = 10 * time.Second
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("npm ci in %s: %v (ctx %v)\n%s", tmp, err, ctx.Err(), out)
+			}
+			if err := usable(filepath.Join(tmp, "node_modules")); err != nil {
+				t.Fatalf("npm ci in %s installed no usable kafkajs: %v", tmp, err)
+			}
+		},
+	}.dir(t)
+	return node, filepath.Join(dir, "node_modules")
 }

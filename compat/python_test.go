@@ -3,9 +3,6 @@ package compat
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,9 +80,7 @@ func oauthBroker(t *testing.T) (*broker, string) {
 
 // pythonVenv returns the python of a venv holding compat/python's
 // requirements, creating it on first use in
-// $GOCACHE/gregor-compat-python/<hash>. The venv is built in a temporary
-// directory beside it and renamed into place once pip has succeeded, so a
-// venv found there is complete even when two test processes raced.
+// $GOCACHE/gregor-compat-python/<hash> (installCache).
 func pythonVenv(t *testing.T) string {
 	t.Helper()
 	missing := func(format string, args ...any) {
@@ -113,64 +108,34 @@ func pythonVenv(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(append(append([]byte(base+"\n"), ident...), req...))
-	gocache, err := exec.Command(goTool, "env", "GOCACHE").Output()
-	if err != nil || strings.TrimSpace(string(gocache)) == "" || strings.TrimSpace(string(gocache)) == "off" {
-		t.Fatalf("go env GOCACHE: %q, %v", gocache, err)
-	}
-	root := filepath.Join(strings.TrimSpace(string(gocache)), "gregor-compat-python")
-	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
-	python := filepath.Join(dir, "bin", "python")
-
-	if _, err := os.Stat(python); err == nil {
-		// Reuse it if its packages still import (the base interpreter
-		// may have changed underneath); else build it anew.
-		out, err := exec.Command(python, "-c", "import confluent_kafka, aiokafka, pytest").CombinedOutput()
-		if err == nil {
-			return python
-		}
-		t.Logf("venv %s is broken, rebuilding it: %v\n%s", dir, err, out)
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Leftovers of runs killed while installing.
-	if old, _ := filepath.Glob(filepath.Join(root, "tmp-*")); len(old) > 0 {
-		for _, d := range old {
-			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				os.RemoveAll(d)
+	dir := installCache{
+		cache:   "gregor-compat-python",
+		key:     append(append([]byte(base+"\n"), ident...), req...),
+		marker:  filepath.Join("bin", "python"),
+		what:    "a venv of " + reqPath,
+		timeout: pythonInstallTimeout,
+		probe: func(dir string) error {
+			// Its packages still import (the base interpreter may have
+			// changed underneath).
+			out, err := exec.Command(filepath.Join(dir, "bin", "python"), "-c", "import confluent_kafka, aiokafka, pytest").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%w\n%s", err, out)
 			}
-		}
-	}
-	tmp, err := os.MkdirTemp(root, "tmp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	ctx, cancel := context.WithTimeout(context.Background(), pythonInstallTimeout)
-	defer cancel()
-	start := time.Now()
-	run := func(name string, args ...string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.WaitDelay = 10 * time.Second
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v (ctx %v)\n%s", name, strings.Join(args, " "), err, ctx.Err(), out)
-		}
-	}
-	run(base, "-m", "venv", tmp)
-	run(filepath.Join(tmp, "bin", "python"), "-m", "pip", "install", "-q",
-		"--disable-pip-version-check", "--no-input", "-r", reqPath)
-	if err := os.Rename(tmp, dir); err != nil {
-		// Another process renamed its venv into place first: use that one.
-		if _, serr := os.Stat(python); serr != nil {
-			t.Fatalf("moving the venv into place: %v", errors.Join(err, serr))
-		}
-	}
-	t.Logf("created venv %s from %s in %v", dir, reqPath, time.Since(start).Round(100*time.Millisecond))
-	return python
+			return nil
+		},
+		install: func(ctx context.Context, tmp string) {
+			run := func(name string, args ...string) {
+				t.Helper()
+				cmd := exec.CommandContext(ctx, name, args...)
+				cmd.WaitDelay = 10 * time.Second
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%s %s: %v (ctx %v)\n%s", name, strings.Join(args, " "), err, ctx.Err(), out)
+				}
+			}
+			run(base, "-m", "venv", tmp)
+			run(filepath.Join(tmp, "bin", "python"), "-m", "pip", "install", "-q",
+				"--disable-pip-version-check", "--no-input", "-r", reqPath)
+		},
+	}.dir(t)
+	return filepath.Join(dir, "bin", "python")
 }
