@@ -7,23 +7,12 @@ package broker
 // member leaving or expiring releases the records it acquired on this
 // broker (shares.go). v1 requires a client-generated member id.
 
-import (
-	"net"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
 	register(kmsg.ShareGroupHeartbeat, 1, 1, func(b *Broker, r *request) (kmsg.Response, error) {
-		clientID := ""
-		if r.hdr.ClientID != nil {
-			clientID = *r.hdr.ClientID
-		}
-		host := r.conn.nc.RemoteAddr().String()
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		return b.groups.ShareGroupHeartbeat(r.msg.(*kmsg.ShareGroupHeartbeatRequest), clientID, "/"+host), nil
+		clientID, host := r.memberClient()
+		return b.groups.ShareGroupHeartbeat(r.msg.(*kmsg.ShareGroupHeartbeatRequest), clientID, host), nil
 	})
 	register(kmsg.ShareGroupDescribe, 1, 1, func(b *Broker, r *request) (kmsg.Response, error) {
 		return b.groups.ShareGroupDescribe(r.msg.(*kmsg.ShareGroupDescribeRequest)), nil

@@ -26,15 +26,8 @@ func init() {
 	// nullable protocol name, v8 adds a reason, v9 adds SkipAssignment, which
 	// the coordinator never sets.
 	register(kmsg.JoinGroup, 0, 9, func(b *Broker, r *request) (kmsg.Response, error) {
-		clientID := ""
-		if r.hdr.ClientID != nil {
-			clientID = *r.hdr.ClientID
-		}
-		host := r.conn.nc.RemoteAddr().String()
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		return b.groups.JoinGroup(r.ctx, r.msg.(*kmsg.JoinGroupRequest), clientID, "/"+host), nil
+		clientID, host := r.memberClient()
+		return b.groups.JoinGroup(r.ctx, r.msg.(*kmsg.JoinGroupRequest), clientID, host), nil
 	})
 	// SyncGroup: v0-5. v3 instance id, v4 flexible, v5 protocol type and
 	// name, checked against the group's (INCONSISTENT_GROUP_PROTOCOL).
@@ -88,15 +81,8 @@ func init() {
 	// ConsumerGroupHeartbeat: v0-1 (KIP-848, coordinator/consumer.go). v1
 	// adds subscribed_topic_regex and requires a client-generated member id.
 	register(kmsg.ConsumerGroupHeartbeat, 0, 1, func(b *Broker, r *request) (kmsg.Response, error) {
-		clientID := ""
-		if r.hdr.ClientID != nil {
-			clientID = *r.hdr.ClientID
-		}
-		host := r.conn.nc.RemoteAddr().String()
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		return b.groups.ConsumerGroupHeartbeat(r.msg.(*kmsg.ConsumerGroupHeartbeatRequest), clientID, "/"+host), nil
+		clientID, host := r.memberClient()
+		return b.groups.ConsumerGroupHeartbeat(r.msg.(*kmsg.ConsumerGroupHeartbeatRequest), clientID, host), nil
 	})
 	// ConsumerGroupDescribe: v0-1. v1 adds the member type.
 	register(kmsg.ConsumerGroupDescribe, 0, 1, func(b *Broker, r *request) (kmsg.Response, error) {
@@ -115,4 +101,17 @@ func (b *Broker) consumerTopics() []coordinator.ConsumerTopic {
 		out = append(out, coordinator.ConsumerTopic{Name: t.name, ID: t.id, Partitions: int32(len(b.partitionsOf(t)))})
 	}
 	return out
+}
+
+// memberClient returns the client id and the host ("/127.0.0.1") of the
+// connection the request came on, as group members are described with.
+func (r *request) memberClient() (clientID, host string) {
+	if r.hdr.ClientID != nil {
+		clientID = *r.hdr.ClientID
+	}
+	host = r.conn.nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return clientID, "/" + host
 }
