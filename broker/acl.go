@@ -28,10 +28,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,8 +37,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/gregor-broker/gregor/storage"
 )
 
 // aclsFileName is the single-node ACL store under __meta.
@@ -231,18 +227,11 @@ func (b *Broker) initACLs() error {
 		}
 	}
 	s.path = filepath.Join(b.cfg.DataDir, metaDirName, aclsFileName)
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var f struct {
 		ACLs []aclBinding `json:"acls"`
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("%s: %w", s.path, err)
+	if found, err := readJSONFile(s.path, &f); !found || err != nil {
+		return err
 	}
 	s.local = f.ACLs
 	return nil
@@ -336,13 +325,9 @@ func (b *Broker) updateACLs(ctx context.Context, add, del []aclBinding) error {
 			next = append(next, a)
 		}
 	}
-	data, err := json.MarshalIndent(struct {
+	if err := writeJSONFile(s.path, struct {
 		ACLs []aclBinding `json:"acls"`
-	}{next}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := storage.WriteFileAtomic(s.path, data); err != nil {
+	}{next}); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -29,11 +29,8 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,7 +38,6 @@ import (
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/cluster"
-	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -217,17 +213,14 @@ func anyDynamic(names []string) bool {
 
 // loadBrokerConfigs reads a single node's dynamic broker configs.
 func (b *Broker) loadBrokerConfigs() error {
-	data, err := os.ReadFile(b.dyn.path)
-	if errors.Is(err, os.ErrNotExist) {
-		b.dyn.all = map[string]map[string]string{}
-		return nil
-	}
+	var f brokerConfigsFile
+	found, err := readJSONFile(b.dyn.path, &f)
 	if err != nil {
 		return err
 	}
-	var f brokerConfigsFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("%s: %w", b.dyn.path, err)
+	if !found {
+		b.dyn.all = map[string]map[string]string{}
+		return nil
 	}
 	if f.Brokers == nil {
 		f.Brokers = map[string]map[string]string{}
@@ -446,11 +439,7 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 	} else {
 		all[name] = next
 	}
-	data, err := json.MarshalIndent(brokerConfigsFile{Brokers: all}, "", "  ")
-	if err == nil {
-		err = storage.WriteFileAtomic(s.path, data)
-	}
-	if err != nil {
+	if err := writeJSONFile(s.path, brokerConfigsFile{Brokers: all}); err != nil {
 		b.log.Error("alter broker configs", "resource", name, "err", err)
 		return kerr.KafkaStorageError, err.Error()
 	}

@@ -85,11 +85,7 @@ type fileTopicStore struct{ dir string }
 func (s fileTopicStore) path(id string) string { return filepath.Join(s.dir, id+".json") }
 
 func (s fileTopicStore) save(rec topicRecord) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	return storage.WriteFileAtomic(s.path(rec.ID), data)
+	return writeJSONFile(s.path(rec.ID), rec)
 }
 
 func (s fileTopicStore) remove(id uuid) error {

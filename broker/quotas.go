@@ -19,20 +19,15 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gregor-broker/gregor/storage"
 )
 
 // quotasFileName is the single-node quota store under __meta.
@@ -210,18 +205,11 @@ func (b *Broker) initQuotas() error {
 	s.now = time.Now
 	s.sensors = map[sensorKey]*rateSensor{}
 	s.path = filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName)
-	data, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var f struct {
 		Quotas []quotaRecord `json:"quotas"`
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("%s: %w", s.path, err)
+	if found, err := readJSONFile(s.path, &f); !found || err != nil {
+		return err
 	}
 	s.local = map[string]quotaRecord{}
 	for _, q := range f.Quotas {
@@ -344,13 +332,9 @@ func (b *Broker) updateQuotas(ctx context.Context, changed map[string]quotaRecor
 	for _, id := range ids {
 		list = append(list, next[id])
 	}
-	data, err := json.MarshalIndent(struct {
+	if err := writeJSONFile(s.path, struct {
 		Quotas []quotaRecord `json:"quotas"`
-	}{list}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := storage.WriteFileAtomic(s.path, data); err != nil {
+	}{list}); err != nil {
 		return err
 	}
 	s.local = next

@@ -29,11 +29,8 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,7 +38,6 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
-	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -194,16 +190,9 @@ func (b *Broker) groupConfigsOf(group string) map[string]string {
 // loadGroupConfigs reads a single node's group configs.
 func (b *Broker) loadGroupConfigs() error {
 	s := &b.shares
-	data, err := os.ReadFile(s.cfgPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var f groupConfigsFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("%s: %w", s.cfgPath, err)
+	if found, err := readJSONFile(s.cfgPath, &f); !found || err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -290,11 +279,7 @@ func (b *Broker) storeGroupConfigs(group string, cfg map[string]string) error {
 	} else {
 		all[group] = cfg
 	}
-	data, err := json.MarshalIndent(groupConfigsFile{Groups: all}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := storage.WriteFileAtomic(s.cfgPath, data); err != nil {
+	if err := writeJSONFile(s.cfgPath, groupConfigsFile{Groups: all}); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -145,18 +145,11 @@ type fileUserStore struct {
 }
 
 func (s *fileUserStore) readLocked() (map[string]*userRecord, error) {
-	b, err := os.ReadFile(s.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]*userRecord{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var f struct {
 		Users map[string]*userRecord `json:"users"`
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.path, err)
+	if _, err := readJSONFile(s.path, &f); err != nil {
+		return nil, err
 	}
 	if f.Users == nil {
 		f.Users = map[string]*userRecord{}
