@@ -33,6 +33,7 @@ package coordinator
 // recorded and comes back sorted by member id.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/fnv"
 	"regexp"
@@ -209,13 +210,13 @@ func (c *Coordinator) persistRecordsLocked(id string, logged *map[string][]byte,
 		if ra, rb := recordRank(a.t), recordRank(b.t); ra != rb {
 			return rb - ra
 		}
-		return compareStrings(a.key, b.key)
+		return cmp.Compare(a.key, b.key)
 	})
 	slices.SortFunc(puts, func(a, b change) int {
 		if ra, rb := recordRank(a.t), recordRank(b.t); ra != rb {
 			return ra - rb
 		}
-		return compareStrings(a.key, b.key)
+		return cmp.Compare(a.key, b.key)
 	})
 	all := append(dels, puts...)
 	recs := make([]LogRecord, len(all))
@@ -259,16 +260,6 @@ func (c *Coordinator) persistRecordsLocked(id string, logged *map[string][]byte,
 		*logged = want
 	}
 	return committed
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func putModern(b *bolt.Bucket, key []byte, off int64, value []byte) error {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -279,7 +280,7 @@ func (l *Log) AbortedTransactions(from, upTo int64) []AbortedTxn {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b AbortedTxn) int { return cmpInt64(a.FirstOffset, b.FirstOffset) })
+	slices.SortFunc(out, func(a, b AbortedTxn) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
 	return out
 }
 
