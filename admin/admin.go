@@ -325,29 +325,24 @@ func (c lagGrowingCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c lagGrowingCollector) Collect(ch chan<- prometheus.Metric) {
-	flagged := map[string]bool{}
-	for _, g := range c.s.LagGrowing() {
-		flagged[g] = true
+	c.collectFlags(ch, descLagGrowing, seriesGroupLag, c.s.LagGrowing())
+	c.collectFlags(ch, descStalled, seriesCommitted, c.s.Stalled())
+}
+
+// collectFlags sends desc for every group with a series under prefix: 1
+// for the flagged groups, 0 for the others.
+func (c lagGrowingCollector) collectFlags(ch chan<- prometheus.Metric, desc *prometheus.Desc, prefix string, flagged []string) {
+	set := map[string]bool{}
+	for _, g := range flagged {
+		set[g] = true
 	}
-	for _, name := range c.s.hist.Names(seriesGroupLag) {
-		g := strings.TrimPrefix(name, seriesGroupLag+"/")
+	for _, name := range c.s.hist.Names(prefix) {
+		g := strings.TrimPrefix(name, prefix+"/")
 		v := 0.0
-		if flagged[g] {
+		if set[g] {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descLagGrowing, prometheus.GaugeValue, v, g)
-	}
-	stalled := map[string]bool{}
-	for _, g := range c.s.Stalled() {
-		stalled[g] = true
-	}
-	for _, name := range c.s.hist.Names(seriesCommitted) {
-		g := strings.TrimPrefix(name, seriesCommitted+"/")
-		v := 0.0
-		if stalled[g] {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descStalled, prometheus.GaugeValue, v, g)
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, g)
 	}
 }
 
