@@ -87,10 +87,16 @@ class SecurityAdminTest {
 
     @Test
     void scramUsers() throws Exception {
+        // One alteration per user per request: Kafka 4.4's controller
+        // answers DUPLICATE_RESOURCE to a user altered twice in one request,
+        // even for two mechanisms (measured by make conformance), and so
+        // does Gregor.
         admin.alterUserScramCredentials(List.of(
                 new UserScramCredentialUpsertion("alice", new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), "alice-secret"),
-                new UserScramCredentialUpsertion("alice", new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "alice-secret"),
                 new UserScramCredentialUpsertion("bob", new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "bob-secret")))
+                .all().get();
+        admin.alterUserScramCredentials(List.of(
+                new UserScramCredentialUpsertion("alice", new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), "alice-secret")))
                 .all().get();
         Map<String, UserScramCredentialsDescription> d =
                 admin.describeUserScramCredentials(List.of("alice", "bob")).all().get();
