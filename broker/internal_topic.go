@@ -151,12 +151,11 @@ func (it *internalTopic) sync() {
 		cur, ok := it.loaded[p.index]
 		switch {
 		case leads && (!ok || cur != epoch):
-			if ok {
-				if it.unloadInline {
-					coord.UnloadPartition(p.index)
-				} else {
-					changes = append(changes, change{p.index, cur, false})
-				}
+			// A new epoch's load drops the old epoch's state itself
+			// (apply), in the same goroutine: a separate unload could run
+			// after it and drop what it loaded.
+			if ok && it.unloadInline {
+				coord.UnloadPartition(p.index)
 			}
 			it.loaded[p.index] = epoch
 			changes = append(changes, change{p.index, epoch, true})
@@ -181,7 +180,11 @@ func (it *internalTopic) sync() {
 }
 
 // apply unloads partition pi, or loads it while this broker leads it in
-// epoch, retrying failed loads.
+// epoch, retrying failed loads. A load first drops whatever state an
+// earlier epoch left (a coordinator's LoadPartition keeps a partition
+// already loaded as it is), so it always starts from the log; an unload
+// that finds the partition led again leaves it to that load, which may
+// have run already.
 func (it *internalTopic) apply(coord partitionLoader, pi, epoch int32, load bool) {
 	b := it.b
 	it.mu.Lock()
@@ -190,10 +193,17 @@ func (it *internalTopic) apply(coord partitionLoader, pi, epoch int32, load bool
 	mu.Lock()
 	defer mu.Unlock()
 	if !load {
+		it.mu.Lock()
+		_, ledAgain := it.loaded[pi]
+		it.mu.Unlock()
+		if ledAgain {
+			return
+		}
 		coord.UnloadPartition(pi)
 		b.log.Info("unloaded "+it.coordinator+" partition", "partition", pi)
 		return
 	}
+	coord.UnloadPartition(pi)
 	for attempt := 0; ; attempt++ {
 		it.mu.Lock()
 		cur, ok := it.loaded[pi]
