@@ -160,12 +160,24 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 		at.Partitions = append(at.Partitions, ap)
 	}
 	alter.Topics = append(alter.Topics, at)
-	// The group coordinator may still be loading its partition.
+	// The group coordinator, and the share coordinators the leaders
+	// write to, may still be loading or moving their partitions: a client
+	// retries those answers.
 	var ar *kmsg.AlterShareGroupOffsetsResponse
-	waitFor(t, 10*time.Second, "the group coordinator to load", func() bool {
+	retriable := func(code int16) bool {
+		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
+	}
+	waitFor(t, 20*time.Second, "the coordinators to load", func() bool {
 		ar, err = alter.RequestWith(ctx, cl)
-		return err != nil || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) == 0 ||
-			ar.Topics[0].Partitions[0].ErrorCode != kerr.CoordinatorLoadInProgress.Code
+		if err != nil || retriable(ar.ErrorCode) || len(ar.Topics) != 1 {
+			return err != nil
+		}
+		for _, p := range ar.Topics[0].Partitions {
+			if retriable(p.ErrorCode) {
+				return false
+			}
+		}
+		return true
 	})
 	if err != nil || ar.ErrorCode != 0 || len(ar.Topics) != 1 || len(ar.Topics[0].Partitions) != 2 ||
 		ar.Topics[0].Partitions[0].ErrorCode != 0 || ar.Topics[0].Partitions[1].ErrorCode != 0 {

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,12 +23,20 @@ import (
 )
 
 func freeTCPPorts(t *testing.T, n int) []int {
+	// Below the kernel's ephemeral range (ip_local_port_range, 32768-60999
+	// by default): a port found free there can be taken, between this
+	// check and the etcd member binding it, as the local port of any
+	// process's outgoing connection (the compat suite runs beside these
+	// tests), and the cluster then never gets its quorum. Each package
+	// that starts etcd members draws from its own band (broker 20000-24999,
+	// cluster 25000-28999, compat 29000-32767) so they do not race each
+	// other either.
 	var ports []int
 	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(5000)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken: try another
 		}
 		lns = append(lns, ln)
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
@@ -80,10 +90,8 @@ func startEtcdBrokers(t *testing.T, n int, props func(i int, dir string) map[str
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, fmt.Sprintf("%d brokers in every broker's metadata", n), func() bool {
 		for _, b := range brokers {

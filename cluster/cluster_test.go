@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -130,10 +131,17 @@ type testCluster struct {
 func freePorts(t *testing.T, n int) []int32 {
 	var ls []net.Listener
 	var ports []int32
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the kernel's ephemeral range, in this package's band (see
+	// broker's freeTCPPorts): a port found free in the ephemeral range can
+	// become another process's outgoing connection's local port before the
+	// member binds it.
+	for attempt := 0; len(ports) < n; attempt++ {
+		if attempt > 10000 {
+			t.Fatal("no free loopback port in 25000-28999")
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 25000+rand.IntN(4000)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken: try another
 		}
 		ls = append(ls, l)
 		ports = append(ports, int32(l.Addr().(*net.TCPAddr).Port))

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -727,11 +728,18 @@ func freePorts(t testing.TB, k int) []int {
 			l.Close()
 		}
 	}()
+	// Below the kernel's ephemeral range (32768-60999 by default), in this
+	// package's band (see broker's freeTCPPorts): a port found free in the
+	// ephemeral range can become another process's outgoing connection's
+	// local port before the node binds it.
 	var ports []int
-	for i := 0; i < k; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for attempt := 0; len(ports) < k; attempt++ {
+		if attempt > 10000 {
+			t.Fatal("no free loopback port in 29000-32767")
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 29000+rand.IntN(3768)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken: try another
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
