@@ -91,7 +91,7 @@ func shareStateRetryable(code int16) bool {
 func (b *Broker) callShareCoordinator(k coordinator.ShareStateKey, local func() int16, remote func(ctx context.Context, id int32) (int16, error)) int16 {
 	ctx, cancel := context.WithTimeout(b.ctx, shareStateTimeout)
 	defer cancel()
-	code := kerr.CoordinatorNotAvailable.Code
+	var code int16
 	for attempt := 0; ; attempt++ {
 		c, ccode := b.shareCoordinator(k.CoordinatorKey())
 		switch {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // boltFile is groups.db or txns.db: opened at once when the file exists
@@ -58,7 +59,7 @@ func (f *boltFile) View(fn func(*bolt.Tx) error) error {
 	db, closed := f.db, f.closed
 	f.mu.Unlock()
 	if closed {
-		return bolt.ErrDatabaseNotOpen
+		return berrors.ErrDatabaseNotOpen
 	}
 	if db == nil {
 		return nil
@@ -80,7 +81,7 @@ func (f *boltFile) open() (*bolt.DB, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return nil, bolt.ErrDatabaseNotOpen
+		return nil, berrors.ErrDatabaseNotOpen
 	}
 	if f.db == nil {
 		db, err := bolt.Open(f.path, 0o600, boltOptions)

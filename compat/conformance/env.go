@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -288,5 +287,3 @@ func (e *Env) initPID(txnID *string, timeout int32) *kmsg.InitProducerIDResponse
 	})
 	return r
 }
-
-var errSkip = errors.New("skip")
