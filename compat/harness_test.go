@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -159,6 +160,33 @@ func (b *broker) log(line string) {
 	b.logMu.Lock()
 	b.logs = append(b.logs, fmt.Sprintf("[run %d] %s", b.runs, line))
 	b.logMu.Unlock()
+}
+
+// listenerAddrs returns each listener's address, by listener name, as the
+// broker logged them (msg=listener name=… addr=…).
+func (b *broker) listenerAddrs() map[string]string {
+	b.logMu.Lock()
+	defer b.logMu.Unlock()
+	addrs := map[string]string{}
+	for _, l := range b.logs {
+		if m := listenerLineRE.FindStringSubmatch(l); m != nil {
+			addrs[m[1]] = strings.Trim(m[2], `"`)
+		}
+	}
+	return addrs
+}
+
+// waitLog reports whether the broker logs a line containing s within d
+// (its stderr is read asynchronously).
+func (b *broker) waitLog(s string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		b.logMu.Lock()
+		found := slices.ContainsFunc(b.logs, func(l string) bool { return strings.Contains(l, s) })
+		b.logMu.Unlock()
+		if found || time.Now().After(deadline) {
+			return found
+		}
+	}
 }
 
 func (b *broker) dumpLogs(t *testing.T) {

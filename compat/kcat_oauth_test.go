@@ -31,7 +31,7 @@ func TestKcatOAuth(t *testing.T) {
 	if want := "0:0:k1=one;origin=kcat\n0:1:k2=two;origin=kcat\n0:2:k1=three;origin=kcat\n"; out != want {
 		t.Fatalf("kcat consumed %q, want %q", out, want)
 	}
-	if !waitLog(b, "listener=SASL_PLAINTEXT principal=User:"+secUser+" mechanism=OAUTHBEARER", 10*time.Second) {
+	if !b.waitLog("listener=SASL_PLAINTEXT principal=User:"+secUser+" mechanism=OAUTHBEARER", 10*time.Second) {
 		t.Error("the broker did not log the OAUTHBEARER principal")
 	}
 
@@ -42,7 +42,7 @@ func TestKcatOAuth(t *testing.T) {
 	if err == nil || !strings.Contains(string(res), `SASL authentication error: {"status":"invalid_token"} (after `) {
 		t.Fatalf("token without sub: err %v, output %s", err, res)
 	}
-	if !waitLog(b, `msg="OAUTHBEARER token rejected" err="no \"sub\" claim"`, 10*time.Second) {
+	if !b.waitLog(`msg="OAUTHBEARER token rejected" err="no \"sub\" claim"`, 10*time.Second) {
 		t.Error("the broker did not log why it refused the token")
 	}
 }

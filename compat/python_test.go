@@ -55,7 +55,7 @@ func TestPythonClients(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pytest in compat/python: %v (ctx %v)", err, ctx.Err())
 	}
-	if !waitLog(oauth, "listener=SASL_PLAINTEXT principal=User:alice mechanism=OAUTHBEARER", 10*time.Second) {
+	if !oauth.waitLog("listener=SASL_PLAINTEXT principal=User:alice mechanism=OAUTHBEARER", 10*time.Second) {
 		t.Error("the OAUTHBEARER broker did not log librdkafka's principal")
 	}
 }
@@ -67,15 +67,11 @@ func oauthBroker(t *testing.T) (*broker, string) {
 	t.Helper()
 	b := startBroker(t, t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
 		"sasl.enabled.mechanisms=OAUTHBEARER", "auto.create.topics.enable=true")
-	b.logMu.Lock()
-	defer b.logMu.Unlock()
-	for _, l := range b.logs {
-		if m := listenerLineRE.FindStringSubmatch(l); m != nil && m[1] == "SASL_PLAINTEXT" {
-			return b, strings.Trim(m[2], `"`)
-		}
+	addr := b.listenerAddrs()["SASL_PLAINTEXT"]
+	if addr == "" {
+		t.Fatal("no address logged for the SASL_PLAINTEXT listener")
 	}
-	t.Fatal("no address logged for the SASL_PLAINTEXT listener")
-	return nil, ""
+	return b, addr
 }
 
 // pythonVenv returns the python of a venv holding compat/python's

@@ -134,14 +134,7 @@ func secureBroker(t *testing.T, pki *secPKI, sets ...string) (*broker, map[strin
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
 	}, sets...)
 	b := startBroker(t, dir, all...)
-	addrs := map[string]string{}
-	b.logMu.Lock()
-	for _, l := range b.logs {
-		if m := listenerLineRE.FindStringSubmatch(l); m != nil {
-			addrs[m[1]] = strings.Trim(m[2], `"`)
-		}
-	}
-	b.logMu.Unlock()
+	addrs := b.listenerAddrs()
 	for _, n := range []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"} {
 		if addrs[n] == "" {
 			t.Fatalf("no address logged for listener %s: %v", n, addrs)
