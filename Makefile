@@ -111,12 +111,23 @@ JEPSEN_NODES  ?= 3
 jepsen:
 	GREGOR_JEPSEN_NODES=$(JEPSEN_NODES) GREGOR_JEPSEN_CYCLES=$(JEPSEN_CYCLES) $(GO) test -count=1 -timeout 90m -run '^TestClusterJepsen$$' -v ./compat
 
-## fuzz: every fuzz target for $(FUZZTIME) each
+## fuzz: every fuzz target for $(FUZZTIME) each; a run that fails only with Go 1.26's
+## fuzztime-deadline race (context deadline exceeded, no input written) runs once more
 fuzz:
 	@for pkg in ./protocol ./storage ./broker; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+			for try in 1 2; do \
+				out=$$($(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg 2>&1); rc=$$?; \
+				echo "$$out"; \
+				[ $$rc -eq 0 ] && break; \
+				if [ $$try -eq 1 ] && echo "$$out" | grep -q 'context deadline exceeded' && \
+					! echo "$$out" | grep -q -e 'Failing input written' -e 'panic:'; then \
+					echo "== $$f: Go's fuzz coordinator raced its own -fuzztime deadline (golang/go#75804, fixed in Go 1.27); no input was written: running it once more"; \
+					continue; \
+				fi; \
+				exit 1; \
+			done; \
 		done; \
 	done
 
