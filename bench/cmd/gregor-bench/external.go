@@ -141,11 +141,27 @@ func kcatProduce(ctx context.Context, addr, topic, file string) (time.Duration, 
 }
 
 // kcatConsume reads n records of topic from the beginning with kcat and
-// returns the time and the bytes kcat printed.
-func kcatConsume(ctx context.Context, addr, topic string, n int) (time.Duration, int64, error) {
+// returns the time and the bytes kcat printed. extra are -X settings.
+func kcatConsume(ctx context.Context, addr, topic string, n int, extra ...string) (time.Duration, int64, error) {
+	args := []string{"-C", "-q", "-b", addr, "-t", topic, "-o", "beginning", "-e", "-c", strconv.Itoa(n)}
+	for _, x := range extra {
+		args = append(args, "-X", x)
+	}
 	start := time.Now()
-	out, _, err := runCmd(ctx, "kcat", "-C", "-q", "-b", addr, "-t", topic, "-o", "beginning", "-e", "-c", strconv.Itoa(n))
+	out, _, err := runCmd(ctx, "kcat", args...)
 	return time.Since(start), out, err
+}
+
+// kcatQueue raises librdkafka's pre-fetch queue above n records of size
+// bytes. With its defaults (queued.min.messages 100,000, 64 MiB) a broker
+// that answers Fetch faster than kcat prints fills the queue, and
+// librdkafka 2.0's fetcher then sleeps until its next wake-up (up to 1 s)
+// instead of when the queue drains: a client pause that only a faster
+// broker triggers. The raised queue measures the broker, the default row
+// shows what a user of kcat's defaults sees.
+func kcatQueue(n, size int) []string {
+	kb := n*(size+200)/1024 + 1024 // values plus librdkafka's per-message overhead
+	return []string{"queued.min.messages=" + strconv.Itoa(2*n), "queued.max.messages.kbytes=" + strconv.Itoa(kb)}
 }
 
 // sysStat is what strace saw of one system call.

@@ -191,9 +191,25 @@ func runTarget(ctx context.Context, c *config, rs *results, t target, r int, dat
 			if err != nil {
 				return err
 			}
+			// Best of three with a queue that holds every record: kcat's
+			// start-up (a partition joining its broker thread waits up to
+			// 500 ms for a wake-up) and its queue-full pause (kcatQueue)
+			// are client timers, not the broker.
+			var best time.Duration
+			for i := 0; i < 3; i++ {
+				d, _, err := kcatConsume(ctx, p.addr, topic, c.kcatRecords, kcatQueue(c.kcatRecords, 100)...)
+				if err != nil {
+					return err
+				}
+				if best == 0 || d < best {
+					best = d
+				}
+			}
 			rs.set(t.name, "kcat_prod_rps", r, float64(c.kcatRecords)/pe.Seconds())
-			rs.set(t.name, "kcat_cons_rps", r, float64(c.kcatRecords)/ce.Seconds())
-			log.Printf("run %d %s: kcat produce %v, consume %v", r+1, t.name, pe.Round(time.Millisecond), ce.Round(time.Millisecond))
+			rs.set(t.name, "kcat_cons_default_rps", r, float64(c.kcatRecords)/ce.Seconds())
+			rs.set(t.name, "kcat_cons_rps", r, float64(c.kcatRecords)/best.Seconds())
+			log.Printf("run %d %s: kcat produce %v, consume %v (defaults), best of 3 with a queue for every record %v", r+1, t.name,
+				pe.Round(time.Millisecond), ce.Round(time.Millisecond), best.Round(time.Millisecond))
 			return nil
 		})
 	}
