@@ -91,6 +91,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	// through r.wait.
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	if wake := b.fetchPass(req, resp, targets, regions, deadline); wake != nil {
+		r.waitInWriter = true
 		r.wait = func() {
 			waited := b.fetchWaiting(r, req, resp, targets, regions, deadline, wake)
 			b.fetchAnswer(r, req, resp, regions, cq, time.Since(start)-waited)

@@ -99,7 +99,13 @@ type conn struct {
 type pending struct {
 	// done is closed when the answer is ready; nil when the request was
 	// handled in the reader, so that the answer was ready on return.
-	done    chan struct{}
+	done chan struct{}
+	// later, when set, completes the answer: a wait the handler left
+	// (a Fetch's long poll) that runs in whichever goroutine awaits the
+	// pending, the writer when its turn comes, instead of in a goroutine
+	// of its own that would then wake the writer: one hand-off fewer
+	// between an append and the answer to a waiting consumer.
+	later   func()
 	out     *protocol.Out // nil: no response (acks=0 produce)
 	release func()        // called after out is written or dropped
 	fatal   error         // non-nil: close the connection instead of answering
@@ -126,7 +132,12 @@ type request struct {
 	out        *protocol.Out
 	release    func()
 	noResponse bool
-	closeAfter bool // answer, then close the connection
+	// waitInWriter lets wait run in the connection's writer when the
+	// answer's turn comes (Fetch): right for a wait that only watches
+	// for data until an absolute deadline, so that starting it after
+	// the answers queued before it loses nothing.
+	waitInWriter bool
+	closeAfter   bool // answer, then close the connection
 	// wait, when set by a handler, runs in a goroutine of its own after
 	// the handler returns and before the response is encoded: the part of
 	// a request that must happen in order (an append) is done by the
@@ -582,6 +593,10 @@ func (c *conn) run(h handler, r *request, p *pending) {
 	}
 	if err == nil && r.wait != nil {
 		handedOff = true
+		if r.waitInWriter && p.done == nil {
+			p.later = func() { c.complete(r, p, resp, start) }
+			return
+		}
 		if p.done == nil {
 			p.done = make(chan struct{})
 		}
@@ -593,7 +608,9 @@ func (c *conn) run(h handler, r *request, p *pending) {
 
 // complete runs a handler's wait and then answers, off the reader.
 func (c *conn) complete(r *request, p *pending, resp kmsg.Response, start time.Time) {
-	defer close(p.done)
+	if p.done != nil {
+		defer close(p.done)
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			c.log.Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
@@ -677,6 +694,10 @@ func (c *conn) deliver(p *pending, broken bool) bool {
 
 // await waits for the answer to be ready.
 func (p *pending) await() {
+	if f := p.later; f != nil {
+		p.later = nil
+		f()
+	}
 	if p.done != nil {
 		<-p.done
 	}
@@ -684,6 +705,9 @@ func (p *pending) await() {
 
 // handled reports whether the request's answer is ready.
 func (p *pending) handled() bool {
+	if p.later != nil {
+		return false
+	}
 	if p.done == nil {
 		return true
 	}
