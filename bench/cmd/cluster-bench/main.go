@@ -44,6 +44,7 @@ var (
 	records   = flag.Int("n", 1000000, "records per throughput run")
 	size      = flag.Int("size", 100, "record value size in bytes")
 	failovers = flag.Int("failovers", 5, "failover measurements per target")
+	warmup    = flag.Int("warmup", 200000, "records written, untimed, to a RF=3 topic of each cluster before the runs (the JVMs' JIT)")
 	targets   = flag.String("targets", "", "comma-separated: gregor, kafka (default both when java and mvn are on the PATH, else gregor)")
 	timeout   = flag.Duration("timeout", 25*time.Minute, "bound on the whole run")
 )
@@ -108,9 +109,15 @@ func main() {
 		ts = append(ts, t)
 	}
 
-	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run.%s\n\n",
-		*runs, *records, *size, *failovers, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		describe(names), numCPU(), note)
+	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
+		*runs, *records, *size, *failovers, *warmup, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		describe(names), numCPU(), *warmup, note)
+
+	for _, t := range ts {
+		if *warmup > 0 {
+			produce(ctx, t, "warmup", 3, *warmup)
+		}
+	}
 
 	fmt.Printf("| run |")
 	for _, t := range ts {
@@ -266,8 +273,11 @@ func javaVersion() string {
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	if len(s) == 0 {
+	switch {
+	case len(s) == 0:
 		return 0
+	case len(s)%2 == 0:
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return s[len(s)/2]
 }
@@ -303,11 +313,24 @@ func createTopic(ctx context.Context, t *target, name string, rf int16) {
 	fatalf("%s: %s has no leader with a full ISR: %v", t.name, name, ctx.Err())
 }
 
-// produceRun writes *records records of *size random bytes with an
-// idempotent acks=all producer, records the rate and the brokers' CPU time,
-// and returns records per second.
+// produceRun writes *records records to a new topic, records the rate and
+// the brokers' CPU time, and returns records per second.
 func produceRun(ctx context.Context, t *target, rf int16, run int) float64 {
 	topic := fmt.Sprintf("bench-rf%d-%d", rf, run)
+	pids := t.c.pids()
+	var cpu0 float64
+	d := produce(ctx, t, topic, rf, *records, func() { cpu0 = sumCPU(pids) })
+	rate := float64(*records) / d.Seconds()
+	t.cpu[rf] += sumCPU(pids) - cpu0
+	t.bytes[rf] += float64(*records) * float64(*size)
+	t.rate[rf] = append(t.rate[rf], rate)
+	return rate
+}
+
+// produce creates topic and writes n records of *size random bytes to it
+// with an idempotent acks=all producer; it returns the time from the first
+// Produce to the end of Flush, calling the before functions first.
+func produce(ctx context.Context, t *target, topic string, rf int16, n int, before ...func()) time.Duration {
 	createTopic(ctx, t, topic, rf)
 	vals := make([][]byte, 4096)
 	for i := range vals {
@@ -320,10 +343,11 @@ func produceRun(ctx context.Context, t *target, rf int16, run int) float64 {
 	}
 	defer cl.Close()
 	var errOnce sync.Once
-	pids := t.c.pids()
-	cpu0 := sumCPU(pids)
+	for _, f := range before {
+		f()
+	}
 	start := time.Now()
-	for i := 0; i < *records; i++ {
+	for i := 0; i < n; i++ {
 		cl.Produce(ctx, &kgo.Record{Value: vals[i%len(vals)]}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				errOnce.Do(func() { log.Printf("%s: produce: %v", t.name, err) })
@@ -333,11 +357,7 @@ func produceRun(ctx context.Context, t *target, rf int16, run int) float64 {
 	if err := cl.Flush(ctx); err != nil {
 		fatalf("%s: flush: %v", t.name, err)
 	}
-	rate := float64(*records) / time.Since(start).Seconds()
-	t.cpu[rf] += sumCPU(pids) - cpu0
-	t.bytes[rf] += float64(*records) * float64(*size)
-	t.rate[rf] = append(t.rate[rf], rate)
-	return rate
+	return time.Since(start)
 }
 
 // failover kills the leader of a fresh RF=3 partition while a producer
