@@ -1,7 +1,8 @@
 // Package kafkaref starts a real Apache Kafka broker (KRaft, combined
-// broker and controller, one node) on loopback for comparisons with Gregor:
-// the conformance report (compat/conformance, make conformance) and
-// benchmarks.
+// broker and controller, one node: Start) or a cluster of them
+// (StartCluster) on loopback for comparisons with Gregor: the conformance
+// report (compat/conformance, make conformance) and benchmarks
+// (bench/cmd/gregor-bench, bench/cmd/cluster-bench).
 //
 // Kafka comes from Maven Central as org.apache.kafka:kafka_2.13 and its
 // runtime dependencies, resolved by Maven from pom.xml beside this file
