@@ -157,7 +157,9 @@ clean:
 	rm -rf bin
 
 ## bench-cluster: a three-node cluster on this machine: acks=all produce
-## throughput RF=3 beside RF=1, and failover time after kill -9 of a leader.
+## throughput RF=3 beside RF=1, and failover time after kill -9 of a leader;
+## beside three Apache Kafka 4.4 KRaft nodes when java and mvn are there.
+## Knobs: BENCH_CLUSTER_FLAGS="-runs 3 -n 1000000 -failovers 5 -targets gregor,kafka"
 bench-cluster:
 	cd bench && $(GO) run ./cmd/cluster-bench $(BENCH_CLUSTER_FLAGS)
 

@@ -1,7 +1,8 @@
 // Package kafkaref starts a real Apache Kafka broker (KRaft, combined
-// broker and controller, one node) on loopback for comparisons with Gregor:
-// the conformance report (compat/conformance, make conformance) and
-// benchmarks.
+// broker and controller, one node: Start) or a cluster of them
+// (StartCluster) on loopback for comparisons with Gregor: the conformance
+// report (compat/conformance, make conformance) and benchmarks
+// (bench/cmd/gregor-bench, bench/cmd/cluster-bench).
 //
 // Kafka comes from Maven Central as org.apache.kafka:kafka_2.13 and its
 // runtime dependencies, resolved by Maven from pom.xml beside this file
@@ -32,6 +33,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,6 +97,7 @@ type Broker struct {
 	exited    chan struct{}
 	waitErr   error
 	logf      *os.File
+	out       io.Writer
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -226,19 +229,10 @@ func newClusterID() string {
 // Start formats a fresh KRaft log directory and starts the broker, returning
 // once it answers Metadata listing itself. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (b *Broker, err error) {
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = DefaultStartTimeout
-	}
-	if opts.Heap == "" {
-		opts.Heap = DefaultHeap
-	}
+	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	version, err := Version()
-	if err != nil {
-		return nil, err
-	}
-	cp, err := Classpath(ctx)
+	version, cp, err := prepare(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -262,22 +256,73 @@ func Start(ctx context.Context, opts Options) (b *Broker, err error) {
 	}
 	b.Addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	b.ControllerAddr = fmt.Sprintf("127.0.0.1:%d", ports[1])
-	props := map[string]string{
+	props := nodeProps(1, b.Addr, b.ControllerAddr, "1@"+b.ControllerAddr, b.Dir, 1)
+	if err := b.setup(ctx, cp, props, opts); err != nil {
+		return b, err
+	}
+	started, err := b.launch(cp, opts)
+	if err != nil {
+		return b, err
+	}
+	if err := b.waitAnswer(ctx, started); err != nil {
+		return b, fmt.Errorf("%w (see %s)", err, b.LogFile)
+	}
+	if err := b.waitReady(ctx); err != nil {
+		return b, fmt.Errorf("%w (see %s)", err, b.LogFile)
+	}
+	b.StartDuration = time.Since(started)
+	return b, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Heap == "" {
+		o.Heap = DefaultHeap
+	}
+	return o
+}
+
+// prepare returns the Kafka version of pom.xml and its classpath.
+func prepare(ctx context.Context) (version, cp string, err error) {
+	if version, err = Version(); err != nil {
+		return "", "", err
+	}
+	if cp, err = Classpath(ctx); err != nil {
+		return "", "", err
+	}
+	return version, cp, nil
+}
+
+// nodeProps are the generated server properties of a combined broker and
+// controller: node id, its two listeners, the static quorum voters
+// ("1@host:port,2@host:port,..."), the log directory under dir, and the
+// replication factor (and, for rf > 1, min.insync.replicas rf-1) of the
+// internal topics.
+func nodeProps(id int, addr, controllerAddr, voters, dir string, rf int) map[string]string {
+	rfs, minISR := strconv.Itoa(rf), strconv.Itoa(max(1, rf-1))
+	return map[string]string{
 		"process.roles":                                    "broker,controller",
-		"node.id":                                          "1",
-		"controller.quorum.voters":                         "1@" + b.ControllerAddr,
-		"listeners":                                        "PLAINTEXT://" + b.Addr + ",CONTROLLER://" + b.ControllerAddr,
-		"advertised.listeners":                             "PLAINTEXT://" + b.Addr,
+		"node.id":                                          strconv.Itoa(id),
+		"controller.quorum.voters":                         voters,
+		"listeners":                                        "PLAINTEXT://" + addr + ",CONTROLLER://" + controllerAddr,
+		"advertised.listeners":                             "PLAINTEXT://" + addr,
 		"controller.listener.names":                        "CONTROLLER",
 		"inter.broker.listener.name":                       "PLAINTEXT",
 		"listener.security.protocol.map":                   "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-		"log.dirs":                                         filepath.Join(b.Dir, "data"),
-		"offsets.topic.replication.factor":                 "1",
-		"transaction.state.log.replication.factor":         "1",
-		"transaction.state.log.min.isr":                    "1",
-		"share.coordinator.state.topic.replication.factor": "1",
-		"share.coordinator.state.topic.min.isr":            "1",
+		"log.dirs":                                         filepath.Join(dir, "data"),
+		"offsets.topic.replication.factor":                 rfs,
+		"transaction.state.log.replication.factor":         rfs,
+		"transaction.state.log.min.isr":                    minISR,
+		"share.coordinator.state.topic.replication.factor": rfs,
+		"share.coordinator.state.topic.min.isr":            minISR,
 	}
+}
+
+// setup writes b.Dir/server.properties from props overridden by
+// opts.Props, opens b.Dir/kafka.log and formats the storage with b.ClusterID.
+func (b *Broker) setup(ctx context.Context, cp string, props map[string]string, opts Options) error {
 	for k, v := range opts.Props {
 		props[k] = v
 	}
@@ -290,55 +335,63 @@ func Start(ctx context.Context, opts Options) (b *Broker, err error) {
 	for _, k := range keys {
 		fmt.Fprintf(&conf, "%s=%s\n", k, props[k])
 	}
-	confFile := filepath.Join(b.Dir, "server.properties")
-	if err := os.WriteFile(confFile, conf.Bytes(), 0o644); err != nil {
-		return b, err
+	if err := os.WriteFile(b.confFile(), conf.Bytes(), 0o644); err != nil {
+		return err
 	}
-	b.LogFile = filepath.Join(b.Dir, "kafka.log")
-	if b.logf, err = os.Create(b.LogFile); err != nil {
-		return b, err
+	if err := b.openLog(opts.Log, os.O_TRUNC); err != nil {
+		return err
 	}
-	var out io.Writer = b.logf
-	if opts.Log != nil {
-		out = io.MultiWriter(b.logf, opts.Log)
-	}
-
 	// Format the storage: a short-lived JVM tuned for start-up.
 	format := exec.CommandContext(ctx, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", cp,
-		"kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", b.ClusterID, "-c", confFile)
-	format.Stdout, format.Stderr = out, out
+		"kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", b.ClusterID, "-c", b.confFile())
+	format.Stdout, format.Stderr = b.out, b.out
 	format.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := format.Run(); err != nil {
-		return b, fmt.Errorf("kafkaref: kafka-storage format: %v (see %s)", err, b.LogFile)
+		return fmt.Errorf("kafkaref: kafka-storage format: %v (see %s)", err, b.LogFile)
 	}
+	return nil
+}
 
+func (b *Broker) confFile() string { return filepath.Join(b.Dir, "server.properties") }
+
+// openLog opens b.Dir/kafka.log as the JVM's output (mode os.O_TRUNC or
+// os.O_APPEND), also written to w if it is not nil.
+func (b *Broker) openLog(w io.Writer, mode int) error {
+	b.LogFile = filepath.Join(b.Dir, "kafka.log")
+	f, err := os.OpenFile(b.LogFile, os.O_CREATE|os.O_WRONLY|mode, 0o644)
+	if err != nil {
+		return err
+	}
+	b.logf, b.out = f, f
+	if w != nil {
+		b.out = io.MultiWriter(f, w)
+	}
+	return nil
+}
+
+// launch starts the broker's JVM on the written configuration and returns
+// the time it was started.
+func (b *Broker) launch(cp string, opts Options) (time.Time, error) {
 	args := []string{"-Xmx" + opts.Heap, "-Xms" + opts.Heap, "-Djava.awt.headless=true",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}
 	args = append(args, opts.JVMArgs...)
-	args = append(args, "-cp", cp, "kafka.Kafka", confFile)
+	args = append(args, "-cp", cp, "kafka.Kafka", b.confFile())
 	b.cmd = exec.Command("java", args...)
 	b.cmd.Dir = b.Dir
-	b.cmd.Stdout, b.cmd.Stderr = out, out
+	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
 	// Its own process group, so Stop reaches every process it starts; and
 	// it dies with this process.
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
 	if err := b.cmd.Start(); err != nil {
-		return b, fmt.Errorf("kafkaref: starting java: %w", err)
+		return started, fmt.Errorf("kafkaref: starting java: %w", err)
 	}
 	b.exited = make(chan struct{})
 	go func() {
 		b.waitErr = b.cmd.Wait()
 		close(b.exited)
 	}()
-	if err := b.waitAnswer(ctx, started); err != nil {
-		return b, fmt.Errorf("%w (see %s)", err, b.LogFile)
-	}
-	if err := b.waitReady(ctx); err != nil {
-		return b, fmt.Errorf("%w (see %s)", err, b.LogFile)
-	}
-	b.StartDuration = time.Since(started)
-	return b, nil
+	return started, nil
 }
 
 // Pid is the JVM's process id (also its process group id).
@@ -431,27 +484,51 @@ func APIVersions(ctx context.Context, addr string) error {
 // waitReady polls Metadata until the broker lists itself (it is registered
 // and unfenced, so topics can be created).
 func (b *Broker) waitReady(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RetryTimeout(time.Second))
+	return waitBrokers(ctx, b.Addr, 1, -1, []*Broker{b})
+}
+
+// waitBrokers polls Metadata on the broker at addr until it lists n
+// brokers, node id need among them unless it is -1 (registered and
+// unfenced), or one of procs exits.
+func waitBrokers(ctx context.Context, addr string, n int, need int32, procs []*Broker) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	seed := cl.SeedBrokers()[0]
+	ok := func(resp *kmsg.MetadataResponse) bool {
+		if len(resp.Brokers) < n {
+			return false
+		}
+		for _, b := range resp.Brokers {
+			if b.NodeID == need {
+				return true
+			}
+		}
+		return need == -1
+	}
 	for {
-		select {
-		case <-b.exited:
-			return fmt.Errorf("kafkaref: the JVM exited during start: %v", b.waitErr)
-		default:
+		for _, b := range procs {
+			select {
+			case <-b.exited:
+				return fmt.Errorf("kafkaref: the JVM of %s exited: %v (see %s)", b.Addr, b.waitErr, b.LogFile)
+			default:
+			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
+		kresp, err := seed.Request(rctx, kmsg.NewPtrMetadataRequest())
 		cancel()
-		if err == nil && len(resp.Brokers) > 0 {
-			return nil
+		if err == nil {
+			resp := kresp.(*kmsg.MetadataResponse)
+			if ok(resp) {
+				return nil
+			}
+			err = fmt.Errorf("%d brokers of %d listed", len(resp.Brokers), n)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("kafkaref: not ready: %w (last error %v)", ctx.Err(), err)
-		case <-b.exited:
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

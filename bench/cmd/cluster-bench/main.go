@@ -1,15 +1,21 @@
 // Command cluster-bench measures a three-node Gregor cluster on one
-// machine: acks=all produce throughput of a replication factor 3 topic
-// beside a replication factor 1 topic on the same cluster (interleaved, run
-// by run), and failover time: from kill -9 of a partition's leader to the
-// first acknowledged produce on its new leader, with default settings.
+// machine, beside a three-node Apache Kafka 4.4.0 cluster (KRaft, every node
+// a combined broker and controller; compat/kafkaref) when java and mvn are
+// on the PATH: acks=all produce throughput of a replication factor 3 topic
+// beside a replication factor 1 topic on the same cluster, with the three
+// brokers' CPU seconds per GB and their RSS after those runs, and failover
+// time: from kill -9 of a partition's leader to the first acknowledged
+// produce on its new leader, with default settings. The targets take turns
+// run by run (Gregor run 1, Kafka run 1, Gregor run 2, ...); both clusters
+// stay up throughout.
 //
 //	make bench-cluster                      # or:
-//	cd bench && go run ./cmd/cluster-bench -runs 3 -n 1000000 -failovers 5
+//	cd bench && go run ./cmd/cluster-bench -runs 3 -n 1000000 -failovers 5 [-targets gregor,kafka]
 //
 // It builds gregor from the working tree, starts the nodes on free loopback
-// ports in temporary directories, and kills every process it started when
-// it ends. Results go to standard output as markdown.
+// ports in temporary directories, and kills every process it started (the
+// Kafka JVMs by process group) when it ends, fails, runs out of -timeout or
+// is interrupted. Results go to standard output as markdown.
 package main
 
 import (
@@ -18,11 +24,9 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,131 +34,221 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregor-broker/gregor/compat/kafkaref"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 var (
-	runs      = flag.Int("runs", 3, "throughput runs per replication factor")
+	runs      = flag.Int("runs", 3, "throughput runs per replication factor and target")
 	records   = flag.Int("n", 1000000, "records per throughput run")
 	size      = flag.Int("size", 100, "record value size in bytes")
-	failovers = flag.Int("failovers", 5, "failover measurements")
-	timeout   = flag.Duration("timeout", 15*time.Minute, "bound on the whole run")
+	failovers = flag.Int("failovers", 5, "failover measurements per target")
+	warmup    = flag.Int("warmup", 200000, "records written, untimed, to a RF=3 topic of each cluster before the runs (the JVMs' JIT)")
+	targets   = flag.String("targets", "", "comma-separated: gregor, kafka (default both when java and mvn are on the PATH, else gregor)")
+	timeout   = flag.Duration("timeout", 25*time.Minute, "bound on the whole run")
 )
 
-type node struct {
-	id       int
-	kafka    string
-	peer     int
-	dir      string
-	cmd      *exec.Cmd
-	logFile  *os.File
-	binary   string
-	voters   string
-	alive    bool
-	restarts int
+// cluster is one of the three-node clusters under test.
+type cluster interface {
+	seeds() []string
+	// pids are the brokers' processes (for Kafka the JVMs).
+	pids() []int
+	// kill sends SIGKILL to the node and waits for it to exit.
+	kill(nodeID int32)
+	// restart starts a killed node again and waits until the cluster
+	// lists three brokers.
+	restart(ctx context.Context, nodeID int32, t *target)
+	// sessionTimeout is the configured (default) broker.session.timeout.ms.
+	sessionTimeout() time.Duration
 }
 
-func (n *node) start() {
-	args := []string{"--listen", n.kafka, "--data-dir", n.dir, "--set", "node.id=" + strconv.Itoa(n.id),
-		"--set", "controller.quorum.voters=" + n.voters, "--log-level", "warn"}
-	n.cmd = exec.Command(n.binary, args...)
-	n.cmd.Stdout, n.cmd.Stderr = n.logFile, n.logFile
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n.cmd.Start(); err != nil {
-		log.Fatalf("start node %d: %v", n.id, err)
-	}
-	n.alive = true
-}
-
-func (n *node) kill() {
-	if n.alive {
-		n.cmd.Process.Kill()
-		n.cmd.Wait()
-		n.alive = false
-	}
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+// target is a cluster, its admin client and its results.
+type target struct {
+	name  string
+	c     cluster
+	admin *kadm.Client
+	rate  map[int16][]float64 // rec/s by replication factor, one per run
+	cpu   map[int16]float64   // broker CPU seconds summed over the runs
+	bytes map[int16]float64   // value bytes written over the runs
+	rssKB int64               // sum of the brokers' VmRSS after the throughput runs
+	fo    []float64           // failover seconds
 }
 
 func main() {
 	flag.Parse()
+	log.SetFlags(log.Ltime)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	time.AfterFunc(*timeout, func() { fatalf("cluster-bench: -timeout %v reached", *timeout) })
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() { s := <-sig; fatalf("cluster-bench: %v", s) }()
+
+	names, note := chooseTargets()
 	tmp, err := os.MkdirTemp("", "cluster-bench")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "gregor")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/gregor")
-	build.Dir = ".."
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		log.Fatalf("build gregor: %v", err)
-	}
-	var nodes []*node
-	var voters []string
-	for id := 1; id <= 3; id++ {
-		n := &node{id: id, kafka: "127.0.0.1:" + strconv.Itoa(freePort()), peer: freePort(), dir: filepath.Join(tmp, "node-"+strconv.Itoa(id)), binary: bin}
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", id, n.peer))
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		n.voters = strings.Join(voters, ",")
-		if n.logFile, err = os.Create(n.dir + ".log"); err != nil {
-			log.Fatal(err)
+	atExit(func() { os.RemoveAll(tmp) })
+	var ts []*target
+	for _, name := range names {
+		t := &target{name: name, rate: map[int16][]float64{}, cpu: map[int16]float64{}, bytes: map[int16]float64{}}
+		switch name {
+		case "Gregor":
+			t.c = startGregor(tmp)
+		case "Kafka":
+			t.c = startKafka(ctx, tmp)
 		}
-		n.start()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...))
+		if err != nil {
+			fatalf("%v", err)
+		}
+		t.admin = kadm.NewClient(cl)
+		waitBrokers(ctx, t, 3)
+		ts = append(ts, t)
 	}
-	stopAll := func() {
-		for _, n := range nodes {
-			n.kill()
+
+	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
+		*runs, *records, *size, *failovers, *warmup, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		describe(names), numCPU(), *warmup, note)
+
+	for _, t := range ts {
+		if *warmup > 0 {
+			produce(ctx, t, "warmup", 3, *warmup)
 		}
 	}
-	defer stopAll()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() { <-sig; stopAll(); os.Exit(1) }()
 
-	var seeds []string
-	for _, n := range nodes {
-		seeds = append(seeds, n.kafka)
+	fmt.Printf("| run |")
+	for _, t := range ts {
+		fmt.Printf(" %s RF=1 rec/s | %s RF=3 rec/s | %s RF=3 / RF=1 |", t.name, t.name, t.name)
 	}
-	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		log.Fatal(err)
-	}
-	admin := kadm.NewClient(adm)
-	waitBrokers(ctx, admin, 3)
-
-	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d` on %s; three gregor processes, the client and etcd on one machine (%d cores).\n\n",
-		*runs, *records, *size, *failovers, time.Now().UTC().Format("2006-01-02 15:04 UTC"), numCPU())
-	fmt.Printf("| run | RF=1 acks=all rec/s | RF=3 acks=all rec/s | RF=3 / RF=1 |\n|---|---|---|---|\n")
-	var r1s, r3s []float64
+	fmt.Printf("\n|---|%s\n", strings.Repeat("---|---|---|", len(ts)))
 	for run := 1; run <= *runs; run++ {
-		r1 := produceRun(ctx, admin, seeds, 1, run)
-		r3 := produceRun(ctx, admin, seeds, 3, run)
-		r1s, r3s = append(r1s, r1), append(r3s, r3)
-		fmt.Printf("| %d | %.0f | %.0f | %.2f |\n", run, r1, r3, r3/r1)
+		fmt.Printf("| %d |", run)
+		for _, t := range ts {
+			r1 := produceRun(ctx, t, 1, run)
+			r3 := produceRun(ctx, t, 3, run)
+			fmt.Printf(" %.0f | %.0f | %.2f |", r1, r3, r3/r1)
+		}
+		fmt.Println()
 	}
-	fmt.Printf("| median | %.0f | %.0f | %.2f |\n\n", median(r1s), median(r3s), median(r3s)/median(r1s))
+	for _, t := range ts {
+		for _, p := range t.c.pids() {
+			t.rssKB += rssKB(p)
+		}
+	}
 
-	fmt.Printf("Failover, kill -9 of the leader of a RF=3 partition (min.insync.replicas=2) under one synchronous acks=all producer → its first acknowledged produce after the kill:\n\n")
-	var fos []float64
+	fmt.Printf("\nFailover, kill -9 of the leader of a RF=3 partition (min.insync.replicas=2) under one synchronous acks=all producer → its first acknowledged produce after the kill:\n\n")
 	for i := 1; i <= *failovers; i++ {
-		d := failover(ctx, admin, seeds, nodes, i)
-		fos = append(fos, d.Seconds())
-		fmt.Printf("- %d: %.2f s\n", i, d.Seconds())
+		var parts []string
+		for _, t := range ts {
+			d := failover(ctx, t, i)
+			t.fo = append(t.fo, d.Seconds())
+			parts = append(parts, fmt.Sprintf("%s %.2f s", t.name, d.Seconds()))
+		}
+		fmt.Printf("- %d: %s\n", i, strings.Join(parts, ", "))
 	}
-	fmt.Printf("\nmedian %.2f s, max %.2f s\n", median(fos), slices.Max(fos))
+	fmt.Println()
+	summary(ts)
+	cleanup()
+}
+
+// chooseTargets reads -targets and says when Kafka is left out.
+func chooseTargets() (names []string, note string) {
+	spec := *targets
+	if spec == "" {
+		spec = "gregor,kafka"
+		if err := kafkaref.Available(); err != nil {
+			spec = "gregor"
+			note = fmt.Sprintf(" Apache Kafka is left out: %v.", err)
+		}
+	}
+	for _, s := range strings.Split(spec, ",") {
+		switch strings.TrimSpace(strings.ToLower(s)) {
+		case "gregor":
+			names = append(names, "Gregor")
+		case "kafka":
+			if err := kafkaref.Available(); err != nil {
+				log.Fatalf("-targets kafka: %v", err)
+			}
+			names = append(names, "Kafka")
+		default:
+			log.Fatalf("-targets: unknown target %q (gregor, kafka)", s)
+		}
+	}
+	if len(names) == 0 {
+		log.Fatal("-targets: none")
+	}
+	return names, note
+}
+
+func describe(names []string) string {
+	var d []string
+	for _, n := range names {
+		switch n {
+		case "Gregor":
+			d = append(d, "three gregor processes")
+		case "Kafka":
+			v, _ := kafkaref.Version()
+			d = append(d, fmt.Sprintf("three Apache Kafka %s JVMs (KRaft, combined broker+controller, -Xmx%s with kafka-server-start.sh's G1 flags, %s)", v, kafkaHeap, javaVersion()))
+		}
+	}
+	return strings.Join(d, " beside ")
+}
+
+// summary prints one row per measure, a column per target and, with both,
+// their ratio.
+func summary(ts []*target) {
+	type row struct {
+		name string
+		f    string
+		v    func(*target) float64
+	}
+	gb := func(t *target, rf int16) float64 {
+		if t.bytes[rf] == 0 {
+			return 0
+		}
+		return t.cpu[rf] / (t.bytes[rf] / 1e9)
+	}
+	rows := []row{
+		{"RF=1 acks=all rec/s, median", "%.0f", func(t *target) float64 { return median(t.rate[1]) }},
+		{"RF=3 acks=all rec/s, median", "%.0f", func(t *target) float64 { return median(t.rate[3]) }},
+		{"RF=3 / RF=1", "%.2f", func(t *target) float64 { return median(t.rate[3]) / median(t.rate[1]) }},
+		{"broker CPU s per GB of values, RF=1 (3 processes)", "%.1f", func(t *target) float64 { return gb(t, 1) }},
+		{"broker CPU s per GB of values, RF=3 (3 processes)", "%.1f", func(t *target) float64 { return gb(t, 3) }},
+		{"RSS of the 3 brokers after the throughput runs, MiB", "%.0f", func(t *target) float64 { return float64(t.rssKB) / 1024 }},
+		{"failover, median s", "%.2f", func(t *target) float64 { return median(t.fo) }},
+		{"failover, max s", "%.2f", func(t *target) float64 { return slices.Max(t.fo) }},
+		{"broker.session.timeout.ms (default)", "%.0f", func(t *target) float64 { return float64(t.c.sessionTimeout().Milliseconds()) }},
+	}
+	if *failovers == 0 {
+		rows = slices.DeleteFunc(rows, func(r row) bool { return strings.HasPrefix(r.name, "failover") })
+	}
+	fmt.Printf("| |")
+	for _, t := range ts {
+		fmt.Printf(" %s |", t.name)
+	}
+	ratio := len(ts) == 2
+	if ratio {
+		fmt.Printf(" %s/%s |", ts[0].name, ts[1].name)
+	}
+	fmt.Printf("\n|---|%s", strings.Repeat("---|", len(ts)))
+	if ratio {
+		fmt.Printf("---|")
+	}
+	fmt.Println()
+	for _, r := range rows {
+		fmt.Printf("| %s |", r.name)
+		for _, t := range ts {
+			fmt.Printf(" "+r.f+" |", r.v(t))
+		}
+		if ratio {
+			fmt.Printf(" %.2f |", r.v(ts[0])/r.v(ts[1]))
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\nCPU is utime+stime of the three broker processes (for Kafka the JVMs) from /proc over each produce run, summed over the runs and divided by the value bytes written (records × size); with RF=3 it includes the followers' replication. Each cluster's failover follows from its configured default broker.session.timeout.ms (Gregor 3 s, Kafka 9 s), not from a common setting.\n")
 }
 
 func numCPU() int {
@@ -166,32 +260,49 @@ func numCPU() int {
 	return n
 }
 
+// javaVersion is the first line of java -version.
+func javaVersion() string {
+	out, err := exec.Command("java", "-version").CombinedOutput()
+	if err != nil {
+		return "java ?"
+	}
+	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return l
+}
+
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	if len(s) == 0 {
+	switch {
+	case len(s) == 0:
 		return 0
+	case len(s)%2 == 0:
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return s[len(s)/2]
 }
 
-func waitBrokers(ctx context.Context, admin *kadm.Client, n int) {
+func waitBrokers(ctx context.Context, t *target, n int) {
 	for ctx.Err() == nil {
-		if md, err := admin.BrokerMetadata(ctx); err == nil && len(md.Brokers) == n {
+		if md, err := t.admin.BrokerMetadata(ctx); err == nil && len(md.Brokers) == n {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	log.Fatal("cluster did not form")
+	fatalf("%s: the cluster did not list %d brokers: %v", t.name, n, ctx.Err())
 }
 
-func createTopic(ctx context.Context, admin *kadm.Client, name string, rf int16) {
+func createTopic(ctx context.Context, t *target, name string, rf int16) {
 	minISR := strconv.Itoa(int(min(rf, 2)))
-	if _, err := admin.CreateTopic(ctx, 1, rf, map[string]*string{"min.insync.replicas": &minISR}, name); err != nil {
-		log.Fatalf("create %s: %v", name, err)
+	resp, err := t.admin.CreateTopic(ctx, 1, rf, map[string]*string{"min.insync.replicas": &minISR}, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		fatalf("%s: create %s: %v", t.name, name, err)
 	}
 	for ctx.Err() == nil {
-		md, err := admin.Metadata(ctx, name)
+		md, err := t.admin.Metadata(ctx, name)
 		if err == nil {
 			if p, ok := md.Topics[name].Partitions[0]; ok && p.Leader >= 0 && len(p.ISR) == int(rf) {
 				return
@@ -199,61 +310,79 @@ func createTopic(ctx context.Context, admin *kadm.Client, name string, rf int16)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	fatalf("%s: %s has no leader with a full ISR: %v", t.name, name, ctx.Err())
 }
 
-// produceRun writes *records records of *size random bytes with an
-// idempotent acks=all producer and returns records per second.
-func produceRun(ctx context.Context, admin *kadm.Client, seeds []string, rf int16, run int) float64 {
+// produceRun writes *records records to a new topic, records the rate and
+// the brokers' CPU time, and returns records per second.
+func produceRun(ctx context.Context, t *target, rf int16, run int) float64 {
 	topic := fmt.Sprintf("bench-rf%d-%d", rf, run)
-	createTopic(ctx, admin, topic, rf)
+	pids := t.c.pids()
+	var cpu0 float64
+	d := produce(ctx, t, topic, rf, *records, func() { cpu0 = sumCPU(pids) })
+	rate := float64(*records) / d.Seconds()
+	t.cpu[rf] += sumCPU(pids) - cpu0
+	t.bytes[rf] += float64(*records) * float64(*size)
+	t.rate[rf] = append(t.rate[rf], rate)
+	return rate
+}
+
+// produce creates topic and writes n records of *size random bytes to it
+// with an idempotent acks=all producer; it returns the time from the first
+// Produce to the end of Flush, calling the before functions first.
+func produce(ctx context.Context, t *target, topic string, rf int16, n int, before ...func()) time.Duration {
+	createTopic(ctx, t, topic, rf)
 	vals := make([][]byte, 4096)
 	for i := range vals {
 		vals[i] = make([]byte, *size)
 		crand.Read(vals[i])
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	defer cl.Close()
 	var errOnce sync.Once
+	for _, f := range before {
+		f()
+	}
 	start := time.Now()
-	for i := 0; i < *records; i++ {
+	for i := 0; i < n; i++ {
 		cl.Produce(ctx, &kgo.Record{Value: vals[i%len(vals)]}, func(_ *kgo.Record, err error) {
 			if err != nil {
-				errOnce.Do(func() { log.Printf("produce: %v", err) })
+				errOnce.Do(func() { log.Printf("%s: produce: %v", t.name, err) })
 			}
 		})
 	}
 	if err := cl.Flush(ctx); err != nil {
-		log.Fatal(err)
+		fatalf("%s: flush: %v", t.name, err)
 	}
-	return float64(*records) / time.Since(start).Seconds()
+	return time.Since(start)
 }
 
 // failover kills the leader of a fresh RF=3 partition while a producer
 // writes to it and returns the time from the kill to the first
-// acknowledgement of a produce sent after it.
-func failover(ctx context.Context, admin *kadm.Client, seeds []string, nodes []*node, i int) time.Duration {
+// acknowledgement of a produce sent after it; then it restarts the node and
+// waits for the partition's ISR to be full again.
+func failover(ctx context.Context, t *target, i int) time.Duration {
 	topic := fmt.Sprintf("failover-%d", i)
-	createTopic(ctx, admin, topic, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	createTopic(ctx, t, topic, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%v", err)
 	}
 	defer cl.Close()
 	for j := 0; j < 100; j++ {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
-			log.Fatalf("warm-up: %v", err)
+			fatalf("%s: warm-up: %v", t.name, err)
 		}
 	}
-	md, err := admin.Metadata(ctx, topic)
+	md, err := t.admin.Metadata(ctx, topic)
 	if err != nil {
-		log.Fatal(err)
+		fatalf("%s: %v", t.name, err)
 	}
 	leader := md.Topics[topic].Partitions[0].Leader
-	victim := nodes[leader-1]
-	victim.kill()
+	t.c.kill(leader)
 	killed := time.Now()
 	var d time.Duration
 	for ctx.Err() == nil {
@@ -263,15 +392,15 @@ func failover(ctx context.Context, admin *kadm.Client, seeds []string, nodes []*
 			break
 		}
 	}
-	victim.start()
-	waitBrokers(ctx, admin, 3)
+	t.c.restart(ctx, leader, t)
 	// Back to a full ISR before the next measurement.
 	for ctx.Err() == nil {
-		md, err := admin.Metadata(ctx, topic)
+		md, err := t.admin.Metadata(ctx, topic)
 		if err == nil && len(md.Topics[topic].Partitions[0].ISR) == 3 {
-			break
+			return d
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	fatalf("%s: %s: no full ISR after the restart: %v", t.name, topic, ctx.Err())
 	return d
 }
