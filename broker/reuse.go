@@ -21,6 +21,8 @@ package broker
 // before.
 
 import (
+	"strings"
+
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,6 +40,81 @@ type reusable struct {
 	release     func()       // releases regions
 	buf         []byte       // the encoded response frame
 	out         protocol.Out // the response, when encoded by encode
+	strs        ownedStrings // the kept requests' strings (decode)
+}
+
+// ownedStrings are the strings of the last Produce or Fetch decoded into a
+// reusable's request, owned (not aliasing any frame), so that the next
+// request naming the same topics takes them instead of copying its own.
+type ownedStrings struct {
+	topics  []string
+	txnID   *string // Produce
+	rack    string  // Fetch
+	cluster *string // Fetch
+}
+
+// own returns s as a string that aliases no frame: *kept when equal (kept
+// is then unchanged), else a copy, which becomes *kept.
+func own(s string, kept *string) string {
+	if *kept != s {
+		*kept = strings.Clone(s)
+	}
+	return *kept
+}
+
+// ownPtr is own for a nullable string.
+func ownPtr(s *string, kept **string) *string {
+	if s == nil {
+		return nil
+	}
+	if *kept == nil || **kept != *s {
+		c := strings.Clone(*s)
+		*kept = &c
+	}
+	return *kept
+}
+
+// decode decodes body into msg. A kept Produce or Fetch is decoded with
+// kmsg's UnsafeReadFrom, whose strings alias the frame (which goes back to
+// the pool after the handler), and its strings are replaced at once by
+// owned ones, the last request's when they are equal: a client producing
+// to or fetching from the same topics, the steady state, copies no topic
+// name. Nothing else sees the request before that. Record bytes alias the
+// frame with either decoder, as before. k may be nil.
+func (k *reusable) decode(msg kmsg.Request, body []byte) error {
+	switch m := msg.(type) {
+	case *kmsg.ProduceRequest:
+		if k == nil || m != k.produce {
+			break
+		}
+		if err := m.UnsafeReadFrom(body); err != nil {
+			return err
+		}
+		m.TransactionID = ownPtr(m.TransactionID, &k.strs.txnID)
+		k.strs.topics = grow(k.strs.topics, max(len(k.strs.topics), len(m.Topics)))
+		for i := range m.Topics {
+			m.Topics[i].Topic = own(m.Topics[i].Topic, &k.strs.topics[i])
+		}
+		return nil
+	case *kmsg.FetchRequest:
+		if k == nil || m != k.fetch {
+			break
+		}
+		if err := m.UnsafeReadFrom(body); err != nil {
+			return err
+		}
+		m.Rack = own(m.Rack, &k.strs.rack)
+		m.ClusterID = ownPtr(m.ClusterID, &k.strs.cluster)
+		k.strs.topics = grow(k.strs.topics, max(len(k.strs.topics), len(m.Topics)))
+		for i := range m.Topics {
+			m.Topics[i].Topic = own(m.Topics[i].Topic, &k.strs.topics[i])
+		}
+		for i := range m.ForgottenTopics {
+			m.ForgottenTopics[i].Topic = strings.Clone(m.ForgottenTopics[i].Topic)
+		}
+		return nil
+	}
+	return msg.ReadFrom(body)
 }
 
 // maxKeptFrame bounds the encoded-response buffer a connection keeps.

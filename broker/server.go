@@ -510,7 +510,7 @@ func decodeRequestInto(frame []byte, kept *reusable, clientID **string) (handler
 	if err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: %w", kmsg.NameForKey(key), version, err)
 	}
-	if err := msg.ReadFrom(body); err != nil {
+	if err := kept.decode(msg, body); err != nil {
 		return h, hdr, nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(key), version, err)
 	}
 	return h, hdr, msg, nil
