@@ -54,13 +54,8 @@ func StartCluster(ctx context.Context, n int, opts Options) (c *Cluster, err err
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{ClusterID: newClusterID(), Version: version, Dir: opts.Dir, cp: cp, opts: opts}
-	if c.Dir == "" {
-		if c.Dir, err = os.MkdirTemp("", "kafkaref-cluster-"); err != nil {
-			return nil, err
-		}
-		c.removeDir = true
-	} else if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+	c = &Cluster{ClusterID: newClusterID(), Version: version, cp: cp, opts: opts}
+	if c.Dir, c.removeDir, err = workDir(opts.Dir, "kafkaref-cluster-"); err != nil {
 		return nil, err
 	}
 	defer func() {

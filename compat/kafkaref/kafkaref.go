@@ -236,13 +236,8 @@ func Start(ctx context.Context, opts Options) (b *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b = &Broker{Version: version, Dir: opts.Dir, ClusterID: newClusterID()}
-	if b.Dir == "" {
-		if b.Dir, err = os.MkdirTemp("", "kafkaref-"); err != nil {
-			return nil, err
-		}
-		b.removeDir = true
-	} else if err := os.MkdirAll(b.Dir, 0o755); err != nil {
+	b = &Broker{Version: version, ClusterID: newClusterID()}
+	if b.Dir, b.removeDir, err = workDir(opts.Dir, "kafkaref-"); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -566,4 +561,24 @@ func (b *Broker) stop() error {
 		os.RemoveAll(b.Dir)
 	}
 	return err
+}
+
+// workDir returns dir, made if missing, or when dir is empty a new
+// temporary directory named after prefix, which the caller removes (temp).
+func workDir(dir, prefix string) (path string, temp bool, err error) {
+	if dir == "" {
+		path, err = os.MkdirTemp("", prefix)
+		return path, err == nil, err
+	}
+	return dir, false, os.MkdirAll(dir, 0o755)
+}
+
+// JavaVersion is the first line of java -version ("java ?" without java).
+func JavaVersion() string {
+	out, err := exec.Command("java", "-version").CombinedOutput()
+	if err != nil {
+		return "java ?"
+	}
+	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return l
 }

@@ -191,7 +191,7 @@ func describe(names []string) string {
 			d = append(d, "three gregor processes")
 		case "Kafka":
 			v, _ := kafkaref.Version()
-			d = append(d, fmt.Sprintf("three Apache Kafka %s JVMs (KRaft, combined broker+controller, -Xmx%s with kafka-server-start.sh's G1 flags, %s)", v, kafkaHeap, javaVersion()))
+			d = append(d, fmt.Sprintf("three Apache Kafka %s JVMs (KRaft, combined broker+controller, -Xmx%s with kafka-server-start.sh's G1 flags, %s)", v, kafkaHeap, kafkaref.JavaVersion()))
 		}
 	}
 	return strings.Join(d, " beside ")
@@ -258,16 +258,6 @@ func numCPU() int {
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
 	return n
-}
-
-// javaVersion is the first line of java -version.
-func javaVersion() string {
-	out, err := exec.Command("java", "-version").CombinedOutput()
-	if err != nil {
-		return "java ?"
-	}
-	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return l
 }
 
 func median(v []float64) float64 {

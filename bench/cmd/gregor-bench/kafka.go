@@ -63,16 +63,6 @@ func kafkaLogTail(path string) string {
 	return strings.Join(lines, " | ")
 }
 
-// javaVersion is the first line of java -version.
-func javaVersion() string {
-	out, err := exec.Command("java", "-version").CombinedOutput()
-	if err != nil {
-		return "java ?"
-	}
-	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return l
-}
-
 // runJava runs a Java main class on the classpath cp, bounded by ctx, and
 // returns its stdout.
 func runJava(ctx context.Context, cp, class string, args ...string) (string, error) {

@@ -219,7 +219,7 @@ func (c *config) setupKafka(ctx context.Context) error {
 	if c.kafkaCP, err = kafkaref.Classpath(ctx); err != nil {
 		return err
 	}
-	c.javaVer = javaVersion()
+	c.javaVer = kafkaref.JavaVersion()
 	return nil
 }
 
