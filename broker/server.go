@@ -394,7 +394,7 @@ func (c *conn) readLoop() {
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
-			go func() { p.await(); c.b.reqBytes.release(p.bytes) }()
+			go func() { p.await(); c.deliver(p, true) }() // releases what it holds, writes nothing
 			return
 		}
 		if p.closeAfter {
