@@ -186,14 +186,28 @@ type quotaState struct {
 	samples  int   // quota.window.num
 	windowMs int64 // quota.window.size.seconds, in ms
 
-	ctrlSamples  int              // controller.quota.window.num
-	ctrlWindowMs int64            // controller.quota.window.size.seconds, in ms
-	now          func() time.Time // the controller mutation quota's clock (tests set it)
+	ctrlSamples  int   // controller.quota.window.num
+	ctrlWindowMs int64 // controller.quota.window.size.seconds, in ms
+	// clock, when set (tests), replaces time.Now for the controller
+	// mutation and connection creation quotas; atomic, as tests set it
+	// while the broker accepts.
+	clock atomic.Pointer[func() time.Time]
 
 	sensorMu  sync.Mutex
 	sensors   map[sensorKey]*rateSensor
 	lastSweep time.Time
 }
+
+// now is the quotas' clock: time.Now unless a test set one (setClock).
+func (s *quotaState) now() time.Time {
+	if f := s.clock.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
+}
+
+// setClock makes f the quotas' clock (tests).
+func (s *quotaState) setClock(f func() time.Time) { s.clock.Store(&f) }
 
 // initQuotas reads the quota settings and the single node's quotas.
 func (b *Broker) initQuotas() error {
@@ -202,7 +216,6 @@ func (b *Broker) initQuotas() error {
 	s.windowMs = b.cfg.int64Prop("quota.window.size.seconds") * 1000
 	s.ctrlSamples = int(b.cfg.int64Prop("controller.quota.window.num"))
 	s.ctrlWindowMs = b.cfg.int64Prop("controller.quota.window.size.seconds") * 1000
-	s.now = time.Now
 	s.sensors = map[sensorKey]*rateSensor{}
 	s.path = filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName)
 	var f struct {
