@@ -18,8 +18,10 @@ package broker
 // acquired for the member (coordinator.SharePartition): the answer holds
 // the batches as stored and AcquiredRecords, the offset ranges the member
 // now owns with their delivery counts. MaxRecords bounds the records
-// acquired, at batch boundaries (ShareAcquireMode 0; mode 1 is treated the
-// same). AcquisitionLockTimeoutMillis is the group's lock duration.
+// acquired: at batch boundaries in ShareAcquireMode 0 (batch-optimized),
+// exactly in mode 1 (record-limit, v2), where the last batch sent may hold
+// records past the acquired ones, which the client must not deliver.
+// AcquisitionLockTimeoutMillis is the group's lock duration.
 //
 // Long poll: while nothing is acquired, the request waits up to
 // MaxWaitMillis for an append, a release or the next lock expiry.
@@ -269,7 +271,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			if budget <= 0 {
 				continue
 			}
-			recs, ranges, code := b.shareAcquire(sp, a.part, member, int32(min(limit, 1<<31-1)), remainingRecords)
+			recs, ranges, code := b.shareAcquire(sp, a.part, member, int32(min(limit, 1<<31-1)), remainingRecords, req.Version >= 2 && req.ShareAcquireMode == 1)
 			if code != 0 {
 				a.sp.ErrorCode = code
 				continue
@@ -329,7 +331,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 
 // shareAcquire reads p from sp's fetch offset and acquires for member,
 // returning the batches that hold acquired records and the ranges.
-func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, member string, maxBytes int32, maxRecords int) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, int16) {
+func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, member string, maxBytes int32, maxRecords int, recordLimit bool) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, int16) {
 	off, ok := sp.FetchOffset(time.Now())
 	if !ok || off >= p.log.HighWatermark() {
 		return nil, nil, 0
@@ -364,7 +366,11 @@ func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, memb
 	for i := range batches {
 		spans[i] = batches[i].span
 	}
-	acquired := sp.Acquire(member, time.Now(), spans, maxRecords)
+	acquire := sp.Acquire
+	if recordLimit {
+		acquire = sp.AcquireExact
+	}
+	acquired := acquire(member, time.Now(), spans, maxRecords)
 	if len(acquired) == 0 {
 		return nil, nil, 0
 	}

@@ -15,31 +15,34 @@ import (
 // exact acquired ranges and delivery counts, piggy-backed and standalone
 // acknowledgements, session epoch errors, and the SPSO reported by
 // DescribeShareGroupOffsets.
-func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
+// shareSetup starts a broker with a one-partition topic holding n records
+// produced in one batch, sets share.auto.offset.reset=earliest for group
+// and joins member m1: the client and the topic id.
+func shareSetup(t *testing.T, group, topic string, n int) (*kgo.Client, [16]byte) {
+	t.Helper()
 	_, addr := startBroker(t, "", nil)
 	ctx := testCtx(t)
 	cl := newClient(t, addr)
 	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "s1"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
 	var rs []*kgo.Record
-	for i := range 5 {
-		rs = append(rs, &kgo.Record{Topic: "s1", Partition: 0, Value: []byte(fmt.Sprint(i))})
+	for i := range n {
+		rs = append(rs, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprint(i))})
 	}
 	if err := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner())).ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	td, err := adm.ListTopics(ctx, "s1")
+	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicID := td["s1"].ID
 
 	// share.auto.offset.reset=earliest, else the group starts at the end.
 	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sg"
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
 	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "share.auto.offset.reset", Value: kmsg.StringPtr("earliest")}}
 	ia.Resources = append(ia.Resources, res)
 	if iar, err := ia.RequestWith(ctx, cl); err != nil || iar.Resources[0].ErrorCode != 0 {
@@ -47,11 +50,77 @@ func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 	}
 
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
-	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg", "m1", []string{"s1"}
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, "m1", []string{topic}
 	hbr, err := hb.RequestWith(ctx, cl)
 	if err != nil || hbr.ErrorCode != 0 || hbr.MemberEpoch != 1 || hbr.Assignment == nil || len(hbr.Assignment.TopicPartitions) != 1 {
 		t.Fatalf("join: %v %+v", err, hbr)
 	}
+	return cl, td[topic].ID
+}
+
+// shareAcquired renders the acquired ranges of a ShareFetch answer
+// ("first-last@deliveries"), its errors, and "no records" for ranges
+// without record batches.
+func shareAcquired(resp *kmsg.ShareFetchResponse) string {
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode).Error()
+	}
+	var out []string
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 || rp.AcknowledgeErrorCode != 0 {
+				out = append(out, fmt.Sprintf("err %d ack %d", rp.ErrorCode, rp.AcknowledgeErrorCode))
+			}
+			for _, ar := range rp.AcquiredRecords {
+				out = append(out, fmt.Sprintf("%d-%d@%d", ar.FirstOffset, ar.LastOffset, ar.DeliveryCount))
+			}
+			if len(rp.AcquiredRecords) > 0 && len(rp.Records) == 0 {
+				out = append(out, "no records")
+			}
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+// TestShareGroups_RecordLimitAcquireMode: ShareFetch v2 with
+// ShareAcquireMode 1 (record-limit) acquires exactly MaxRecords, inside a
+// batch (the answer still carries the whole batch); mode 0 acquires up to
+// the batch boundary, as before.
+func TestShareGroups_RecordLimitAcquireMode(t *testing.T) {
+	cl, topicID := shareSetup(t, "sg-limit", "s-limit", 5)
+	ctx := testCtx(t)
+	fetch := func(epoch int32, mode int8, maxRecords int32) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.Version = 2
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg-limit"), kmsg.StringPtr("m1"), epoch
+		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize, req.ShareAcquireMode = 500, 1, maxRecords, maxRecords, mode
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if got := shareAcquired(fetch(0, 1, 2)); got != "[0-1@1]" {
+		t.Fatalf("record-limit, 2 of a 5-record batch: %s", got)
+	}
+	if got := shareAcquired(fetch(1, 1, 2)); got != "[2-3@1]" {
+		t.Fatalf("record-limit, the next 2: %s", got)
+	}
+	if got := shareAcquired(fetch(2, 0, 1)); got != "[4-4@1]" {
+		t.Fatalf("batch-optimized, the rest of the batch: %s", got)
+	}
+}
+
+func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
+	cl, topicID := shareSetup(t, "sg", "s1", 5)
+	ctx := testCtx(t)
 
 	fetch := func(epoch int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 		t.Helper()
@@ -71,38 +140,16 @@ func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 		}
 		return resp
 	}
-	acquired := func(resp *kmsg.ShareFetchResponse) string {
-		t.Helper()
-		if resp.ErrorCode != 0 {
-			return kerr.ErrorForCode(resp.ErrorCode).Error()
-		}
-		var out []string
-		for _, rt := range resp.Topics {
-			for _, rp := range rt.Partitions {
-				if rp.ErrorCode != 0 || rp.AcknowledgeErrorCode != 0 {
-					out = append(out, fmt.Sprintf("err %d ack %d", rp.ErrorCode, rp.AcknowledgeErrorCode))
-				}
-				for _, ar := range rp.AcquiredRecords {
-					out = append(out, fmt.Sprintf("%d-%d@%d", ar.FirstOffset, ar.LastOffset, ar.DeliveryCount))
-				}
-				if len(rp.AcquiredRecords) > 0 && len(rp.Records) == 0 {
-					out = append(out, "no records")
-				}
-			}
-		}
-		return fmt.Sprint(out)
-	}
-
 	r := fetch(0)
-	if got := acquired(r); got != "[0-4@1]" || r.AcquisitionLockTimeoutMillis != 30000 {
+	if got := shareAcquired(r); got != "[0-4@1]" || r.AcquisitionLockTimeoutMillis != 30000 {
 		t.Fatalf("first fetch: %s lock %d", got, r.AcquisitionLockTimeoutMillis)
 	}
 	// Accept 0-1, release 2, reject 3, accept 4: 2 comes back, count 2.
 	ack := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 0, LastOffset: 4, AcknowledgeTypes: []int8{1, 1, 2, 3, 1}}
-	if got := acquired(fetch(1, ack)); got != "[2-2@2]" {
+	if got := shareAcquired(fetch(1, ack)); got != "[2-2@2]" {
 		t.Fatalf("second fetch: %s", got)
 	}
-	if got := acquired(fetch(7)); got != kerr.InvalidShareSessionEpoch.Error() {
+	if got := shareAcquired(fetch(7)); got != kerr.InvalidShareSessionEpoch.Error() {
 		t.Fatalf("wrong epoch: %s", got)
 	}
 
@@ -132,7 +179,7 @@ func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 	if sar, _ = sa.RequestWith(ctx, cl); sar.ErrorCode != 0 {
 		t.Fatalf("close: %v", kerr.ErrorForCode(sar.ErrorCode))
 	}
-	if got := acquired(fetch(5)); got != kerr.ShareSessionNotFound.Error() {
+	if got := shareAcquired(fetch(5)); got != kerr.ShareSessionNotFound.Error() {
 		t.Fatalf("fetch after close: %s", got)
 	}
 

@@ -267,3 +267,16 @@ func TestShareGroup_InconsistentProtocol(t *testing.T) {
 		t.Fatalf("status of non-empty share group: %v", err)
 	}
 }
+
+// AcquireExact (record-limit mode) stops inside a batch at maxRecords; the
+// rest of the batch is acquirable later, in flight or past the end.
+func TestSharePartition_AcquireExact(t *testing.T) {
+	sp := NewSharePartition(spCfg(), 0)
+	batches := []BatchSpan{{0, 3, false}, {4, 7, false}}
+	wantRanges(t, sp.AcquireExact("a", t0, batches, 2), "[{0 1 1}]")
+	if off, ok := sp.FetchOffset(t0); off != 2 || !ok {
+		t.Fatalf("fetch offset %d %v, want 2", off, ok)
+	}
+	wantRanges(t, sp.AcquireExact("b", t0, batches, 3), "[{2 4 1}]")
+	wantRanges(t, sp.Acquire("c", t0, batches[1:], 0), "[{5 7 1}]")
+}

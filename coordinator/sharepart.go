@@ -238,6 +238,18 @@ func (sp *SharePartition) FetchOffset(now time.Time) (int64, bool) {
 // batch boundary once maxRecords (if positive) are acquired, as Kafka's
 // batch-optimized acquire mode does.
 func (sp *SharePartition) Acquire(member string, now time.Time, batches []BatchSpan, maxRecords int) []AcquiredRange {
+	return sp.acquire(member, now, batches, maxRecords, false)
+}
+
+// AcquireExact is Acquire in Kafka's record-limit acquire mode (ShareFetch
+// v2 ShareAcquireMode 1): it stops at maxRecords (if positive) even inside
+// a batch; the records of that batch past the limit stay Available (in
+// flight) or are not yet tracked (past the end offset), for a later fetch.
+func (sp *SharePartition) AcquireExact(member string, now time.Time, batches []BatchSpan, maxRecords int) []AcquiredRange {
+	return sp.acquire(member, now, batches, maxRecords, true)
+}
+
+func (sp *SharePartition) acquire(member string, now time.Time, batches []BatchSpan, maxRecords int, exact bool) []AcquiredRange {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.expireLocked(now)
@@ -265,6 +277,9 @@ func (sp *SharePartition) Acquire(member string, now time.Time, batches []BatchS
 			break
 		}
 		for off := max(b.First, sp.start); off <= b.Last; off++ {
+			if exact && maxRecords > 0 && n >= maxRecords {
+				break
+			}
 			if off < sp.end() {
 				if r := &sp.recs[off-sp.start]; r.state == RecordAvailable && !b.Control {
 					take(off, r)
