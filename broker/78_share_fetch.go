@@ -33,6 +33,7 @@ package broker
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
@@ -53,8 +54,10 @@ const (
 
 // shareSessionStep checks a request's session epoch against the member's
 // session and moves the session on, returning its partitions' list to
-// update (nil when the request closes it) or a top-level error.
-func (b *Broker) shareSessionStep(group, member string, epoch int32, canOpen bool) (*shareSession, int16) {
+// update (nil when the request closes it) or a top-level error. A session
+// opened on connection c (nil: not on a connection) is closed with it, as
+// Kafka does (closeShareSessions).
+func (b *Broker) shareSessionStep(c *conn, group, member string, epoch int32, canOpen bool) (*shareSession, int16) {
 	key := shareSessionKey{group, member}
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
@@ -69,8 +72,11 @@ func (b *Broker) shareSessionStep(group, member string, epoch int32, canOpen boo
 			b.releaseShareMember(group, member)
 			b.shares.mu.Lock()
 		}
-		s = &shareSession{epoch: 1}
+		s = &shareSession{epoch: 1, owner: c}
 		b.shares.sessions[key] = s
+		if c != nil && !slices.Contains(c.shareKeys, key) {
+			c.shareKeys = append(c.shareKeys, key)
+		}
 		return s, 0
 	case s == nil:
 		return nil, kerr.ShareSessionNotFound.Code
@@ -155,7 +161,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	s, code := b.shareSessionStep(group, member, req.ShareSessionEpoch, true)
+	s, code := b.shareSessionStep(r.conn, group, member, req.ShareSessionEpoch, true)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp, nil

@@ -33,7 +33,7 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	if _, code := b.shareSessionStep(group, member, req.ShareSessionEpoch, false); code != 0 {
+	if _, code := b.shareSessionStep(r.conn, group, member, req.ShareSessionEpoch, false); code != 0 {
 		resp.ErrorCode = code
 		return resp, nil
 	}

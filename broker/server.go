@@ -93,6 +93,10 @@ type conn struct {
 	// Reader-owned: what the next request may reuse (reuse.go).
 	spare    *pending // the last Produce or Fetch the reader answered itself
 	clientID *string  // the last request's client id
+
+	// shareKeys are the share sessions opened on this connection, closed
+	// with it (closeShareSessions); guarded by the broker's shares.mu.
+	shareKeys []shareSessionKey
 }
 
 // pending is a request's place in its connection's response order.
@@ -647,6 +651,7 @@ func (c *conn) writeLoop() {
 	s := &c.b.srv
 	defer func() {
 		c.nc.Close()
+		c.b.closeShareSessions(c)
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()

@@ -17,8 +17,8 @@ import (
 // DescribeShareGroupOffsets.
 // shareSetup starts a broker with a one-partition topic holding n records
 // produced in one batch, sets share.auto.offset.reset=earliest for group
-// and joins member m1: the client and the topic id.
-func shareSetup(t *testing.T, group, topic string, n int) (*kgo.Client, [16]byte) {
+// and joins member m1: the client, the topic id and the broker's address.
+func shareSetup(t *testing.T, group, topic string, n int) (*kgo.Client, [16]byte, string) {
 	t.Helper()
 	_, addr := startBroker(t, "", nil)
 	ctx := testCtx(t)
@@ -55,7 +55,7 @@ func shareSetup(t *testing.T, group, topic string, n int) (*kgo.Client, [16]byte
 	if err != nil || hbr.ErrorCode != 0 || hbr.MemberEpoch != 1 || hbr.Assignment == nil || len(hbr.Assignment.TopicPartitions) != 1 {
 		t.Fatalf("join: %v %+v", err, hbr)
 	}
-	return cl, td[topic].ID
+	return cl, td[topic].ID, addr
 }
 
 // shareAcquired renders the acquired ranges of a ShareFetch answer
@@ -87,7 +87,7 @@ func shareAcquired(resp *kmsg.ShareFetchResponse) string {
 // batch (the answer still carries the whole batch); mode 0 acquires up to
 // the batch boundary, as before.
 func TestShareGroups_RecordLimitAcquireMode(t *testing.T) {
-	cl, topicID := shareSetup(t, "sg-limit", "s-limit", 5)
+	cl, topicID, _ := shareSetup(t, "sg-limit", "s-limit", 5)
 	ctx := testCtx(t)
 	fetch := func(epoch int32, mode int8, maxRecords int32) *kmsg.ShareFetchResponse {
 		t.Helper()
@@ -119,7 +119,7 @@ func TestShareGroups_RecordLimitAcquireMode(t *testing.T) {
 }
 
 func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
-	cl, topicID := shareSetup(t, "sg", "s1", 5)
+	cl, topicID, _ := shareSetup(t, "sg", "s1", 5)
 	ctx := testCtx(t)
 
 	fetch := func(epoch int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
@@ -194,5 +194,54 @@ func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 	al.GroupID = "sg"
 	if alr, _ := al.RequestWith(ctx, cl); alr.ErrorCode != kerr.NonEmptyGroup.Code {
 		t.Fatalf("alter non-empty: %+v", alr)
+	}
+}
+
+// TestShareGroups_SessionClosedWithConnection: when the connection that
+// opened a member's share session closes, the session is gone and what the
+// member acquired is released at once (Kafka, KAFKA-19015), not after the
+// acquisition lock (30 s): another member acquires the records right away,
+// delivery count 2.
+func TestShareGroups_SessionClosedWithConnection(t *testing.T) {
+	cl, topicID, addr := shareSetup(t, "sg-conn", "s-conn", 5)
+	ctx := testCtx(t)
+	fetch := func(cl *kgo.Client, member string) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg-conn"), kmsg.StringPtr(member), 0
+		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 200, 1, 500, 500
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if got := shareAcquired(fetch(cl, "m1")); got != "[0-4@1]" {
+		t.Fatalf("m1's first fetch: %s", got)
+	}
+	other := newClient(t, addr)
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg-conn", "m2", []string{"s-conn"}
+	if hbr, err := hb.RequestWith(ctx, other); err != nil || hbr.ErrorCode != 0 {
+		t.Fatalf("m2 join: %v %+v", err, hbr)
+	}
+	if got := shareAcquired(fetch(other, "m2")); got != "[]" {
+		t.Fatalf("m2 while m1 holds the records: %s", got)
+	}
+	cl.Close() // m1's connection: its session closes with it
+	var got string
+	for range 50 { // the broker sees the close asynchronously
+		if got = shareAcquired(fetch(other, "m2")); got != "[]" {
+			break
+		}
+	}
+	if got != "[0-4@2]" {
+		t.Fatalf("m2 after m1's connection closed: %s", got)
 	}
 }

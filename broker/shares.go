@@ -59,6 +59,7 @@ type tidp struct {
 type shareSession struct {
 	epoch int32
 	parts []tidp // in the order added
+	owner *conn  // the connection that opened it (nil: none)
 }
 
 func (s *shareSession) add(tp tidp) {
@@ -481,6 +482,31 @@ func (b *Broker) releaseShareMember(group, member string) {
 	for k, sp := range sps {
 		sp.ReleaseMember(member)
 		b.persistSharePartition(k.group, k.topic, k.partition, sp)
+	}
+}
+
+// closeShareSessions closes the share sessions opened on c, which has
+// closed, and releases what their members acquired on this broker, as
+// Kafka does when a share consumer's connection drops (KAFKA-19015). A
+// session that the member has since reopened on another connection is
+// not c's any more and stays.
+func (b *Broker) closeShareSessions(c *conn) {
+	b.shares.mu.Lock()
+	if len(c.shareKeys) == 0 {
+		b.shares.mu.Unlock()
+		return
+	}
+	var gone []shareSessionKey
+	for _, key := range c.shareKeys {
+		if s := b.shares.sessions[key]; s != nil && s.owner == c {
+			delete(b.shares.sessions, key)
+			gone = append(gone, key)
+		}
+	}
+	c.shareKeys = nil
+	b.shares.mu.Unlock()
+	for _, key := range gone {
+		b.releaseShareMember(key.group, key.member)
 	}
 }
 
