@@ -71,6 +71,8 @@ func (b *Broker) shareSessionStep(c *conn, group, member string, epoch int32, ca
 			b.shares.mu.Unlock()
 			b.releaseShareMember(group, member)
 			b.shares.mu.Lock()
+		} else if int64(len(b.shares.sessions)) >= b.cfg.int64Prop("group.share.max.share.sessions") {
+			return nil, kerr.ShareSessionLimitReached.Code
 		}
 		s = &shareSession{epoch: 1, owner: c}
 		b.shares.sessions[key] = s

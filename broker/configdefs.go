@@ -179,6 +179,7 @@ var brokerConfigDefs = []configDef{
 	{"group.share.record.lock.duration.ms", kmsg.ConfigTypeInt, "30000", "", true, intAtLeast(1000), "The acquisition lock duration of records fetched by share groups."},
 	{"group.share.delivery.count.limit", kmsg.ConfigTypeInt, "5", "", true, intAtLeast(2), "The deliveries of a record to a share group after which it is archived."},
 	{"group.share.partition.max.record.locks", kmsg.ConfigTypeInt, "2000", "", true, intAtLeast(100), "The records a share partition keeps in flight at most."},
+	{"group.share.max.share.sessions", kmsg.ConfigTypeInt, "2000", "", true, intAtLeast(1), "The share sessions a broker keeps at most; one more answers SHARE_SESSION_LIMIT_REACHED."},
 	{"group.consumer.migration.policy", kmsg.ConfigTypeString, "bidirectional", "", true, oneOf("bidirectional", "upgrade", "downgrade", "disabled"), "Which online conversions of non-empty groups between the classic and the consumer (KIP-848) protocol are allowed: bidirectional, upgrade, downgrade or disabled."},
 	{"group.consumer.assignors", kmsg.ConfigTypeList, "uniform,range", "", true, listOf("uniform", "range"), "The server-side assignors of consumer-protocol groups; the first is the default."},
 	{"offsets.retention.minutes", kmsg.ConfigTypeInt, "10080", "", true, intAtLeast(1), "Committed offsets of an empty group are kept this long."},

@@ -18,9 +18,13 @@ import (
 // shareSetup starts a broker with a one-partition topic holding n records
 // produced in one batch, sets share.auto.offset.reset=earliest for group
 // and joins member m1: the client, the topic id and the broker's address.
-func shareSetup(t *testing.T, group, topic string, n int) (*kgo.Client, [16]byte, string) {
+func shareSetup(t *testing.T, group, topic string, n int, props ...map[string]string) (*kgo.Client, [16]byte, string) {
 	t.Helper()
-	_, addr := startBroker(t, "", nil)
+	var p map[string]string
+	if len(props) > 0 {
+		p = props[0]
+	}
+	_, addr := startBroker(t, "", p)
 	ctx := testCtx(t)
 	cl := newClient(t, addr)
 	adm := kadm.NewClient(cl)
@@ -243,5 +247,49 @@ func TestShareGroups_SessionClosedWithConnection(t *testing.T) {
 	}
 	if got != "[0-4@2]" {
 		t.Fatalf("m2 after m1's connection closed: %s", got)
+	}
+}
+
+// TestShareGroups_SessionLimit: with group.share.max.share.sessions=1 a
+// second member's new share session is refused with
+// SHARE_SESSION_LIMIT_REACHED until the first one closes.
+func TestShareGroups_SessionLimit(t *testing.T) {
+	cl, topicID, _ := shareSetup(t, "sg-max", "s-max", 1, map[string]string{"group.share.max.share.sessions": "1"})
+	ctx := testCtx(t)
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg-max", "m2", []string{"s-max"}
+	if hbr, err := hb.RequestWith(ctx, cl); err != nil || hbr.ErrorCode != 0 {
+		t.Fatalf("m2 join: %v %+v", err, hbr)
+	}
+	fetch := func(member string, epoch int32) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg-max"), kmsg.StringPtr(member), epoch
+		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 100, 1, 500, 500
+		if epoch != -1 {
+			rt := kmsg.NewShareFetchRequestTopic()
+			rt.TopicID = topicID
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if got := shareAcquired(fetch("m1", 0)); got != "[0-0@1]" {
+		t.Fatalf("m1 opens the one session: %s", got)
+	}
+	if got := shareAcquired(fetch("m2", 0)); got != kerr.ShareSessionLimitReached.Error() {
+		t.Fatalf("m2 while m1's session is open: %s", got)
+	}
+	if r := fetch("m1", -1); r.ErrorCode != 0 {
+		t.Fatalf("m1 closes: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got := shareAcquired(fetch("m2", 0)); got != "[0-0@2]" {
+		t.Fatalf("m2 after m1 closed: %s", got)
 	}
 }
