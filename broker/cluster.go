@@ -61,6 +61,7 @@ func (c *Config) clusterConfigured() bool {
 func (b *Broker) startCluster(host string, port int32) error {
 	cfg := cluster.Config{
 		NodeID:                b.nodeID,
+		PeerListen:            b.srv.peerListen,
 		DataDir:               b.cfg.DataDir,
 		Host:                  host,
 		Port:                  port,

@@ -198,6 +198,7 @@ var brokerConfigDefs = []configDef{
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "3600000", "", true, intAtLeast(1), "How often expired transactional ids are removed."},
 	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, weekMs, "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
 	{"controller.quorum.voters", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode: the nodes that run the embedded etcd members, id@host:port (their etcd peer addresses)."},
+	{"controller.listener.names", kmsg.ConfigTypeList, "CONTROLLER", "", true, anyString, "Cluster mode: the listener in listeners with this name (the first of the list that is there) is where the embedded etcd member binds its peer port, while controller.quorum.voters holds the address it advertises; it serves no Kafka requests. Without one the member binds its voter address."},
 	{"etcd.endpoints", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode with an external etcd: its client URLs (Gregor's own setting)."},
 	{"broker.rack", kmsg.ConfigTypeString, "", "", true, anyString, "This broker's rack; replicas of a partition are spread over racks."},
 	{"broker.session.timeout.ms", kmsg.ConfigTypeInt, "3000", "", true, intAtLeast(1000), "How long a broker that stops renewing its etcd lease stays registered (whole seconds); Kafka's default is 9000, Gregor's is shorter to keep failover under 6 s."},

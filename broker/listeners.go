@@ -8,6 +8,14 @@ package broker
 // Without listeners, Config.Listen (--listen) is one PLAINTEXT listener and
 // Config.Advertise its advertised address, as before.
 //
+// In cluster mode with embedded etcd (controller.quorum.voters), a listener
+// named in controller.listener.names (CONTROLLER unless set) is not a
+// Kafka listener: the node's etcd member binds its peer port there, and
+// controller.quorum.voters stays the address the member advertises and its
+// peers dial, as a KRaft controller binds its CONTROLLER listener while the
+// voters list the address others reach it at. Without such a listener the
+// member binds its voter address, as before.
+//
 // A client is told the addresses of the listener it came in on: Metadata,
 // DescribeCluster, FindCoordinator and the KIP-951 leader hints of Produce
 // and Fetch are rewritten per connection (rewriteEndpoints), from this
@@ -100,60 +108,111 @@ func protocolMap(s string) (map[string]string, error) {
 	return m, nil
 }
 
+// controllerListenerNames returns controller.listener.names, upper case;
+// CONTROLLER when unset.
+func controllerListenerNames(props map[string]string) []string {
+	names := splitList(props["controller.listener.names"])
+	if len(names) == 0 {
+		return []string{"CONTROLLER"}
+	}
+	for i := range names {
+		names[i] = strings.ToUpper(names[i])
+	}
+	return names
+}
+
+// splitControllerListener takes the controller listener out of specs when
+// the node runs an embedded etcd member (controller.quorum.voters), and
+// returns the others and the controller listener (nil if there is none).
+// It must be plain TCP: etcd's peer URLs here are http.
+func splitControllerListener(props map[string]string, specs []listenerSpec) ([]listenerSpec, *listenerSpec, error) {
+	if props["controller.quorum.voters"] == "" {
+		return specs, nil, nil
+	}
+	names := controllerListenerNames(props)
+	var kafka []listenerSpec
+	var ctrl *listenerSpec
+	for _, s := range specs {
+		if !slices.Contains(names, s.name) {
+			kafka = append(kafka, s)
+			continue
+		}
+		if ctrl != nil {
+			return nil, nil, fmt.Errorf("listeners: %s and %s are both controller listeners; the etcd member binds one", ctrl.name, s.name)
+		}
+		if p, _ := strconv.Atoi(s.port); p == 0 {
+			return nil, nil, fmt.Errorf("listeners: controller listener %s needs a fixed port", s.name)
+		}
+		ctrl = &s
+	}
+	if ctrl != nil {
+		pm, err := protocolMap(props["listener.security.protocol.map"])
+		if err != nil {
+			return nil, nil, err
+		}
+		if p, ok := pm[ctrl.name]; ok && p != protoPlaintext {
+			return nil, nil, fmt.Errorf("listeners: controller listener %s is %s; the etcd peer listener is PLAINTEXT only", ctrl.name, p)
+		}
+	}
+	return kafka, ctrl, nil
+}
+
 // buildListeners turns the configuration into listeners (not yet bound)
-// and names the inter-broker one.
-func (b *Broker) buildListeners() ([]*listener, string, error) {
+// and names the inter-broker one; ctrl is the controller listener (where
+// the etcd member binds its peer port), nil without one.
+func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerSpec, err error) {
 	var specs []listenerSpec
 	if v := b.cfg.Props["listeners"]; v != "" {
-		var err error
 		if specs, err = parseListenerList(v); err != nil {
-			return nil, "", fmt.Errorf("listeners: %w", err)
+			return nil, "", nil, fmt.Errorf("listeners: %w", err)
+		}
+		if specs, ctrl, err = splitControllerListener(b.cfg.Props, specs); err != nil {
+			return nil, "", nil, err
 		}
 	} else {
 		host, port, err := net.SplitHostPort(b.cfg.Listen)
 		if err != nil {
-			return nil, "", fmt.Errorf("listen %q: %w", b.cfg.Listen, err)
+			return nil, "", nil, fmt.Errorf("listen %q: %w", b.cfg.Listen, err)
 		}
 		specs = []listenerSpec{{name: protoPlaintext, host: host, port: port}}
 	}
 	if len(specs) == 0 {
-		return nil, "", fmt.Errorf("listeners: none configured")
+		return nil, "", nil, fmt.Errorf("listeners: none configured")
 	}
 	pm, err := protocolMap(b.cfg.Props["listener.security.protocol.map"])
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	var ls []*listener
 	for _, s := range specs {
 		proto, ok := pm[s.name]
 		if !ok {
-			return nil, "", fmt.Errorf("listener %s has no security protocol in listener.security.protocol.map", s.name)
+			return nil, "", nil, fmt.Errorf("listener %s has no security protocol in listener.security.protocol.map", s.name)
 		}
 		l := &listener{name: s.name, protocol: proto, bind: net.JoinHostPort(s.host, s.port)}
 		if l.usesTLS() {
 			props, prefixed := b.listenerProps(l.name)
 			if l.tls, err = newTLSState(props, prefixed, l.protocol == protoSASLSSL, b.log.With("listener", l.name)); err != nil {
-				return nil, "", fmt.Errorf("listener %s: %w", l.name, err)
+				return nil, "", nil, fmt.Errorf("listener %s: %w", l.name, err)
 			}
 		}
 		if l.usesSASL() {
 			if l.sasl, err = b.newSASLState(l.name); err != nil {
-				return nil, "", fmt.Errorf("listener %s: %w", l.name, err)
+				return nil, "", nil, fmt.Errorf("listener %s: %w", l.name, err)
 			}
 		}
 		ls = append(ls, l)
 	}
-	inter := strings.ToUpper(b.cfg.Props["inter.broker.listener.name"])
+	inter = strings.ToUpper(b.cfg.Props["inter.broker.listener.name"])
 	switch {
 	case inter != "":
 		if !slices.ContainsFunc(ls, func(l *listener) bool { return l.name == inter }) {
-			return nil, "", fmt.Errorf("inter.broker.listener.name %s is not among the listeners", inter)
+			return nil, "", nil, fmt.Errorf("inter.broker.listener.name %s is not among the listeners", inter)
 		}
 	case b.cfg.Props["security.inter.broker.protocol"] != "":
 		p := strings.ToUpper(b.cfg.Props["security.inter.broker.protocol"])
 		i := slices.IndexFunc(ls, func(l *listener) bool { return l.protocol == p })
 		if i < 0 {
-			return nil, "", fmt.Errorf("security.inter.broker.protocol %s: no listener uses it", p)
+			return nil, "", nil, fmt.Errorf("security.inter.broker.protocol %s: no listener uses it", p)
 		}
 		inter = ls[i].name
 	default:
@@ -162,7 +221,7 @@ func (b *Broker) buildListeners() ([]*listener, string, error) {
 			inter = protoPlaintext
 		}
 	}
-	return ls, inter, nil
+	return ls, inter, ctrl, nil
 }
 
 // listenerProps returns the broker properties as a listener sees them:
@@ -194,7 +253,11 @@ func (b *Broker) bindListeners(ls []*listener) error {
 		if err != nil {
 			return fmt.Errorf("advertised.listeners: %w", err)
 		}
+		ctrl := controllerListenerNames(b.cfg.Props)
 		for _, s := range specs {
+			if b.srv.peerListen != "" && slices.Contains(ctrl, s.name) {
+				continue // the voters hold the controller listener's address
+			}
 			if !slices.ContainsFunc(ls, func(l *listener) bool { return l.name == s.name }) {
 				return fmt.Errorf("advertised.listeners: %s is not among the listeners", s.name)
 			}
@@ -337,6 +400,9 @@ func (b *Broker) listenersValue() string {
 	var parts []string
 	for _, l := range b.srv.listeners {
 		parts = append(parts, l.name+"://"+l.bind)
+	}
+	if b.srv.peerListen != "" {
+		parts = append(parts, b.srv.peerName+"://"+b.srv.peerListen)
 	}
 	return strings.Join(parts, ",")
 }

@@ -48,10 +48,14 @@ type server struct {
 	listeners []*listener // listeners.go
 	interName string      // inter.broker.listener.name
 	interOpts []kgo.Opt   // TLS and SASL of inter-broker clients (interbroker.go)
-	conns     map[*conn]struct{}
-	wg        sync.WaitGroup
-	closed    bool
-	active    atomic.Int64
+	// peerName and peerListen are the controller listener's name and
+	// host:port, where the etcd member binds its peer port; empty without
+	// one (listeners.go). Set before the listeners are bound.
+	peerName, peerListen string
+	conns                map[*conn]struct{}
+	wg                   sync.WaitGroup
+	closed               bool
+	active               atomic.Int64
 	// advHost and advPort are the inter-broker listener's advertised
 	// address, the one the cluster metadata holds.
 	advHost string
@@ -172,9 +176,14 @@ type request struct {
 // separate from Serve so a caller can learn the bound address (for --listen
 // 127.0.0.1:0) before serving; ListenerAddr gives the others'.
 func (b *Broker) Listen() (net.Addr, error) {
-	ls, inter, err := b.buildListeners()
+	ls, inter, ctrl, err := b.buildListeners()
 	if err != nil {
 		return nil, err
+	}
+	if ctrl != nil {
+		b.srv.mu.Lock()
+		b.srv.peerName, b.srv.peerListen = ctrl.name, net.JoinHostPort(ctrl.host, ctrl.port)
+		b.srv.mu.Unlock()
 	}
 	if err := b.bindListeners(ls); err != nil {
 		return nil, err

@@ -589,3 +589,44 @@ func TestCluster(t *testing.T) {
 		}
 	})
 }
+
+// A voter with PeerListen binds its etcd peer listener there and
+// advertises its voter address, which stays unbound (a proxy would listen
+// there); without PeerListen it binds the voter address as before.
+func TestStart_PeerListenBindsElsewhere(t *testing.T) {
+	ports := freePorts(t, 2)
+	v := Voter{NodeID: 1, Host: "127.0.0.1", Port: ports[0]}
+	bind := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nd, err := Start(c, Config{
+		NodeID: 1, Voters: []Voter{v}, PeerListen: bind, DataDir: t.TempDir(),
+		Host: "127.0.0.1", Port: 9001, Logger: testLogger(), unsafeNoFsync: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	if len(nd.etcd.Peers) != 1 || nd.etcd.Peers[0].Addr().String() != bind {
+		t.Fatalf("peer listeners %v, want one on %s", nd.etcd.Peers, bind)
+	}
+	var advertised []string
+	for _, m := range nd.etcd.Server.Cluster().Members() {
+		advertised = append(advertised, m.PeerURLs...)
+	}
+	if !slices.Equal(advertised, []string{v.PeerURL()}) {
+		t.Fatalf("advertised peer URLs %v, want %s", advertised, v.PeerURL())
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(v.Host, fmt.Sprint(v.Port)))
+	if err != nil {
+		t.Fatalf("the voter address is bound although PeerListen is set: %v", err)
+	}
+	ln.Close()
+
+	for _, bad := range []string{"127.0.0.1", "no-port"} {
+		_, err := Start(c, Config{NodeID: 1, Voters: []Voter{v}, PeerListen: bad, DataDir: t.TempDir(), Logger: testLogger()})
+		if err == nil {
+			t.Errorf("PeerListen %q accepted", bad)
+		}
+	}
+}

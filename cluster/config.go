@@ -45,6 +45,14 @@ type Config struct {
 	// Endpoints are the client URLs of an external etcd cluster
 	// (etcd.endpoints); used instead of Voters when set.
 	Endpoints []string
+	// PeerListen is the host:port the embedded member binds for its raft
+	// peers when that differs from its voter address (the broker's
+	// CONTROLLER listener, named by controller.listener.names, as a KRaft
+	// controller binds it while controller.quorum.voters holds the address
+	// the others dial); an empty host binds every interface. Empty: the
+	// member binds its voter address. Either way it advertises the voter
+	// address.
+	PeerListen string
 	// DataDir holds the embedded member's data under DataDir/__etcd.
 	DataDir string
 	// Host and Port are the Kafka address this broker advertises.

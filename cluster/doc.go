@@ -8,7 +8,11 @@
 // Each broker runs a Node. The nodes listed in controller.quorum.voters run
 // an embedded etcd member (peer URL http://host:port as listed, data under
 // DataDir/__etcd) and reach it in-process; with etcd.endpoints a node joins
-// an external etcd cluster instead.
+// an external etcd cluster instead. A member advertises its voter address
+// and binds it too, unless Config.PeerListen names another address to bind
+// (the broker's CONTROLLER listener), as a KRaft controller binds its
+// controller listener while the voters list the address its peers dial:
+// a proxy or NAT may stand between the two.
 //
 // # Keys
 //

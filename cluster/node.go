@@ -141,6 +141,16 @@ func (n *Node) startMember(ctx context.Context, v Voter) error {
 	if ip := net.ParseIP(v.Host); ip == nil && v.Host != "localhost" {
 		listen.Host = net.JoinHostPort("0.0.0.0", strconv.Itoa(int(v.Port)))
 	}
+	if n.cfg.PeerListen != "" {
+		host, port, err := net.SplitHostPort(n.cfg.PeerListen)
+		if err != nil {
+			return fmt.Errorf("cluster: etcd peer listener %q: %w", n.cfg.PeerListen, err)
+		}
+		if host == "" {
+			host = "0.0.0.0"
+		}
+		listen.Host = net.JoinHostPort(host, port)
+	}
 	ec.ListenPeerUrls = []url.URL{listen}
 	ec.AdvertisePeerUrls = []url.URL{peer}
 	// The broker talks to its member in-process (v3client): no client port.

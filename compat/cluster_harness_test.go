@@ -12,13 +12,17 @@ package compat
 //	n.Cut(); n.Heal()          // proxy disabled (connections refused and closed) / everything undone
 //	n.Delay(200*time.Millisecond)
 //	n.OneWay(inbound)          // requests to the broker dropped, responses pass (or outbound)
+//	n.CutEtcd()                // the etcd peer proxy stopped; Kafka traffic untouched
 //	c.WaitAPIVersions(); c.WaitBrokers(3); c.WaitLeader(topic, 0)
 //
-// The broker's own etcd peer port (controller.quorum.voters) is not proxied:
-// the contract gives each member one peer address that it both binds and
-// advertises, so there is no place for a proxy. Cut therefore isolates a
-// node's Kafka traffic (clients, and replicas fetching from it) but not its
-// etcd membership; SIGSTOP and kill -9 isolate both.
+// With embedded etcd each node's etcd peer link has a proxy of its own:
+// controller.quorum.voters lists the peer proxies, and each node binds its
+// CONTROLLER listener (listeners=PLAINTEXT://…,CONTROLLER://…, the KRaft
+// way) on a private port the proxy forwards to, through an etcdGate
+// (etcd_gate_test.go) that can refuse a cut member's outbound raft
+// traffic. Cut isolates a node's Kafka traffic (clients, and replicas
+// fetching from it) but not its etcd membership; CutEtcd the reverse;
+// SIGSTOP and kill -9 both.
 
 import (
 	"bufio"
@@ -102,6 +106,9 @@ type cluster struct {
 	server *toxiproxy.ApiServer
 	logDir string
 	end    time.Time // processes are killed at this time
+
+	etcdMu  sync.Mutex
+	etcdCut map[string]bool // peer URLs (http://peerAddr) of the nodes CutEtcd isolated
 }
 
 // clusterNode is one broker: its process (and successors after restarts),
@@ -111,9 +118,12 @@ type clusterNode struct {
 	id         int32
 	dataDir    string
 	listenAddr string // the broker's own listener, 127.0.0.1:PORT
-	peerAddr   string // its etcd peer address (cluster mode)
+	peerAddr   string // its etcd peer address as the voters list it: the peer proxy (cluster mode)
+	peerBind   string // where its CONTROLLER listener binds, behind peerProxy
 	proxy      *toxiproxy.Proxy
-	addr       string // the proxy's address, fixed once it first listened
+	peerProxy  *toxiproxy.Proxy // nil without embedded etcd
+	gate       *etcdGate        // between peerProxy and peerBind
+	addr       string           // the proxy's address, fixed once it first listened
 	logPath    string
 
 	mu        sync.Mutex
@@ -157,7 +167,8 @@ func startCluster(t testing.TB, n int, opts ...clusterOpt) *cluster {
 	c.server = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	t.Cleanup(c.cleanup)
 
-	ports := freePorts(t, 2*n)
+	embedded := !c.cfg.single && c.cfg.etcd == ""
+	ports := freePorts(t, 3*n)
 	var voters []string
 	for i := 0; i < n; i++ {
 		id := int32(i + 1)
@@ -165,8 +176,9 @@ func startCluster(t testing.TB, n int, opts ...clusterOpt) *cluster {
 			c:          c,
 			id:         id,
 			dataDir:    t.TempDir(),
-			listenAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
-			peerAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
+			listenAddr: fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
+			peerAddr:   fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
+			peerBind:   fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]),
 			logPath:    filepath.Join(c.logDir, fmt.Sprintf("node-%d.log", id)),
 		}
 		nd.proxy = toxiproxy.NewProxy(c.server, fmt.Sprintf("node-%d", id), "127.0.0.1:0", nd.listenAddr)
@@ -174,10 +186,21 @@ func startCluster(t testing.TB, n int, opts ...clusterOpt) *cluster {
 			t.Fatalf("node %d: starting its proxy: %v", id, err)
 		}
 		nd.addr = nd.proxy.Listen
+		if embedded {
+			g, err := newEtcdGate(nd.peerBind, c.etcdIsCut)
+			if err != nil {
+				t.Fatalf("node %d: starting its etcd gate: %v", id, err)
+			}
+			nd.gate = g
+			nd.peerProxy = toxiproxy.NewProxy(c.server, fmt.Sprintf("node-%d-etcd", id), nd.peerAddr, g.Addr())
+			if err := nd.peerProxy.Start(); err != nil {
+				t.Fatalf("node %d: starting its etcd peer proxy: %v", id, err)
+			}
+		}
 		c.nodes = append(c.nodes, nd)
 		voters = append(voters, fmt.Sprintf("%d@%s", id, nd.peerAddr))
 	}
-	if !c.cfg.single && c.cfg.etcd == "" {
+	if embedded {
 		c.voters = strings.Join(voters, ",")
 	}
 	// Start every process before waiting for any: a member of a new etcd
@@ -241,6 +264,10 @@ func (c *cluster) cleanup() {
 			nd.Kill()
 		}
 		nd.proxy.Stop()
+		if nd.peerProxy != nil {
+			nd.peerProxy.Stop()
+			nd.gate.Close()
+		}
 	}
 	if c.t.Failed() {
 		c.DumpLogs()
@@ -268,9 +295,17 @@ func (nd *clusterNode) DirectAddr() string { return nd.listenAddr }
 func (nd *clusterNode) DataDir() string { return nd.dataDir }
 
 func (nd *clusterNode) args() []string {
-	args := []string{"--listen", nd.listenAddr, "--advertise", nd.Addr(), "--data-dir", nd.dataDir, "--set", fmt.Sprintf("node.id=%d", nd.id)}
+	args := []string{"--data-dir", nd.dataDir, "--set", fmt.Sprintf("node.id=%d", nd.id)}
 	if nd.c.voters != "" {
-		args = append(args, "--set", "controller.quorum.voters="+nd.c.voters)
+		// The member binds its CONTROLLER listener behind the peer proxy
+		// and advertises the proxy (its controller.quorum.voters entry).
+		args = append(args, "--set", "controller.quorum.voters="+nd.c.voters,
+			"--set", "listeners=PLAINTEXT://"+nd.listenAddr+",CONTROLLER://"+nd.peerBind,
+			"--set", "advertised.listeners=PLAINTEXT://"+nd.Addr(),
+			"--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+			"--set", "controller.listener.names=CONTROLLER")
+	} else {
+		args = append(args, "--listen", nd.listenAddr, "--advertise", nd.Addr())
 	}
 	if nd.c.cfg.etcd != "" {
 		args = append(args, "--set", "etcd.endpoints="+nd.c.cfg.etcd)
@@ -428,14 +463,62 @@ func (nd *clusterNode) Restart() {
 // open ones closed, so neither clients nor other brokers reach it.
 func (nd *clusterNode) Cut() { nd.proxy.Stop() }
 
-// Heal undoes Cut, Delay and OneWay: every toxic removed, the proxy on
-// again at the same address.
+// CutEtcd isolates the node's etcd member from its peers while its Kafka
+// listener stays reachable: its peer proxy is stopped (the peers'
+// connections to it refused, the open ones closed) and the other nodes'
+// gates refuse and close its own outbound raft connections. The proxy
+// alone would be a one-way, partial cut, and not enough: etcd's rafthttp
+// reads a peer's messages from streams it dialed and sends its own by
+// POSTs it dials, so a member with only its inbound port closed keeps its
+// quorum (see etcdGate).
+func (nd *clusterNode) CutEtcd() {
+	t := nd.c.t
+	t.Helper()
+	if nd.peerProxy == nil {
+		t.Fatalf("node %d: CutEtcd needs embedded etcd members", nd.id)
+	}
+	url := "http://" + nd.peerAddr
+	nd.c.etcdMu.Lock()
+	if nd.c.etcdCut == nil {
+		nd.c.etcdCut = map[string]bool{}
+	}
+	nd.c.etcdCut[url] = true
+	nd.c.etcdMu.Unlock()
+	nd.peerProxy.Stop()
+	for _, o := range nd.c.nodes {
+		o.gate.closeFrom(url)
+	}
+}
+
+// etcdIsCut reports whether the member with these advertised peer URLs
+// (an X-PeerURLs header) is cut.
+func (c *cluster) etcdIsCut(urls string) bool {
+	c.etcdMu.Lock()
+	defer c.etcdMu.Unlock()
+	for _, u := range strings.Split(urls, ",") {
+		if c.etcdCut[strings.TrimSpace(u)] {
+			return true
+		}
+	}
+	return false
+}
+
+// Heal undoes Cut, CutEtcd, Delay and OneWay: every toxic removed, the
+// proxies on again at the same addresses.
 func (nd *clusterNode) Heal() {
 	t := nd.c.t
 	t.Helper()
 	nd.proxy.Toxics.ResetToxics(context.Background())
 	if err := nd.proxy.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
 		t.Fatalf("node %d: restarting its proxy on %s: %v", nd.id, nd.addr, err)
+	}
+	if nd.peerProxy != nil {
+		nd.c.etcdMu.Lock()
+		delete(nd.c.etcdCut, "http://"+nd.peerAddr)
+		nd.c.etcdMu.Unlock()
+		if err := nd.peerProxy.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+			t.Fatalf("node %d: restarting its etcd peer proxy on %s: %v", nd.id, nd.peerAddr, err)
+		}
 	}
 }
 
