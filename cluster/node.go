@@ -341,6 +341,8 @@ func (n *Node) runIncarnation(inc *incarnation) {
 // the incarnation ends.
 func (n *Node) keepAliveLoop(inc *incarnation) {
 	interval := time.Duration(n.ttl) * time.Second / 4
+	fenced := false
+	var lastErr error
 	for inc.ctx.Err() == nil {
 		sent := time.Now()
 		ctx, cancel := context.WithTimeout(inc.ctx, interval)
@@ -353,7 +355,19 @@ func (n *Node) keepAliveLoop(inc *incarnation) {
 			n.fenceAt.Store(0)
 			return
 		case inc.ctx.Err() == nil:
+			lastErr = err
 			n.log.Debug("lease keepalive", "err", err)
+		}
+		// Say when the broker stops and starts accepting writes as a
+		// leader: an operator sees a fenced broker (cut off from the
+		// metadata quorum) in its log, not only in its clients' errors.
+		if f := n.Fenced(); f != fenced && inc.ctx.Err() == nil {
+			fenced = f
+			if f {
+				n.log.Warn("fenced: no lease renewal acknowledged within the session timeout; refusing writes as a leader", "lease", int64(inc.lease), "err", lastErr)
+			} else {
+				n.log.Info("unfenced: lease renewal acknowledged again", "lease", int64(inc.lease))
+			}
 		}
 		sleepCtx(inc.ctx, time.Until(sent.Add(interval)))
 	}

@@ -2,8 +2,11 @@ package compat
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,6 +117,17 @@ func TestEtcdPartition_IsolatedLeaderFenced(t *testing.T) {
 		t.Fatalf("isolated node %d answers a Produce after node %d became leader with %v (%q), want NOT_LEADER_OR_FOLLOWER", old, leader, kerr.ErrorForCode(code), msg)
 	}
 	t.Logf("isolated node %d answers Produce with NOT_LEADER_OR_FOLLOWER: %q", old, msg)
+	// And says so in its log.
+	waitCond(t, fmt.Sprintf("node %d logging that it is fenced", old), func() error {
+		b, err := os.ReadFile(c.Node(old).logPath)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), "msg=\"fenced: ") {
+			return errors.New("no fenced line yet")
+		}
+		return nil
+	})
 
 	// Writes resume through the new leader.
 	resumeFrom := ackedN()
