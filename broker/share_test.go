@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -62,6 +63,35 @@ func shareSetup(t *testing.T, group, topic string, n int, props ...map[string]st
 	return cl, td[topic].ID, addr
 }
 
+// shareFetchReq is a ShareFetch for member of group at session epoch,
+// of partition 0 of topicID with acks on it (max wait 200 ms, 500
+// records); a closing one (epoch -1) names no partition.
+func shareFetchReq(group, member string, epoch int32, topicID [16]byte, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchRequest {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(group), kmsg.StringPtr(member), epoch
+	req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 200, 1, 500, 500
+	if epoch != -1 {
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rp.AcknowledgementBatches = acks
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// doShareFetch sends req on cl.
+func doShareFetch(t *testing.T, ctx context.Context, cl *kgo.Client, req *kmsg.ShareFetchRequest) *kmsg.ShareFetchResponse {
+	t.Helper()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // shareAcquired renders the acquired ranges of a ShareFetch answer
 // ("first-last@deliveries"), its errors, and "no records" for ranges
 // without record batches.
@@ -95,21 +125,9 @@ func TestShareGroups_RecordLimitAcquireMode(t *testing.T) {
 	ctx := testCtx(t)
 	fetch := func(epoch int32, mode int8, maxRecords int32) *kmsg.ShareFetchResponse {
 		t.Helper()
-		req := kmsg.NewPtrShareFetchRequest()
-		req.Version = 2
-		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg-limit"), kmsg.StringPtr("m1"), epoch
-		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize, req.ShareAcquireMode = 500, 1, maxRecords, maxRecords, mode
-		rt := kmsg.NewShareFetchRequestTopic()
-		rt.TopicID = topicID
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		req := shareFetchReq("sg-limit", "m1", epoch, topicID)
+		req.Version, req.MaxRecords, req.BatchSize, req.ShareAcquireMode = 2, maxRecords, maxRecords, mode
+		return doShareFetch(t, ctx, cl, req)
 	}
 	if got := shareAcquired(fetch(0, 1, 2)); got != "[0-1@1]" {
 		t.Fatalf("record-limit, 2 of a 5-record batch: %s", got)
@@ -128,21 +146,7 @@ func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 
 	fetch := func(epoch int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
 		t.Helper()
-		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg"), kmsg.StringPtr("m1"), epoch
-		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 500, 1, 500, 500
-		rt := kmsg.NewShareFetchRequestTopic()
-		rt.TopicID = topicID
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rp.AcknowledgementBatches = acks
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return doShareFetch(t, ctx, cl, shareFetchReq("sg", "m1", epoch, topicID, acks...))
 	}
 	r := fetch(0)
 	if got := shareAcquired(r); got != "[0-4@1]" || r.AcquisitionLockTimeoutMillis != 30000 {
@@ -211,20 +215,7 @@ func TestShareGroups_SessionClosedWithConnection(t *testing.T) {
 	ctx := testCtx(t)
 	fetch := func(cl *kgo.Client, member string) *kmsg.ShareFetchResponse {
 		t.Helper()
-		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg-conn"), kmsg.StringPtr(member), 0
-		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 200, 1, 500, 500
-		rt := kmsg.NewShareFetchRequestTopic()
-		rt.TopicID = topicID
-		rp := kmsg.NewShareFetchRequestTopicPartition()
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return doShareFetch(t, ctx, cl, shareFetchReq("sg-conn", member, 0, topicID))
 	}
 	if got := shareAcquired(fetch(cl, "m1")); got != "[0-4@1]" {
 		t.Fatalf("m1's first fetch: %s", got)
@@ -263,22 +254,7 @@ func TestShareGroups_SessionLimit(t *testing.T) {
 	}
 	fetch := func(member string, epoch int32) *kmsg.ShareFetchResponse {
 		t.Helper()
-		req := kmsg.NewPtrShareFetchRequest()
-		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("sg-max"), kmsg.StringPtr(member), epoch
-		req.MaxWaitMillis, req.MinBytes, req.MaxRecords, req.BatchSize = 100, 1, 500, 500
-		if epoch != -1 {
-			rt := kmsg.NewShareFetchRequestTopic()
-			rt.TopicID = topicID
-			rp := kmsg.NewShareFetchRequestTopicPartition()
-			rp.PartitionMaxBytes = 1 << 20
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-		}
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return doShareFetch(t, ctx, cl, shareFetchReq("sg-max", member, epoch, topicID))
 	}
 	if got := shareAcquired(fetch("m1", 0)); got != "[0-0@1]" {
 		t.Fatalf("m1 opens the one session: %s", got)
