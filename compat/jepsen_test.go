@@ -36,7 +36,8 @@ const (
 // aborted) read live with read_committed, while a nemesis, cycle after
 // cycle, kill -9s the group coordinator and then a transaction coordinator,
 // kills two brokers at once, SIGSTOPs a broker, kill -9s the controller,
-// cuts a broker's links and kill -9s a partition leader, then heals and
+// cuts a broker's links, kill -9s a partition leader and cuts a leader's
+// etcd peer links (its clients still reach it), then heals and
 // waits for full recovery and for new acknowledged records, commits and
 // transactions. After the last cycle it reads every partition from the
 // start, reads the group's committed offsets and has a fresh member resume
@@ -150,7 +151,7 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 	}
 	defer func() { stopWork(); wg.Wait() }()
 
-	ops := []func(){r.killCoordinators, r.killTwo, r.pause, r.killController, r.cut, r.killLeader}
+	ops := []func(){r.killCoordinators, r.killTwo, r.pause, r.killController, r.cut, r.killLeader, r.cutEtcd}
 	if nodes == 1 {
 		ops = []func(){r.killLeader, r.pause, r.cut}
 	}
@@ -487,6 +488,19 @@ func (r *jepsenRun) cut() {
 	r.t.Logf("nemesis: cut node %d, leader of %v, for %v", node, led, jepsenFaultHold)
 	nd := r.c.Node(node)
 	nd.Cut()
+	time.Sleep(jepsenFaultHold)
+	nd.Heal()
+}
+
+// cutEtcd cuts the etcd peer links of the leader of a random partition
+// for jepsenFaultHold (longer than the session timeout), its Kafka
+// listener still reachable: it must fence itself before a new leader is
+// elected, and its partitions move.
+func (r *jepsenRun) cutEtcd() {
+	node, led := r.randomLeader()
+	r.t.Logf("nemesis: cut node %d from etcd, leader of %v, for %v", node, led, jepsenFaultHold)
+	nd := r.c.Node(node)
+	nd.CutEtcd()
 	time.Sleep(jepsenFaultHold)
 	nd.Heal()
 }
