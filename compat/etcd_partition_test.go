@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,17 +149,14 @@ func TestEtcdPartition_IsolatedLeaderFenced(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, tp := range md.Topics {
-			for _, p := range tp.Partitions {
-				for _, r := range p.ISR {
-					if r == old {
-						return nil
-					}
-				}
-				return fmt.Errorf("leader %d, ISR %v", p.Leader, p.ISR)
-			}
+		if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("no %s/0 in Metadata", topic)
 		}
-		return fmt.Errorf("no %s in Metadata", topic)
+		p := md.Topics[0].Partitions[0]
+		if !slices.Contains(p.ISR, old) {
+			return fmt.Errorf("leader %d, ISR %v", p.Leader, p.ISR)
+		}
+		return nil
 	})
 	healed := time.Since(cutAt)
 	stopProducer()
