@@ -486,7 +486,7 @@ func (nd *clusterNode) CutEtcd() {
 	nd.c.etcdMu.Unlock()
 	nd.peerProxy.Stop()
 	for _, o := range nd.c.nodes {
-		o.gate.closeFrom(url)
+		o.gate.closeCut()
 	}
 }
 

@@ -2,7 +2,6 @@ package compat
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
 	"strings"
@@ -53,12 +52,13 @@ func (g *etcdGate) Close() {
 	}
 }
 
-// closeFrom closes the open connections whose sender is cut.
-func (g *etcdGate) closeFrom(sender string) {
+// closeCut closes the open connections whose sender is now cut (the same
+// test as for a new connection).
+func (g *etcdGate) closeCut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for c, s := range g.conns {
-		if s == sender {
+		if s != "" && g.cut(s) {
 			c.Close()
 		}
 	}
@@ -124,9 +124,7 @@ func (g *etcdGate) handle(c net.Conn) {
 		c.Close()
 		close(done)
 	}()
-	if _, err := io.Copy(up, br); err != nil && !errors.Is(err, net.ErrClosed) {
-		_ = err
-	}
+	_, _ = io.Copy(up, br) // until either side closes (or closeCut)
 	up.Close()
 	<-done
 }
