@@ -125,7 +125,7 @@ func controllerListenerNames(props map[string]string) []string {
 // the node runs an embedded etcd member (controller.quorum.voters), and
 // returns the others and the controller listener (nil if there is none).
 // It must be plain TCP: etcd's peer URLs here are http.
-func splitControllerListener(props map[string]string, specs []listenerSpec) ([]listenerSpec, *listenerSpec, error) {
+func splitControllerListener(props map[string]string, pm map[string]string, specs []listenerSpec) ([]listenerSpec, *listenerSpec, error) {
 	if props["controller.quorum.voters"] == "" {
 		return specs, nil, nil
 	}
@@ -146,10 +146,6 @@ func splitControllerListener(props map[string]string, specs []listenerSpec) ([]l
 		ctrl = &s
 	}
 	if ctrl != nil {
-		pm, err := protocolMap(props["listener.security.protocol.map"])
-		if err != nil {
-			return nil, nil, err
-		}
 		if p, ok := pm[ctrl.name]; ok && p != protoPlaintext {
 			return nil, nil, fmt.Errorf("listeners: controller listener %s is %s; the etcd peer listener is PLAINTEXT only", ctrl.name, p)
 		}
@@ -161,12 +157,16 @@ func splitControllerListener(props map[string]string, specs []listenerSpec) ([]l
 // and names the inter-broker one; ctrl is the controller listener (where
 // the etcd member binds its peer port), nil without one.
 func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerSpec, err error) {
+	pm, err := protocolMap(b.cfg.Props["listener.security.protocol.map"])
+	if err != nil {
+		return nil, "", nil, err
+	}
 	var specs []listenerSpec
 	if v := b.cfg.Props["listeners"]; v != "" {
 		if specs, err = parseListenerList(v); err != nil {
 			return nil, "", nil, fmt.Errorf("listeners: %w", err)
 		}
-		if specs, ctrl, err = splitControllerListener(b.cfg.Props, specs); err != nil {
+		if specs, ctrl, err = splitControllerListener(b.cfg.Props, pm, specs); err != nil {
 			return nil, "", nil, err
 		}
 	} else {
@@ -178,10 +178,6 @@ func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerS
 	}
 	if len(specs) == 0 {
 		return nil, "", nil, fmt.Errorf("listeners: none configured")
-	}
-	pm, err := protocolMap(b.cfg.Props["listener.security.protocol.map"])
-	if err != nil {
-		return nil, "", nil, err
 	}
 	for _, s := range specs {
 		proto, ok := pm[s.name]

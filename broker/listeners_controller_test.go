@@ -41,7 +41,11 @@ func TestSplitControllerListener(t *testing.T) {
 		{"port 0", map[string]string{"controller.quorum.voters": voters}, "PLAINTEXT://:9092,CONTROLLER://127.0.0.1:0", nil, "", true},
 		{"two", map[string]string{"controller.quorum.voters": voters, "controller.listener.names": "A,B"}, "PLAINTEXT://:9092,A://:1,B://:2", nil, "", true},
 	} {
-		kafka, ctrl, err := splitControllerListener(tc.props, specs(tc.listeners))
+		pm, err := protocolMap(tc.props["listener.security.protocol.map"])
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		kafka, ctrl, err := splitControllerListener(tc.props, pm, specs(tc.listeners))
 		if tc.bad {
 			if err == nil {
 				t.Errorf("%s: accepted", tc.name)
