@@ -73,12 +73,8 @@ func otherLeaderCommit(log *heldLog, group, topic string, partition int32, offse
 // checkpoint past the records the new leader writes at the same offsets.
 func TestGroupLogReloadAfterFailedCommit(t *testing.T) {
 	log := newHeldLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-failed-commit"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := simpleCommit(t, c, g, "t", map[int32]int64{0: 3179}); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -116,12 +112,8 @@ func TestGroupLogReloadAfterFailedCommit(t *testing.T) {
 // offsets must still be applied on reload.
 func TestGroupLogReloadAfterFailedTxnOffsets(t *testing.T) {
 	log := newHeldLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-failed-txn"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := simpleCommit(t, c, g, "t", map[int32]int64{0: 10}); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -160,12 +152,8 @@ func TestGroupLogReloadAfterFailedTxnOffsets(t *testing.T) {
 // is still committed and must come back on reload.
 func TestGroupLogReloadAfterFailedTombstone(t *testing.T) {
 	log := newHeldLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-failed-tombstone"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := simpleCommit(t, c, g, "t", map[int32]int64{0: 10, 1: 11}); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}

@@ -53,6 +53,21 @@ func (l *memLog) records(p int32) []LogRecord {
 func failover(t *testing.T, old *Coordinator, log GroupLog, p int32) *Coordinator {
 	t.Helper()
 	old.UnloadPartition(p)
+	return openLoadedPartition(t, log, p)
+}
+
+// openLoaded opens a replicated coordinator on log (a fresh groups.db)
+// and loads group g's __consumer_offsets partition, which it returns.
+func openLoaded(t *testing.T, log GroupLog, g string) (*Coordinator, int32) {
+	t.Helper()
+	p := PartitionFor(g, 50)
+	return openLoadedPartition(t, log, p), p
+}
+
+// openLoadedPartition opens a replicated coordinator on log (a fresh
+// groups.db) and loads partition p.
+func openLoadedPartition(t *testing.T, log GroupLog, p int32) *Coordinator {
+	t.Helper()
 	c := openReplicated(t, t.TempDir(), log)
 	if err := c.LoadPartition(p); err != nil {
 		t.Fatal(err)
@@ -62,12 +77,8 @@ func failover(t *testing.T, old *Coordinator, log GroupLog, p int32) *Coordinato
 
 func TestTxnOffsetsAreTransactionalRecords(t *testing.T) {
 	log := newMemLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-txn-records"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := txnCommitOffset(c, g, 7, 3, "t", 0, 50); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -98,12 +109,8 @@ func TestTxnOffsetsAreTransactionalRecords(t *testing.T) {
 
 func TestTxnOffsetsFailoverThenCommit(t *testing.T) {
 	log := newMemLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-txn-failover-commit"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := simpleCommit(t, c, g, "t", map[int32]int64{0: 10}); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -141,12 +148,8 @@ func TestTxnOffsetsFailoverThenCommit(t *testing.T) {
 
 func TestTxnOffsetsFailoverThenAbort(t *testing.T) {
 	log := newMemLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-txn-failover-abort"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := simpleCommit(t, c, g, "t", map[int32]int64{0: 10}); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
@@ -171,12 +174,8 @@ func TestTxnOffsetsFailoverThenAbort(t *testing.T) {
 // commit appended after them is newer.
 func TestTxnOffsetsReplayedMarkerAndSupersede(t *testing.T) {
 	log := newMemLog()
-	c := openReplicated(t, t.TempDir(), log)
 	g := "g-txn-replay"
-	p := PartitionFor(g, 50)
-	if err := c.LoadPartition(p); err != nil {
-		t.Fatal(err)
-	}
+	c, p := openLoaded(t, log, g)
 	if code := txnCommitOffset(c, g, 7, 0, "t", 0, 50); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
