@@ -11,7 +11,7 @@ package broker
 // reader-owned: only the reader takes it (dispatch) and sets it (after it
 // has written the answer and run the release hook in deliver), so nothing
 // can still refer to those objects when they are reused:
-//   - the frame went back to the pool after the handler (run);
+//   - the frame went back to the pool after the answer was written (deliver);
 //   - the handler's wait, if any, has returned (p.done was closed before
 //     the reader saw the request handled);
 //   - the response was encoded in finish and written in deliver.

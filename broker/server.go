@@ -23,11 +23,13 @@ import (
 const maxInFlight = 64
 
 // framePooled names the requests whose frame goes back to the pool once
-// they are handled: nothing refers to a produce request's bytes after its
-// handler (the batches are copied into the log by write(2)), and the others
-// have no byte fields (kmsg copies their strings). The rest may keep
-// slices of their frame (group metadata, say) and are left to the
-// collector.
+// they are answered (deliver): nothing refers to a produce request's bytes
+// after its answer is written (the batches are copied into the log by
+// write(2)), and the others have no byte fields (kmsg copies their
+// strings; reuse.go replaces the aliased ones at once). Until then the
+// request is read: by the handler, by an acks=all produce's wait, by the
+// metrics and quotas in finish. The rest may keep slices of their frame
+// (group metadata, say) and are left to the collector.
 var framePooled = map[int16]bool{
 	int16(kmsg.Produce):     true,
 	int16(kmsg.Fetch):       true,
@@ -118,6 +120,12 @@ type pending struct {
 	release func()        // called after out is written or dropped
 	fatal   error         // non-nil: close the connection instead of answering
 	bytes   int64         // request bytes held in the broker's budget until answered
+	// frame is the pooled request frame (framePooled keys), given back
+	// in deliver, once the answer is written or dropped: the decoded
+	// request aliases it (a Produce's records, strings of the others),
+	// and its handler's wait, the metrics and the quotas read it until
+	// the answer is encoded.
+	frame []byte
 	// closeAfter closes the connection once out is written (a failed SASL
 	// exchange is answered, then closed).
 	closeAfter bool
@@ -154,7 +162,6 @@ type request struct {
 	// up the connection.
 	wait func()
 
-	frame []byte // pooled request bytes, returned after the handler (Produce only)
 	// keep is what the handler may reuse for its response (reuse.go);
 	// nil for a request run by Execute.
 	keep *reusable
@@ -551,7 +558,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	r := &p.req
 	r.conn, r.hdr, r.msg, r.ctx, r.size, r.keep = c, hdr, msg, c.ctx, len(frame), &p.keep
 	if framePooled[hdr.Key] {
-		r.frame = frame
+		p.frame = frame
 	}
 	if err := c.b.injectFault(&h, r); err != nil {
 		return nil, err
@@ -599,10 +606,6 @@ func (c *conn) run(h handler, r *request, p *pending) {
 			d = 0 // JoinGroup, SyncGroup: their time is spent parked, not working
 		}
 		c.b.throttleAfterHandler(r, ix, d)
-	}
-	if r.frame != nil {
-		protocol.PutFrame(r.frame)
-		r.frame = nil
 	}
 	if err == nil && r.wait != nil {
 		handedOff = true
@@ -701,6 +704,10 @@ func (c *conn) deliver(p *pending, broken bool) bool {
 	}
 	if p.release != nil {
 		p.release()
+	}
+	if p.frame != nil {
+		protocol.PutFrame(p.frame)
+		p.frame = nil
 	}
 	c.b.reqBytes.release(p.bytes)
 	return !broken

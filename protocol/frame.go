@@ -116,6 +116,12 @@ func ReadFrameInto(r io.Reader, n int32) ([]byte, error) {
 // PutFrame returns a buffer from ReadFrameInto for reuse (or drops it when
 // enough are kept already).
 func PutFrame(buf []byte) {
+	if poisonFrames.Load() {
+		b := buf[:cap(buf)]
+		for i := range b {
+			b[i] = poisonByte
+		}
+	}
 	c := frameClass(cap(buf))
 	if c < 0 || cap(buf) != 1<<c {
 		return
