@@ -3,6 +3,7 @@ GO        ?= go
 RACE      ?=
 FUZZTIME  ?= 10s
 DATA_DIR  ?= ./data
+CLUSTER_DATA_DIR ?= ./data-cluster
 LISTEN    ?= 127.0.0.1:9092
 TESTFLAGS ?=
 
@@ -18,12 +19,13 @@ run: build
 	./bin/gregor --listen $(LISTEN) --data-dir $(DATA_DIR)
 
 ## cluster: a local three-node cluster on 127.0.0.1:9092-9094 (etcd peers on
-## 9192-9194), data under $(DATA_DIR)/node-N; Ctrl-C stops all three.
+## 9192-9194), data under $(CLUSTER_DATA_DIR)/node-N (apart from make run's
+## $(DATA_DIR)); Ctrl-C stops all three.
 cluster: build
 	@V=1@127.0.0.1:9192,2@127.0.0.1:9193,3@127.0.0.1:9194; \
 	trap 'kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
 	for n in 1 2 3; do \
-		./bin/gregor --listen 127.0.0.1:909$$((n+1)) --data-dir $(DATA_DIR)/node-$$n \
+		./bin/gregor --listen 127.0.0.1:909$$((n+1)) --data-dir $(CLUSTER_DATA_DIR)/node-$$n \
 			--set node.id=$$n --set controller.quorum.voters=$$V & \
 	done; wait
 

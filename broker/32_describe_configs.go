@@ -125,7 +125,7 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	v, src := b.brokerValue(d.name)
 	switch d.name {
-	case "log.dirs":
+	case "log.dirs", "log.dir":
 		v, src = b.cfg.DataDir, kmsg.ConfigSourceStaticBrokerConfig
 	case "listeners":
 		v, src = b.listenersValue(), kmsg.ConfigSourceStaticBrokerConfig

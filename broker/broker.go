@@ -78,15 +78,17 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:9092"
 	}
-	if cfg.DataDir == "" {
-		cfg.DataDir = "./data"
-	}
 	if cfg.Props == nil {
 		cfg.Props = map[string]string{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	dir, err := dataDirOf(cfg.DataDir, cfg.Props, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = dir
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -104,7 +106,6 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.offsets, b.txnLog, b.shareLog = b.offsetsInternalTopic(), b.txnInternalTopic(), b.shareInternalTopic()
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	var err error
 	ok := false // New succeeded; else the data dir lock is released
 	topicsDir := filepath.Join(cfg.DataDir, metaDirName, topicsDirName)
 	if err := os.MkdirAll(topicsDir, 0o755); err != nil {

@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -320,9 +319,12 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 		return p, nil
 	}
 	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, index))
+	if err := checkPartitionDir(dir); err != nil {
+		b.log.Error("cannot open a partition", "topic", t.name, "partition", index, "err", err)
+		return nil, err
+	}
 	if id, err := readPartitionMetadata(dir); err == nil && id != t.id {
-		b.log.Warn("removing a partition directory of an earlier topic of the same name", "dir", dir)
-		b.retireDir(dir)
+		b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -430,37 +432,22 @@ func (b *Broker) dropLocalTopic(t *topic) {
 	b.log.Info("deleted topic", "topic", t.name, "id", t.id)
 }
 
-// removeStrayClusterDirs deletes partition directories that the metadata
-// does not assign here (a topic deleted while this broker was down).
+// removeStrayClusterDirs renames aside the partition directories that the
+// metadata does not assign here (a topic deleted while this broker was
+// down, a partition reassigned away; datadir.go).
 func (b *Broker) removeStrayClusterDirs() {
-	ents, err := os.ReadDir(b.cfg.DataDir)
-	if err != nil {
-		return
-	}
 	b.mu.RLock()
-	keep := map[string]bool{}
+	keep := map[string]uuid{}
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
 			if p.log != nil {
-				keep[partitionDirName(t.name, p.index)] = true
+				keep[partitionDirName(t.name, p.index)] = t.id
 			}
 		}
 	}
 	b.mu.RUnlock()
-	for _, e := range ents {
-		name := e.Name()
-		if !e.IsDir() || strings.HasPrefix(name, "__") || keep[name] {
-			continue
-		}
-		i := strings.LastIndexByte(name, '-')
-		if i <= 0 {
-			continue
-		}
-		if _, err := strconv.Atoi(name[i+1:]); err != nil {
-			continue
-		}
-		b.log.Warn("removing a partition directory not assigned here", "dir", name)
-		b.retireDir(filepath.Join(b.cfg.DataDir, name))
+	if err := b.scanDataDir(keep, true); err != nil {
+		b.log.Error("scanning the data directory", "err", err)
 	}
 }
 

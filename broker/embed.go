@@ -48,6 +48,10 @@ func (b *Broker) Ready() bool {
 	return len(b.srv.listeners) > 0 && !b.srv.closed
 }
 
+// DataDir returns the data directory the broker uses (Config.DataDir, else
+// log.dirs or log.dir of its properties, else ./data).
+func (b *Broker) DataDir() string { return b.cfg.DataDir }
+
 // Addr returns the bound address of the first listener, or "" before
 // Listen (ListenerAddr gives any listener's).
 func (b *Broker) Addr() string {

@@ -30,7 +30,8 @@ import (
 // creation writes the partition directories first and the json last;
 // deletion removes the json first. Partition directories that no json claims
 // (or whose topic id differs) are left over from an interrupted create or
-// delete and are removed at start.
+// delete: renamed aside as stray at start, never deleted at once; what
+// holds no partition files is never touched (datadir.go).
 const (
 	metaDirName        = "__meta"
 	topicsDirName      = "topics" // in metaDirName
@@ -134,6 +135,12 @@ func (b *Broker) loadMetaProperties() (string, error) {
 	props := map[string]string{}
 	if err := ParseProperties(strings.NewReader(string(data)), props); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	// Kafka's versions: 0 (ZooKeeper mode, also when the line is
+	// missing) and 1 (KRaft). A newer one may mean something this broker
+	// cannot honour: refuse it, as Kafka does.
+	if v, ok := props["version"]; ok && v != "0" && v != "1" {
+		return "", fmt.Errorf("%s: unknown meta.properties version %s (this broker knows versions 0 and 1)", path, v)
 	}
 	if n, ok := props["node.id"]; ok && n != strconv.Itoa(int(b.nodeID)) {
 		return "", fmt.Errorf("%s: node.id %s does not match configured node.id %d", path, n, b.nodeID)

@@ -18,8 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,8 +65,9 @@ type partition struct {
 	followEpoch atomic.Int32                       // cluster: the epoch the fetcher follows
 }
 
-// loadTopics opens every persisted topic's partitions and removes directories
-// left behind by interrupted creates and deletes.
+// loadTopics opens every persisted topic's partitions and deals with the
+// rest of the data directory (datadir.go): partitions being deleted are
+// removed, stray ones renamed aside, anything else left alone.
 func (b *Broker) loadTopics() error {
 	start := time.Now()
 	recs, err := b.topicRecords.loadAll()
@@ -98,36 +97,8 @@ func (b *Broker) loadTopics() error {
 		b.topics[t.name] = t
 		b.topicsByID[t.id] = t
 	}
-	ents, err := os.ReadDir(b.cfg.DataDir)
-	if err != nil {
+	if err := b.scanDataDir(claimed, false); err != nil {
 		return err
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if !e.IsDir() || name == metaDirName {
-			continue
-		}
-		dir := filepath.Join(b.cfg.DataDir, name)
-		if strings.HasSuffix(name, deleteSuffix) {
-			b.removeDirAsync(dir)
-			continue
-		}
-		want, ok := claimed[name]
-		if ok {
-			if got, err := readPartitionMetadata(dir); err == nil && got == want {
-				continue
-			}
-		}
-		if i := strings.LastIndexByte(name, '-'); i <= 0 {
-			continue // not a partition directory: leave it alone
-		} else if _, err := strconv.Atoi(name[i+1:]); err != nil {
-			continue
-		}
-		if ok {
-			return fmt.Errorf("partition directory %s belongs to another topic id", dir)
-		}
-		b.log.Warn("removing stray partition directory", "dir", dir)
-		b.retireDir(dir)
 	}
 	b.log.Info("loaded topics", "topics", len(b.topics), "elapsed", time.Since(start))
 	return nil
@@ -277,8 +248,12 @@ func (b *Broker) createTopicAssigned(name string, partitions int32, replicationF
 // createPartition creates and opens partition p of t. Lock should be held.
 func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
 	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p))
-	if _, err := os.Stat(dir); err == nil {
-		b.retireDir(dir) // left over from an interrupted delete
+	if err := checkPartitionDir(dir); err != nil {
+		b.log.Error("cannot create a partition", "topic", t.name, "partition", p, "err", err)
+		return nil, err
+	}
+	if isPartitionDir(dir) {
+		b.strayDir(dir, "left over from an interrupted delete, or an earlier topic of the same name")
 	}
 	part, err := b.openPartition(t, p, dir)
 	if err != nil {

@@ -83,7 +83,7 @@ func serve(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:9092", "address to listen on (port 0 picks a free port)")
 	advertise := fs.String("advertise", os.Getenv("GREGOR_ADVERTISE"), "host:port advertised to clients (default: $GREGOR_ADVERTISE, else the bound address)")
 	httpAddr := fs.String("http", os.Getenv("GREGOR_HTTP"), "admin HTTP listener (metrics, health, console), e.g. 127.0.0.1:9644; off when empty")
-	dataDir := fs.String("data-dir", "./data", "data directory")
+	dataDir := fs.String("data-dir", "", "data directory (default: log.dirs or log.dir of --config or --set, else ./data)")
 	configFile := fs.String("config", "", "Kafka-style properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	sets := setFlags{}
@@ -137,7 +137,7 @@ func serve(args []string) error {
 			log.Info("listener", "name", n, "addr", b.ListenerAddr(n).String())
 		}
 	}
-	log.Info("listening", "addr", addr.String(), "data_dir", *dataDir, "cluster_id", b.ClusterID(), "startup", time.Since(start))
+	log.Info("listening", "addr", addr.String(), "data_dir", b.DataDir(), "cluster_id", b.ClusterID(), "startup", time.Since(start))
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

@@ -1,0 +1,213 @@
+package broker
+
+// What may be in the data directory, and what Gregor does with each entry
+// at start. Nothing that Gregor did not write is ever deleted:
+//
+//	__meta, meta.properties, .lock         Gregor's own (meta.go)
+//	<topic>-<p>  with partition files       a partition: opened when a topic
+//	                                        claims it with the same topic id;
+//	                                        otherwise stray (below)
+//	<name>.<id>-delete                      a partition being deleted
+//	                                        (retireDir): removed
+//	<name>.<id>-stray                       a stray partition: kept for
+//	                                        log.stray.retention.ms (7 days;
+//	                                        -1: until removed by hand), then
+//	                                        removed
+//	anything else                           left alone
+//
+// A directory is a partition only if it holds partition files
+// (partition.metadata, or a segment such as 00000000000000000000.log): a
+// directory named like one that holds anything else (a user's backup-2024,
+// another broker's data dir node-1) is not touched, and a topic whose
+// partition would need that name is refused rather than written into it.
+// A stray partition is one no topic claims (a topic deleted while this
+// broker was down, a partition reassigned away) or one whose topic id is
+// not the claiming topic's (a topic deleted and created again): as Kafka
+// does with stray logs, it is renamed aside and logged, not deleted, so an
+// operator can still look at it.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const straySuffix = "-stray"
+
+// retiredName matches the names retireDir and strayDir give: the
+// partition's name, a dot, a topic-id-length id and the suffix.
+var retiredName = regexp.MustCompile(`\.[A-Za-z0-9_-]{22}(-delete|-stray)$`)
+
+// segmentFile matches a segment's files (storage's 20-digit base offsets).
+var segmentFile = regexp.MustCompile(`^[0-9]{20}\.(log|index|timeindex|txnindex|snapshot)$`)
+
+// errNotPartitionDir is returned when a partition's directory exists and
+// holds something other than partition files.
+var errNotPartitionDir = errors.New("directory exists and holds files that are not a partition's; Gregor does not write into it: move it out of the data directory")
+
+// looksLikePartitionName reports whether name has the form <topic>-<p>.
+func looksLikePartitionName(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return false
+	}
+	_, err := strconv.Atoi(name[i+1:])
+	return err == nil
+}
+
+// isPartitionDir reports whether dir holds partition files.
+func isPartitionDir(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() == partitionMetaName || segmentFile.MatchString(e.Name()) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPartitionDir returns nil when a partition may be opened in dir: it
+// does not exist, is empty, or holds partition files.
+func checkPartitionDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(ents) == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !isPartitionDir(dir) {
+		return fmt.Errorf("%s: %w", dir, errNotPartitionDir)
+	}
+	return nil
+}
+
+// strayDir renames a partition directory that no topic of this broker
+// owns to <name>.<id>-stray and logs it; it is removed once
+// log.stray.retention.ms has passed (sweepStray). why says what made it
+// stray.
+func (b *Broker) strayDir(dir, why string) {
+	base := filepath.Base(dir)
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	stray := filepath.Join(filepath.Dir(dir), base+"."+newUUID().String()+straySuffix)
+	if err := os.Rename(dir, stray); err != nil {
+		b.log.Error("renaming a stray partition directory aside", "dir", dir, "err", err)
+		return
+	}
+	now := time.Now()
+	os.Chtimes(stray, now, now) // the retention counts from here
+	b.log.Warn("stray partition directory renamed aside, not deleted", "dir", dir, "now", stray, "why", why,
+		"kept_for", b.strayRetention())
+}
+
+// strayRetention is log.stray.retention.ms; negative keeps strays forever.
+func (b *Broker) strayRetention() time.Duration {
+	ms := b.cfg.int64Prop("log.stray.retention.ms")
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// sweepStray removes a -stray directory older than log.stray.retention.ms
+// and logs the ones it keeps.
+func (b *Broker) sweepStray(dir string) {
+	keep := b.strayRetention()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return
+	}
+	if age := time.Since(fi.ModTime()); keep < 0 || age < keep {
+		b.log.Warn("keeping a stray partition directory", "dir", dir, "since", fi.ModTime().UTC().Format(time.RFC3339))
+		return
+	}
+	b.log.Info("removing a stray partition directory past log.stray.retention.ms", "dir", dir)
+	b.removeDirAsync(dir)
+}
+
+// scanDataDir applies the rules above to every entry of the data directory
+// but the partitions that claimed says are this broker's (by directory
+// name, with their topic id). It returns an error only for a claimed
+// directory that holds another topic's partition. skipInternal leaves the
+// internal topics' directories (names starting "__") alone: a cluster
+// node scans before it has every internal topic's metadata.
+func (b *Broker) scanDataDir(claimed map[string]uuid, skipInternal bool) error {
+	ents, err := os.ReadDir(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || name == metaDirName || (skipInternal && strings.HasPrefix(name, "__")) {
+			continue
+		}
+		dir := filepath.Join(b.cfg.DataDir, name)
+		switch {
+		case retiredName.MatchString(name) && strings.HasSuffix(name, deleteSuffix):
+			b.removeDirAsync(dir)
+			continue
+		case retiredName.MatchString(name):
+			b.sweepStray(dir)
+			continue
+		case !looksLikePartitionName(name):
+			continue
+		}
+		want, ok := claimed[name]
+		got, idErr := readPartitionMetadata(dir)
+		switch {
+		case ok && idErr == nil && got == want:
+		case !isPartitionDir(dir):
+			if !ok {
+				b.log.Info("leaving alone a directory that is not a partition", "dir", dir)
+			}
+		case ok:
+			return fmt.Errorf("partition directory %s belongs to another topic id", dir)
+		case idErr == nil:
+			b.strayDir(dir, "no topic of this broker has topic id "+got.String())
+		default:
+			b.strayDir(dir, "no topic of this broker claims it")
+		}
+	}
+	return nil
+}
+
+// dataDirOf is the data directory: dataDir (Config.DataDir, --data-dir)
+// when given, else the one directory of log.dirs, else log.dir, else
+// ./data. Gregor keeps every partition in one directory, so log.dirs
+// listing several is refused; a log.dirs that --data-dir overrides is
+// logged.
+func dataDirOf(dataDir string, props map[string]string, log *slog.Logger) (string, error) {
+	name, v := "log.dirs", strings.TrimSpace(props["log.dirs"])
+	if v == "" {
+		name, v = "log.dir", strings.TrimSpace(props["log.dir"])
+	}
+	var dirs []string
+	for d := range strings.SplitSeq(v, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	switch {
+	case len(dirs) > 1:
+		return "", fmt.Errorf("%s lists %d directories (%s): Gregor keeps every partition in one data directory; give one, or set it with --data-dir", name, len(dirs), v)
+	case len(dirs) == 1 && dataDir == "":
+		return dirs[0], nil
+	case len(dirs) == 1 && filepath.Clean(dirs[0]) != filepath.Clean(dataDir):
+		log.Warn("the data directory is --data-dir's; "+name+" is ignored", "data_dir", dataDir, name, dirs[0])
+	case dataDir == "":
+		return "./data", nil
+	}
+	return dataDir, nil
+}
