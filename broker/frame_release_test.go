@@ -166,4 +166,3 @@ func gatherCounters(t *testing.T, b *Broker) map[string]float64 {
 	}
 	return out
 }
-
