@@ -4,7 +4,7 @@
 // # Endpoints
 //
 //	GET    /healthz                       200 "ok" while the process serves HTTP
-//	GET    /readyz                        200 once the broker listens, 503 otherwise
+//	GET    /readyz                        200 once the broker listens, 503 otherwise (and while its log dir is offline)
 //	GET    /metrics                       Prometheus text format
 //	GET    /admin/faults                  active faults (JSON)
 //	POST   /admin/faults                  inject a fault (JSON, see faultRequest)
@@ -229,7 +229,11 @@ func (s *Server) routes() *http.ServeMux {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !b.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			msg := "not ready"
+			if err := b.LogDirError(); err != nil {
+				msg = "not ready: log dir offline: " + err.Error()
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

@@ -159,12 +159,18 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 		sp.ErrorRecords = recordErrors
 		return failedRecord(code, msg)
 	}
+	if f := b.logDir.failed.Load(); f != nil {
+		return kerr.KafkaStorageError.Code, "the log dir is offline since " + f.since.UTC().Format(time.RFC3339) + ": " + f.err.Error(), nil
+	}
 	res, err := p.log.Append(records, opts)
 	if err != nil {
-		code := appendErrorCode(err)
-		if code == kerr.KafkaStorageError.Code || code == kerr.UnknownServerError.Code {
+		switch code := appendErrorCode(err); code {
+		case kerr.KafkaStorageError.Code:
+			b.noteWriteError(err)
+		case kerr.UnknownServerError.Code:
 			b.log.Error("append failed", "topic", p.topic.name, "partition", p.index, "err", err)
 		}
+		code := appendErrorCode(err)
 		switch code {
 		case kerr.OutOfOrderSequenceNumber.Code, kerr.InvalidProducerEpoch.Code, kerr.InvalidRecord.Code:
 			return failedRecord(code, err.Error())

@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -39,6 +40,9 @@ func (b *Broker) handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 	}
 	if req.Version >= 4 {
 		dir.TotalBytes, dir.UsableBytes = diskSpace(dir.Dir)
+	}
+	if b.LogDirError() != nil {
+		dir.ErrorCode = kerr.KafkaStorageError.Code // an offline log dir, as Kafka reports it
 	}
 
 	var want map[string]map[int32]bool // nil: every partition

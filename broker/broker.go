@@ -50,6 +50,7 @@ type Broker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
+	logDir logDirState // logdir_failure.go
 
 	srv server
 

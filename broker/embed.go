@@ -40,7 +40,7 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 // Ready reports whether the broker is listening and not closed: what
 // /readyz answers.
 func (b *Broker) Ready() bool {
-	if b.ctx.Err() != nil {
+	if b.ctx.Err() != nil || b.LogDirError() != nil {
 		return false
 	}
 	b.srv.mu.Lock()

@@ -11,6 +11,7 @@ package broker
 //	gregor_log_dir_size_bytes           bytes of this broker's partitions' segment files
 //	gregor_log_dir_total_bytes          size of the file system holding the data directory
 //	gregor_log_dir_usable_bytes         bytes an unprivileged user may still write there
+//	gregor_offline_log_dirs             1 while the data directory is offline after a failed write (logdir_failure.go)
 //	gregor_cleaner_throttle_seconds_total  time the log cleaner's I/O throttle slept
 //
 // The cluster-wide counts are the same on every broker that is up to date
@@ -35,7 +36,7 @@ var (
 type clusterGauges struct{ b *Broker }
 
 func (g clusterGauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descThrottle} {
+	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descThrottle, descOfflineDirs} {
 		ch <- d
 	}
 }
@@ -66,6 +67,11 @@ func (g clusterGauges) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDirSize, float64(d.SizeBytes), d.Dir)
 	gauge(descDirTotal, float64(d.TotalBytes), d.Dir)
 	gauge(descDirUsable, float64(d.UsableBytes), d.Dir)
+	offlineDirs := 0
+	if b.LogDirError() != nil {
+		offlineDirs = 1
+	}
+	gauge(descOfflineDirs, float64(offlineDirs))
 	b.cleaner.mu.Lock()
 	t := b.cleaner.throttle
 	b.cleaner.mu.Unlock()

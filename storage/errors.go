@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 var (
@@ -85,6 +86,9 @@ func ioErr(op, path string, err error) error {
 	var se *StorageError
 	if errors.As(err, &se) {
 		return err
+	}
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == path {
+		err = pe.Err // the path once, not twice
 	}
 	return &StorageError{Op: op, Path: path, Err: err}
 }
