@@ -9,7 +9,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: screenshot conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: test-stress race screenshot conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -71,6 +71,26 @@ test: deps
 
 unit:
 	$(GO) test $(RACEFLAG) $(TESTFLAGS) -timeout 5m ./protocol/... ./storage/... ./broker/... ./coordinator/... ./cluster/... ./replication/...
+
+## race: the unit packages under the race detector (released request frames
+## are poisoned in -race builds, so a read after release fails); .ci/run runs it
+race:
+	$(GO) test -race $(TESTFLAGS) -timeout 20m ./protocol/... ./storage/... ./broker/... ./coordinator/... ./cluster/... ./replication/... ./admin/...
+
+## test-stress: make test with CPU hogs beside it (STRESS_HOGS busy loops,
+## default two per core), as on a busy CI machine; STRESS_RUNS times in a row,
+## stopping at the first failure. A failure here is a bug to find, not a
+## timeout to widen.
+STRESS_RUNS ?= 1
+STRESS_HOGS ?= $(shell echo $$(( $$(nproc) * 2 )))
+test-stress:
+	@pids=""; for i in $$(seq $(STRESS_HOGS)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "make test-stress: $(STRESS_HOGS) CPU hogs beside make test, $(STRESS_RUNS) run(s)"; \
+	for r in $$(seq $(STRESS_RUNS)); do \
+		echo "== test-stress run $$r of $(STRESS_RUNS)"; \
+		$(MAKE) test TESTFLAGS="$(TESTFLAGS) -count=1" || { echo "== test-stress run $$r failed"; exit 1; }; \
+	done
 
 compat: deps
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
