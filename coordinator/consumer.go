@@ -24,7 +24,8 @@ package coordinator
 // id answers UNRELEASED_INSTANCE_ID.
 //
 // Consumer groups share the group map and committed offsets with classic
-// groups: OffsetCommit checks the member epoch (STALE_MEMBER_EPOCH),
+// groups: OffsetCommit checks the member epoch and, for an older one, the
+// assignment epochs of the partitions committed (commitfence.go);
 // DescribeGroups/ListGroups report type "consumer". An Empty classic group
 // becomes a consumer group on the first heartbeat and back on the first
 // JoinGroup; non-empty groups are converted online (migrate.go).
@@ -161,6 +162,9 @@ type cmember struct {
 	state            string
 	assigned         tps // current assignment
 	revoking         tps // partitions it must still revoke
+	// epochs is the assignment epoch of each partition of assigned and
+	// revoking (KIP-1251; commitfence.go).
+	epochs partEpochs
 
 	topics           []string // subscribed_topic_names
 	regex            string   // subscribed_topic_regex, "" for none
@@ -541,6 +545,7 @@ func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHear
 			// it starts over with nothing owned.
 			c.timers.cancelLocked(&m.revokeDue)
 			m.assigned, m.revoking, m.state, m.epoch = tps{}, tps{}, msStable, 0
+			m.epochs = nil
 			return m, false, nil
 		}
 		if len(cg.members) >= c.cfg.MaxGroupSize {
@@ -614,12 +619,14 @@ func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeart
 	r.MemberID = kmsg.StringPtr(id)
 	r.MemberEpoch = req.MemberEpoch
 	if req.MemberEpoch == staticLeaveEpoch {
-		// Kept, assignment and all, for the instance's next member.
+		// Kept, assignment and all, for the instance's next member; its
+		// partitions' assignment epochs are reset to 0, as Kafka does.
 		c.timers.cancelLocked(&m.revokeDue)
 		if m.epoch != staticLeaveEpoch {
 			m.prevEpoch = m.epoch
 		}
 		m.epoch = staticLeaveEpoch
+		m.resetAssignmentEpochs(0)
 		c.scheduleConsumerSessionLocked(g, m)
 		return r
 	}
@@ -793,6 +800,7 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 			return
 		}
 		m.revoking = tps{}
+		m.pruneAssignmentEpochs()
 		c.timers.cancelLocked(&m.revokeDue)
 	}
 	if m.epoch == cg.assignmentEpoch && m.state == msStable {
@@ -805,6 +813,8 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 	keep := m.assigned.intersect(target)
 	revoke := m.assigned.minus(target)
 	if revoke.size() > 0 {
+		// The partitions kept and those to revoke keep their assignment
+		// epochs.
 		m.assigned, m.revoking, m.state = keep, revoke, msUnrevoked
 		if m.classic == nil {
 			// Classic members have join and sync timeouts instead.
@@ -819,10 +829,13 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 				unreleased = true
 				continue
 			}
+			// A newly assigned partition gets the target's epoch.
 			keep.add(t, p)
+			m.setAssignmentEpoch(t, p, cg.assignmentEpoch)
 		}
 	}
 	m.assigned = keep
+	m.pruneAssignmentEpochs()
 	if m.epoch != cg.assignmentEpoch {
 		m.prevEpoch, m.epoch = m.epoch, cg.assignmentEpoch
 	}
@@ -913,52 +926,6 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		r.Groups = append(r.Groups, d)
 	}
 	return r
-}
-
-// validateConsumerOffsetCommit is the check of OffsetCommit (of this
-// version) for consumer groups: the generation is the member epoch.
-// Members using the consumer protocol must commit with v9+
-// (UNSUPPORTED_VERSION); members using the classic protocol get
-// ILLEGAL_GENERATION for a wrong generation, as classic groups answer.
-func validateConsumerOffsetCommit(g *group, memberID string, epoch int32, version int16) *kerr.Error {
-	if epoch < 0 && memberID == "" {
-		if len(g.cg.members) > 0 {
-			return kerr.UnknownMemberID
-		}
-		return nil
-	}
-	m := g.cg.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID
-	}
-	if m.classic == nil && version < 9 {
-		return kerr.UnsupportedVersion
-	}
-	if epoch != m.epoch {
-		if m.classic != nil {
-			return kerr.IllegalGeneration
-		}
-		return kerr.StaleMemberEpoch
-	}
-	return nil
-}
-
-// validateConsumerTxnOffsetCommit is TxnOffsetCommit's check for consumer
-// groups: commits without member and epoch are accepted; otherwise the
-// member must exist with this epoch (ILLEGAL_GENERATION, as Kafka answers
-// transactional commits).
-func validateConsumerTxnOffsetCommit(g *group, memberID string, epoch int32) *kerr.Error {
-	if epoch < 0 && memberID == "" {
-		return nil
-	}
-	m := g.cg.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID
-	}
-	if epoch != m.epoch {
-		return kerr.IllegalGeneration
-	}
-	return nil
 }
 
 // subscribesTo reports whether a member subscribes to topic, by name or

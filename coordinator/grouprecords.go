@@ -179,6 +179,11 @@ func nullable(s string) *string {
 type topicPartitions struct {
 	TopicID    [16]byte
 	Partitions []int32
+	// AssignmentEpochs is the epoch at which each partition was assigned,
+	// aligned with Partitions (KIP-1251): the tagged field 0, a nullable
+	// int32 array, of ConsumerGroupCurrentMemberAssignmentValue's
+	// TopicPartitions only. nil is absent (records of Kafka before 4.3).
+	AssignmentEpochs []int32
 }
 
 func appendTopicPartitions(b []byte, tps []topicPartitions) []byte {
@@ -186,12 +191,22 @@ func appendTopicPartitions(b []byte, tps []topicPartitions) []byte {
 	for _, tp := range tps {
 		b = kbin.AppendUuid(b, tp.TopicID)
 		b = appendInt32s(b, tp.Partitions)
-		b = appendNoTags(b)
+		if tp.AssignmentEpochs == nil {
+			b = appendNoTags(b)
+			continue
+		}
+		f := appendInt32s(nil, tp.AssignmentEpochs)
+		b = kbin.AppendUvarint(b, 1) // one tagged field
+		b = kbin.AppendUvarint(b, 0) // tag 0
+		b = kbin.AppendUvarint(b, uint32(len(f)))
+		b = append(b, f...)
 	}
 	return b
 }
 
-func (r *vreader) topicPartitions() []topicPartitions {
+// topicPartitions reads a TopicPartition(s) array; withEpochs reads the
+// tagged AssignmentEpochs, which other records do not define.
+func (r *vreader) topicPartitions(withEpochs bool) []topicPartitions {
 	n := r.CompactArrayLen()
 	if n < 0 || int(n)*18 > len(r.Src) {
 		r.Span(len(r.Src) + 1)
@@ -200,10 +215,36 @@ func (r *vreader) topicPartitions() []topicPartitions {
 	out := make([]topicPartitions, 0, n)
 	for range n {
 		tp := topicPartitions{TopicID: r.Uuid(), Partitions: r.int32s()}
-		r.tags(nil)
+		bad := false
+		r.tags(func(tag uint32, f *kbin.Reader) {
+			if tag == 0 && withEpochs {
+				tp.AssignmentEpochs, bad = readNullableInt32s(f)
+			}
+		})
+		if bad {
+			r.Span(len(r.Src) + 1) // fail
+			return nil
+		}
 		out = append(out, tp)
 	}
 	return out
+}
+
+// readNullableInt32s reads a tagged field holding a compact nullable
+// int32 array, and reports whether it was malformed.
+func readNullableInt32s(f *kbin.Reader) ([]int32, bool) {
+	n := f.CompactArrayLen()
+	if n < 0 {
+		return nil, f.Complete() != nil || len(f.Src) != 0
+	}
+	if int(n)*4 != len(f.Src) {
+		return nil, true
+	}
+	out := make([]int32, 0, n)
+	for range n {
+		out = append(out, f.Int32())
+	}
+	return out, f.Complete() != nil
 }
 
 // groupMetadataValue is ConsumerGroupMetadataValue (MetadataHash is tag 0)
@@ -409,7 +450,7 @@ func decodeTargetMember(b []byte) ([]topicPartitions, error) {
 	if err != nil {
 		return nil, err
 	}
-	tps := r.topicPartitions()
+	tps := r.topicPartitions(false)
 	r.tags(nil)
 	return tps, r.done()
 }
@@ -441,9 +482,9 @@ func decodeCurrentAssignment(b []byte, share bool) (v currentAssignmentValue, er
 		return v, err
 	}
 	v.MemberEpoch, v.PreviousMemberEpoch, v.State = r.Int32(), r.Int32(), r.Int8()
-	v.AssignedPartitions = r.topicPartitions()
+	v.AssignedPartitions = r.topicPartitions(!share)
 	if !share {
-		v.PartitionsPendingRevocation = r.topicPartitions()
+		v.PartitionsPendingRevocation = r.topicPartitions(true)
 	}
 	r.tags(nil)
 	return v, r.done()
@@ -478,14 +519,22 @@ func decodeRegex(b []byte) (v regexValue, err error) {
 
 // toTopicPartitions converts an assignment by topic name to the records'
 // form by topic id, sorted by topic id; topics unknown to ids are dropped.
-func toTopicPartitions(a tps, ids map[string]ConsumerTopic) []topicPartitions {
+// With epochOf, each partition's assignment epoch is added.
+func toTopicPartitions(a tps, ids map[string]ConsumerTopic, epochOf func(t string, p int32) int32) []topicPartitions {
 	out := []topicPartitions{}
 	for t, ps := range a {
 		ct, ok := ids[t]
 		if !ok || len(ps) == 0 {
 			continue
 		}
-		out = append(out, topicPartitions{TopicID: ct.ID, Partitions: slices.Clone(ps)})
+		tp := topicPartitions{TopicID: ct.ID, Partitions: slices.Clone(ps)}
+		if epochOf != nil {
+			tp.AssignmentEpochs = make([]int32, len(ps))
+			for i, p := range ps {
+				tp.AssignmentEpochs[i] = epochOf(t, p)
+			}
+		}
+		out = append(out, tp)
 	}
 	slices.SortFunc(out, func(a, b topicPartitions) int { return slices.Compare(a.TopicID[:], b.TopicID[:]) })
 	return out

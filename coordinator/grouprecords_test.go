@@ -62,18 +62,24 @@ func TestGroupRecordsGolden(t *testing.T) {
 			Classic: &classicMemberValue{SessionTimeoutMs: 10000, SupportedProtocols: []protocol{{"range", []byte("m")}}},
 		}).encode(), "0000 00 00 0263 0268 02 0274 00 000003e8 00 01 00 10 01 00002710 02 06 72616e6765 02 6d 00 00"},
 		{"ConsumerGroupTargetAssignmentMetadataValue", encodeEpochValue(7), "0000 00000007 00"},
-		{"ConsumerGroupTargetAssignmentMemberValue", encodeTargetMember([]topicPartitions{{uuidT, []int32{0, 1}}}),
+		{"ConsumerGroupTargetAssignmentMemberValue", encodeTargetMember([]topicPartitions{{TopicID: uuidT, Partitions: []int32{0, 1}}}),
 			"0000 02 " + uuidTHex + " 03 00000000 00000001 00 00"},
 		{"ConsumerGroupCurrentMemberAssignmentValue", (&currentAssignmentValue{MemberEpoch: 3, PreviousMemberEpoch: 2, State: memberStateUnrevoked,
-			AssignedPartitions: []topicPartitions{{uuidT, []int32{2}}}, PartitionsPendingRevocation: []topicPartitions{}}).encode(false),
+			AssignedPartitions: []topicPartitions{{TopicID: uuidT, Partitions: []int32{2}}}, PartitionsPendingRevocation: []topicPartitions{}}).encode(false),
 			"0000 00000003 00000002 01 02 " + uuidTHex + " 02 00000002 00 01 00"},
+		// AssignmentEpochs (KIP-1251) is tag 0 of each TopicPartitions, a
+		// compact nullable int32 array.
+		{"ConsumerGroupCurrentMemberAssignmentValue/AssignmentEpochs", (&currentAssignmentValue{MemberEpoch: 3, PreviousMemberEpoch: 2, State: memberStateUnrevoked,
+			AssignedPartitions:          []topicPartitions{{TopicID: uuidT, Partitions: []int32{2}, AssignmentEpochs: []int32{1}}},
+			PartitionsPendingRevocation: []topicPartitions{{TopicID: uuidT, Partitions: []int32{3, 4}, AssignmentEpochs: []int32{2, 3}}}}).encode(false),
+			"0000 00000003 00000002 01 02 " + uuidTHex + " 02 00000002 01 00 05 02 00000001 02 " + uuidTHex + " 03 00000003 00000004 01 00 09 03 00000002 00000003 00"},
 		{"ConsumerGroupRegularExpressionValue", (&regexValue{Topics: []string{"t"}, Version: 9, Timestamp: 1000}).encode(),
 			"0000 02 0274 0000000000000009 00000000000003e8 00"},
 		{"ShareGroupMetadataValue", groupMetadataValue{Epoch: 5, MetadataHash: 1}.encodeShare(), "0000 00000005 0000000000000001 00"},
 		{"ShareGroupMemberMetadataValue", (&shareMemberValue{ClientID: "c", ClientHost: "h", SubscribedTopicNames: []string{"t"}}).encode(),
 			"0000 00 0263 0268 02 0274 00"},
 		{"ShareGroupCurrentMemberAssignmentValue", (&currentAssignmentValue{MemberEpoch: 4, PreviousMemberEpoch: 3,
-			AssignedPartitions: []topicPartitions{{uuidT, []int32{1}}}}).encode(true),
+			AssignedPartitions: []topicPartitions{{TopicID: uuidT, Partitions: []int32{1}}}}).encode(true),
 			"0000 00000004 00000003 00 02 " + uuidTHex + " 02 00000001 00 00"},
 	} {
 		if want := unhex(t, tc.want); !bytes.Equal(tc.got, want) {
@@ -130,13 +136,29 @@ func TestGroupRecordsRoundTrip(t *testing.T) {
 	if got, err := decodeShareMember(sm.encode()); err != nil || !reflect.DeepEqual(got, sm) {
 		t.Errorf("ShareGroupMemberMetadata: %+v, %v", got, err)
 	}
-	tp := []topicPartitions{{uuidT, []int32{0, 5}}, {[16]byte{9}, []int32{1}}}
+	tp := []topicPartitions{{TopicID: uuidT, Partitions: []int32{0, 5}}, {TopicID: [16]byte{9}, Partitions: []int32{1}}}
 	if got, err := decodeTargetMember(encodeTargetMember(tp)); err != nil || !reflect.DeepEqual(got, tp) {
 		t.Errorf("TargetAssignmentMember: %+v, %v", got, err)
 	}
 	ca := currentAssignmentValue{MemberEpoch: 4, PreviousMemberEpoch: 3, State: memberStateUnreleased, AssignedPartitions: tp, PartitionsPendingRevocation: tp[:1]}
 	if got, err := decodeCurrentAssignment(ca.encode(false), false); err != nil || !reflect.DeepEqual(got, ca) {
 		t.Errorf("ConsumerGroupCurrentMemberAssignment: %+v, %v", got, err)
+	}
+	ce := currentAssignmentValue{MemberEpoch: 4, PreviousMemberEpoch: 3,
+		AssignedPartitions:          []topicPartitions{{TopicID: uuidT, Partitions: []int32{0, 5}, AssignmentEpochs: []int32{2, 4}}},
+		PartitionsPendingRevocation: []topicPartitions{{TopicID: [16]byte{9}, Partitions: []int32{1}, AssignmentEpochs: []int32{1}}}}
+	if got, err := decodeCurrentAssignment(ce.encode(false), false); err != nil || !reflect.DeepEqual(got, ce) {
+		t.Errorf("ConsumerGroupCurrentMemberAssignment with AssignmentEpochs: %+v, %v", got, err)
+	}
+	for i := range ce.encode(false) {
+		if _, err := decodeCurrentAssignment(ce.encode(false)[:i], false); err == nil {
+			t.Errorf("ConsumerGroupCurrentMemberAssignment with AssignmentEpochs truncated to %d bytes decoded", i)
+		}
+	}
+	// A null AssignmentEpochs reads as absent.
+	null := unhex(t, "0000 00000003 00000002 00 02 "+uuidTHex+" 02 00000002 01 00 01 00 01 00")
+	if got, err := decodeCurrentAssignment(null, false); err != nil || got.AssignedPartitions[0].AssignmentEpochs != nil {
+		t.Errorf("ConsumerGroupCurrentMemberAssignment with null AssignmentEpochs: %+v, %v", got, err)
 	}
 	ca.PartitionsPendingRevocation = nil
 	if got, err := decodeCurrentAssignment(ca.encode(true), true); err != nil || !reflect.DeepEqual(got, ca) {

@@ -191,6 +191,8 @@ func (c *Coordinator) upgradeLocked(g *group) *kerr.Error {
 			topics: sortedTopics(sub.Topics), rebalanceTimeout: m.rebalanceTimeout,
 			classic: &classicMember{sessionTimeout: m.sessionTimeout, protocols: slices.Clone(m.protocols)},
 		}
+		// The classic assignment was given at the generation.
+		cm.resetAssignmentEpochs(max(g.generation, 0))
 		cg.members[id] = cm
 		cg.order = append(cg.order, id)
 		if cm.instanceID != "" {
@@ -404,6 +406,7 @@ func (c *Coordinator) classicJoinToConsumerLocked(g *group, p joinParams) (*kmsg
 			nm := *old
 			nm.id, nm.hb, nm.revokeDue = id, timerSlot{}, timerSlot{}
 			nm.epoch, nm.prevEpoch, nm.assigned, nm.revoking, nm.state = 0, 0, tps{}, tps{}, msStable
+			nm.epochs = nil
 			nm.classic = &classicMember{}
 			m = &nm
 			cg.members[id], cg.static[p.instanceID] = m, id

@@ -8,7 +8,7 @@ package coordinator
 //	ConsumerGroupMemberMetadata        per member: subscription, instance and rack ids, client
 //	ConsumerGroupTargetAssignmentMetadata  assignment epoch
 //	ConsumerGroupTargetAssignmentMember    per member: target assignment
-//	ConsumerGroupCurrentMemberAssignment   per member: epoch, previous epoch, state, assigned and revoking partitions
+//	ConsumerGroupCurrentMemberAssignment   per member: epoch, previous epoch, state, assigned and revoking partitions with their assignment epochs
 //	ConsumerGroupRegularExpression     per regex: the topics it resolved to
 //	ShareGroupMetadata, ShareGroupMemberMetadata, ShareGroupTargetAssignmentMetadata,
 //	ShareGroupTargetAssignmentMember, ShareGroupCurrentMemberAssignment: likewise
@@ -100,7 +100,7 @@ func (c *Coordinator) consumerRecordsLocked(id string, cg *consumerGroup) map[st
 		}
 		put(keyConsumerGroupMember, mid, mv.encode())
 		if t, ok := cg.target[mid]; ok {
-			put(keyConsumerGroupTargetMember, mid, encodeTargetMember(toTopicPartitions(t, topics)))
+			put(keyConsumerGroupTargetMember, mid, encodeTargetMember(toTopicPartitions(t, topics, nil)))
 		}
 		state := memberStateStable
 		switch m.state {
@@ -110,7 +110,8 @@ func (c *Coordinator) consumerRecordsLocked(id string, cg *consumerGroup) map[st
 			state = memberStateUnreleased
 		}
 		cv := currentAssignmentValue{MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: state,
-			AssignedPartitions: toTopicPartitions(m.assigned, topics), PartitionsPendingRevocation: toTopicPartitions(m.revoking, topics)}
+			AssignedPartitions:          toTopicPartitions(m.assigned, topics, m.epochOf),
+			PartitionsPendingRevocation: toTopicPartitions(m.revoking, topics, m.epochOf)}
 		put(keyConsumerGroupCurrentAssignment, mid, cv.encode(false))
 		if m.regex != "" && m.re != nil {
 			regexes[m.regex] = m.re
@@ -172,10 +173,10 @@ func (c *Coordinator) shareRecordsLocked(sg *shareGroup) map[string][]byte {
 		}
 		put(keyShareGroupMember, mid, mv.encode())
 		if t, ok := sg.target[mid]; ok {
-			put(keyShareGroupTargetMember, mid, encodeTargetMember(toTopicPartitions(t, topics)))
+			put(keyShareGroupTargetMember, mid, encodeTargetMember(toTopicPartitions(t, topics, nil)))
 		}
 		cv := currentAssignmentValue{MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: memberStateStable,
-			AssignedPartitions: toTopicPartitions(m.assigned, topics)}
+			AssignedPartitions: toTopicPartitions(m.assigned, topics, nil)}
 		put(keyShareGroupCurrentAssignment, mid, cv.encode(true))
 	}
 	return out
@@ -397,6 +398,10 @@ func (c *Coordinator) restoreConsumerGroupLocked(id string, recs map[recordKey][
 				m.epoch, m.prevEpoch = a.MemberEpoch, a.PreviousMemberEpoch
 				m.assigned = fromTopicPartitions(a.AssignedPartitions, names)
 				m.revoking = fromTopicPartitions(a.PartitionsPendingRevocation, names)
+				// Records without assignment epochs give max(epoch, 0).
+				def := max(a.MemberEpoch, 0)
+				c.restoreAssignmentEpochs(id, m, a.AssignedPartitions, names, def)
+				c.restoreAssignmentEpochs(id, m, a.PartitionsPendingRevocation, names, def)
 				switch a.State {
 				case memberStateUnrevoked:
 					m.state = msUnrevoked

@@ -57,7 +57,16 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		created = true
 	}
 	if g.cg != nil {
-		if err := validateConsumerOffsetCommit(g, memberID, gen, req.Version); err != nil {
+		// The partitions checked are those that would be written.
+		var parts []offsetKey
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if c.partitionExists(t.Topic, p.Partition) && !c.metadataTooLarge(p.Metadata) {
+					parts = append(parts, offsetKey{t.Topic, p.Partition})
+				}
+			}
+		}
+		if err := validateConsumerOffsetCommit(g, memberID, gen, commitKind{version: req.Version}, parts); err != nil {
 			return setAll(err)
 		}
 	} else if err := validateOffsetCommit(g, memberID, instanceID, gen); err != nil {
@@ -73,7 +82,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			if p.Metadata != nil && len(*p.Metadata) > c.cfg.OffsetMetadataMaxSize {
+			if c.metadataTooLarge(p.Metadata) {
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
@@ -170,6 +179,12 @@ type offsetWrite struct {
 	resp      *kmsg.OffsetCommitResponseTopicPartition
 }
 
+// metadataTooLarge reports whether a commit's metadata exceeds
+// OffsetMetadataMaxSize.
+func (c *Coordinator) metadataTooLarge(md *string) bool {
+	return md != nil && len(*md) > c.cfg.OffsetMetadataMaxSize
+}
+
 func (c *Coordinator) partitionExists(topic string, partition int32) bool {
 	if c.cfg.TopicPartitions == nil {
 		return partition >= 0
@@ -226,7 +241,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil, stable)
 			if g := c.groups[rg.Group]; err == noError && req.Version >= 9 && g != nil && g.cg != nil && rg.MemberID != nil {
 				// v9: a consumer group member's fetch checks its epoch.
-				if verr := validateConsumerOffsetCommit(g, *rg.MemberID, rg.MemberEpoch, req.Version); verr != nil {
+				if verr := validateConsumerOffsetFetch(g, *rg.MemberID, rg.MemberEpoch); verr != nil {
 					err, res = verr, nil
 				}
 			}

@@ -221,6 +221,8 @@ func (c *Coordinator) supersedePendingTx(tx *bolt.Tx, group string, ws []offsetW
 // commits without generation and member are accepted whatever the group's
 // state; otherwise the member must be current (UNKNOWN_MEMBER_ID,
 // FENCED_INSTANCE_ID) in the current generation (ILLEGAL_GENERATION).
+// Consumer groups check the member epoch and, for an older one, the
+// assignment epochs of the partitions committed (commitfence.go).
 //
 // With a log the offsets are appended as a transactional batch and finish
 // is returned: it waits (without the lock) until the batch is committed,
@@ -253,7 +255,17 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 		g = newGroup(req.Group, c.cfg.Now())
 	}
 	if g.cg != nil {
-		if err := validateConsumerTxnOffsetCommit(g, memberID, gen); err != nil {
+		// The partitions checked are those that would be written.
+		var parts []offsetKey
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if r.Topics[i].Partitions[j].ErrorCode == 0 && !c.metadataTooLarge(p.Metadata) {
+					parts = append(parts, offsetKey{t.Topic, p.Partition})
+				}
+			}
+		}
+		kind := commitKind{txn: true, version: req.Version, instance: req.Version >= 3 && req.InstanceID != nil}
+		if err := validateConsumerOffsetCommit(g, memberID, gen, kind, parts); err != nil {
 			setAll(err)
 			return nil
 		}
@@ -275,7 +287,7 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			if p.Metadata != nil && len(*p.Metadata) > c.cfg.OffsetMetadataMaxSize {
+			if c.metadataTooLarge(p.Metadata) {
 				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
