@@ -454,6 +454,66 @@ func moreScenarios() []Scenario {
 			joinedGroup(e, "g-cg-classic")
 			return consumerHeartbeat(e, "g-cg-classic", memberA, 0, []string{"cg-classic"}, nil).ErrorCode
 		}},
+		{"OffsetCommit", "KIP-848 member commits at its previous epoch after a rebalance (KIP-1251)", func(e *Env) any {
+			// The race of KafkaConsumer.close(): a heartbeat moved the
+			// member to the next epoch, the commit it sends carries the
+			// one before.
+			const g, topic = "g-cg-oldepoch", "cg-oldepoch"
+			e.CreateTopic(topic, 2)
+			r := joinConsumer(e, g, []string{topic}, nil)
+			e.waitFor("both partitions assigned to A", func() bool {
+				if r.ErrorCode != 0 || assigned(r) == 2 {
+					return true
+				}
+				r = consumerHeartbeat(e, g, memberA, r.MemberEpoch, nil, nil)
+				return false
+			})
+			if r.ErrorCode != 0 {
+				e.fail("setup: ConsumerGroupHeartbeat: %s", errName(r.ErrorCode))
+			}
+			old := r.MemberEpoch
+			if b := consumerHeartbeat(e, g, memberB, 0, []string{topic}, nil); b.ErrorCode != 0 {
+				e.fail("setup: B joins: %s", errName(b.ErrorCode))
+			}
+			// A revokes one partition and acknowledges it: its epoch moves on.
+			var kept int32 = -1
+			e.waitFor("A at a newer epoch holding one partition", func() bool {
+				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				req.Group, req.MemberID, req.MemberEpoch = g, memberA, r.MemberEpoch
+				if r.Assignment != nil {
+					req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+					for _, at := range r.Assignment.Topics {
+						t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+						t.TopicID, t.Partitions = at.TopicID, at.Partitions
+						req.Topics = append(req.Topics, t)
+						if len(at.Partitions) == 1 {
+							kept = at.Partitions[0]
+						}
+					}
+				}
+				next := Do[*kmsg.ConsumerGroupHeartbeatResponse](e, req)
+				if next.ErrorCode != 0 {
+					e.fail("setup: A heartbeat: %s", errName(next.ErrorCode))
+				}
+				if next.Assignment == nil {
+					next.Assignment = r.Assignment
+				}
+				r = next
+				return r.MemberEpoch > old && kept >= 0 && assigned(r) == 1
+			})
+			commit := func(epoch, part int32) int16 {
+				req := offsetCommitReq(g, memberA, epoch, topic, part, 5)
+				req.Topics[0].TopicID = e.TopicID(topic)
+				c := Do[*kmsg.OffsetCommitResponse](e, req)
+				return c.Topics[0].Partitions[0].ErrorCode
+			}
+			return map[string]any{
+				"keptAtPreviousEpoch":  commit(old, kept),
+				"givenAtPreviousEpoch": commit(old, 1-kept),
+				"keptAtCurrentEpoch":   commit(r.MemberEpoch, kept),
+				"keptAtNextEpoch":      commit(r.MemberEpoch+1, kept),
+			}
+		}},
 		{"ConsumerGroupDescribe", "a KIP-848 group with one member", func(e *Env) any {
 			e.CreateTopic("cgd-one", 2)
 			r := joinConsumer(e, "g-cgd-one", []string{"cgd-one"}, nil)
