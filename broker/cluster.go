@@ -384,7 +384,7 @@ func (b *Broker) applyRole(md *cluster.Metadata, p *partition) {
 			return
 		}
 		p.followEpoch.Store(mp.LeaderEpoch)
-		if err := b.cl.fetchers.Follow(tp, p.topic.id, followerLog{p.log}, mp.Leader, addr, mp.LeaderEpoch); err != nil {
+		if err := b.cl.fetchers.Follow(tp, p.topic.id, followerLog{p.log, b}, mp.Leader, addr, mp.LeaderEpoch); err != nil {
 			b.log.Error("following the leader", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "err", err)
 			return
 		}
@@ -463,13 +463,20 @@ func (b *Broker) leadership(p *partition) int16 {
 	return 0
 }
 
-// followerLog adapts a storage.Log to replication.FollowerLog.
-type followerLog struct{ *storage.Log }
+// followerLog adapts a storage.Log to replication.FollowerLog; a failed
+// append takes the log dir offline (noteWriteError).
+type followerLog struct {
+	*storage.Log
+	b *Broker // comparable: the fetcher compares logs
+}
 
 func (f followerLog) AppendAsFollower(records []byte) error {
 	_, err := f.Log.AppendAsFollower(records)
 	if errors.Is(err, storage.ErrOffsetMismatch) {
 		return fmt.Errorf("%w: %w", replication.ErrOffsetMismatch, err)
+	}
+	if err != nil {
+		f.b.noteWriteError(err)
 	}
 	return err
 }

@@ -169,6 +169,9 @@ func (b *Broker) storageConfig(t *topic) storage.Config {
 		}
 	}
 	c.Now = b.cfg.Now
+	if testIOFaults {
+		c.BeforeIO = b.injectedIOError
+	}
 	c.Decompress = decompress
 	c.Logger = b.log.With("topic", t.name)
 	return c

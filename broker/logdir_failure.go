@@ -16,11 +16,21 @@ package broker
 // A write that fails after that takes the dir offline again. A failed
 // fsync stays sticky in its partition's log (storage), as in Kafka: that
 // partition needs a restart whatever the probe says.
+//
+// In a cluster the broker says so in its registration
+// (cluster.Node.SetLogDirOffline) and the controller treats it as a dead
+// broker for leadership and the ISR, as Kafka's controller does with a
+// broker's offline log dirs: the partitions it led get new leaders among
+// the other replicas of the ISR and producers go on writing there. Back
+// online, it says so again and catches up as a follower. A follower's
+// failed append takes the dir offline too.
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +46,18 @@ var (
 	logDirProbeBytes = 1 << 20
 )
 
+// testIOFaults, set by the package's tests, routes the logs' I/O through
+// Broker.ioFault (storage.Config.BeforeIO); off, production pays nothing.
+var testIOFaults bool
+
+// injectedIOError is the error a test's ioFault gives op on path, or nil.
+func (b *Broker) injectedIOError(op, path string) error {
+	if f := b.logDir.ioFault.Load(); f != nil {
+		return (*f)(op, path)
+	}
+	return nil
+}
+
 // logDirFailure is why the log dir is offline.
 type logDirFailure struct {
 	err   error
@@ -45,6 +67,12 @@ type logDirFailure struct {
 // logDirState is the broker's one log dir's health.
 type logDirState struct {
 	failed atomic.Pointer[logDirFailure] // nil: online
+	// announceMu orders telling the cluster: each call reads the state
+	// then, so the last one to run tells the latest.
+	announceMu sync.Mutex
+	// ioFault, set by tests (testIOFaults), fails writes as a full disk
+	// would, the probe's too.
+	ioFault atomic.Pointer[func(op, path string) error]
 }
 
 var descOfflineDirs = prometheus.NewDesc("gregor_offline_log_dirs", "Log dirs offline after a failed write (Kafka's OfflineLogDirectoryCount); produces to them answer KAFKA_STORAGE_ERROR until a probe write succeeds.", nil, nil)
@@ -74,9 +102,11 @@ func (b *Broker) noteWriteError(err error) {
 	go b.probeLogDir(f)
 }
 
-// probeLogDir brings the log dir back online once a probe write succeeds.
+// probeLogDir brings the log dir back online once a probe write succeeds,
+// telling the cluster both ways.
 func (b *Broker) probeLogDir(f *logDirFailure) {
 	defer b.bg.Done()
+	told := b.announceLogDir()
 	t := time.NewTicker(logDirProbeInterval)
 	defer t.Stop()
 	for {
@@ -85,14 +115,43 @@ func (b *Broker) probeLogDir(f *logDirFailure) {
 			return
 		case <-t.C:
 		}
-		if err := probeWrite(filepath.Join(b.cfg.DataDir, metaDirName, ".probe"), logDirProbeBytes); err != nil {
-			continue
+		if !told {
+			told = b.announceLogDir()
 		}
-		if b.logDir.failed.CompareAndSwap(f, nil) {
+		if b.logDir.failed.Load() == f {
+			if err := b.injectedIOError("write", "probe"); err != nil {
+				continue
+			}
+			if err := probeWrite(filepath.Join(b.cfg.DataDir, metaDirName, ".probe"), logDirProbeBytes); err != nil {
+				continue
+			}
+			if !b.logDir.failed.CompareAndSwap(f, nil) {
+				return // failed again meanwhile: that failure's probe carries on
+			}
 			b.log.Info("log dir back online: a probe write succeeded", "dir", b.cfg.DataDir, "offline_for", time.Since(f.since).Round(time.Millisecond))
+			told = false
 		}
-		return
+		if told = b.announceLogDir(); told {
+			return
+		}
 	}
+}
+
+// announceLogDir tells the cluster whether the log dir is offline now; it
+// reports whether that worked (always on a single node).
+func (b *Broker) announceLogDir() bool {
+	if b.cl == nil {
+		return true
+	}
+	b.logDir.announceMu.Lock()
+	defer b.logDir.announceMu.Unlock()
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if err := b.cl.node.SetLogDirOffline(ctx, b.LogDirError() != nil); err != nil {
+		b.log.Warn("telling the cluster about the log dir", "offline", b.LogDirError() != nil, "err", err)
+		return false
+	}
+	return true
 }
 
 // probeWrite writes n bytes to path, fsyncs them and removes the file.

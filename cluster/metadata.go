@@ -44,6 +44,11 @@ type Broker struct {
 	// Epoch is the etcd create revision of the registration; it grows each
 	// time the broker registers anew (Kafka's broker epoch).
 	Epoch int64
+	// LogDirOffline is set while the broker's log dir is offline (a write
+	// failed: a full disk): the controller then treats it as it treats a
+	// dead broker for leadership and the ISR (Kafka's offline log dirs),
+	// while it stays registered and serves reads.
+	LogDirOffline bool
 }
 
 // Partition is the replica assignment and leadership of one partition.
@@ -139,6 +144,8 @@ type brokerJSON struct {
 	// Listeners was added with the security listeners; older
 	// registrations lack it.
 	Listeners map[string]Endpoint `json:"listeners,omitempty"`
+	// LogDirOffline: see Broker.
+	LogDirOffline bool `json:"log_dir_offline,omitempty"`
 }
 
 // Endpoint is a host and port a broker advertises.
@@ -193,7 +200,7 @@ func parseBroker(kv *mvccpb.KeyValue) (Broker, error) {
 	if err := json.Unmarshal(kv.Value, &j); err != nil {
 		return Broker{}, err
 	}
-	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision}, nil
+	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision, LogDirOffline: j.LogDirOffline}, nil
 }
 
 func topicToJSON(id [16]byte, configs map[string]string) []byte {

@@ -43,6 +43,10 @@ type Node struct {
 	fenceAt atomic.Int64 // nanoseconds since base after which the node is fenced
 	closing atomic.Bool
 	inc     atomic.Pointer[incarnation]
+	// logDirOffline is what the registration says of the log dir
+	// (SetLogDirOffline); regMu orders the registration's rewrites.
+	logDirOffline atomic.Bool
+	regMu         sync.Mutex
 
 	ctx       context.Context // cancelled by Close after the lease is revoked
 	cancel    context.CancelFunc
@@ -228,7 +232,7 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 	}
 	n.noteRenewal(sent, g.TTL)
 	key := brokerKey(n.cfg.NodeID)
-	val, _ := json.Marshal(brokerJSON{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack, Listeners: n.cfg.Listeners})
+	val := n.registration()
 	var epoch int64
 	for epoch == 0 {
 		resp, err := n.cli.Txn(ctx).
@@ -266,6 +270,40 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 	n.inc.Store(inc)
 	n.log.Info("registered broker", "epoch", epoch, "lease", int64(g.ID), "ttl", g.TTL)
 	return inc, nil
+}
+
+// registration is the value of this node's /gregor/brokers/<id>.
+func (n *Node) registration() []byte {
+	val, _ := json.Marshal(brokerJSON{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack,
+		Listeners: n.cfg.Listeners, LogDirOffline: n.logDirOffline.Load()})
+	return val
+}
+
+// SetLogDirOffline says in this broker's registration whether its log dir
+// is offline (Broker.LogDirOffline), keeping the registration's lease and
+// broker epoch; a later registration (after a lost lease) says it too. It
+// returns ErrFenced without a live registration.
+func (n *Node) SetLogDirOffline(ctx context.Context, offline bool) error {
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	n.logDirOffline.Store(offline)
+	inc := n.inc.Load()
+	if inc == nil || n.Fenced() {
+		return ErrFenced
+	}
+	key := brokerKey(n.cfg.NodeID)
+	resp, err := n.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", inc.epoch)).
+		Then(clientv3.OpPut(key, string(n.registration()), clientv3.WithLease(inc.lease))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("cluster: update registration: %w", err)
+	}
+	if !resp.Succeeded {
+		return ErrFenced // registered anew meanwhile, with the flag as it is now
+	}
+	n.log.Info("registration updated", "log_dir_offline", offline)
+	return nil
 }
 
 // fenceMargin is how long before the earliest possible expiry of its lease
