@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -33,10 +34,17 @@ func (n *Node) runController(inc *incarnation, el *concurrency.Election) {
 	}
 }
 
-// reconcile writes the partition changes m calls for, each in a transaction
-// conditioned on the election key (guard), the partition's mod revision and
-// the new leader's registration. It reports whether the election key is
-// gone.
+// reconcile writes the partition changes m calls for and reports whether
+// the election key is gone. It decides every partition in one pass (a
+// broker's death changes the partitions it led and those whose ISR it
+// was in) and writes the decisions in batches of up to
+// reconcileBatch(), one etcd transaction each, conditioned on the
+// election key (guard), every partition's mod revision and each new
+// leader's registration, as the per-partition writes were: a stale
+// controller can never overwrite a newer decision. A batch whose
+// conditions fail (a leader changed an ISR meanwhile) is written again
+// one partition at a time, so the rest of it still lands now. One log line
+// per batch; the partitions at debug level.
 func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, m *Metadata) (lost bool) {
 	live := make(map[int32]int64, len(m.Brokers))
 	for id, b := range m.Brokers {
@@ -50,37 +58,103 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var changes []partitionChange
 	for _, name := range names {
 		unclean := m.uncleanLeaderElection(name, n.cfg.NodeID, n.cfg.UncleanLeaderElection)
 		for _, p := range m.Topics[name].Partitions {
-			np, changed := decide(p, live, unclean)
-			if !changed {
-				continue
+			if np, changed := decide(p, live, unclean); changed {
+				changes = append(changes, partitionChange{topic: name, old: p, new: np})
 			}
-			cmps := []clientv3.Cmp{guard, clientv3.Compare(clientv3.ModRevision(partitionKey(name, p.Index)), "=", p.modRev)}
-			if np.Leader >= 0 && np.LeaderBrokerEpoch != p.LeaderBrokerEpoch {
-				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch))
-			}
-			resp, err := n.cli.Txn(ctx).If(cmps...).
-				Then(clientv3.OpPut(partitionKey(name, p.Index), string(np.toJSON()))).
-				Else(clientv3.OpGet(elKey)).Commit()
-			if err != nil {
-				n.log.Warn("controller write", "topic", name, "partition", p.Index, "err", err)
-				return false
-			}
-			if !resp.Succeeded {
-				kvs := resp.Responses[0].GetResponseRange().Kvs
-				if len(kvs) == 0 {
-					return true
+		}
+	}
+	for batch := range slices.Chunk(changes, n.reconcileBatch()) {
+		written, lost, err := n.writeChanges(ctx, guard, elKey, batch)
+		if err != nil {
+			n.log.Warn("controller write", "partitions", len(batch), "err", err)
+			return false
+		}
+		if lost {
+			return true
+		}
+		if !written && len(batch) > 1 {
+			for _, c := range batch { // one at a time: the others land now
+				if _, lost, err := n.writeChanges(ctx, guard, elKey, []partitionChange{c}); err != nil || lost {
+					return lost
 				}
-				continue // the partition or the broker changed: next snapshot
 			}
-			n.log.Info("partition change", "topic", name, "partition", p.Index,
-				"leader", np.Leader, "leaderEpoch", np.LeaderEpoch, "partitionEpoch", np.PartitionEpoch,
-				"isr", np.ISR, "replicas", np.Replicas, "prevLeader", p.Leader, "rev", resp.Header.Revision)
 		}
 	}
 	return false
+}
+
+// partitionChange is one partition's decided new state.
+type partitionChange struct {
+	topic    string
+	old, new Partition
+}
+
+// reconcileBatch is how many partition changes one controller transaction
+// carries: the embedded etcd takes 10,240 operations (ec.MaxTxnOps), an
+// external one 128 by default (its --max-txn-ops), which a batch's
+// conditions (one per partition, one per new leader, the election key)
+// must fit in.
+func (n *Node) reconcileBatch() int {
+	if n.etcd != nil {
+		return 1000
+	}
+	return 60
+}
+
+// writeChanges writes cs in one transaction. written is false when a
+// condition other than the election key failed (nothing is written then);
+// lost when the election key is gone.
+func (n *Node) writeChanges(ctx context.Context, guard clientv3.Cmp, elKey string, cs []partitionChange) (written, lost bool, err error) {
+	cmps := make([]clientv3.Cmp, 0, 1+len(cs)+4)
+	cmps = append(cmps, guard)
+	ops := make([]clientv3.Op, 0, len(cs))
+	leaders := map[int32]int64{}
+	for _, c := range cs {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(partitionKey(c.topic, c.old.Index)), "=", c.old.modRev))
+		if np := c.new; np.Leader >= 0 && np.LeaderBrokerEpoch != c.old.LeaderBrokerEpoch {
+			if _, ok := leaders[np.Leader]; !ok {
+				leaders[np.Leader] = np.LeaderBrokerEpoch
+				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch))
+			}
+		}
+		ops = append(ops, clientv3.OpPut(partitionKey(c.topic, c.old.Index), string(c.new.toJSON())))
+	}
+	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(elKey)).Commit()
+	if err != nil {
+		return false, false, err
+	}
+	if !resp.Succeeded {
+		if len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+			return false, true, nil
+		}
+		return false, false, nil // a partition or a broker changed: next snapshot
+	}
+	elected, leaderless := 0, 0
+	for _, c := range cs {
+		switch {
+		case c.new.Leader < 0 && c.old.Leader >= 0:
+			leaderless++
+		case c.new.Leader != c.old.Leader:
+			elected++
+		}
+		n.log.Debug("partition change", "topic", c.topic, "partition", c.old.Index,
+			"leader", c.new.Leader, "leaderEpoch", c.new.LeaderEpoch, "partitionEpoch", c.new.PartitionEpoch,
+			"isr", c.new.ISR, "replicas", c.new.Replicas, "prevLeader", c.old.Leader)
+	}
+	if len(cs) == 1 {
+		c := cs[0]
+		n.log.Info("partition change", "topic", c.topic, "partition", c.old.Index,
+			"leader", c.new.Leader, "leaderEpoch", c.new.LeaderEpoch, "partitionEpoch", c.new.PartitionEpoch,
+			"isr", c.new.ISR, "replicas", c.new.Replicas, "prevLeader", c.old.Leader, "rev", resp.Header.Revision)
+	} else {
+		n.log.Info("partition changes", "partitions", len(cs), "new_leaders", elected, "leaderless", leaderless,
+			"first", fmt.Sprintf("%s-%d", cs[0].topic, cs[0].old.Index), "rev", resp.Header.Revision)
+	}
+	return true, false, nil
 }
 
 // decide returns the state partition p should have given the live brokers
