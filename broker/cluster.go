@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,11 +215,13 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 		return
 	}
 	dynChanged := b.syncDynamicConfigs(md)
+	var rc roleChanges
 	for name, mt := range md.Topics {
-		if err := b.applyTopic(md, mt); err != nil {
+		if err := b.applyTopic(md, mt, &rc); err != nil {
 			b.log.Error("applying topic metadata", "topic", name, "err", err)
 		}
 	}
+	rc.log(b.log, md.Revision)
 	if dynChanged {
 		b.reapplyTopicDefaults()
 	}
@@ -241,7 +244,7 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 }
 
 // applyTopic brings one topic's local state in line with the metadata.
-func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic) error {
+func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic, rc *roleChanges) error {
 	b.mu.Lock()
 	t := b.topics[mt.Name]
 	if t != nil && t.id != uuid(mt.ID) {
@@ -304,7 +307,7 @@ func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic) error {
 	}
 	for _, p := range parts {
 		if p.log != nil {
-			b.applyRole(md, p)
+			b.applyRole(md, p, rc)
 		}
 	}
 	return nil
@@ -340,9 +343,34 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 	return p, nil
 }
 
+// roleChanges counts the roles one applyMetadata changed, for one log line
+// instead of one per partition (a failover moves thousands at once).
+type roleChanges struct {
+	leader, follower int
+	first            string // the first partition that changed
+}
+
+func (rc *roleChanges) note(p *partition, leader bool) {
+	if rc.first == "" {
+		rc.first = p.topic.name + "-" + strconv.Itoa(int(p.index))
+	}
+	if leader {
+		rc.leader++
+	} else {
+		rc.follower++
+	}
+}
+
+func (rc *roleChanges) log(log *slog.Logger, rev int64) {
+	if rc.leader+rc.follower > 0 {
+		log.Info("replica roles changed", "became_leader", rc.leader, "became_follower", rc.follower, "first", rc.first, "metadata_revision", rev)
+	}
+}
+
 // applyRole makes this broker the leader or a follower of p as its
-// metadata says.
-func (b *Broker) applyRole(md *cluster.Metadata, p *partition) {
+// metadata says; rc counts the changes (the partitions are logged at debug
+// level).
+func (b *Broker) applyRole(md *cluster.Metadata, p *partition, rc *roleChanges) {
 	mp := p.meta.Load()
 	tp := replication.TP{Topic: p.topic.name, Partition: p.index}
 	st := replication.State{LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch, Replicas: mp.Replicas, ISR: mp.ISR}
@@ -370,7 +398,8 @@ func (b *Broker) applyRole(md *cluster.Metadata, p *partition) {
 		p.epoch.Store(mp.LeaderEpoch)
 		p.leader.Store(ldr)
 		ldr.MaybeAdvanceHighWatermark()
-		b.log.Info("became leader", "topic", tp.Topic, "partition", tp.Partition, "leader_epoch", mp.LeaderEpoch, "isr", mp.ISR, "log_end_offset", leo, "high_watermark", p.log.HighWatermark())
+		rc.note(p, true)
+		b.log.Debug("became leader", "topic", tp.Topic, "partition", tp.Partition, "leader_epoch", mp.LeaderEpoch, "isr", mp.ISR, "log_end_offset", leo, "high_watermark", p.log.HighWatermark())
 	case mp.Leader >= 0:
 		wasLeader := p.leader.Swap(nil) != nil
 		p.epoch.Store(mp.LeaderEpoch)
@@ -388,7 +417,8 @@ func (b *Broker) applyRole(md *cluster.Metadata, p *partition) {
 			b.log.Error("following the leader", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "err", err)
 			return
 		}
-		b.log.Info("became follower", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "leader_epoch", mp.LeaderEpoch)
+		rc.note(p, false)
+		b.log.Debug("became follower", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "leader_epoch", mp.LeaderEpoch)
 	default:
 		p.leader.Store(nil)
 		p.epoch.Store(mp.LeaderEpoch)
