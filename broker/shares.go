@@ -405,27 +405,35 @@ func (b *Broker) setShareStart(group string, t uuid, partition int32, off int64)
 	b.shares.meta[key] = meta
 	b.shares.mu.Unlock()
 	sp.SetStartOffset(off)
-	return b.persistSharePartition(group, t, partition, sp)
+	return b.persistSharePartitionAt(group, t, partition, sp, meta)
 }
 
 // persistSharePartition writes sp's state to the share coordinator
 // (WriteShareGroupState), in the leader and state epochs it was read in.
-// A write fenced by a newer leader or state epoch drops the cached state:
-// it is read again when next needed.
 func (b *Broker) persistSharePartition(group string, t uuid, partition int32, sp *coordinator.SharePartition) int16 {
-	key := shareKey{group, t, partition}
 	b.shares.mu.Lock()
-	meta := b.shares.meta[key]
+	meta := b.shares.meta[shareKey{group, t, partition}]
 	b.shares.mu.Unlock()
+	return b.persistSharePartitionAt(group, t, partition, sp, meta)
+}
+
+// persistSharePartitionAt writes sp's state in the epochs of meta. A write
+// fenced by a newer leader or state epoch drops the cached state, to be
+// read again when next needed — unless the cache has moved on since meta
+// (a newer write from this broker, such as a second InitializeShareGroupState
+// sent while a slow first one was still running, fenced this one: the
+// cache holds what that newer write stored).
+func (b *Broker) persistSharePartitionAt(group string, t uuid, partition int32, sp *coordinator.SharePartition, meta shareMeta) int16 {
+	key := shareKey{group, t, partition}
 	snap := sp.Snapshot()
 	k := coordinator.ShareStateKey{Group: group, TopicID: t, Partition: partition}
 	code := b.writeShareState(k, coordinator.ShareWrite{StateEpoch: meta.stateEpoch, LeaderEpoch: meta.leaderEpoch,
 		StartOffset: snap.StartOffset, DeliveryCompleteCount: snap.DeliveryCompleteCount, StateBatches: snap.StateBatches})
 	if code != 0 {
-		b.log.Warn("writing share-partition state failed", "group", group, "partition", partition, "err", kerr.ErrorForCode(code))
+		b.log.Warn("writing share-partition state failed", "group", group, "partition", partition, "state_epoch", meta.stateEpoch, "err", kerr.ErrorForCode(code))
 		if code == kerr.FencedLeaderEpoch.Code || code == kerr.FencedStateEpoch.Code {
 			b.shares.mu.Lock()
-			if b.shares.parts[key] == sp {
+			if b.shares.parts[key] == sp && b.shares.meta[key] == meta {
 				delete(b.shares.parts, key)
 				delete(b.shares.meta, key)
 			}
