@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,8 +168,10 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	retriable := func(code int16) bool {
 		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
 	}
+	var attempts []string // every answer, for the failure message
 	waitFor(t, 20*time.Second, "the coordinators to load", func() bool {
 		ar, err = alter.RequestWith(ctx, cl)
+		attempts = append(attempts, fmt.Sprintf("%v %+v", err, ar))
 		if err != nil || retriable(ar.ErrorCode) || len(ar.Topics) != 1 {
 			return err != nil
 		}
@@ -188,7 +191,8 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	for i, want := range []int64{3, 7} {
 		sp := brokers[i].shareStates("sg")[tidp{uuid(id), int32(i)}]
 		if sp == nil || sp.StartOffset() != want {
-			t.Fatalf("broker %d's state of partition %d: %v", i+1, i, sp)
+			t.Fatalf("broker %d's state of partition %d: %v; broker 1 holds %v, broker 2 %v; the alter's answers:\n%s",
+				i+1, i, sp, brokers[0].shareStates("sg"), brokers[1].shareStates("sg"), strings.Join(attempts, "\n"))
 		}
 	}
 
