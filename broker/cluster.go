@@ -181,7 +181,12 @@ func (b *Broker) kickISR() {
 
 func (b *Broker) checkISRs() {
 	md := b.cl.node.Metadata()
-	live := func(id int32) bool { _, ok := md.Brokers[id]; return ok }
+	// A broker stopping or with its log dir offline may not rejoin an ISR
+	// (KIP-841), as the controller takes them out.
+	live := func(id int32) bool {
+		br, ok := md.Brokers[id]
+		return ok && !br.ControlledShutdown && !br.LogDirOffline
+	}
 	now := time.Now()
 	for _, p := range b.allPartitions() {
 		ldr := p.leader.Load()

@@ -48,8 +48,8 @@
 // Every node campaigns; the winner runs the controller until its lease is
 // lost, it is fenced, or it closes. On taking office and at every metadata
 // change it re-checks every partition against the live brokers (a broker
-// whose registration says its log dir is offline, SetLogDirOffline,
-// counts as not live):
+// whose registration says its log dir is offline, SetLogDirOffline, or
+// that it is stopping, SetControlledShutdown, counts as not live):
 //
 //   - a partition whose leader is not live (its registration is gone, or
 //     it registered anew since it was elected: a restart) gets as leader

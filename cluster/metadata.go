@@ -49,6 +49,11 @@ type Broker struct {
 	// dead broker for leadership and the ISR (Kafka's offline log dirs),
 	// while it stays registered and serves reads.
 	LogDirOffline bool
+	// ControlledShutdown is set by a broker that is stopping (Kafka's
+	// controlled shutdown): the controller moves the leadership of its
+	// partitions to other in-sync replicas and takes it out of the ISRs,
+	// as for LogDirOffline, while it still serves.
+	ControlledShutdown bool
 }
 
 // Partition is the replica assignment and leadership of one partition.
@@ -146,6 +151,8 @@ type brokerJSON struct {
 	Listeners map[string]Endpoint `json:"listeners,omitempty"`
 	// LogDirOffline: see Broker.
 	LogDirOffline bool `json:"log_dir_offline,omitempty"`
+	// ControlledShutdown: see Broker.
+	ControlledShutdown bool `json:"controlled_shutdown,omitempty"`
 }
 
 // Endpoint is a host and port a broker advertises.
@@ -200,7 +207,7 @@ func parseBroker(kv *mvccpb.KeyValue) (Broker, error) {
 	if err := json.Unmarshal(kv.Value, &j); err != nil {
 		return Broker{}, err
 	}
-	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision, LogDirOffline: j.LogDirOffline}, nil
+	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision, LogDirOffline: j.LogDirOffline, ControlledShutdown: j.ControlledShutdown}, nil
 }
 
 func topicToJSON(id [16]byte, configs map[string]string) []byte {

@@ -43,9 +43,11 @@ type Node struct {
 	fenceAt atomic.Int64 // nanoseconds since base after which the node is fenced
 	closing atomic.Bool
 	inc     atomic.Pointer[incarnation]
-	// logDirOffline is what the registration says of the log dir
-	// (SetLogDirOffline); regMu orders the registration's rewrites.
+	// logDirOffline and stopping are what the registration says
+	// (SetLogDirOffline, SetControlledShutdown); regMu orders the
+	// registration's rewrites.
 	logDirOffline atomic.Bool
+	stopping      atomic.Bool
 	regMu         sync.Mutex
 
 	ctx       context.Context // cancelled by Close after the lease is revoked
@@ -275,7 +277,7 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 // registration is the value of this node's /gregor/brokers/<id>.
 func (n *Node) registration() []byte {
 	val, _ := json.Marshal(brokerJSON{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack,
-		Listeners: n.cfg.Listeners, LogDirOffline: n.logDirOffline.Load()})
+		Listeners: n.cfg.Listeners, LogDirOffline: n.logDirOffline.Load(), ControlledShutdown: n.stopping.Load()})
 	return val
 }
 
@@ -284,9 +286,23 @@ func (n *Node) registration() []byte {
 // broker epoch; a later registration (after a lost lease) says it too. It
 // returns ErrFenced without a live registration.
 func (n *Node) SetLogDirOffline(ctx context.Context, offline bool) error {
+	return n.updateRegistration(ctx, func() { n.logDirOffline.Store(offline) })
+}
+
+// SetControlledShutdown says in this broker's registration that it is
+// stopping (Broker.ControlledShutdown), so that the controller moves the
+// leadership of its partitions away before it goes. It returns ErrFenced
+// without a live registration.
+func (n *Node) SetControlledShutdown(ctx context.Context) error {
+	return n.updateRegistration(ctx, func() { n.stopping.Store(true) })
+}
+
+// updateRegistration applies set to what the registration says and
+// rewrites it under the same lease, if it is still this incarnation's.
+func (n *Node) updateRegistration(ctx context.Context, set func()) error {
 	n.regMu.Lock()
 	defer n.regMu.Unlock()
-	n.logDirOffline.Store(offline)
+	set()
 	inc := n.inc.Load()
 	if inc == nil || n.Fenced() {
 		return ErrFenced
@@ -300,9 +316,9 @@ func (n *Node) SetLogDirOffline(ctx context.Context, offline bool) error {
 		return fmt.Errorf("cluster: update registration: %w", err)
 	}
 	if !resp.Succeeded {
-		return ErrFenced // registered anew meanwhile, with the flag as it is now
+		return ErrFenced // registered anew meanwhile, saying what it says now
 	}
-	n.log.Info("registration updated", "log_dir_offline", offline)
+	n.log.Info("registration updated", "log_dir_offline", n.logDirOffline.Load(), "controlled_shutdown", n.stopping.Load())
 	return nil
 }
 

@@ -17,11 +17,15 @@
 // the addr of the listening line. `gregor users add` creates SASL users
 // before the first start.
 // Properties use Kafka's names (num.partitions, log.retention.ms, …); --set
-// overrides --config. SIGINT or SIGTERM shuts down gracefully: connections
-// are closed, every partition is flushed and marked clean.
+// overrides --config. SIGINT or SIGTERM shuts down gracefully: in a
+// cluster the leadership of the broker's partitions moves to in-sync
+// followers first (controlled shutdown; a second signal skips the rest of
+// it), then connections are closed, every partition is flushed and marked
+// clean.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -146,6 +150,18 @@ func serve(args []string) error {
 	select {
 	case s := <-sig:
 		log.Info("shutting down", "signal", s.String())
+		// In a cluster, first hand the leadership of this broker's
+		// partitions to in-sync followers (a second signal stops at once).
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-sig:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		b.ControlledShutdown(ctx)
+		cancel()
 	case err := <-done:
 		if err != nil {
 			log.Error("serve", "err", err)

@@ -1,0 +1,64 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/gregor-broker/gregor/cluster"
+)
+
+// ControlledShutdown moves the leadership of the partitions this broker
+// leads to other in-sync replicas before it stops, as Kafka's controlled
+// shutdown does (controlled.shutdown.enable): the broker says in its
+// registration that it is stopping, the controller elects new leaders
+// among the other live ISR members (a partition with none becomes
+// leaderless, as when the broker dies) and takes it out of the ISRs, and
+// this waits until the metadata shows none led here and this broker in no
+// ISR but those it is alone in, at most
+// controlled.shutdown.timeout.ms or until ctx ends. Meanwhile the broker
+// serves on: producers are told NOT_LEADER_OR_FOLLOWER and find the new
+// leaders, so a rolling restart costs them no session-timeout wait. Close
+// follows. On a single node, or with controlled.shutdown.enable=false, it
+// does nothing.
+func (b *Broker) ControlledShutdown(ctx context.Context) error {
+	if b.cl == nil || !b.cfg.boolProp("controlled.shutdown.enable") {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.int64Prop("controlled.shutdown.timeout.ms"))*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	led := b.partitionsLedIn(b.cl.node.Metadata())
+	if err := b.cl.node.SetControlledShutdown(ctx); err != nil {
+		b.log.Warn("controlled shutdown: could not say so in the registration; stopping without moving leadership", "err", err)
+		return err
+	}
+	for {
+		md, changed := b.cl.node.Subscribe()
+		if left := b.partitionsLedIn(md); left == 0 {
+			b.log.Info("controlled shutdown: the leadership of this broker's partitions moved, and it left their ISRs", "partitions", led, "took", time.Since(start).Round(time.Millisecond))
+			return nil
+		} else if ctx.Err() != nil {
+			b.log.Warn("controlled shutdown: stopping with partitions still led here", "partitions", left, "of", led, "err", ctx.Err())
+			return ctx.Err()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// partitionsLedIn counts the partitions md says this broker leads, or
+// whose ISR holds it beside others.
+func (b *Broker) partitionsLedIn(md *cluster.Metadata) int {
+	n := 0
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == b.nodeID || (len(p.ISR) > 1 && slices.Contains(p.ISR, b.nodeID)) {
+				n++
+			}
+		}
+	}
+	return n
+}

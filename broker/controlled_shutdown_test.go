@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestCluster_ControlledShutdownMovesLeadership: a broker of three leading
+// a third of 6 RF=3 partitions (min.insync.replicas 2) is stopped the way
+// SIGTERM stops it, ControlledShutdown then Close, while acks=all producers
+// write to every partition. ControlledShutdown returns once no partition is
+// led there, well before broker.session.timeout.ms would have moved them,
+// it is out of every ISR (the leaders do not take it back while it still
+// fetches, KIP-841), no produce fails, and every acknowledged record
+// is read back once.
+func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs, stop := startEtcdBrokers(t, 3, func(int, string) map[string]string {
+		return map[string]string{"replica.fetch.wait.max.ms": "100"}
+	})
+	const topic, parts = "controlled", 6
+	cl0 := newClient(t, addrs[0])
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, parts, 3
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	rt.Configs = append(rt.Configs, c)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(testCtx(t), cl0); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %+v", err, resp)
+	}
+	var victim int32
+	waitFor(t, 20*time.Second, "every partition led with a full ISR", func() bool {
+		md := topicPartitionsOf(brokers[0], topic)
+		count := map[int32]int{}
+		for _, p := range md {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+			count[p.Leader]++
+		}
+		victim = 0
+		for id, n := range count {
+			if victim == 0 || n > count[victim] || (n == count[victim] && id < victim) {
+				victim = id
+			}
+		}
+		return len(md) == parts
+	})
+	other := addrs[victim%3]
+	// franz-go refreshes metadata at most every 5 s by default
+	// (MetadataMinAge); the Java client's retry.backoff.ms is 100 ms.
+	prod := newClient(t, other, kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.MetadataMinAge(100*time.Millisecond))
+
+	ctx := testCtx(t)
+	var (
+		mu       sync.Mutex
+		acked    = map[int32][]string{}
+		firstErr error
+		stopProd atomic.Bool
+		wg       sync.WaitGroup
+		slowest  time.Duration // the longest acks=all produce, for the log
+	)
+	for p := range int32(parts) {
+		wg.Add(1)
+		go func() { // one synchronous producer per partition
+			defer wg.Done()
+			for i := 0; !stopProd.Load(); i++ {
+				v := fmt.Sprintf("%d-%05d", p, i)
+				sent := time.Now()
+				err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(v)}).FirstErr()
+				mu.Lock()
+				slowest = max(slowest, time.Since(sent))
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("%s: %w", v, err)
+				} else if err == nil {
+					acked[p] = append(acked[p], v)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	waitFor(t, 10*time.Second, "records acknowledged on every partition", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) == parts
+	})
+	vb := brokers[victim-1]
+	start := time.Now()
+	if err := vb.ControlledShutdown(context.Background()); err != nil {
+		t.Fatalf("ControlledShutdown: %v", err)
+	}
+	took := time.Since(start)
+	md := topicPartitionsOf(vb, topic)
+	for _, p := range md {
+		if p.Leader == victim || slices.Contains(p.ISR, victim) {
+			t.Fatalf("after ControlledShutdown partition %d: leader %d, ISR %v", p.Index, p.Leader, p.ISR)
+		}
+	}
+	stop[victim-1]()
+	mu.Lock()
+	before := 0
+	for _, vs := range acked {
+		before += len(vs)
+	}
+	mu.Unlock()
+	waitFor(t, 10*time.Second, "more records acknowledged after the stop", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, vs := range acked {
+			n += len(vs)
+		}
+		return n > before+parts
+	})
+	stopProd.Store(true)
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	for p := range int32(parts) {
+		cons := newClient(t, other, kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
+		var got []string
+		for len(got) < len(acked[p]) {
+			fs := cons.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("partition %d after %d of %d records: %v", p, len(got), len(acked[p]), err)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		if !slices.Equal(got, acked[p]) {
+			t.Fatalf("partition %d: read %d records, acknowledged %d", p, len(got), len(acked[p]))
+		}
+	}
+	t.Logf("broker %d handed off its partitions in %v; the longest acks=all produce took %v", victim, took.Round(time.Millisecond), slowest.Round(time.Millisecond))
+}
