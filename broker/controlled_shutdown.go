@@ -15,8 +15,8 @@ import (
 // among the other live ISR members (a partition with none becomes
 // leaderless, as when the broker dies) and takes it out of the ISRs, and
 // this waits until the metadata shows none led here and this broker in no
-// ISR but those it is alone in, at most
-// controlled.shutdown.timeout.ms or until ctx ends. Meanwhile the broker
+// ISR but those it is alone in (or no other broker left to take them), at
+// most controlled.shutdown.timeout.ms or until ctx ends. Meanwhile the broker
 // serves on: producers are told NOT_LEADER_OR_FOLLOWER and find the new
 // leaders, so a rolling restart costs them no session-timeout wait. Close
 // follows. On a single node, or with controlled.shutdown.enable=false, it
@@ -28,14 +28,21 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.int64Prop("controlled.shutdown.timeout.ms"))*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	led := b.partitionsLedIn(b.cl.node.Metadata())
-	if err := b.cl.node.SetControlledShutdown(ctx); err != nil {
+	md := b.cl.node.Metadata()
+	led := b.partitionsLedIn(md)
+	if led == 0 || !b.othersCanLead(md) {
+		return nil // nothing to hand over, or nobody to take it
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	err := b.cl.node.SetControlledShutdown(wctx)
+	wcancel()
+	if err != nil {
 		b.log.Warn("controlled shutdown: could not say so in the registration; stopping without moving leadership", "err", err)
 		return err
 	}
 	for {
 		md, changed := b.cl.node.Subscribe()
-		if left := b.partitionsLedIn(md); left == 0 {
+		if left := b.partitionsLedIn(md); left == 0 || !b.othersCanLead(md) {
 			b.log.Info("controlled shutdown: the leadership of this broker's partitions moved, and it left their ISRs", "partitions", led, "took", time.Since(start).Round(time.Millisecond))
 			return nil
 		} else if ctx.Err() != nil {
@@ -47,6 +54,18 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
+}
+
+// othersCanLead reports whether md has another broker that may take
+// leadership: registered, not stopping, its log dir online. When every
+// broker stops at once there is none, and nothing is waited for.
+func (b *Broker) othersCanLead(md *cluster.Metadata) bool {
+	for id, br := range md.Brokers {
+		if id != b.nodeID && !br.ControlledShutdown && !br.LogDirOffline {
+			return true
+		}
+	}
+	return false
 }
 
 // partitionsLedIn counts the partitions md says this broker leads, or

@@ -146,3 +146,60 @@ func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 	}
 	t.Logf("broker %d handed off its partitions in %v; the longest acks=all produce took %v", victim, took.Round(time.Millisecond), slowest.Round(time.Millisecond))
 }
+
+// TestCluster_ControlledShutdownAllAtOnce: every broker of a cluster
+// stopped at once (make cluster's Ctrl-C, the compat harness's SIGTERM to
+// all): each finds nobody left to take its partitions and returns well
+// within the harness's 15 s between SIGTERM and SIGKILL, not after
+// controlled.shutdown.timeout.ms.
+func TestCluster_ControlledShutdownAllAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs, stop := startEtcdBrokers(t, 3, nil)
+	if _, err := kadmCreate(t, addrs[0], "all-at-once", 6, 3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "every partition led with a full ISR", func() bool {
+		md := topicPartitionsOf(brokers[0], "all-at-once")
+		for _, p := range md {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return len(md) == 6
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i, b := range brokers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.ControlledShutdown(ctx)
+			stop[i]()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("broker %d: %v", i+1, err)
+		}
+	}
+}
+
+// kadmCreate creates topic with parts partitions and rf replicas through
+// the broker at addr.
+func kadmCreate(t *testing.T, addr, topic string, parts int32, rf int16) (*kmsg.CreateTopicsResponse, error) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, parts, rf
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), newClient(t, addr))
+	if err == nil && resp.Topics[0].ErrorCode != 0 {
+		err = fmt.Errorf("create %s: error code %d", topic, resp.Topics[0].ErrorCode)
+	}
+	return resp, err
+}
