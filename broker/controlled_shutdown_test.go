@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestCluster_ControlledShutdownMovesLeadership: a broker of three leading
@@ -29,35 +28,7 @@ func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 		return map[string]string{"replica.fetch.wait.max.ms": "100"}
 	})
 	const topic, parts = "controlled", 6
-	cl0 := newClient(t, addrs[0])
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, parts, 3
-	c := kmsg.NewCreateTopicsRequestTopicConfig()
-	c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr("2")
-	rt.Configs = append(rt.Configs, c)
-	req.Topics = append(req.Topics, rt)
-	if resp, err := req.RequestWith(testCtx(t), cl0); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v %+v", err, resp)
-	}
-	var victim int32
-	waitFor(t, 20*time.Second, "every partition led with a full ISR", func() bool {
-		md := topicPartitionsOf(brokers[0], topic)
-		count := map[int32]int{}
-		for _, p := range md {
-			if p.Leader < 0 || len(p.ISR) != 3 {
-				return false
-			}
-			count[p.Leader]++
-		}
-		victim = 0
-		for id, n := range count {
-			if victim == 0 || n > count[victim] || (n == count[victim] && id < victim) {
-				victim = id
-			}
-		}
-		return len(md) == parts
-	})
+	victim := createReplicatedTopic(t, brokers[0], addrs[0], topic, parts)
 	other := addrs[victim%3]
 	// franz-go refreshes metadata at most every 5 s by default
 	// (MetadataMinAge); the Java client's retry.backoff.ms is 100 ms.
@@ -157,18 +128,7 @@ func TestCluster_ControlledShutdownAllAtOnce(t *testing.T) {
 		t.Skip("starts embedded etcd")
 	}
 	brokers, addrs, stop := startEtcdBrokers(t, 3, nil)
-	if _, err := kadmCreate(t, addrs[0], "all-at-once", 6, 3); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "every partition led with a full ISR", func() bool {
-		md := topicPartitionsOf(brokers[0], "all-at-once")
-		for _, p := range md {
-			if p.Leader < 0 || len(p.ISR) != 3 {
-				return false
-			}
-		}
-		return len(md) == 6
-	})
+	createReplicatedTopic(t, brokers[0], addrs[0], "all-at-once", 6)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	errs := make([]error, 3)
@@ -187,19 +147,4 @@ func TestCluster_ControlledShutdownAllAtOnce(t *testing.T) {
 			t.Errorf("broker %d: %v", i+1, err)
 		}
 	}
-}
-
-// kadmCreate creates topic with parts partitions and rf replicas through
-// the broker at addr.
-func kadmCreate(t *testing.T, addr, topic string, parts int32, rf int16) (*kmsg.CreateTopicsResponse, error) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, parts, rf
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(testCtx(t), newClient(t, addr))
-	if err == nil && resp.Topics[0].ErrorCode != 0 {
-		err = fmt.Errorf("create %s: error code %d", topic, resp.Topics[0].ErrorCode)
-	}
-	return resp, err
 }

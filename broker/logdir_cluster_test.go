@@ -35,17 +35,7 @@ func TestCluster_OfflineLogDirMovesLeadership(t *testing.T) {
 		return map[string]string{"replica.fetch.wait.max.ms": "100"}
 	})
 	const topic, parts = "offline-dir", 6
-	adm := newClient(t, addrs[0])
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, parts, 3
-	c := kmsg.NewCreateTopicsRequestTopicConfig()
-	c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr("2")
-	rt.Configs = append(rt.Configs, c)
-	req.Topics = append(req.Topics, rt)
-	if resp, err := req.RequestWith(testCtx(t), adm); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v %+v", err, resp)
-	}
+	victim := createReplicatedTopic(t, brokers[0], addrs[0], topic, parts)
 	leaders := func() map[int32]int32 {
 		md := topicPartitionsOf(brokers[0], topic)
 		out := map[int32]int32{}
@@ -54,24 +44,6 @@ func TestCluster_OfflineLogDirMovesLeadership(t *testing.T) {
 		}
 		return out
 	}
-	var victim int32
-	waitFor(t, 20*time.Second, "every partition led with a full ISR", func() bool {
-		md := topicPartitionsOf(brokers[0], topic)
-		count := map[int32]int{}
-		for _, p := range md {
-			if p.Leader < 0 || len(p.ISR) != 3 {
-				return false
-			}
-			count[p.Leader]++
-		}
-		victim = 0
-		for id, n := range count {
-			if victim == 0 || n > count[victim] || (n == count[victim] && id < victim) {
-				victim = id
-			}
-		}
-		return len(md) == parts
-	})
 	vb := brokers[victim-1]
 
 	cl := newClient(t, addrs[(victim)%3], kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
@@ -168,4 +140,40 @@ func topicPartitionsOf(b *Broker, topic string) []cluster.Partition {
 		return t.Partitions
 	}
 	return nil
+}
+
+// createReplicatedTopic creates topic with parts RF=3 partitions and
+// min.insync.replicas=2 through addr, waits until b's metadata gives every
+// partition a leader and a full ISR, and returns the broker leading the
+// most of them (the lowest id of a tie).
+func createReplicatedTopic(t *testing.T, b *Broker, addr, topic string, parts int32) (busiest int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, parts, 3
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	rt.Configs = append(rt.Configs, c)
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(testCtx(t), newClient(t, addr)); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s: %v %+v", topic, err, resp)
+	}
+	waitFor(t, 20*time.Second, topic+": every partition led with a full ISR", func() bool {
+		md := topicPartitionsOf(b, topic)
+		count := map[int32]int{}
+		for _, p := range md {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+			count[p.Leader]++
+		}
+		busiest = 0
+		for id, n := range count {
+			if busiest == 0 || n > count[busiest] || (n == count[busiest] && id < busiest) {
+				busiest = id
+			}
+		}
+		return len(md) == int(parts)
+	})
+	return busiest
 }
