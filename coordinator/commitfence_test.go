@@ -256,9 +256,7 @@ func TestConsumerCommit_PendingRevocation(t *testing.T) {
 	if got := commitAt(t, a, "m1", 2, "t:2", 6); got != "t/2=STALE_MEMBER_EPOCH" {
 		t.Errorf("commit of a revoked partition: %s", got)
 	}
-	a.mu.Lock()
-	got := fmt.Sprint(a.groups["g"].cg.members["m1"].epochs)
-	a.mu.Unlock()
+	got := memberEpochs(a, "g", "m1")
 	if want := "map[t:map[0:1 1:1]]"; got != want {
 		t.Errorf("m1's assignment epochs: %s, want %s", got, want)
 	}
@@ -282,9 +280,7 @@ func TestConsumerCommit_StaticLeaveResetsEpochs(t *testing.T) {
 	if r := cgh(t, a, "m1b", 0, static); r.ErrorCode != 0 || r.MemberEpoch != 1 {
 		t.Fatalf("rejoin of the instance: %+v", r)
 	}
-	a.mu.Lock()
-	got := fmt.Sprint(a.groups["g"].cg.members["m1b"].epochs)
-	a.mu.Unlock()
+	got := memberEpochs(a, "g", "m1b")
 	if want := "map[t:map[0:0 1:0 2:0 3:0]]"; got != want {
 		t.Errorf("assignment epochs after a static rejoin: %s, want %s", got, want)
 	}
@@ -338,4 +334,11 @@ func TestConsumerCommit_RecordsWithoutEpochs(t *testing.T) {
 			t.Errorf("commit %s at epoch %d of %s: %s, want %s", tc.member, tc.epoch, tc.parts, got, tc.want)
 		}
 	}
+}
+
+// memberEpochs prints the assignment epochs of group's member.
+func memberEpochs(c *Coordinator, group, member string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprint(c.groups[group].cg.members[member].epochs)
 }
