@@ -429,7 +429,40 @@ func (nd *clusterNode) Stop() {
 	nd.signal(syscall.SIGSTOP)
 	nd.mu.Lock()
 	nd.stopped = true
+	pid := nd.cmd.Process.Pid
 	nd.mu.Unlock()
+	// kill(2) only queues the signal: on a busy machine a thread that is
+	// running may still answer a request before it stops (make
+	// test-stress: "stopped: broker answered ApiVersions"). Return once
+	// the kernel reports every thread stopped.
+	deadline := time.Now().Add(10 * time.Second)
+	for !allThreadsStopped(pid) {
+		if time.Now().After(deadline) {
+			nd.c.t.Fatalf("node %d (pid %d): not every thread stopped 10 s after SIGSTOP", nd.id, pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of process pid is in the
+// stopped state ('T' in /proc/<pid>/task/<tid>/stat).
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false
+		}
+	}
+	return true
 }
 
 // Cont sends SIGCONT to a stopped process.
