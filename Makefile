@@ -171,8 +171,10 @@ bench-micro:
 ## (see bench-compare)
 bench: bench-compare
 
+## lint: gofmt, vet, staticcheck. (Not tee /dev/stderr: when stderr is a
+## file, as .ci/run's log may be, tee reopens it with O_TRUNC and wipes it.)
 lint:
-	@test -z "$$(gofmt -l . | tee /dev/stderr)"
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l:" >&2; echo "$$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
