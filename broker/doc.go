@@ -11,7 +11,8 @@
 // Each connection has a reader and a writer goroutine (server.go). The
 // reader reads a frame's size (bounded by socket.request.max.bytes), waits
 // for room in the broker-wide budget of request bytes in flight
-// (queued.max.request.bytes), reads the frame into a pooled buffer, checks
+// (queued.max.request.bytes), reads the frame into a pooled buffer (given
+// back, with its budget, only when the answer is written: deliver), checks
 // its API key and version against the registry before anything of the body
 // is decoded, and runs the handler. Requests run one at a time in arrival
 // order on the reader, as in Kafka: an idempotent producer's pipelined
