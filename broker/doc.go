@@ -75,8 +75,14 @@
 // <data-dir>/__meta/topics does (meta.go): creation writes the partition
 // directories first and the file last, deletion removes the file first and
 // renames the directories aside to be removed in the background. New opens
-// every topic's partitions (storage.Open recovers each log) and removes
-// directories an interrupted create or delete left behind.
+// every topic's partitions (storage.Open recovers each log) and deals with
+// the rest of the data directory (datadir.go): partitions being deleted are
+// removed, stray ones renamed aside (<name>.<id>-stray, kept for
+// log.stray.retention.ms), and nothing without partition files is touched.
+// A failed write takes the log dir offline (logdir_failure.go): produces
+// answer KAFKA_STORAGE_ERROR until a probe write succeeds, and in a cluster
+// the controller moves the broker's leaderships away, as it does for a
+// broker stopping on SIGTERM (controlled_shutdown.go).
 //
 // # Configs
 //
