@@ -41,6 +41,8 @@ package coordinator
 // (validateConsumerOffsetFetch).
 
 import (
+	"iter"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -142,8 +144,9 @@ type commitKind struct {
 
 // validateConsumerOffsetCommit is the check of an OffsetCommit or
 // TxnOffsetCommit to a consumer group (see the top of this file); parts
-// are the partitions the request would write.
-func validateConsumerOffsetCommit(g *group, memberID string, epoch int32, kind commitKind, parts []offsetKey) *kerr.Error {
+// are the partitions the request would write, walked only for a commit at
+// an older epoch (the common commit, at the member's epoch, lists none).
+func validateConsumerOffsetCommit(g *group, memberID string, epoch int32, kind commitKind, parts iter.Seq[offsetKey]) *kerr.Error {
 	cg := g.cg
 	if epoch < 0 && len(cg.members) == 0 {
 		return nil
@@ -168,7 +171,7 @@ func validateConsumerOffsetCommit(g *group, memberID string, epoch int32, kind c
 	if epoch > m.epoch {
 		return stale
 	}
-	for _, k := range parts {
+	for k := range parts {
 		if e, ok := m.assignmentEpoch(k.topic, k.partition); !ok || epoch < e {
 			return stale
 		}

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func TestValidateConsumerOffsetCommit(t *testing.T) {
 				parts = append(parts, offsetKey{tp.topic, p})
 			}
 		}
-		if got := validateConsumerOffsetCommit(tc.g, tc.member, tc.epoch, tc.kind, parts); got != tc.want {
+		if got := validateConsumerOffsetCommit(tc.g, tc.member, tc.epoch, tc.kind, slices.Values(parts)); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}

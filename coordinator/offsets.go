@@ -58,11 +58,12 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 	}
 	if g.cg != nil {
 		// The partitions checked are those that would be written.
-		var parts []offsetKey
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				if c.partitionExists(t.Topic, p.Partition) && !c.metadataTooLarge(p.Metadata) {
-					parts = append(parts, offsetKey{t.Topic, p.Partition})
+		parts := func(yield func(offsetKey) bool) {
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					if c.partitionExists(t.Topic, p.Partition) && !c.metadataTooLarge(p.Metadata) && !yield(offsetKey{t.Topic, p.Partition}) {
+						return
+					}
 				}
 			}
 		}

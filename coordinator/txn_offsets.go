@@ -256,11 +256,12 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 	}
 	if g.cg != nil {
 		// The partitions checked are those that would be written.
-		var parts []offsetKey
-		for i, t := range req.Topics {
-			for j, p := range t.Partitions {
-				if r.Topics[i].Partitions[j].ErrorCode == 0 && !c.metadataTooLarge(p.Metadata) {
-					parts = append(parts, offsetKey{t.Topic, p.Partition})
+		parts := func(yield func(offsetKey) bool) {
+			for i, t := range req.Topics {
+				for j, p := range t.Partitions {
+					if r.Topics[i].Partitions[j].ErrorCode == 0 && !c.metadataTooLarge(p.Metadata) && !yield(offsetKey{t.Topic, p.Partition}) {
+						return
+					}
 				}
 			}
 		}
