@@ -185,7 +185,7 @@ func (b *Broker) checkISRs() {
 	// (KIP-841), as the controller takes them out.
 	live := func(id int32) bool {
 		br, ok := md.Brokers[id]
-		return ok && !br.ControlledShutdown && !br.LogDirOffline
+		return ok && br.Eligible()
 	}
 	now := time.Now()
 	for _, p := range b.allPartitions() {

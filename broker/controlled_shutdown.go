@@ -61,7 +61,7 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 // broker stops at once there is none, and nothing is waited for.
 func (b *Broker) othersCanLead(md *cluster.Metadata) bool {
 	for id, br := range md.Brokers {
-		if id != b.nodeID && !br.ControlledShutdown && !br.LogDirOffline {
+		if id != b.nodeID && br.Eligible() {
 			return true
 		}
 	}

@@ -48,7 +48,7 @@ func (n *Node) runController(inc *incarnation, el *concurrency.Election) {
 func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, m *Metadata) (lost bool) {
 	live := make(map[int32]int64, len(m.Brokers))
 	for id, b := range m.Brokers {
-		if b.LogDirOffline || b.ControlledShutdown {
+		if !b.Eligible() {
 			continue // as a dead broker: no leadership, out of the ISR
 		}
 		live[id] = b.Epoch

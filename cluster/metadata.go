@@ -56,6 +56,11 @@ type Broker struct {
 	ControlledShutdown bool
 }
 
+// Eligible reports whether b may lead partitions and be in their ISRs: it
+// is neither stopping nor without its log dir. The controller counts an
+// ineligible broker as dead; a leader does not add it to an ISR (KIP-841).
+func (b Broker) Eligible() bool { return !b.LogDirOffline && !b.ControlledShutdown }
+
 // Partition is the replica assignment and leadership of one partition.
 type Partition struct {
 	Index    int32
