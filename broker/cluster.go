@@ -327,7 +327,7 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 		return p, nil
 	}
 	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, index))
-	if err := checkPartitionDir(dir); err != nil {
+	if _, err := checkPartitionDir(dir); err != nil {
 		b.log.Error("cannot open a partition", "topic", t.name, "partition", index, "err", err)
 		return nil, err
 	}

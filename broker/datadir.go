@@ -41,8 +41,8 @@ import (
 
 const straySuffix = "-stray"
 
-// retiredName matches the names retireDir and strayDir give: the
-// partition's name, a dot, a topic-id-length id and the suffix.
+// retiredName matches the names renameAside gives (retireDir, strayDir):
+// the partition's name, a dot, a topic-id-length id and the suffix.
 var retiredName = regexp.MustCompile(`\.[A-Za-z0-9_-]{22}(-delete|-stray)$`)
 
 // segmentFile matches a segment's files (storage's 20-digit base offsets).
@@ -65,9 +65,12 @@ func looksLikePartitionName(name string) bool {
 // isPartitionDir reports whether dir holds partition files.
 func isPartitionDir(dir string) bool {
 	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
+	return err == nil && holdsPartitionFiles(ents)
+}
+
+// holdsPartitionFiles reports whether a directory's entries include
+// partition files.
+func holdsPartitionFiles(ents []os.DirEntry) bool {
 	for _, e := range ents {
 		if e.Name() == partitionMetaName || segmentFile.MatchString(e.Name()) {
 			return true
@@ -77,19 +80,20 @@ func isPartitionDir(dir string) bool {
 }
 
 // checkPartitionDir returns nil when a partition may be opened in dir: it
-// does not exist, is empty, or holds partition files.
-func checkPartitionDir(dir string) error {
+// does not exist, is empty, or holds partition files (held).
+func checkPartitionDir(dir string) (held bool, err error) {
 	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(ents) == 0) {
-		return nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case holdsPartitionFiles(ents):
+		return true, nil
+	case len(ents) > 0:
+		return false, fmt.Errorf("%s: %w", dir, errNotPartitionDir)
 	}
-	if err != nil {
-		return err
-	}
-	if !isPartitionDir(dir) {
-		return fmt.Errorf("%s: %w", dir, errNotPartitionDir)
-	}
-	return nil
+	return false, nil
 }
 
 // strayDir renames a partition directory that no topic of this broker
@@ -97,12 +101,8 @@ func checkPartitionDir(dir string) error {
 // log.stray.retention.ms has passed (sweepStray). why says what made it
 // stray.
 func (b *Broker) strayDir(dir, why string) {
-	base := filepath.Base(dir)
-	if len(base) > 200 {
-		base = base[:200]
-	}
-	stray := filepath.Join(filepath.Dir(dir), base+"."+newUUID().String()+straySuffix)
-	if err := os.Rename(dir, stray); err != nil {
+	stray, err := renameAside(dir, straySuffix)
+	if err != nil {
 		b.log.Error("renaming a stray partition directory aside", "dir", dir, "err", err)
 		return
 	}
@@ -154,14 +154,15 @@ func (b *Broker) scanDataDir(claimed map[string]uuid, skipInternal bool) error {
 			continue
 		}
 		dir := filepath.Join(b.cfg.DataDir, name)
-		switch {
-		case retiredName.MatchString(name) && strings.HasSuffix(name, deleteSuffix):
-			b.removeDirAsync(dir)
+		if m := retiredName.FindStringSubmatch(name); m != nil {
+			if m[1] == deleteSuffix {
+				b.removeDirAsync(dir)
+			} else {
+				b.sweepStray(dir)
+			}
 			continue
-		case retiredName.MatchString(name):
-			b.sweepStray(dir)
-			continue
-		case !looksLikePartitionName(name):
+		}
+		if !looksLikePartitionName(name) {
 			continue
 		}
 		want, ok := claimed[name]

@@ -115,17 +115,24 @@ func (b *Broker) openPartition(t *topic, p int32, dir string) (*partition, error
 // retireDir renames a directory to a -delete name and removes it in the
 // background.
 func (b *Broker) retireDir(dir string) {
-	// As Kafka does, shorten long names so the result fits in a file name.
-	base := filepath.Base(dir)
-	if len(base) > 200 {
-		base = base[:200]
-	}
-	dead := filepath.Join(filepath.Dir(dir), base+"."+newUUID().String()+deleteSuffix)
-	if err := os.Rename(dir, dead); err != nil {
+	dead, err := renameAside(dir, deleteSuffix)
+	if err != nil {
 		b.log.Error("rename for delete", "dir", dir, "err", err)
 		return
 	}
 	b.removeDirAsync(dead)
+}
+
+// renameAside renames dir to <name>.<id><suffix> beside it (the names
+// retiredName matches) and returns the new path. As Kafka does, a long
+// name is shortened so that the result fits in a file name.
+func renameAside(dir, suffix string) (string, error) {
+	base := filepath.Base(dir)
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	to := filepath.Join(filepath.Dir(dir), base+"."+newUUID().String()+suffix)
+	return to, os.Rename(dir, to)
 }
 
 func (b *Broker) removeDirAsync(dir string) {
@@ -248,11 +255,12 @@ func (b *Broker) createTopicAssigned(name string, partitions int32, replicationF
 // createPartition creates and opens partition p of t. Lock should be held.
 func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
 	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p))
-	if err := checkPartitionDir(dir); err != nil {
+	held, err := checkPartitionDir(dir)
+	if err != nil {
 		b.log.Error("cannot create a partition", "topic", t.name, "partition", p, "err", err)
 		return nil, err
 	}
-	if isPartitionDir(dir) {
+	if held {
 		b.strayDir(dir, "left over from an interrupted delete, or an earlier topic of the same name")
 	}
 	part, err := b.openPartition(t, p, dir)
