@@ -164,14 +164,12 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 	}
 	res, err := p.log.Append(records, opts)
 	if err != nil {
-		switch code := appendErrorCode(err); code {
+		code := appendErrorCode(err)
+		switch code {
 		case kerr.KafkaStorageError.Code:
 			b.noteWriteError(err)
 		case kerr.UnknownServerError.Code:
 			b.log.Error("append failed", "topic", p.topic.name, "partition", p.index, "err", err)
-		}
-		code := appendErrorCode(err)
-		switch code {
 		case kerr.OutOfOrderSequenceNumber.Code, kerr.InvalidProducerEpoch.Code, kerr.InvalidRecord.Code:
 			return failedRecord(code, err.Error())
 		}
