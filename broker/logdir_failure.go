@@ -103,35 +103,37 @@ func (b *Broker) noteWriteError(err error) {
 }
 
 // probeLogDir brings the log dir back online once a probe write succeeds,
-// telling the cluster both ways.
+// telling the cluster both ways. Only this goroutine clears f: a later
+// failure is noted after it has, and starts a probe of its own.
 func (b *Broker) probeLogDir(f *logDirFailure) {
 	defer b.bg.Done()
-	told := b.announceLogDir()
 	t := time.NewTicker(logDirProbeInterval)
 	defer t.Stop()
-	for {
+	tick := func() bool {
 		select {
 		case <-b.ctx.Done():
-			return
+			return false
 		case <-t.C:
+			return true
+		}
+	}
+	told := b.announceLogDir()
+	for {
+		if !tick() {
+			return
 		}
 		if !told {
 			told = b.announceLogDir()
 		}
-		if b.logDir.failed.Load() == f {
-			if err := b.injectedIOError("write", "probe"); err != nil {
-				continue
-			}
-			if err := probeWrite(filepath.Join(b.cfg.DataDir, metaDirName, ".probe"), logDirProbeBytes); err != nil {
-				continue
-			}
-			if !b.logDir.failed.CompareAndSwap(f, nil) {
-				return // failed again meanwhile: that failure's probe carries on
-			}
-			b.log.Info("log dir back online: a probe write succeeded", "dir", b.cfg.DataDir, "offline_for", time.Since(f.since).Round(time.Millisecond))
-			told = false
+		if b.injectedIOError("write", "probe") == nil &&
+			probeWrite(filepath.Join(b.cfg.DataDir, metaDirName, ".probe"), logDirProbeBytes) == nil {
+			break
 		}
-		if told = b.announceLogDir(); told {
+	}
+	b.logDir.failed.CompareAndSwap(f, nil)
+	b.log.Info("log dir back online: a probe write succeeded", "dir", b.cfg.DataDir, "offline_for", time.Since(f.since).Round(time.Millisecond))
+	for !b.announceLogDir() {
+		if !tick() {
 			return
 		}
 	}
