@@ -140,17 +140,22 @@ func (b *Broker) sweepStray(dir string) {
 // scanDataDir applies the rules above to every entry of the data directory
 // but the partitions that claimed says are this broker's (by directory
 // name, with their topic id). It returns an error only for a claimed
-// directory that holds another topic's partition. skipInternal leaves the
-// internal topics' directories (names starting "__") alone: a cluster
-// node scans before it has every internal topic's metadata.
-func (b *Broker) scanDataDir(claimed map[string]uuid, skipInternal bool) error {
+// directory that holds another topic's partition. A cluster node
+// (clusterNode) scans after newClusterPartition has opened its partitions
+// and checked their topic ids, so their directories are not read again,
+// and before it has every internal topic's metadata, so the internal
+// topics' directories (names starting "__") are left alone.
+func (b *Broker) scanDataDir(claimed map[string]uuid, clusterNode bool) error {
 	ents, err := os.ReadDir(b.cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !e.IsDir() || name == metaDirName || (skipInternal && strings.HasPrefix(name, "__")) {
+		if !e.IsDir() || name == metaDirName || (clusterNode && strings.HasPrefix(name, "__")) {
+			continue
+		}
+		if _, ok := claimed[name]; ok && clusterNode {
 			continue
 		}
 		dir := filepath.Join(b.cfg.DataDir, name)
