@@ -74,16 +74,13 @@ func readCheckpointFile(dir string) (c checkpoint, ok bool, err error) {
 	return checkpoint{highWatermark: -1}, false, nil
 }
 
-// writeCheckpointFile replaces the checkpoint file: v1 when c.highWatermark
-// is negative, else v2.
-func writeCheckpointFile(dir string, c checkpoint) error {
-	var b []byte
+// encodeCheckpoint is the checkpoint file's content: v1 when
+// c.highWatermark is negative, else v2.
+func encodeCheckpoint(c checkpoint) []byte {
 	if c.highWatermark < 0 {
-		b = fmt.Appendf(nil, checkpointFormat, c.logStartOffset, c.recoveryPoint)
-	} else {
-		b = fmt.Appendf(nil, checkpointFormat2, c.logStartOffset, c.recoveryPoint, c.highWatermark)
+		return fmt.Appendf(nil, checkpointFormat, c.logStartOffset, c.recoveryPoint)
 	}
-	return WriteFileAtomic(filepath.Join(dir, checkpointName), b)
+	return fmt.Appendf(nil, checkpointFormat2, c.logStartOffset, c.recoveryPoint, c.highWatermark)
 }
 
 // WriteFileAtomic replaces the file at path by data durably: it writes

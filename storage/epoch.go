@@ -221,6 +221,7 @@ func decodeEpochs(b []byte) ([]EpochEntry, error) {
 func (l *Log) loadLeaderEpochs() error {
 	path := filepath.Join(l.dir, leaderEpochFileName)
 	b, err := os.ReadFile(path)
+	missing := errors.Is(err, fs.ErrNotExist)
 	var entries []EpochEntry
 	var reason error
 	switch {
@@ -246,8 +247,11 @@ func (l *Log) loadLeaderEpochs() error {
 	}
 	entries = truncateEpochsFromStart(entries[:n], l.logStartOffset.Load())
 	l.epochs.Store(&entries)
+	if len(entries) == 0 && missing {
+		return nil // a missing file reads as an empty cache: nothing to write
+	}
 	if enc := encodeEpochs(entries); !bytes.Equal(enc, b) {
-		return WriteFileAtomic(path, enc)
+		return l.writeFileAtomic(path, enc)
 	}
 	return nil
 }

@@ -27,6 +27,12 @@ type Log struct {
 
 	cleanerOffset atomic.Int64 // the cleaner checkpoint; -1 until read
 
+	// ld is the LogDir the log was opened through, nil when opened alone.
+	// deferring is set while Open or LogDir.CloseLogs runs on the log (by
+	// the goroutine that owns it then): its fsyncs are left to ld.Sync.
+	ld        *LogDir
+	deferring bool
+
 	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
 	cfg         Config
 	producers   producerStateManager
@@ -409,11 +415,34 @@ func (l *Log) rollLocked() (*segment, error) {
 func (l *Log) writeCheckpoint() error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
+	return l.writeFileAtomic(filepath.Join(l.dir, checkpointName), encodeCheckpoint(l.checkpointNow()))
+}
+
+// checkpointNow is what writeCheckpoint writes.
+func (l *Log) checkpointNow() checkpoint {
 	c := checkpoint{logStartOffset: l.logStartOffset.Load(), recoveryPoint: l.recoveryPoint.Load(), highWatermark: -1}
 	if l.replicated {
 		c.highWatermark = l.end.Load().hw
 	}
-	return writeCheckpointFile(l.dir, c)
+	return c
+}
+
+// writeFileAtomic is WriteFileAtomic, or while deferring a write whose
+// fsyncs and rename the LogDir's Sync does.
+func (l *Log) writeFileAtomic(path string, data []byte) error {
+	if l.deferring {
+		return l.ld.writeDeferred(path, data)
+	}
+	return WriteFileAtomic(path, data)
+}
+
+// syncDir fsyncs the log's directory, unless deferring.
+func (l *Log) syncDir() error {
+	if l.deferring {
+		l.ld.pending.Store(true)
+		return nil
+	}
+	return SyncDir(l.dir)
 }
 
 // Read returns the bytes of the log starting with the batch that contains
@@ -622,23 +651,59 @@ func (l *Log) Close() error {
 	return err
 }
 
+// closeDeferred is Close for LogDir.CloseLogs: what Close writes, without
+// the fsyncs (the LogDir's Sync does them) or the clean-shutdown marker
+// (the LogDir's list names the log instead).
+func (l *Log) closeDeferred() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrLogClosed
+	}
+	err := l.writeErr
+	if err == nil {
+		l.deferring = true
+		err = l.shutdownLocked()
+		l.deferring = false
+	}
+	l.closed.Store(true)
+	l.releaseAllLocked()
+	return err
+}
+
 // shutdownLocked makes everything durable and writes the clean-shutdown
-// marker. Lock should be held.
+// marker; while deferring it only writes, leaving the fsyncs, the
+// replacement of the checkpoint and snapshot, and the marker to the
+// LogDir. Lock should be held.
 func (l *Log) shutdownLocked() error {
 	seg, leo := l.active(), l.leo.Load()
 	seg.sealTimeIndex()
-	if err := seg.file.Sync(); err != nil {
-		return ioErr("fsync", seg.logPath, err)
+	if !l.deferring {
+		if err := seg.file.Sync(); err != nil {
+			return ioErr("fsync", seg.logPath, err)
+		}
 	}
-	if err := seg.persistIndexes(true); err != nil {
+	if err := seg.persistIndexes(!l.deferring); err != nil {
 		return err
 	}
-	if err := l.producers.writeSnapshot(l.dir, leo); err != nil {
+	if l.deferring {
+		// The snapshot is renamed into place by the LogDir's Sync; older
+		// ones are pruned by the next roll, not before it lands.
+		if err := l.ld.writeDeferred(offsetFileName(l.dir, leo, snapshotSuffix), l.producers.encode()); err != nil {
+			return err
+		}
+	} else if err := l.producers.writeSnapshot(l.dir, leo); err != nil {
 		return err
 	}
 	l.recoveryPoint.Store(leo)
 	if err := l.writeCheckpoint(); err != nil {
 		return err
+	}
+	if l.deferring {
+		l.ld.pending.Store(true)
+		return nil
 	}
 	if err := os.WriteFile(filepath.Join(l.dir, cleanShutdownName), nil, 0o644); err != nil {
 		return ioErr("create", filepath.Join(l.dir, cleanShutdownName), err)

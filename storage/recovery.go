@@ -26,14 +26,22 @@ import (
 // when first used. The producer state is loaded from the newest snapshot not
 // beyond the log end and completed by replaying batch headers.
 func Open(dir string, cfg Config) (*Log, error) {
+	return open(dir, cfg, nil, false)
+}
+
+// open is Open; through a LogDir (ld set) it leaves its fsyncs to ld.Sync,
+// and trustClean says that ld's clean-shutdown list names the log.
+func open(dir string, cfg Config, ld *LogDir, trustClean bool) (*Log, error) {
 	cfg = cfg.normalized()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, ioErr("mkdir", dir, err)
 	}
-	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager()}
+	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil}
 	l.cleanerOffset.Store(-1)
 	l.rcfg.Store(&cfg)
-	if err := l.load(); err != nil {
+	err := l.load(trustClean)
+	l.deferring = false
+	if err != nil {
 		if p := l.segs.Load(); p != nil {
 			for _, s := range *p {
 				s.release()
@@ -44,16 +52,20 @@ func Open(dir string, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// load reads the directory and recovers the log.
-func (l *Log) load() error {
+// load reads the directory and recovers the log; trustClean treats it as
+// cleanly shut down without its own marker (LogDir's list names it).
+func (l *Log) load(trustClean bool) error {
 	d, err := l.scanDir()
 	if err != nil {
 		return err
 	}
-	lso, rp, ckOK, err := readCheckpoint(l.dir)
+	marker := d.clean
+	d.clean = d.clean || trustClean
+	ck, ckOK, err := readCheckpointFile(l.dir)
 	if err != nil {
 		return err
 	}
+	lso, rp := ck.logStartOffset, ck.recoveryPoint
 	segs, leo, err := l.openSegments(d, lso, rp, ckOK)
 	if err != nil {
 		return err
@@ -72,10 +84,15 @@ func (l *Log) load() error {
 	if err := l.loadReplicationState(); err != nil {
 		return err
 	}
-	if err := l.writeCheckpoint(); err != nil {
-		return err
+	// A new log (no segment before, no checkpoint) reads the same without a
+	// checkpoint file: creating a partition costs no fsync.
+	fresh := !ckOK && len(d.bases) == 0
+	if !fresh && (!ckOK || l.checkpointNow() != ck) {
+		if err := l.writeCheckpoint(); err != nil {
+			return err
+		}
 	}
-	if d.clean {
+	if marker {
 		return l.removeCleanShutdownMarker()
 	}
 	return nil
@@ -214,7 +231,7 @@ func (l *Log) removeCleanShutdownMarker() error {
 	if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return ioErr("remove", marker, err)
 	}
-	return SyncDir(l.dir)
+	return l.syncDir()
 }
 
 // sortSearchSegments returns the index of the segment containing offset (the
@@ -285,10 +302,12 @@ func (l *Log) recoverSegments(segs []*segment, k int) ([]*segment, int64, error)
 		if !last {
 			s.sealTimeIndex()
 		}
-		if err := s.file.Sync(); err != nil {
+		if l.deferring {
+			l.ld.pending.Store(true)
+		} else if err := s.file.Sync(); err != nil {
 			return segs, 0, ioErr("fsync", s.logPath, err)
 		}
-		if err := s.persistIndexes(true); err != nil {
+		if err := s.persistIndexes(!l.deferring); err != nil {
 			return segs, 0, err
 		}
 		if !last {
@@ -316,7 +335,7 @@ func (l *Log) dropSegments(segs []*segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	return SyncDir(l.dir)
+	return l.syncDir()
 }
 
 // loadProducerState loads the newest usable snapshot and replays the batch

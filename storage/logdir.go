@@ -1,0 +1,256 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// A LogDir is a data directory of many logs (one of Kafka's log.dirs): the
+// part of Kafka's LogManager that deals with all of them at once, so that
+// starting and stopping a broker with thousands of partitions costs a few
+// syncs of the file system rather than several fsyncs per partition.
+//
+//   - Logs opened with OpenLog, and closed with CloseLogs, leave their
+//     fsyncs to Sync, which makes everything they wrote durable with
+//     syncfs(2). Files they replace atomically (checkpoint, producer
+//     snapshot, leader-epoch cache) are written to a temporary name and
+//     renamed into place by Sync only after that sync, so that a crash
+//     leaves the old file or the new one, never a torn one.
+//   - Which logs were closed cleanly is one file, the dir's clean-shutdown
+//     list, written by CloseLogs after the sync, instead of a marker (and
+//     two fsyncs) per log. OpenLogDir reads it and Sync removes it before
+//     anything is appended; a log opened later in the same run that the
+//     list names (a cluster node opens partitions as metadata arrives) is
+//     still trusted, since nothing has written to it since it was closed.
+//     A log's own clean-shutdown marker (Log.Close, or a data directory of
+//     an earlier Gregor) is honoured as before.
+//
+// Until Sync returns after an OpenLog, the log must not be appended to,
+// flushed or truncated: its recovery (a truncation, rebuilt indexes) may not
+// be durable yet.
+type LogDir struct {
+	path string
+
+	mu          sync.Mutex
+	clean       map[string]bool // logs (directory names) the clean-shutdown list names, until opened
+	listPresent bool            // the list file is still on disk: Sync removes it
+	renames     []deferredRename
+	pending     atomic.Bool // a deferred write or fsync waits for Sync
+
+	syncMu sync.Mutex // one Sync at a time
+}
+
+// deferredRename is an atomic file replacement waiting for Sync.
+type deferredRename struct{ tmp, path string }
+
+// logDirCleanName is the clean-shutdown list: the names of the logs (the
+// directories under the LogDir) that CloseLogs closed cleanly, one per line.
+// It is written after everything they hold is durable and removed by the
+// first Sync after OpenLogDir.
+const logDirCleanName = "clean-shutdown"
+
+// deferredSuffix names the temporary file of a deferred atomic write; it
+// ends in tmpSuffix, so an Open removes one left by a crash.
+const deferredSuffix = ".deferred" + tmpSuffix
+
+// OpenLogDir returns the LogDir of the directory path (created if missing)
+// and reads its clean-shutdown list.
+func OpenLogDir(path string) (*LogDir, error) {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, ioErr("mkdir", path, err)
+	}
+	d := &LogDir{path: path, clean: map[string]bool{}}
+	b, err := os.ReadFile(filepath.Join(path, logDirCleanName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, ioErr("read", filepath.Join(path, logDirCleanName), err)
+	default:
+		d.listPresent = true
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if name := strings.TrimSpace(sc.Text()); name != "" && !strings.ContainsRune(name, '/') {
+				d.clean[name] = true
+			}
+		}
+	}
+	return d, nil
+}
+
+// Path is the directory.
+func (d *LogDir) Path() string { return d.path }
+
+// CleanShutdown reports whether the last CloseLogs left a clean-shutdown
+// list that Sync has not yet removed (a broker that stopped cleanly).
+func (d *LogDir) CleanShutdown() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.listPresent
+}
+
+// OpenLog opens (or creates) the log in the directory name under d, as Open
+// does, leaving its fsyncs to Sync; a log the clean-shutdown list names is
+// trusted as after a clean shutdown. Call Sync before using it.
+func (d *LogDir) OpenLog(name string, cfg Config) (*Log, error) {
+	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return nil, ioErr("open", filepath.Join(d.path, name), errors.New("not a directory name under the log dir"))
+	}
+	d.mu.Lock()
+	clean := d.clean[name]
+	delete(d.clean, name)
+	d.mu.Unlock()
+	return open(filepath.Join(d.path, name), cfg, d, clean)
+}
+
+// CloseLogs closes logs (opened with OpenLog) as Close does, several at a
+// time, leaving their fsyncs to one Sync, and then durably writes the
+// clean-shutdown list naming those that closed without error. errs[i] is
+// logs[i]'s error (ErrLogClosed for a log closed before); err is an error
+// of the sync or of writing the list, after which no log is trusted at the
+// next start.
+func (d *LogDir) CloseLogs(logs []*Log) (errs []error, err error) {
+	errs = make([]error, len(logs))
+	Parallel(len(logs), func(i int) {
+		l := logs[i]
+		if l.ld != d {
+			errs[i] = l.Close()
+			return
+		}
+		errs[i] = l.closeDeferred()
+	})
+	if err := d.Sync(); err != nil {
+		return errs, err
+	}
+	var list []byte
+	for i, l := range logs {
+		if errs[i] == nil && l.ld == d {
+			list = append(append(list, filepath.Base(l.dir)...), '\n')
+		}
+	}
+	if len(list) == 0 {
+		return errs, nil
+	}
+	return errs, WriteFileAtomic(filepath.Join(d.path, logDirCleanName), list)
+}
+
+// Sync makes durable what the logs opened or closed through d have written
+// since the last Sync: it removes the clean-shutdown list (the first time),
+// syncs the file system (syncfs(2)), renames the deferred atomic writes
+// into place and syncs again.
+func (d *LogDir) Sync() error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	d.mu.Lock()
+	renames := d.renames
+	d.renames = nil
+	removeList := d.listPresent
+	d.mu.Unlock()
+	if !d.pending.Swap(false) && !removeList && len(renames) == 0 {
+		return nil // nothing deferred since the last Sync (new logs defer nothing)
+	}
+	if removeList {
+		p := filepath.Join(d.path, logDirCleanName)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ioErr("remove", p, err)
+		}
+	}
+	if err := d.syncFS(); err != nil {
+		d.putBack(renames)
+		return err
+	}
+	if removeList {
+		d.mu.Lock()
+		d.listPresent = false
+		d.mu.Unlock()
+	}
+	if len(renames) == 0 {
+		return nil
+	}
+	for i, r := range renames {
+		// A later write of the same file (not deferred) may have renamed a
+		// newer temporary file into place already; it is newer, keep it.
+		if err := os.Rename(r.tmp, r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.putBack(renames[i:])
+			return ioErr("rename", r.tmp, err)
+		}
+	}
+	if err := d.syncFS(); err != nil {
+		d.pending.Store(true)
+		return err
+	}
+	return nil
+}
+
+// putBack returns renames not done to the next Sync.
+func (d *LogDir) putBack(renames []deferredRename) {
+	d.mu.Lock()
+	d.renames = append(renames, d.renames...)
+	d.mu.Unlock()
+	d.pending.Store(true)
+}
+
+// syncFS syncs the file system holding d (syncfs(2)).
+func (d *LogDir) syncFS() error {
+	f, err := os.Open(d.path)
+	if err != nil {
+		return ioErr("open", d.path, err)
+	}
+	defer f.Close()
+	return ioErr("syncfs", d.path, unix.Syncfs(int(f.Fd())))
+}
+
+// writeDeferred writes data to a temporary file beside path, without an
+// fsync, and leaves its rename over path to the next Sync.
+func (d *LogDir) writeDeferred(path string, data []byte) error {
+	tmp := path + deferredSuffix
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		_ = os.Remove(tmp)
+		return ioErr("write", tmp, err)
+	}
+	d.mu.Lock()
+	d.renames = append(d.renames, deferredRename{tmp: tmp, path: path})
+	d.mu.Unlock()
+	d.pending.Store(true)
+	return nil
+}
+
+// Parallel calls fn(0) … fn(n-1), a few at a time: as many as there are
+// CPUs, at least 8, since opening and closing logs waits on the disk as
+// much as it computes (Kafka's num.recovery.threads.per.data.dir).
+func Parallel(n int, fn func(i int)) {
+	workers := min(n, max(8, 2*runtime.GOMAXPROCS(0)))
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				k := i
+				i++
+				next.Unlock()
+				if k >= n {
+					return
+				}
+				fn(k)
+			}
+		})
+	}
+	wg.Wait()
+}
