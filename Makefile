@@ -9,7 +9,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: test-stress race screenshot conformance bench-kafka bench-cluster cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: test-stress race screenshot conformance bench-kafka bench-cluster bench-scale cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -187,6 +187,16 @@ clean:
 ## Knobs: BENCH_CLUSTER_FLAGS="-runs 3 -n 1000000 -failovers 5 -targets gregor,kafka"
 bench-cluster:
 	cd bench && $(GO) run ./cmd/cluster-bench $(BENCH_CLUSTER_FLAGS)
+
+## bench-scale: one broker at many partitions (issue #22), Gregor beside
+## Apache Kafka 4.4 (compat/kafkaref; needs java and mvn): creating 10,000
+## partitions in thirds, until every one is writable, RSS and idle CPU,
+## Metadata of all topics, clean stop, restart after a clean stop and after
+## kill -9, RSS per idle connection; a markdown table on stdout.
+## Knobs: BENCH_SCALE_FLAGS="-partitions 10000 -conns 4000 -targets gregor,kafka -out FILE"
+BENCH_SCALE_FLAGS ?=
+bench-scale: build
+	cd bench && $(GO) run ./cmd/scale-bench -bin ../bin/gregor $(BENCH_SCALE_FLAGS)
 
 ## bench-compare: Gregor, kfake and Apache Kafka 4.4 (compat/kafkaref; needs
 ## java and mvn, else it is left out with a note) as processes on loopback,

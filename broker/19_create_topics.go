@@ -49,6 +49,16 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 		return st
 	}
+	// Each topic is checked in turn; those to create are then created
+	// together (createTopics: one durable batch on a single node), and the
+	// answers keep the request's order.
+	type pending struct {
+		at      int // index in resp.Topics
+		rt      kmsg.CreateTopicsRequestTopic
+		configs map[string]string
+	}
+	var todo []pending
+	var specs []newTopic
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] > 1 {
 			continue
@@ -95,7 +105,6 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			fail(throttledErr, throttledErr.Description)
 			continue
 		}
-		var t *topic
 		if req.ValidateOnly {
 			if collides := b.collidingTopic(rt.Topic); collides != "" {
 				fail(kerr.InvalidTopicException, fmt.Sprintf("Topic '%s' collides with existing topic: %s", rt.Topic, collides))
@@ -104,48 +113,62 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			// Kafka draws the id before it looks at validate_only and
 			// returns it; nothing keeps it.
 			st.TopicID = newUUID()
-		} else {
-			var err error
-			t, err = b.createTopicAssigned(rt.Topic, partitions, rf, assignment, configs)
-			switch {
-			case errors.Is(err, cluster.ErrInvalidReplicationFactor):
-				fail(kerr.InvalidReplicationFactor, err.Error())
-				continue
-			case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
-				fail(kerr.InvalidReplicaAssignment, err.Error())
-				continue
-			case errors.Is(err, errTopicExists):
-				fail(kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
-				continue
-			case errors.Is(err, errTopicCollides):
-				fail(kerr.InvalidTopicException, err.Error())
-				continue
-			case err != nil:
-				b.log.Error("create topic", "topic", rt.Topic, "err", err)
-				fail(kerr.KafkaStorageError, err.Error())
-				continue
-			}
-			st.TopicID = t.id
+			resp.Topics = append(resp.Topics, b.createdTopicAnswer(st, nil, partitions, rf, configs))
+			continue
 		}
-		st.NumPartitions = partitions
-		st.ReplicationFactor = rf
-		if t != nil {
-			if parts := b.partitionsOf(t); len(parts) > 0 {
-				st.ReplicationFactor = int16(len(b.partitionView(parts[0]).replicas))
-			}
-		}
-		for _, d := range topicConfigDefs {
-			v, src := b.topicConfigValue(configs, d.name)
-			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), int8(src)
-			st.Configs = append(st.Configs, c)
-		}
+		todo = append(todo, pending{at: len(resp.Topics), rt: rt, configs: configs})
+		specs = append(specs, newTopic{name: rt.Topic, partitions: partitions, replicationFactor: rf, assignment: assignment, configs: configs})
 		resp.Topics = append(resp.Topics, st)
+	}
+	ts, errs := b.createTopics(specs)
+	for k, p := range todo {
+		name, err := p.rt.Topic, errs[k]
+		var e *kerr.Error
+		msg := ""
+		switch {
+		case err == nil:
+			st := resp.Topics[p.at]
+			st.TopicID = ts[k].id
+			resp.Topics[p.at] = b.createdTopicAnswer(st, ts[k], specs[k].partitions, specs[k].replicationFactor, p.configs)
+			continue
+		case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+			e, msg = kerr.InvalidReplicationFactor, err.Error()
+		case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
+			e, msg = kerr.InvalidReplicaAssignment, err.Error()
+		case errors.Is(err, errTopicExists):
+			e, msg = kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", name)
+		case errors.Is(err, errTopicCollides):
+			e, msg = kerr.InvalidTopicException, err.Error()
+		default:
+			b.log.Error("create topic", "topic", name, "err", err)
+			e, msg = kerr.KafkaStorageError, err.Error()
+		}
+		resp.Topics[p.at] = errTopic(name, e, msg)
 	}
 	for _, name := range dups {
 		resp.Topics = append(resp.Topics, errTopic(name, kerr.InvalidRequest, "Duplicate topic name."))
 	}
 	return resp, nil
+}
+
+// createdTopicAnswer fills a created (or validated) topic's answer: its
+// partitions, replication factor (the one t got, when created) and every
+// topic config with its value and source.
+func (b *Broker) createdTopicAnswer(st kmsg.CreateTopicsResponseTopic, t *topic, partitions int32, rf int16, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+	st.NumPartitions = partitions
+	st.ReplicationFactor = rf
+	if t != nil {
+		if parts := b.partitionsOf(t); len(parts) > 0 {
+			st.ReplicationFactor = int16(len(b.partitionView(parts[0]).replicas))
+		}
+	}
+	for _, d := range topicConfigDefs {
+		v, src := b.topicConfigValue(configs, d.name)
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), int8(src)
+		st.Configs = append(st.Configs, c)
+	}
+	return st
 }
 
 // createTopicsPartitions checks a topic's partition count, replication

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -221,10 +220,22 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 	}
 	dynChanged := b.syncDynamicConfigs(md)
 	var rc roleChanges
+	var local []*partition
 	for name, mt := range md.Topics {
-		if err := b.applyTopic(md, mt, &rc); err != nil {
+		parts, err := b.applyTopic(md, mt)
+		if err != nil {
 			b.log.Error("applying topic metadata", "topic", name, "err", err)
 		}
+		local = append(local, parts...)
+	}
+	// What opening the logs deferred (a recovery's truncation, rebuilt
+	// indexes) is durable before any of them is appended to.
+	if err := b.dataDir.Sync(); err != nil {
+		b.log.Error("syncing the data directory after opening partitions; not applying their roles", "err", err)
+		local = nil
+	}
+	for _, p := range local {
+		b.applyRole(md, p, &rc)
 	}
 	rc.log(b.log, md.Revision)
 	if dynChanged {
@@ -248,8 +259,11 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 	b.shareLog.sync() // share coordinator
 }
 
-// applyTopic brings one topic's local state in line with the metadata.
-func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic, rc *roleChanges) error {
+// applyTopic brings one topic's local state in line with the metadata,
+// opening the logs of the partitions newly assigned here, and returns the
+// partitions with a local log, whose roles the caller applies once what
+// opening them deferred is durable.
+func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic) ([]*partition, error) {
 	b.mu.Lock()
 	t := b.topics[mt.Name]
 	if t != nil && t.id != uuid(mt.ID) {
@@ -271,26 +285,42 @@ func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic, rc *roleCha
 	sc := b.storageConfig(t)
 	sc.ReplicatedHighWatermark = true
 	parts := slices.Clone(t.partitions)
+	for len(parts) < len(mt.Partitions) {
+		parts = append(parts, nil)
+	}
+	// The logs to open, several at a time.
+	var open []int
+	isNew := make([]bool, len(parts))
+	for i, mp := range mt.Partitions {
+		if p := parts[i]; p == nil || (p.log == nil && slices.Contains(mp.Replicas, b.nodeID)) {
+			open = append(open, i)
+			isNew[i] = true
+		}
+	}
+	opened := make([]*partition, len(open))
+	errs := make([]error, len(open))
+	storage.Parallel(len(open), func(k int) {
+		i := open[k]
+		opened[k], errs[k] = b.newClusterPartition(t, int32(i), slices.Contains(mt.Partitions[i].Replicas, b.nodeID), sc)
+	})
+	for k, i := range open {
+		if errs[k] != nil {
+			for _, np := range opened {
+				if np != nil && np.log != nil {
+					np.log.Close()
+				}
+			}
+			b.mu.Unlock()
+			return nil, errs[k]
+		}
+		parts[i] = opened[k]
+	}
 	var closeLater []*partition
 	for i, mp := range mt.Partitions {
-		var p *partition
-		if i < len(parts) {
-			p = parts[i]
-		}
+		p := parts[i]
 		local := slices.Contains(mp.Replicas, b.nodeID)
 		switch {
-		case p == nil || (local && p.log == nil):
-			np, err := b.newClusterPartition(t, int32(i), local, sc)
-			if err != nil {
-				b.mu.Unlock()
-				return err
-			}
-			if p != nil {
-				parts[i] = np
-			} else {
-				parts = append(parts, np)
-			}
-			p = np
+		case isNew[i]:
 		case !local && p.log != nil:
 			closeLater = append(closeLater, p)
 			parts[i] = &partition{topic: t, index: int32(i)}
@@ -310,12 +340,13 @@ func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic, rc *roleCha
 		}
 		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
 	}
+	var local []*partition
 	for _, p := range parts {
 		if p.log != nil {
-			b.applyRole(md, p, rc)
+			local = append(local, p)
 		}
 	}
-	return nil
+	return local, nil
 }
 
 // newClusterPartition opens (or creates) the local log of a partition
@@ -331,18 +362,19 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 		b.log.Error("cannot open a partition", "topic", t.name, "partition", index, "err", err)
 		return nil, err
 	}
-	if id, err := readPartitionMetadata(dir); err == nil && id != t.id {
+	id, err := readPartitionMetadata(dir)
+	if err == nil && id != t.id {
 		b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	l, err2 := b.dataDir.OpenLog(partitionDirName(t.name, index), sc)
+	if err2 != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err2)
 	}
-	if err := writePartitionMetadata(dir, t.id); err != nil {
-		return nil, err
-	}
-	l, err := storage.Open(dir, sc)
-	if err != nil {
-		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err)
+	if err != nil || id != t.id {
+		if err := writePartitionMetadata(dir, t.id); err != nil {
+			l.Close()
+			return nil, err
+		}
 	}
 	p.log = l
 	return p, nil

@@ -1,9 +1,17 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -65,5 +73,101 @@ func TestCreateTopics_AnswerShapes(t *testing.T) {
 	}
 	if code := mresp.Topics[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("validated topic exists afterwards: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestCreateTopics_ManyInOneRequest: one request's topics are created
+// together (one batch of records) and answered in the request's order; a
+// name that collides with another of the same request, or exists, is
+// refused as when created one by one. After a clean stop the data
+// directory holds one clean-shutdown list and no marker per partition,
+// and a restart finds every record.
+func TestCreateTopics_ManyInOneRequest(t *testing.T) {
+	dir := t.TempDir()
+	b, addr := startBroker(t, dir, nil)
+	cl := newClient(t, addr)
+	if _, err := b.createTopic("exists", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("many-%02d", i))
+	}
+	names = append(names, "a.b", "exists", "a_b")
+	for _, n := range names {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = n, 4, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != len(names) {
+		t.Fatalf("%d answers for %d topics", len(resp.Topics), len(names))
+	}
+	for i, st := range resp.Topics {
+		want := int16(0)
+		switch names[i] {
+		case "exists":
+			want = kerr.TopicAlreadyExists.Code
+		case "a_b":
+			want = kerr.InvalidTopicException.Code
+		}
+		if st.Topic != names[i] || st.ErrorCode != want {
+			t.Fatalf("answer %d: %s %v, want %s %v", i, st.Topic, kerr.ErrorForCode(st.ErrorCode), names[i], kerr.ErrorForCode(want))
+		}
+		if want == 0 && (st.NumPartitions != 4 || st.TopicID == [16]byte{} || len(st.Configs) == 0) {
+			t.Fatalf("answer %d: partitions %d id %x configs %d", i, st.NumPartitions, st.TopicID, len(st.Configs))
+		}
+	}
+	// A record in every partition of every new topic, at offset 0.
+	var recs []*kgo.Record
+	for _, n := range append(names[:40:40], "a.b") {
+		for p := range int32(4) {
+			recs = append(recs, &kgo.Record{Topic: n, Partition: p, Value: []byte(n + "/" + strconv.Itoa(int(p)))})
+		}
+	}
+	pcl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, r := range pcl.ProduceSync(testCtx(t), recs...) {
+		if r.Err != nil || r.Record.Offset != 0 {
+			t.Fatalf("produce %s-%d: offset %d err %v", r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Err)
+		}
+	}
+	pcl.Close()
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile(filepath.Join(dir, "clean-shutdown"))
+	if err != nil {
+		t.Fatalf("no clean-shutdown list after a clean stop: %v", err)
+	}
+	if n := strings.Count(string(list), "\n"); n != 1+len(recs)+1 { // header, the partitions, "exists-0"
+		t.Fatalf("clean-shutdown list has %d lines, want %d:\n%s", n, 1+len(recs)+1, list)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*", "clean-shutdown")); len(m) > 0 {
+		t.Fatalf("per-partition markers beside the list: %v", m)
+	}
+
+	_, addr = startBroker(t, dir, nil)
+	ccl := newClient(t, addr, kgo.ConsumeTopics(append(names[:40:40], "a.b")...))
+	got := map[string]bool{}
+	ctx := testCtx(t)
+	for len(got) < len(recs) {
+		fs := ccl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read back %d of %d records", len(got), len(recs))
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if want := r.Topic + "/" + strconv.Itoa(int(r.Partition)); string(r.Value) != want || r.Offset != 0 {
+				t.Fatalf("read %q at %d from %s-%d", r.Value, r.Offset, r.Topic, r.Partition)
+			}
+			got[string(r.Value)] = true
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "clean-shutdown")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("clean-shutdown list still there after the start: %v", err)
 	}
 }

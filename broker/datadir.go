@@ -174,6 +174,13 @@ func (b *Broker) scanDataDir(claimed map[string]uuid, clusterNode bool) error {
 		got, idErr := readPartitionMetadata(dir)
 		switch {
 		case ok && idErr == nil && got == want:
+		case ok && idErr != nil:
+			// Claimed, its partition.metadata missing or unreadable (a crash
+			// right after the partition was created): written again.
+			b.log.Info("writing a claimed partition's missing partition.metadata", "dir", dir, "reason", idErr)
+			if err := writePartitionMetadata(dir, want); err != nil {
+				return fmt.Errorf("partition directory %s: %w", dir, err)
+			}
 		case !isPartitionDir(dir):
 			if !ok {
 				b.log.Info("leaving alone a directory that is not a partition", "dir", dir)

@@ -74,8 +74,14 @@
 // lock. A topic exists exactly when its metadata file under
 // <data-dir>/__meta/topics does (meta.go): creation writes the partition
 // directories first and the file last, deletion removes the file first and
-// renames the directories aside to be removed in the background. New opens
-// every topic's partitions (storage.Open recovers each log) and deals with
+// renames the directories aside to be removed in the background; one
+// CreateTopics request's topics are created together, their partitions
+// several at a time (a new log needs no fsync) and their files in one
+// batch of fsyncs. New opens every topic's partitions several at a time
+// through the data directory's storage.LogDir (each log recovered as
+// needed, their fsyncs in one sync of the file system, trusted without
+// recovery when the last stop's clean-shutdown list names them; Close
+// writes that list) and deals with
 // the rest of the data directory (datadir.go): partitions being deleted are
 // removed, stray ones renamed aside (<name>.<id>-stray, kept for
 // log.stray.retention.ms), and nothing without partition files is touched.

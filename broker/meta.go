@@ -89,6 +89,25 @@ func (s fileTopicStore) save(rec topicRecord) error {
 	return writeJSONFile(s.path(rec.ID), rec)
 }
 
+func (s fileTopicStore) saveAll(recs []topicRecord) error {
+	files := make([]storage.File, len(recs))
+	for i, rec := range recs {
+		data, err := json.MarshalIndent(rec, "", "  ")
+		if err != nil {
+			return err
+		}
+		files[i] = storage.File{Path: s.path(rec.ID), Data: data}
+	}
+	if err := storage.WriteFilesAtomic(files); err != nil {
+		for _, rec := range recs {
+			os.Remove(s.path(rec.ID))
+		}
+		storage.SyncDir(s.dir)
+		return err
+	}
+	return nil
+}
+
 func (s fileTopicStore) remove(id uuid) error {
 	if err := os.Remove(s.path(id.String())); err != nil && !os.IsNotExist(err) {
 		return err
@@ -190,8 +209,17 @@ func partitionDirName(topic string, p int32) string {
 	return topic + "-" + strconv.Itoa(int(p))
 }
 
+// writePartitionMetadata writes dir's partition.metadata, replacing it
+// atomically but without an fsync: a partition's files need none at
+// creation (storage), and a claimed partition whose file a crash lost or
+// left unreadable gets it written again at start (scanDataDir,
+// newClusterPartition), as Kafka writes a missing one.
 func writePartitionMetadata(dir string, id uuid) error {
-	return storage.WriteFileAtomic(filepath.Join(dir, partitionMetaName), []byte("version: 0\ntopic_id: "+id.String()+"\n"))
+	path := filepath.Join(dir, partitionMetaName)
+	if err := os.WriteFile(path+".tmp", []byte("version: 0\ntopic_id: "+id.String()+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
 }
 
 func readPartitionMetadata(dir string) (uuid, error) {

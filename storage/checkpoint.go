@@ -112,6 +112,63 @@ func WriteFileAtomic(path string, data []byte) error {
 	return SyncDir(filepath.Dir(path))
 }
 
+// File is a file for WriteFilesAtomic: its path and its new content.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// WriteFilesAtomic replaces several files as WriteFileAtomic does, with one
+// round of fsyncs for all of them: it writes every temporary file, fsyncs
+// them several at a time (the file system commits them together), renames
+// each over its file and fsyncs each directory once. Each file ends with
+// its old content or its new one; when an error is returned some may have
+// the new one.
+func WriteFilesAtomic(files []File) error {
+	errs := make([]error, len(files))
+	Parallel(len(files), func(i int) {
+		tmp := files[i].Path + tmpSuffix
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			errs[i] = ioErr("create", tmp, err)
+			return
+		}
+		op := "write"
+		_, err = f.Write(files[i].Data)
+		if err == nil {
+			op, err = "fsync", f.Sync()
+		}
+		if cerr := f.Close(); err == nil && cerr != nil {
+			op, err = "close", cerr
+		}
+		if err != nil {
+			errs[i] = ioErr(op, tmp, err)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		for _, f := range files {
+			_ = os.Remove(f.Path + tmpSuffix)
+		}
+		return err
+	}
+	dirs := map[string]bool{}
+	for i, f := range files {
+		if err := os.Rename(f.Path+tmpSuffix, f.Path); err != nil {
+			for _, g := range files[i:] {
+				_ = os.Remove(g.Path + tmpSuffix)
+			}
+			return ioErr("rename", f.Path+tmpSuffix, err)
+		}
+		dirs[filepath.Dir(f.Path)] = true
+	}
+	for dir := range dirs {
+		if err := SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SyncDir fsyncs the directory dir so that the entries created, renamed and
 // removed in it are durable. The error is a *StorageError.
 func SyncDir(dir string) error {

@@ -94,6 +94,22 @@
 // missing, short or inconsistent index is rebuilt from its .log file when its
 // segment is first used.
 //
+// A new log writes no checkpoint and no leader-epoch cache (a missing file
+// reads as the empty log's), so creating a partition costs no fsync; an
+// Open that changes nothing rewrites nothing.
+//
+// # Many logs: LogDir
+//
+// A broker with thousands of partitions opens and closes them through a
+// LogDir (logdir.go), Kafka's LogManager for one log dir: the logs' fsyncs
+// are left to LogDir.Sync, one syncfs(2) for all of them (the atomic
+// replacements of checkpoints and snapshots renamed into place after it,
+// then a second one), and instead of a clean-shutdown marker per log
+// CloseLogs writes one list of the logs it closed cleanly, after the sync;
+// the next start trusts the logs it names and removes it in its first
+// Sync, before anything is appended. Parallel runs the opens and closes
+// several at a time (Kafka's num.recovery.threads.per.data.dir).
+//
 // # Retention
 //
 // ApplyRetention deletes whole segments from the front of the log: those

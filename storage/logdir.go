@@ -44,6 +44,7 @@ type LogDir struct {
 	mu          sync.Mutex
 	clean       map[string]bool // logs (directory names) the clean-shutdown list names, until opened
 	listPresent bool            // the list file is still on disk: Sync removes it
+	foreign     bool            // a file of the list's name is not Gregor's: never written over
 	renames     []deferredRename
 	pending     atomic.Bool // a deferred write or fsync waits for Sync
 
@@ -53,11 +54,21 @@ type LogDir struct {
 // deferredRename is an atomic file replacement waiting for Sync.
 type deferredRename struct{ tmp, path string }
 
-// logDirCleanName is the clean-shutdown list: the names of the logs (the
-// directories under the LogDir) that CloseLogs closed cleanly, one per line.
+// logDirCleanName is the clean-shutdown list: a header line, then the
+// names of the logs (the directories under the LogDir) that CloseLogs
+// closed cleanly, one per line:
+//
+//	gregor clean-shutdown v1\n
+//	orders-0\n
+//	orders-1\n
+//
 // It is written after everything they hold is durable and removed by the
-// first Sync after OpenLogDir.
-const logDirCleanName = "clean-shutdown"
+// first Sync after OpenLogDir. A file of that name without the header is
+// not Gregor's: it is ignored and left alone.
+const (
+	logDirCleanName   = "clean-shutdown"
+	logDirCleanHeader = "gregor clean-shutdown v1\n"
+)
 
 // deferredSuffix names the temporary file of a deferred atomic write; it
 // ends in tmpSuffix, so an Open removes one left by a crash.
@@ -75,9 +86,11 @@ func OpenLogDir(path string) (*LogDir, error) {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, ioErr("read", filepath.Join(path, logDirCleanName), err)
+	case !bytes.HasPrefix(b, []byte(logDirCleanHeader)):
+		d.foreign = true
 	default:
 		d.listPresent = true
-		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc := bufio.NewScanner(bytes.NewReader(b[len(logDirCleanHeader):]))
 		for sc.Scan() {
 			if name := strings.TrimSpace(sc.Text()); name != "" && !strings.ContainsRune(name, '/') {
 				d.clean[name] = true
@@ -122,7 +135,7 @@ func (d *LogDir) CloseLogs(logs []*Log) (errs []error, err error) {
 	errs = make([]error, len(logs))
 	Parallel(len(logs), func(i int) {
 		l := logs[i]
-		if l.ld != d {
+		if l.ld != d || d.foreign {
 			errs[i] = l.Close()
 			return
 		}
@@ -131,13 +144,15 @@ func (d *LogDir) CloseLogs(logs []*Log) (errs []error, err error) {
 	if err := d.Sync(); err != nil {
 		return errs, err
 	}
-	var list []byte
+	list := []byte(logDirCleanHeader)
+	n := 0
 	for i, l := range logs {
-		if errs[i] == nil && l.ld == d {
+		if errs[i] == nil && l.ld == d && !d.foreign {
 			list = append(append(list, filepath.Base(l.dir)...), '\n')
+			n++
 		}
 	}
-	if len(list) == 0 {
+	if n == 0 {
 		return errs, nil
 	}
 	return errs, WriteFileAtomic(filepath.Join(d.path, logDirCleanName), list)

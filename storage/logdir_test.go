@@ -80,7 +80,10 @@ func TestLogDir_CloseLogsWritesOneListAndReopenTrustsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Fields(string(list))
+	if !strings.HasPrefix(string(list), logDirCleanHeader) {
+		t.Fatalf("clean-shutdown list without its header: %q", list)
+	}
+	got := strings.Fields(strings.TrimPrefix(string(list), logDirCleanHeader))
 	slices.Sort(got)
 	if !slices.Equal(got, names) {
 		t.Fatalf("clean-shutdown list %q, want %q", got, names)
@@ -315,4 +318,42 @@ func TestLogDir_OpenLogRefusesPaths(t *testing.T) {
 			t.Fatalf("OpenLog(%q) succeeded", name)
 		}
 	}
+}
+
+// A file named like the list but not Gregor's (no header) is neither
+// trusted nor removed.
+func TestLogDir_ForeignListIgnored(t *testing.T) {
+	root := t.TempDir()
+	var buf syncBuffer
+	cfg := capturingConfig(&buf)
+	_, logs := openLogDirLogs(t, root, cfg, "a-0")
+	want := fillLog(t, logs[0], 5)
+	// "crash": no close, and someone else's file of that name.
+	foreign := []byte("a-0\n")
+	if err := os.WriteFile(filepath.Join(root, logDirCleanName), foreign, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf = syncBuffer{}
+	d, logs2 := openLogDirLogs(t, root, cfg, "a-0")
+	if d.CleanShutdown() || !strings.Contains(buf.String(), "unclean") {
+		t.Fatalf("a foreign file was taken for the list:\n%s", buf.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(root, logDirCleanName)); err != nil || !bytes.Equal(b, foreign) {
+		t.Fatalf("the foreign file was changed or removed: %q %v", b, err)
+	}
+	checkLog(t, logs2[0], want)
+	// Closing does not write over it either: each log keeps its own marker.
+	if _, err := d.CloseLogs(logs2); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, logDirCleanName)); err != nil || !bytes.Equal(b, foreign) {
+		t.Fatalf("CloseLogs wrote over the foreign file: %q %v", b, err)
+	}
+	if !fileExists(filepath.Join(root, "a-0", cleanShutdownName)) {
+		t.Fatal("no per-log marker when the list cannot be written")
+	}
+	logs[0].mu.Lock()
+	logs[0].closed.Store(true)
+	logs[0].releaseAllLocked()
+	logs[0].mu.Unlock()
 }
