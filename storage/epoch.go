@@ -27,7 +27,10 @@ import (
 // log end offset are dropped by truncation (and on Open); entries before
 // the log start offset collapse into one starting at it. A missing or
 // malformed file is rebuilt on Open from the partitionLeaderEpoch of every
-// batch; otherwise Open reads only the file.
+// batch; otherwise Open reads the file, and after a crash the batches it
+// revalidates: an entry a batch starts is written without an fsync (as
+// Kafka's assign on the append path), synced before the recovery point
+// moves past it.
 const leaderEpochFileName = "leader-epoch-checkpoint"
 
 // EpochEntry is one entry of the leader-epoch cache.
@@ -69,7 +72,7 @@ func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
 	if l.closed.Load() {
 		return ErrLogClosed
 	}
-	return l.assignEpochLocked(epoch, startOffset)
+	return l.assignEpochLocked(epoch, startOffset, false)
 }
 
 // EndOffsetForLeaderEpoch answers OffsetForLeaderEpoch as Kafka's leader
@@ -114,8 +117,10 @@ func sortSearchEpochs(entries []EpochEntry, epoch int32) int {
 }
 
 // assignEpochLocked adds (epoch, startOffset) when epoch is above the latest,
-// removing entries that start at or after startOffset. Lock should be held.
-func (l *Log) assignEpochLocked(epoch int32, startOffset int64) error {
+// removing entries that start at or after startOffset. fromBatch says that
+// a batch being appended at startOffset carries the epoch: the file is then
+// written without an fsync (see setEpochsLocked). Lock should be held.
+func (l *Log) assignEpochLocked(epoch int32, startOffset int64, fromBatch bool) error {
 	cur := l.epochEntries()
 	if epoch < 0 || startOffset < 0 || (len(cur) > 0 && epoch <= cur[len(cur)-1].Epoch) {
 		return nil
@@ -125,6 +130,9 @@ func (l *Log) assignEpochLocked(epoch int32, startOffset int64) error {
 		n--
 	}
 	next := append(slices.Clone(cur[:n]), EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	if fromBatch && n == len(cur) {
+		return l.setEpochsLazilyLocked(next)
+	}
 	return l.setEpochsLocked(next)
 }
 
@@ -170,9 +178,60 @@ func truncateEpochsFromStart(cur []EpochEntry, start int64) []EpochEntry {
 // should be held.
 func (l *Log) setEpochsLocked(entries []EpochEntry) error {
 	l.epochs.Store(&entries)
-	if err := WriteFileAtomic(filepath.Join(l.dir, leaderEpochFileName), encodeEpochs(entries)); err != nil {
+	if err := l.writeFileAtomic(filepath.Join(l.dir, leaderEpochFileName), encodeEpochs(entries)); err != nil {
 		l.writeErr = err
 		return err
+	}
+	if !l.deferring {
+		l.epochsDirty.Store(false)
+	}
+	return nil
+}
+
+// setEpochsLazilyLocked is setEpochsLocked for an entry that a batch being
+// appended starts (Kafka's assign on the append path): the file is replaced
+// without an fsync, so that a partition's first write, or a follower's
+// first batch of a new epoch, does not wait for the disk. That is safe
+// because the entry can be found again: before the recovery point is
+// persisted the file is fsynced (syncEpochs, from writeCheckpoint), and
+// after a crash recovery derives the entries of the batches it revalidates
+// from the batches themselves (loadLeaderEpochs); a file left torn is
+// rebuilt from every batch. Lock should be held.
+func (l *Log) setEpochsLazilyLocked(entries []EpochEntry) error {
+	l.epochs.Store(&entries)
+	path := filepath.Join(l.dir, leaderEpochFileName)
+	if err := os.WriteFile(path+tmpSuffix, encodeEpochs(entries), 0o644); err != nil {
+		l.writeErr = ioErr("write", path+tmpSuffix, err)
+		return l.writeErr
+	}
+	if err := os.Rename(path+tmpSuffix, path); err != nil {
+		l.writeErr = ioErr("rename", path+tmpSuffix, err)
+		return l.writeErr
+	}
+	l.epochsDirty.Store(true)
+	return nil
+}
+
+// syncEpochs fsyncs the leader-epoch file and its directory if it was
+// replaced lazily since it was last synced, so that every entry of the
+// batches below a recovery point about to be persisted is durable. While
+// deferring the LogDir's sync does it.
+func (l *Log) syncEpochs() error {
+	if l.deferring || !l.epochsDirty.Swap(false) {
+		return nil
+	}
+	path := filepath.Join(l.dir, leaderEpochFileName)
+	f, err := os.Open(path)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err == nil {
+		err = SyncDir(l.dir)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		l.epochsDirty.Store(true)
+		return ioErr("fsync", path, err)
 	}
 	return nil
 }
@@ -232,11 +291,23 @@ func (l *Log) loadLeaderEpochs() error {
 	default:
 		entries, reason = decodeEpochs(b)
 	}
-	if reason != nil {
+	switch {
+	case reason != nil:
 		if l.Size() > 0 {
 			l.logger.Warn("rebuilding the leader-epoch cache from the log", "file", path, "reason", reason)
 		}
-		if entries, err = l.scanEpochs(); err != nil {
+		if entries, err = l.scanEpochs(-1, nil); err != nil {
+			return err
+		}
+	case l.recoveredFrom >= 0:
+		// The batches recovery revalidated say which epochs start where
+		// among them: the file, replaced without an fsync since the
+		// recovery point, may not have their entries yet.
+		n := len(entries)
+		for n > 0 && entries[n-1].StartOffset >= l.recoveredFrom {
+			n--
+		}
+		if entries, err = l.scanEpochs(l.recoveredFrom, slices.Clone(entries[:n])); err != nil {
 			return err
 		}
 	}
@@ -256,13 +327,17 @@ func (l *Log) loadLeaderEpochs() error {
 	return nil
 }
 
-// scanEpochs reads the partitionLeaderEpoch of every batch and returns where
-// each epoch above the previous ones starts. A damaged batch ends the scan.
-func (l *Log) scanEpochs() ([]EpochEntry, error) {
-	var out []EpochEntry
+// scanEpochs reads the partitionLeaderEpoch of every batch in the segments
+// from the one based at from (-1: all) and returns out with where each
+// epoch above the previous ones starts added. A damaged batch ends the
+// scan.
+func (l *Log) scanEpochs(from int64, out []EpochEntry) ([]EpochEntry, error) {
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
 	for _, s := range l.segments() {
+		if s.base < from {
+			continue
+		}
 		size := s.size.Load()
 		w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
 		for pos := int64(0); pos < size; {

@@ -148,3 +148,52 @@ func TestLog_AppendAsFollowerAssignsEpochs(t *testing.T) {
 		t.Fatalf("follower epochs %v", got)
 	}
 }
+
+// TestLog_LazyEpochEntryFoundAgainAfterCrash: an epoch that a batch starts
+// is written to the leader-epoch file without an fsync; when a crash loses
+// that write (the file still holds the entries synced with the last
+// recovery point), recovery finds the entry again in the batches it
+// revalidates, so OffsetForLeaderEpoch answers as before the crash.
+func TestLog_LazyEpochEntryFoundAgainAfterCrash(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	cfg := testConfig()
+	cfg.ReplicatedHighWatermark = true
+	l := openLog(t, dir, cfg)
+	appendEpochs(t, l, 1, 1, 1)
+	if err := l.Flush(); err != nil { // recovery point 6, the file synced with {1 0}
+		t.Fatal(err)
+	}
+	synced, err := os.ReadFile(filepath.Join(dir, leaderEpochFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEpochs(t, l, 3, 3)
+	want := []EpochEntry{{1, 0}, {3, 6}}
+	if got := l.LeaderEpochs(); !slices.Equal(got, want) {
+		t.Fatalf("before the crash: %v, want %v", got, want)
+	}
+	crashed := crashCopy(t, dir)
+	l.Close()
+	// The lazy replacement did not reach the disk.
+	if err := os.WriteFile(filepath.Join(crashed, leaderEpochFileName), synced, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, crashed, cfg)
+	defer l.Close()
+	if got := l.LeaderEpochs(); !slices.Equal(got, want) {
+		t.Fatalf("after the crash: %v, want %v", got, want)
+	}
+	if e, end := l.EndOffsetForLeaderEpoch(1); e != 1 || end != 6 {
+		t.Fatalf("EndOffsetForLeaderEpoch(1) = %d, %d; want 1, 6", e, end)
+	}
+}
+
+// appendEpochs appends one batch of 2 records in each of epochs.
+func appendEpochs(t *testing.T, l *Log, epochs ...int32) {
+	t.Helper()
+	for _, epoch := range epochs {
+		if _, err := l.Append(simpleBatch(2, 10, 1000), AppendOptions{LeaderEpoch: epoch, LogAppendTime: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -95,7 +95,7 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 		return res, fmt.Errorf("%w: first batch at offset %d, log end offset is %d", ErrOffsetMismatch, batches[0].h.BaseOffset, leo)
 	}
 	for _, b := range batches {
-		if err := l.assignEpochLocked(b.h.PartitionLeaderEpoch, b.h.BaseOffset); err != nil {
+		if err := l.assignEpochLocked(b.h.PartitionLeaderEpoch, b.h.BaseOffset, true); err != nil {
 			return res, err
 		}
 	}

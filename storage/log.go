@@ -33,6 +33,13 @@ type Log struct {
 	ld        *LogDir
 	deferring bool
 
+	// recoveredFrom is the base offset of the first segment Open
+	// revalidated after a crash, -1 when it trusted the files.
+	recoveredFrom int64
+	// epochsDirty: the leader-epoch file was replaced without an fsync
+	// since it was last synced (setEpochsLazilyLocked).
+	epochsDirty atomic.Bool
+
 	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
 	cfg         Config
 	producers   producerStateManager
@@ -229,7 +236,7 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 	}
 	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), opts.LeaderEpoch
 	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
-	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset, true); err != nil {
 		return AppendResult{}, err
 	}
 
@@ -415,6 +422,9 @@ func (l *Log) rollLocked() (*segment, error) {
 func (l *Log) writeCheckpoint() error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
+	if err := l.syncEpochs(); err != nil {
+		return err
+	}
 	return l.writeFileAtomic(filepath.Join(l.dir, checkpointName), encodeCheckpoint(l.checkpointNow()))
 }
 

@@ -36,7 +36,7 @@ func open(dir string, cfg Config, ld *LogDir, trustClean bool) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, ioErr("mkdir", dir, err)
 	}
-	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil}
+	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil, recoveredFrom: -1}
 	l.cleanerOffset.Store(-1)
 	l.rcfg.Store(&cfg)
 	err := l.load(trustClean)
@@ -268,6 +268,7 @@ func (l *Log) openClean(segs []*segment) ([]*segment, int64, error) {
 // bad batch and deleting the segments after it, rebuilds their indexes and
 // fsyncs them. It returns the remaining segments and the log end offset.
 func (l *Log) recoverSegments(segs []*segment, k int) ([]*segment, int64, error) {
+	l.recoveredFrom = segs[k].base
 	interval := l.cfg.IndexIntervalBytes
 	next := segs[k].base
 	for i := k; i < len(segs); i++ {

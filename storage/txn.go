@@ -150,7 +150,7 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	h := parseHeader(batch)
 	h.BaseOffset, h.PartitionLeaderEpoch = l.leo.Load(), leaderEpoch
 	setBatchOffsetAndEpoch(batch, h.BaseOffset, h.PartitionLeaderEpoch)
-	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+	if err := l.assignEpochLocked(h.PartitionLeaderEpoch, h.BaseOffset, true); err != nil {
 		return -1, err
 	}
 	seg, pos, err := l.writeLocked(batch, h, nowMs)
