@@ -97,7 +97,7 @@ func FuzzHandlers(f *testing.F) {
 		local, remote := net.Pipe()
 		defer local.Close()
 		defer remote.Close()
-		c := &conn{b: b, nc: local, log: log, ctx: ctx, cancel: cancel}
+		c := &conn{b: b, nc: local, ctx: ctx, cancel: cancel}
 		r := &request{conn: c, hdr: hdr, msg: msg, ctx: ctx}
 		defer func() {
 			if v := recover(); v != nil {

@@ -197,9 +197,9 @@ func (c *conn) completeAuth(sess saslSession) (int64, error) {
 		lifetime = max(a.expiry.Sub(now).Milliseconds(), 1)
 	}
 	if a.principal == "" {
-		c.log.Info("authenticated", "principal", principal, "mechanism", a.mech)
+		c.logger().Info("authenticated", "principal", principal, "mechanism", a.mech)
 	} else {
-		c.log.Debug("re-authenticated", "principal", principal, "mechanism", a.mech)
+		c.logger().Debug("re-authenticated", "principal", principal, "mechanism", a.mech)
 		c.b.sec.reauths.Add(1)
 	}
 	a.principal, a.phase, a.reauth, a.session = principal, authDone, false, nil
@@ -217,7 +217,7 @@ func (c *conn) failAuth(err error) string {
 	if errors.As(err, &se) {
 		msg = se.msg
 	}
-	c.log.Info("SASL authentication failed", "mechanism", c.auth.mech, "err", err)
+	c.logger().Info("SASL authentication failed", "mechanism", c.auth.mech, "err", err)
 	return msg
 }
 
@@ -268,7 +268,7 @@ func (b *Broker) handleSaslHandshake(r *request) (kmsg.Response, error) {
 	}
 	mech := req.Mechanism
 	if !slices.Contains(st.mechanisms, mech) || (a.principal != "" && mech != a.mech) {
-		c.log.Info("SASL handshake with an unsupported mechanism", "mechanism", mech)
+		c.logger().Info("SASL handshake with an unsupported mechanism", "mechanism", mech)
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		r.closeAfter = true
 		return resp, nil

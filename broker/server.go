@@ -74,10 +74,14 @@ type server struct {
 type conn struct {
 	b      *Broker
 	nc     net.Conn
-	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
-	queue  chan *pending // responses, in request order
+	// queue holds the responses the writer sends, in request order. The
+	// reader makes it, and starts the writer, the first time it has a
+	// response it cannot send itself: a connection that only ever gets
+	// answers the reader writes (an idle one, a batch-1 client) has one
+	// goroutine, not two.
+	queue chan *pending
 
 	ls        *listener
 	auth      *connAuth              // nil unless the listener uses SASL (sasl.go)
@@ -295,11 +299,7 @@ func (b *Broker) accept(l *listener) error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
-		c := &conn{b: b, nc: nc, ls: l, log: b.log.With("remote", nc.RemoteAddr().String()),
-			queue: make(chan *pending, maxInFlight)}
-		if len(s.listeners) > 1 {
-			c.log = c.log.With("listener", l.name)
-		}
+		c := &conn{b: b, nc: nc, ls: l}
 		if tlsCfg != nil {
 			c.nc = tls.Server(nc, tlsCfg)
 			c.bw = bufio.NewWriterSize(c.nc, 64<<10)
@@ -318,12 +318,22 @@ func (b *Broker) accept(l *listener) error {
 			s.conns = map[*conn]struct{}{}
 		}
 		s.conns[c] = struct{}{}
-		s.wg.Add(2)
+		s.wg.Add(1)
 		s.active.Add(1)
 		s.mu.Unlock()
 		go c.readLoop()
-		go c.writeLoop()
 	}
+}
+
+// logger is the connection's logger: the broker's, with the remote address
+// and, when there are several listeners, the listener's name. It is made
+// when a line is logged, not kept per connection.
+func (c *conn) logger() *slog.Logger {
+	l := c.b.log.With("remote", c.nc.RemoteAddr().String())
+	if c.ls != nil && len(c.b.srv.listeners) > 1 {
+		l = l.With("listener", c.ls.name)
+	}
+	return l
 }
 
 // close stops accepting, closes every connection and waits for them.
@@ -343,8 +353,13 @@ func (s *server) close() {
 }
 
 func (c *conn) readLoop() {
-	defer c.b.srv.wg.Done()
-	defer close(c.queue)
+	defer func() {
+		if c.queue != nil {
+			close(c.queue) // the writer drains it and ends the connection
+		} else {
+			c.end()
+		}
+	}()
 	idle := time.Duration(c.b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond
 	if !c.handshakeTLS() {
 		c.cancel()
@@ -398,7 +413,7 @@ func (c *conn) readLoop() {
 		p, err := c.dispatch(frame)
 		if err != nil {
 			c.b.reqBytes.release(charge)
-			c.log.Warn("closing connection", "err", err)
+			c.logger().Warn("closing connection", "err", err)
 			c.cancel()
 			return
 		}
@@ -411,6 +426,11 @@ func (c *conn) readLoop() {
 			continue
 		}
 		c.queued.Add(1)
+		if c.queue == nil {
+			c.queue = make(chan *pending, maxInFlight)
+			c.b.srv.wg.Add(1)
+			go c.writeLoop()
+		}
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
@@ -453,7 +473,7 @@ func (c *conn) handshakeTLS() bool {
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.b.sec.noteTLSHandshake(false)
 		if c.ctx.Err() == nil {
-			c.log.Info("TLS handshake failed", "err", err)
+			c.logger().Info("TLS handshake failed", "err", err)
 		}
 		return false
 	}
@@ -469,14 +489,14 @@ func (c *conn) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
 	case errors.Is(err, protocol.ErrFrameTooLarge), errors.Is(err, protocol.ErrNegativeFrame):
-		c.log.Warn("closing connection: bad request size", "err", err)
+		c.logger().Warn("closing connection: bad request size", "err", err)
 	default:
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			c.log.Info("closing idle connection")
+			c.logger().Info("closing idle connection")
 			return
 		}
-		c.log.Info("connection read failed", "err", err)
+		c.logger().Info("connection read failed", "err", err)
 	}
 }
 
@@ -545,7 +565,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	p := c.takeSpare(frame)
 	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.clientID)
 	if err == errUnsupportedApiVersions {
-		c.log.Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
+		c.logger().Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
 		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
 		return p, nil
 	}
@@ -584,7 +604,7 @@ func (c *conn) run(h handler, r *request, p *pending) {
 	}()
 	defer func() {
 		if v := recover(); v != nil {
-			c.log.Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
+			c.logger().Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
 			p.fatal = fmt.Errorf("internal error handling %s", kmsg.NameForKey(r.hdr.Key))
 		}
 	}()
@@ -629,7 +649,7 @@ func (c *conn) complete(r *request, p *pending, resp kmsg.Response, start time.T
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			c.log.Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
+			c.logger().Error("handler panic", "api", kmsg.NameForKey(r.hdr.Key), "version", r.hdr.Version, "panic", v)
 			p.fatal = fmt.Errorf("internal error handling %s", kmsg.NameForKey(r.hdr.Key))
 		}
 	}()
@@ -660,22 +680,28 @@ func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, sta
 }
 
 func (c *conn) writeLoop() {
-	s := &c.b.srv
-	defer func() {
-		c.nc.Close()
-		c.b.closeShareSessions(c)
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		s.active.Add(-1)
-		s.wg.Done()
-	}()
+	defer c.b.srv.wg.Done()
+	defer c.end()
 	broken := false
 	for p := range c.queue {
 		p.await()
 		broken = !c.deliver(p, broken)
 		c.queued.Add(-1)
 	}
+}
+
+// end closes the connection and forgets it, once the reader has stopped
+// and every answer it queued is written or dropped: in the writer, or in
+// the reader when it never started one.
+func (c *conn) end() {
+	s := &c.b.srv
+	c.nc.Close()
+	c.b.closeShareSessions(c)
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.active.Add(-1)
+	s.wg.Done()
 }
 
 // deliver writes one handled request's answer (unless the connection is
@@ -685,7 +711,7 @@ func (c *conn) writeLoop() {
 // only when the writer has nothing queued.
 func (c *conn) deliver(p *pending, broken bool) bool {
 	if p.fatal != nil && !broken {
-		c.log.Warn("closing connection", "err", p.fatal)
+		c.logger().Warn("closing connection", "err", p.fatal)
 		broken = true
 		c.cancel()
 		c.nc.Close()
