@@ -160,8 +160,9 @@
 //     epoch to its first offset, filled from the batches' partitionLeaderEpoch
 //     and AssignLeaderEpoch, cut by truncation and by the log start offset,
 //     rebuilt from the batch headers when its file is missing or damaged.
-//     An entry that a batch starts is written without an fsync (a
-//     partition's first write waits for no disk); the file is synced
+//     An entry added at the end (by a batch, or a replica becoming
+//     leader) is written without an fsync, so neither a partition's first
+//     write nor a leadership change waits for the disk; the file is synced
 //     before a recovery point beyond it is persisted, and after a crash
 //     the batches recovery revalidates give their entries again.
 //     EndOffsetForLeaderEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279).

@@ -29,8 +29,7 @@ import (
 // malformed file is rebuilt on Open from the partitionLeaderEpoch of every
 // batch; otherwise Open reads the file, and after a crash the batches it
 // revalidates: an entry a batch starts is written without an fsync (as
-// Kafka's assign on the append path), synced before the recovery point
-// moves past it.
+// Kafka's assign), synced before the recovery point moves past it.
 const leaderEpochFileName = "leader-epoch-checkpoint"
 
 // EpochEntry is one entry of the leader-epoch cache.
@@ -63,7 +62,11 @@ func (l *Log) LatestLeaderEpoch() int32 {
 // becoming leader does at its log end offset. It is ignored when epoch is
 // not above the latest epoch or either value is negative; entries starting
 // at or after startOffset are replaced, keeping start offsets strictly
-// increasing. The cache file is written before it returns.
+// increasing. The cache file is written before it returns, without an
+// fsync when the entry only adds to it (as an entry a batch starts: a
+// broker taking over thousands of partitions does not wait for the disk
+// for each; an epoch lost to a crash before any batch of it reached the
+// disk is one that no replica has a batch of).
 //
 // Errors: ErrLogClosed; *StorageError when the file cannot be written.
 func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
@@ -72,7 +75,7 @@ func (l *Log) AssignLeaderEpoch(epoch int32, startOffset int64) error {
 	if l.closed.Load() {
 		return ErrLogClosed
 	}
-	return l.assignEpochLocked(epoch, startOffset, false)
+	return l.assignEpochLocked(epoch, startOffset, true)
 }
 
 // EndOffsetForLeaderEpoch answers OffsetForLeaderEpoch as Kafka's leader
@@ -117,10 +120,10 @@ func sortSearchEpochs(entries []EpochEntry, epoch int32) int {
 }
 
 // assignEpochLocked adds (epoch, startOffset) when epoch is above the latest,
-// removing entries that start at or after startOffset. fromBatch says that
-// a batch being appended at startOffset carries the epoch: the file is then
-// written without an fsync (see setEpochsLocked). Lock should be held.
-func (l *Log) assignEpochLocked(epoch int32, startOffset int64, fromBatch bool) error {
+// removing entries that start at or after startOffset. With lazy, an entry
+// that only adds to the cache is written without an fsync
+// (setEpochsLazilyLocked). Lock should be held.
+func (l *Log) assignEpochLocked(epoch int32, startOffset int64, lazy bool) error {
 	cur := l.epochEntries()
 	if epoch < 0 || startOffset < 0 || (len(cur) > 0 && epoch <= cur[len(cur)-1].Epoch) {
 		return nil
@@ -130,7 +133,7 @@ func (l *Log) assignEpochLocked(epoch int32, startOffset int64, fromBatch bool) 
 		n--
 	}
 	next := append(slices.Clone(cur[:n]), EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	if fromBatch && n == len(cur) {
+	if lazy && n == len(cur) {
 		return l.setEpochsLazilyLocked(next)
 	}
 	return l.setEpochsLocked(next)
@@ -188,10 +191,10 @@ func (l *Log) setEpochsLocked(entries []EpochEntry) error {
 	return nil
 }
 
-// setEpochsLazilyLocked is setEpochsLocked for an entry that a batch being
-// appended starts (Kafka's assign on the append path): the file is replaced
-// without an fsync, so that a partition's first write, or a follower's
-// first batch of a new epoch, does not wait for the disk. That is safe
+// setEpochsLazilyLocked is setEpochsLocked for an entry added at the end
+// (Kafka's assign): the file is replaced without an fsync, so that a
+// partition's first write, a follower's first batch of a new epoch or a
+// replica becoming leader does not wait for the disk. That is safe
 // because the entry can be found again: before the recovery point is
 // persisted the file is fsynced (syncEpochs, from writeCheckpoint), and
 // after a crash recovery derives the entries of the batches it revalidates
