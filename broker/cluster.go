@@ -187,6 +187,11 @@ func (b *Broker) checkISRs() {
 		return ok && br.Eligible()
 	}
 	now := time.Now()
+	// Every change proposed at once (a follower back after a restart
+	// rejoins the ISR of thousands of partitions): one request to the
+	// cluster, written in batches; one log line for those accepted.
+	var leaders []*replication.Leader
+	var changes []cluster.ISRChange
 	for _, p := range b.allPartitions() {
 		ldr := p.leader.Load()
 		if ldr == nil {
@@ -197,15 +202,29 @@ func (b *Broker) checkISRs() {
 			continue
 		}
 		ldr.Proposed(change)
-		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-		_, err := b.cl.node.AlterPartition(ctx, p.topic.name, p.index, change.LeaderEpoch, change.PartitionEpoch, change.ISR)
-		cancel()
-		if err != nil {
-			ldr.ProposalFailed()
-			b.log.Info("ISR change rejected", "topic", p.topic.name, "partition", p.index, "isr", change.ISR, "err", err)
+		leaders = append(leaders, ldr)
+		changes = append(changes, cluster.ISRChange{Topic: p.topic.name, Partition: p.index,
+			LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR})
+	}
+	if len(changes) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second+time.Duration(len(changes))*time.Millisecond)
+	res := b.cl.node.AlterPartitions(ctx, changes)
+	cancel()
+	accepted := 0
+	for i, r := range res {
+		c := changes[i]
+		if r.Err != nil {
+			leaders[i].ProposalFailed()
+			b.log.Info("ISR change rejected", "topic", c.Topic, "partition", c.Partition, "isr", c.ISR, "err", r.Err)
 			continue
 		}
-		b.log.Info("ISR changed", "topic", p.topic.name, "partition", p.index, "isr", change.ISR, "leader_epoch", change.LeaderEpoch)
+		accepted++
+		b.log.Debug("ISR changed", "topic", c.Topic, "partition", c.Partition, "isr", c.ISR, "leader_epoch", c.LeaderEpoch)
+	}
+	if accepted > 0 {
+		b.log.Info("ISR changed", "partitions", accepted, "first", changes[0].Topic+"-"+strconv.Itoa(int(changes[0].Partition)), "isr", changes[0].ISR)
 	}
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -65,4 +66,77 @@ func TestController_FailoverInBatches(t *testing.T) {
 		t.Fatalf("the %d partitions were written at %d revisions, want at most %d: %v", parts, len(revs), want, revs)
 	}
 	t.Logf("broker %d led %d of %d partitions; after its death they were written at %d revisions", victim, led, parts, len(revs))
+}
+
+// TestAlterPartitions_Batch: a leader changes the ISR of 300 partitions in
+// one AlterPartitions call: they are written at a few etcd revisions (one
+// per batch), each as AlterPartition would (a stale partition epoch in the
+// middle of the batch is refused alone, the others land), and expanding
+// them back works the same way.
+func TestAlterPartitions_Batch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	c := newTestCluster(t, 3)
+	m := c.waitAll("3 brokers and a controller", func(m *Metadata) bool {
+		return len(m.Brokers) == 3 && m.ControllerID > 0
+	})
+	const parts = 900
+	if _, err := c.node(m.ControllerID).CreateTopic(ctx(t), "isr", parts, 3, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	m = c.waitAll("every partition led with a full ISR", func(m *Metadata) bool {
+		tt := m.Topics["isr"]
+		if tt == nil || len(tt.Partitions) != parts {
+			return false
+		}
+		for _, p := range tt.Partitions {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	leader := m.ControllerID
+	var shrink []ISRChange
+	stale := -1
+	for _, p := range m.Topics["isr"].Partitions {
+		if p.Leader != leader {
+			continue
+		}
+		pe := p.PartitionEpoch
+		if len(shrink) == 10 {
+			stale, pe = len(shrink), pe-1
+		}
+		shrink = append(shrink, ISRChange{Topic: "isr", Partition: p.Index, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: pe, ISR: []int32{leader}})
+	}
+	res := c.node(leader).AlterPartitions(ctx(t), shrink)
+	revs := map[int64]bool{}
+	for i, r := range res {
+		if i == stale {
+			if !errors.Is(r.Err, ErrInvalidUpdateVersion) {
+				t.Fatalf("the stale change: %v, want ErrInvalidUpdateVersion", r.Err)
+			}
+			continue
+		}
+		if r.Err != nil || !slices.Equal(r.Partition.ISR, []int32{leader}) || r.Partition.PartitionEpoch != shrink[i].PartitionEpoch+1 {
+			t.Fatalf("change %d: %+v %v", i, r.Partition, r.Err)
+		}
+		revs[r.Partition.modRev] = true
+	}
+	if max := len(shrink)/c.node(leader).reconcileBatch() + 2; len(revs) > max {
+		t.Fatalf("%d changes written at %d revisions, want at most %d", len(shrink), len(revs), max)
+	}
+	var expand []ISRChange
+	for i, r := range res {
+		if i != stale {
+			expand = append(expand, ISRChange{Topic: "isr", Partition: r.Partition.Index, LeaderEpoch: r.Partition.LeaderEpoch, PartitionEpoch: r.Partition.PartitionEpoch, ISR: r.Partition.Replicas})
+		}
+	}
+	for i, r := range c.node(leader).AlterPartitions(ctx(t), expand) {
+		if r.Err != nil || len(r.Partition.ISR) != 3 {
+			t.Fatalf("expand %d: %+v %v", i, r.Partition, r.Err)
+		}
+	}
+	t.Logf("%d ISR changes by broker %d written at %d revisions", len(shrink), leader, len(revs))
 }

@@ -40,68 +40,174 @@ func (n *Node) readPartition(ctx context.Context, topic string, index int32) (Pa
 // ErrFencedLeaderEpoch, ErrInvalidUpdateVersion, ErrInvalidRequest or
 // ErrIneligibleReplica.
 func (n *Node) AlterPartition(ctx context.Context, topic string, partition int32, leaderEpoch, partitionEpoch int32, newISR []int32) (Partition, error) {
-	self := n.cfg.NodeID
-	for range maxAttempts {
+	r := n.AlterPartitions(ctx, []ISRChange{{Topic: topic, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, ISR: newISR}})[0]
+	return r.Partition, r.Err
+}
+
+// ISRChange is one partition's AlterPartition in AlterPartitions.
+type ISRChange struct {
+	Topic                       string
+	Partition                   int32
+	LeaderEpoch, PartitionEpoch int32
+	ISR                         []int32
+}
+
+// ISRResult is what AlterPartitions did for one ISRChange: the partition's
+// new state (or its current one) and AlterPartition's error.
+type ISRResult struct {
+	Partition Partition
+	Err       error
+}
+
+// AlterPartitions is AlterPartition for many partitions at once, as a
+// leader whose follower came back expands the ISR of every partition it
+// shares with it: the registrations are read once and the changes written
+// in batches of one transaction each, every change conditioned as
+// AlterPartition's is (a batch whose conditions fail is done one partition
+// at a time). One log line per batch. out[i] is changes[i]'s result.
+func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRResult {
+	out := make([]ISRResult, len(changes))
+	todo := make([]int, len(changes))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; len(todo) > 0; attempt++ {
+		if attempt == maxAttempts {
+			for _, i := range todo {
+				out[i] = ISRResult{Err: ErrConflict}
+			}
+			break
+		}
 		inc := n.inc.Load()
 		if n.Fenced() || inc == nil {
-			return Partition{}, ErrFenced
-		}
-		p, err := n.readPartition(ctx, topic, partition)
-		if err != nil {
-			return Partition{}, err
-		}
-		switch {
-		case p.Leader != self || (p.LeaderBrokerEpoch != 0 && p.LeaderBrokerEpoch != inc.epoch):
-			return p, ErrNotLeader
-		case leaderEpoch != p.LeaderEpoch:
-			return p, ErrFencedLeaderEpoch
-		case partitionEpoch != p.PartitionEpoch:
-			return p, ErrInvalidUpdateVersion
-		}
-		// The new ISR, in assignment order.
-		var isr []int32
-		for _, r := range p.Replicas {
-			if slices.Contains(newISR, r) {
-				isr = append(isr, r)
+			for _, i := range todo {
+				out[i] = ISRResult{Err: ErrFenced}
 			}
-		}
-		if len(isr) != len(newISR) || !slices.Contains(isr, self) {
-			return p, fmt.Errorf("%w: ISR %v is not a set of replicas %v containing the leader %d", ErrInvalidRequest, newISR, p.Replicas, self)
-		}
-		if slices.Equal(isr, p.ISR) {
-			return p, nil
+			break
 		}
 		live, err := n.liveBrokers(ctx)
 		if err != nil {
-			return p, err
+			for _, i := range todo {
+				out[i] = ISRResult{Err: err}
+			}
+			break
 		}
-		var added []int32
-		for _, r := range isr {
-			if !slices.Contains(p.ISR, r) {
-				if _, ok := live[r]; !ok {
-					return p, fmt.Errorf("%w: broker %d is not live", ErrIneligibleReplica, r)
+		// Read and check each; those that still need a write go in batches.
+		var writes []isrWrite
+		for _, i := range todo {
+			c := changes[i]
+			p, err := n.readPartition(ctx, c.Topic, c.Partition)
+			if err != nil {
+				out[i] = ISRResult{Err: err}
+				continue
+			}
+			np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+			if err != nil || np.PartitionEpoch == p.PartitionEpoch {
+				out[i] = ISRResult{Partition: p, Err: err}
+				continue
+			}
+			writes = append(writes, isrWrite{i: i, topic: c.Topic, old: p, new: np, added: added})
+		}
+		todo = todo[:0]
+		size := n.reconcileBatch()
+		if attempt > 0 {
+			size = 1 // a batch failed: one at a time, so the rest still lands
+		}
+		for batch := range slices.Chunk(writes, size) {
+			rev, ok, err := n.writeISRs(ctx, inc.epoch, live, batch)
+			for _, w := range batch {
+				switch {
+				case err != nil:
+					out[w.i] = ISRResult{Partition: w.old, Err: err}
+				case ok:
+					w.new.modRev = rev
+					out[w.i] = ISRResult{Partition: w.new}
+				default:
+					todo = append(todo, w.i) // something changed: read again
 				}
-				added = append(added, r)
+			}
+			if ok {
+				if len(batch) == 1 {
+					c := changes[batch[0].i]
+					n.log.Info("ISR change", "topic", c.Topic, "partition", c.Partition, "isr", batch[0].new.ISR, "partitionEpoch", batch[0].new.PartitionEpoch)
+				} else {
+					n.log.Info("ISR changes", "partitions", len(batch), "first", changes[batch[0].i].Topic+"-"+strconv.Itoa(int(changes[batch[0].i].Partition)))
+				}
 			}
 		}
-		np := p
-		np.ISR = isr
-		np.PartitionEpoch++
-		cmps := append(brokerCmps(live, added),
-			clientv3.Compare(clientv3.ModRevision(partitionKey(topic, partition)), "=", p.modRev),
-			clientv3.Compare(clientv3.CreateRevision(brokerKey(self)), "=", inc.epoch))
-		resp, err := n.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(partitionKey(topic, partition), string(np.toJSON()))).Commit()
-		if err != nil {
-			return p, err
-		}
-		if resp.Succeeded {
-			np.modRev = resp.Header.Revision
-			n.log.Info("ISR change", "topic", topic, "partition", partition, "isr", isr, "partitionEpoch", np.PartitionEpoch)
-			return np, nil
-		}
-		// Something changed under us: read again; the checks above say what.
 	}
-	return Partition{}, ErrConflict
+	return out
+}
+
+// isrWrite is one checked ISR change waiting to be written.
+type isrWrite struct {
+	i        int // index in the caller's changes
+	topic    string
+	old, new Partition
+	added    []int32
+}
+
+// checkISRChange applies AlterPartition's rules to change c of partition p
+// (self is the leader's id, epoch its registration): the new state, with
+// the ISR in assignment order and PartitionEpoch+1 (p itself when the ISR
+// is already that), and the brokers it adds.
+func checkISRChange(p Partition, self int32, epoch int64, c ISRChange, live map[int32]Broker) (Partition, []int32, error) {
+	switch {
+	case p.Leader != self || (p.LeaderBrokerEpoch != 0 && p.LeaderBrokerEpoch != epoch):
+		return p, nil, ErrNotLeader
+	case c.LeaderEpoch != p.LeaderEpoch:
+		return p, nil, ErrFencedLeaderEpoch
+	case c.PartitionEpoch != p.PartitionEpoch:
+		return p, nil, ErrInvalidUpdateVersion
+	}
+	var isr []int32
+	for _, r := range p.Replicas {
+		if slices.Contains(c.ISR, r) {
+			isr = append(isr, r)
+		}
+	}
+	if len(isr) != len(c.ISR) || !slices.Contains(isr, self) {
+		return p, nil, fmt.Errorf("%w: ISR %v is not a set of replicas %v containing the leader %d", ErrInvalidRequest, c.ISR, p.Replicas, self)
+	}
+	if slices.Equal(isr, p.ISR) {
+		return p, nil, nil
+	}
+	var added []int32
+	for _, r := range isr {
+		if !slices.Contains(p.ISR, r) {
+			if _, ok := live[r]; !ok {
+				return p, nil, fmt.Errorf("%w: broker %d is not live", ErrIneligibleReplica, r)
+			}
+			added = append(added, r)
+		}
+	}
+	np := p
+	np.ISR = isr
+	np.PartitionEpoch++
+	return np, added, nil
+}
+
+// writeISRs writes ws in one transaction conditioned on each partition's
+// mod revision, the registration of every broker added to an ISR and this
+// leader's own registration (epoch). ok is false, and nothing written,
+// when a condition failed.
+func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker, ws []isrWrite) (rev int64, ok bool, err error) {
+	var added [][]int32
+	cmps := make([]clientv3.Cmp, 0, len(ws)+2)
+	ops := make([]clientv3.Op, 0, len(ws))
+	for _, w := range ws {
+		added = append(added, w.added)
+		key := partitionKey(w.topic, w.new.Index)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", w.old.modRev))
+		ops = append(ops, clientv3.OpPut(key, string(w.new.toJSON())))
+	}
+	cmps = append(cmps, brokerCmps(live, added...)...)
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(n.cfg.NodeID)), "=", epoch))
+	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return 0, false, err
+	}
+	return resp.Header.Revision, resp.Succeeded, nil
 }
 
 // ElectLeaders runs a leader election on each partition (all partitions
