@@ -644,27 +644,12 @@ func (l *Log) FlushIfDue() error {
 // marks the shutdown clean so that the next Open trusts the files. Slices
 // still held stay readable until released. A second Close returns
 // ErrLogClosed.
-func (l *Log) Close() error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed.Load() {
-		return ErrLogClosed
-	}
-	err := l.writeErr
-	if err == nil {
-		err = l.shutdownLocked()
-	}
-	l.closed.Store(true)
-	l.releaseAllLocked()
-	return err
-}
+func (l *Log) Close() error { return l.close(false) }
 
-// closeDeferred is Close for LogDir.CloseLogs: what Close writes, without
-// the fsyncs (the LogDir's Sync does them) or the clean-shutdown marker
-// (the LogDir's list names the log instead).
-func (l *Log) closeDeferred() error {
+// close is Close; deferred (LogDir.CloseLogs) writes what Close writes
+// without the fsyncs (the LogDir's Sync does them) or the clean-shutdown
+// marker (the LogDir's list names the log instead).
+func (l *Log) close(deferred bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -674,7 +659,7 @@ func (l *Log) closeDeferred() error {
 	}
 	err := l.writeErr
 	if err == nil {
-		l.deferring = true
+		l.deferring = deferred
 		err = l.shutdownLocked()
 		l.deferring = false
 	}

@@ -139,7 +139,7 @@ func (d *LogDir) CloseLogs(logs []*Log) (errs []error, err error) {
 			errs[i] = l.Close()
 			return
 		}
-		errs[i] = l.closeDeferred()
+		errs[i] = l.close(true)
 	})
 	if err := d.Sync(); err != nil {
 		return errs, err

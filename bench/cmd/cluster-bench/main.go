@@ -34,9 +34,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gregor-broker/gregor/compat/kafkaref"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-broker/gregor/bench/internal/procstat"
+	"github.com/gregor-broker/gregor/compat/kafkaref"
 )
 
 var (
@@ -136,7 +138,7 @@ func main() {
 	}
 	for _, t := range ts {
 		for _, p := range t.c.pids() {
-			t.rssKB += rssKB(p)
+			t.rssKB += procstat.RSSKB(p)
 		}
 	}
 

@@ -39,7 +39,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -569,35 +568,6 @@ func nanToNeg(v map[string]map[string][]float64) map[string]map[string][]float64
 		}
 	}
 	return out
-}
-
-// machineLine describes the machine: cores, CPU model, kernel, Go.
-func machineLine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	kernel := "unknown kernel"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		kernel = strings.TrimSpace(string(b))
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int64
-		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
-			mem = fmt.Sprintf(", %.0f GB RAM", float64(kb)/1e6)
-		}
-	}
-	gov := "go?"
-	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
-		gov = strings.TrimSpace(string(out))
-	}
-	return fmt.Sprintf("nproc %d, %s%s, Linux %s, %s (bench built with %s)", runtime.NumCPU(), model, mem, kernel, gov, runtime.Version())
 }
 
 // loadAvg returns the 1-minute load average, which tells how much else the

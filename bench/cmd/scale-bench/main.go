@@ -48,6 +48,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gregor-broker/gregor/bench/internal/procstat"
 	"github.com/gregor-broker/gregor/compat/kafkaref"
 )
 
@@ -215,10 +216,10 @@ func run(ctx context.Context, name, tmp string) *result {
 	// Idle CPU and RSS.
 	time.Sleep(settle)
 	pid := s.pid()
-	cpu0 := cpuSeconds(pid)
+	cpu0 := procstat.CPUSeconds(pid)
 	time.Sleep(*idle)
-	r.idleCPU = (cpuSeconds(pid) - cpu0) / idle.Seconds() * 100
-	r.rssMiB = float64(rssKB(pid)) / 1024
+	r.idleCPU = (procstat.CPUSeconds(pid) - cpu0) / idle.Seconds() * 100
+	r.rssMiB = float64(procstat.RSSKB(pid)) / 1024
 	r.fds = openFiles(pid)
 	log.Printf("%s: idle CPU %.1f%% of a core, RSS %.0f MiB, %d open files", name, r.idleCPU, r.rssMiB, r.fds)
 
@@ -233,7 +234,7 @@ func run(ctx context.Context, name, tmp string) *result {
 	log.Printf("%s: Metadata of all topics %.1f ms (%.0f KiB)", name, ms(md), r.metadataKB)
 
 	// RSS per idle connection.
-	before := rssKB(pid)
+	before := procstat.RSSKB(pid)
 	sctx, cancel = step(ctx, s)
 	conns, err := idleConns(sctx, s.addr(), *nconns)
 	cancel()
@@ -241,7 +242,7 @@ func run(ctx context.Context, name, tmp string) *result {
 		fail("idle connections", err)
 	}
 	time.Sleep(time.Second)
-	after := rssKB(pid)
+	after := procstat.RSSKB(pid)
 	closeAll(conns)
 	r.connKB = float64(after-before) / float64(*nconns)
 	log.Printf("%s: RSS %d → %d kB with %d idle connections: %.1f KB each", name, before, after, *nconns, r.connKB)

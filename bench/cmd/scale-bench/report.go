@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/bench/internal/procstat"
 	"github.com/gregor-broker/gregor/compat/kafkaref"
 )
 
@@ -27,7 +28,7 @@ func header(names []string, load0 string, nofile uint64) string {
 		}
 	}
 	fmt.Fprintf(&b, "%s, one after the other, each fresh, with the benchmark's client on the same machine.\n\n", strings.Join(d, " and then "))
-	fmt.Fprintf(&b, "Machine: %s; open files limit %d; load average (1, 5, 15 min) %s at the start, %s at the end.\n\n", machineLine(), nofile, load0, loadAvg())
+	fmt.Fprintf(&b, "Machine: %s; open files limit %d; load average (1, 5, 15 min) %s at the start, %s at the end.\n\n", procstat.Machine(), nofile, load0, loadAvg())
 	return b.String()
 }
 

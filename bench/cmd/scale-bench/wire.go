@@ -10,8 +10,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/gregor-broker/gregor/compat/kafkaref"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/compat/kafkaref"
 )
 
 // Request versions, the same for both brokers: the newest each serves with
