@@ -78,6 +78,7 @@ func (b *Broker) loadTopics() error {
 	if err != nil {
 		return err
 	}
+	cleanList := b.dataDir.CleanShutdown()
 	claimed := map[string]uuid{}
 	var topics []*topic
 	type open struct {
@@ -131,7 +132,14 @@ func (b *Broker) loadTopics() error {
 	if err := b.scanDataDir(claimed, false); err != nil {
 		return err
 	}
-	b.log.Info("loaded topics", "topics", len(b.topics), "elapsed", time.Since(start))
+	recovered := 0
+	for _, o := range opens {
+		if o.t.partitions[o.p].log.Recovered() {
+			recovered++
+		}
+	}
+	b.log.Info("loaded topics", "topics", len(b.topics), "partitions", len(opens), "recovered_after_unclean_shutdown", recovered,
+		"clean_shutdown_list", cleanList, "elapsed", time.Since(start))
 	return nil
 }
 

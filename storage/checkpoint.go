@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Checkpoint file ("checkpoint"): one line of text, replaced atomically
@@ -167,6 +169,77 @@ func WriteFilesAtomic(files []File) error {
 		}
 	}
 	return nil
+}
+
+// Replacing small files without inode churn. ext4 does not hand out again
+// an inode freed in the last few seconds: it scans past each one, so when a
+// broker replaces the checkpoint of thousands of partitions at once (write
+// a new file, rename it over the old, which frees the old inode) every new
+// file costs a scan of all the inodes just freed, and stopping 10,000
+// partitions spent seconds of kernel time there. A replacement therefore
+// reuses inodes: the new content is written into the file's spare
+// (<name>.spare, the previous content, kept for that), or for a producer
+// snapshot into the oldest snapshot renamed, and is then swapped with the
+// file (renameat2 RENAME_EXCHANGE: the old content becomes the spare), or
+// renamed to its name when there is no file yet. Nothing is freed or
+// allocated once the spares exist; a crash leaves the old file or the new
+// one, as a rename does.
+const spareSuffix = ".spare"
+
+// writeReusing writes data into tmp (truncated first), which it makes
+// from an existing inode when it can: reuse if given, else path's spare,
+// else a new file.
+func writeReusing(tmp, path, reuse string, data []byte) error {
+	if reuse == "" {
+		reuse = path + spareSuffix
+	}
+	_ = os.Rename(reuse, tmp) // nothing to reuse: a new file
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return ioErr("create", tmp, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return ioErr("write", tmp, err)
+	}
+	return nil
+}
+
+// placeFile puts tmp in place of path: swapped with it (the old content
+// kept as path's spare with keepSpare, else removed), or renamed to it when
+// path does not exist (or the file system cannot swap). A tmp already gone
+// (a later write placed a newer one) is not an error.
+func placeFile(tmp, path string, keepSpare bool) error {
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
+	switch {
+	case err == nil:
+		if !keepSpare || os.Rename(tmp, path+spareSuffix) != nil {
+			_ = os.Remove(tmp)
+		}
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := os.Lstat(tmp); errors.Is(serr, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return ioErr("rename", tmp, err)
+	}
+	return nil
+}
+
+// replaceNow replaces path's content by data at once, atomically but not
+// durably (no fsync), reusing inodes as placeFile does.
+func replaceNow(path string, data []byte) error {
+	tmp := path + tmpSuffix
+	if err := writeReusing(tmp, path, "", data); err != nil {
+		return err
+	}
+	return placeFile(tmp, path, true)
 }
 
 // SyncDir fsyncs the directory dir so that the entries created, renamed and

@@ -202,14 +202,9 @@ func (l *Log) setEpochsLocked(entries []EpochEntry) error {
 // rebuilt from every batch. Lock should be held.
 func (l *Log) setEpochsLazilyLocked(entries []EpochEntry) error {
 	l.epochs.Store(&entries)
-	path := filepath.Join(l.dir, leaderEpochFileName)
-	if err := os.WriteFile(path+tmpSuffix, encodeEpochs(entries), 0o644); err != nil {
-		l.writeErr = ioErr("write", path+tmpSuffix, err)
-		return l.writeErr
-	}
-	if err := os.Rename(path+tmpSuffix, path); err != nil {
-		l.writeErr = ioErr("rename", path+tmpSuffix, err)
-		return l.writeErr
+	if err := replaceNow(filepath.Join(l.dir, leaderEpochFileName), encodeEpochs(entries)); err != nil {
+		l.writeErr = err
+		return err
 	}
 	l.epochsDirty.Store(true)
 	return nil

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,8 +23,12 @@ type Log struct {
 	logger *slog.Logger
 
 	flushMu sync.Mutex // serialises Flush and Close; taken before mu
-	ckptMu  sync.Mutex // serialises writes of the checkpoint file
-	cleanMu sync.Mutex // serialises Clean; taken before mu
+	ckptMu  sync.Mutex // serialises writes of the checkpoint file and guards:
+	// ckpt is what the checkpoint file holds (or will once a LogDir's Sync
+	// places it), when ckptKnown: writeCheckpoint skips writing it again.
+	ckpt      checkpoint
+	ckptKnown bool
+	cleanMu   sync.Mutex // serialises Clean; taken before mu
 
 	cleanerOffset atomic.Int64 // the cleaner checkpoint; -1 until read
 
@@ -422,10 +427,19 @@ func (l *Log) rollLocked() (*segment, error) {
 func (l *Log) writeCheckpoint() error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
+	c := l.checkpointNow()
+	if l.ckptKnown && c == l.ckpt {
+		return nil // unchanged: an idle partition's stop rewrites nothing
+	}
 	if err := l.syncEpochs(); err != nil {
 		return err
 	}
-	return l.writeFileAtomic(filepath.Join(l.dir, checkpointName), encodeCheckpoint(l.checkpointNow()))
+	if err := l.writeFileAtomic(filepath.Join(l.dir, checkpointName), encodeCheckpoint(c)); err != nil {
+		l.ckptKnown = false
+		return err
+	}
+	l.ckpt, l.ckptKnown = c, true
+	return nil
 }
 
 // checkpointNow is what writeCheckpoint writes.
@@ -441,7 +455,7 @@ func (l *Log) checkpointNow() checkpoint {
 // fsyncs and rename the LogDir's Sync does.
 func (l *Log) writeFileAtomic(path string, data []byte) error {
 	if l.deferring {
-		return l.ld.writeDeferred(path, data)
+		return l.ld.writeDeferred(path, data, "", true)
 	}
 	return WriteFileAtomic(path, data)
 }
@@ -554,6 +568,10 @@ func (l *Log) ensureLoaded(segs []*segment, i int) error {
 	}
 	return nil
 }
+
+// Recovered reports whether Open revalidated the log's last segments, as
+// after an unclean shutdown, rather than trusting its files.
+func (l *Log) Recovered() bool { return l.recoveredFrom >= 0 }
 
 // LogStartOffset is the first offset that can be read.
 func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
@@ -684,10 +702,19 @@ func (l *Log) shutdownLocked() error {
 		return err
 	}
 	if l.deferring {
-		// The snapshot is renamed into place by the LogDir's Sync; older
-		// ones are pruned by the next roll, not before it lands.
-		if err := l.ld.writeDeferred(offsetFileName(l.dir, leo, snapshotSuffix), l.producers.encode()); err != nil {
-			return err
+		// The snapshot is renamed into place by the LogDir's Sync; with
+		// keptSnapshots already there, the oldest one's inode is reused.
+		// A snapshot at the log end with the same content (nothing
+		// appended since the last one) is kept as it is.
+		path, enc := offsetFileName(l.dir, leo, snapshotSuffix), l.producers.encode()
+		if old, err := os.ReadFile(path); err != nil || !bytes.Equal(old, enc) {
+			reuse := ""
+			if offs, err := listSnapshots(l.dir); err == nil && len(offs) >= keptSnapshots && offs[0] != leo {
+				reuse = offsetFileName(l.dir, offs[0], snapshotSuffix)
+			}
+			if err := l.ld.writeDeferred(path, enc, reuse, false); err != nil {
+				return err
+			}
 		}
 	} else if err := l.producers.writeSnapshot(l.dir, leo); err != nil {
 		return err

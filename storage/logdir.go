@@ -52,7 +52,10 @@ type LogDir struct {
 }
 
 // deferredRename is an atomic file replacement waiting for Sync.
-type deferredRename struct{ tmp, path string }
+type deferredRename struct {
+	tmp, path string
+	keepSpare bool
+}
 
 // logDirCleanName is the clean-shutdown list: a header line, then the
 // names of the logs (the directories under the LogDir) that CloseLogs
@@ -192,11 +195,9 @@ func (d *LogDir) Sync() error {
 		return nil
 	}
 	for i, r := range renames {
-		// A later write of the same file (not deferred) may have renamed a
-		// newer temporary file into place already; it is newer, keep it.
-		if err := os.Rename(r.tmp, r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := placeFile(r.tmp, r.path, r.keepSpare); err != nil {
 			d.putBack(renames[i:])
-			return ioErr("rename", r.tmp, err)
+			return err
 		}
 	}
 	if err := d.syncFS(); err != nil {
@@ -225,15 +226,18 @@ func (d *LogDir) syncFS() error {
 }
 
 // writeDeferred writes data to a temporary file beside path, without an
-// fsync, and leaves its rename over path to the next Sync.
-func (d *LogDir) writeDeferred(path string, data []byte) error {
+// fsync, and leaves putting it in place to the next Sync (placeFile, which
+// keeps the old content as path's spare when keepSpare is set). The
+// temporary file reuses an inode where there is one (writeReusing): reuse
+// names a file to recycle (the oldest producer snapshot), else path's
+// spare is taken.
+func (d *LogDir) writeDeferred(path string, data []byte, reuse string, keepSpare bool) error {
 	tmp := path + deferredSuffix
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		_ = os.Remove(tmp)
-		return ioErr("write", tmp, err)
+	if err := writeReusing(tmp, path, reuse, data); err != nil {
+		return err
 	}
 	d.mu.Lock()
-	d.renames = append(d.renames, deferredRename{tmp: tmp, path: path})
+	d.renames = append(d.renames, deferredRename{tmp: tmp, path: path, keepSpare: keepSpare})
 	d.mu.Unlock()
 	d.pending.Store(true)
 	return nil

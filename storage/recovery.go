@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,13 +86,15 @@ func (l *Log) load(trustClean bool) error {
 	if err := l.loadReplicationState(); err != nil {
 		return err
 	}
-	// A new log (no segment before, no checkpoint) reads the same without a
-	// checkpoint file: creating a partition costs no fsync.
-	fresh := !ckOK && len(d.bases) == 0
-	if !fresh && (!ckOK || l.checkpointNow() != ck) {
-		if err := l.writeCheckpoint(); err != nil {
-			return err
-		}
+	// What the file holds; a new log (no segment before, no checkpoint)
+	// reads the same without one, so creating a partition writes none (and
+	// costs no fsync). writeCheckpoint writes only what differs.
+	if fresh := !ckOK && len(d.bases) == 0; fresh {
+		ck, ckOK = l.checkpointNow(), true
+	}
+	l.ckpt, l.ckptKnown = ck, ckOK
+	if err := l.writeCheckpoint(); err != nil {
+		return err
 	}
 	if marker {
 		return l.removeCleanShutdownMarker()
@@ -179,7 +183,11 @@ func (l *Log) openSegments(d dirListing, lso, rp int64, ckOK bool) ([]*segment, 
 			rp = 0
 		}
 		k := max(0, sortSearchSegments(segs, rp))
-		l.logger.Info("recovering log after unclean shutdown", "dir", l.dir, "fromSegment", segs[k].logPath, "recoveryPoint", rp)
+		level := slog.LevelInfo
+		if l.ld != nil {
+			level = slog.LevelDebug // one of thousands: the owner says how many (Log.Recovered)
+		}
+		l.logger.Log(context.Background(), level, "recovering log after unclean shutdown", "dir", l.dir, "fromSegment", segs[k].logPath, "recoveryPoint", rp)
 		segs, leo, err = l.recoverSegments(segs, k)
 	}
 	l.segs.Store(&segs)

@@ -272,6 +272,11 @@ const readBufSize = 16 << 10
 
 var readBufPool = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
+// crcBufPool holds the larger buffers of a recovery's CRC checks: a broker
+// recovering thousands of logs after a crash would otherwise allocate, and
+// collect, one per segment.
+var crcBufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
 // locate finds the first batch whose last offset is >= target among the
 // first readable bytes of the segment. The indexes must be loaded.
 func (s *segment) locate(target, readable int64) (pos int64, h BatchHeader, found bool, err error) {
@@ -339,11 +344,13 @@ func (s *segment) rebuild(interval int32, verifyCRC bool) (scanResult, error) {
 	s.maxTs.Store(noTimestamp)
 	s.bytesSinceIndex = 0
 	size := s.size.Load()
-	bufSize := readBufSize
+	pool := &readBufPool
 	if verifyCRC {
-		bufSize = 256 << 10
+		pool = &crcBufPool
 	}
-	w := window{r: s.file, path: s.logPath, end: size, buf: make([]byte, bufSize)}
+	bp := pool.Get().(*[]byte)
+	defer pool.Put(bp)
+	w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
 	res := scanResult{next: s.base}
 	for res.end < size {
 		pos := res.end
