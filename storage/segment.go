@@ -28,6 +28,8 @@ import (
 //	00000000000000001234.snapshot   producer state before offset 1234 (see producer.go)
 //	checkpoint                      log start offset, recovery point, high watermark (see checkpoint.go)
 //	leader-epoch-checkpoint         leader epochs and their start offsets (see epoch.go)
+//	checkpoint.spare, leader-epoch-checkpoint.spare
+//	                                the previous content, whose inode the next replacement reuses (checkpoint.go)
 //	clean-shutdown                  empty; present only between Close and Open
 //
 // A .log file holds the batches whose offsets start at its base offset, in
