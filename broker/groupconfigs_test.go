@@ -142,11 +142,18 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	if cr, err := ct.RequestWith(ctx, cl); err != nil || cr.Topics[0].ErrorCode != 0 {
 		t.Fatalf("create topic: %v %+v", err, cr)
 	}
-	td, err := adm.ListTopics(ctx, "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := td["s"].ID
+	// The broker kadm asks may not have applied the new topic's metadata
+	// yet (it answers UNKNOWN_TOPIC_OR_PARTITION, with a zero topic id,
+	// until it has): wait for the id, as a client retries.
+	var id [16]byte
+	waitFor(t, 10*time.Second, "the topic's id in Metadata", func() bool {
+		td, err := adm.ListTopics(ctx, "s")
+		if err != nil || td["s"].Err != nil {
+			return false
+		}
+		id = td["s"].ID
+		return id != [16]byte{}
+	})
 	if code := alterGroupConfig(t, cl, "sg", "share.auto.offset.reset", kmsg.StringPtr("earliest")); code != 0 {
 		t.Fatalf("set config: %d", code)
 	}
@@ -165,6 +172,7 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	// write to, may still be loading or moving their partitions: a client
 	// retries those answers.
 	var ar *kmsg.AlterShareGroupOffsetsResponse
+	var err error
 	retriable := func(code int16) bool {
 		return code == kerr.CoordinatorLoadInProgress.Code || code == kerr.NotCoordinator.Code || code == kerr.CoordinatorNotAvailable.Code
 	}
