@@ -35,7 +35,8 @@ func (s *syncBuffer) String() string {
 // capturingConfig is smallSegments with a logger into buf.
 func capturingConfig(buf *syncBuffer) Config {
 	c := smallSegments()
-	c.Logger = slog.New(slog.NewTextHandler(buf, nil))
+	// Through a LogDir a recovery is logged at debug level.
+	c.Logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return c
 }
 
