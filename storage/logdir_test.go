@@ -192,7 +192,7 @@ func TestLogDir_NoListMeansRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf = syncBuffer{}
-	d, logs = openLogDirLogs(t, root, cfg, "a-0")
+	_, logs = openLogDirLogs(t, root, cfg, "a-0")
 	if !strings.Contains(buf.String(), "unclean") {
 		t.Fatalf("not recovered without the list:\n%s", buf.String())
 	}
