@@ -91,27 +91,30 @@ func encodeCheckpoint(c checkpoint) []byte {
 // When a step fails the temporary file is removed (after the rename there is
 // none left). The error is a *StorageError naming the step and the file.
 func WriteFileAtomic(path string, data []byte) error {
-	tmp := path + tmpSuffix
+	return WriteFilesAtomic([]File{{Path: path, Data: data}})
+}
+
+// writeTemp writes data to the file tmp, created or truncated, and fsyncs
+// it when sync is set. On an error tmp is removed; the error is a
+// *StorageError naming the step.
+func writeTemp(tmp string, data []byte, sync bool) error {
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return ioErr("create", tmp, err)
 	}
 	op := "write"
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		op, err = "fsync", f.Sync()
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		op, err = "close", cerr
 	}
-	if err == nil {
-		op, err = "rename", os.Rename(tmp, path)
-	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return ioErr(op, tmp, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return nil
 }
 
 // File is a file for WriteFilesAtomic: its path and its new content.
@@ -129,23 +132,7 @@ type File struct {
 func WriteFilesAtomic(files []File) error {
 	errs := make([]error, len(files))
 	Parallel(len(files), func(i int) {
-		tmp := files[i].Path + tmpSuffix
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			errs[i] = ioErr("create", tmp, err)
-			return
-		}
-		op := "write"
-		_, err = f.Write(files[i].Data)
-		if err == nil {
-			op, err = "fsync", f.Sync()
-		}
-		if cerr := f.Close(); err == nil && cerr != nil {
-			op, err = "close", cerr
-		}
-		if err != nil {
-			errs[i] = ioErr(op, tmp, err)
-		}
+		errs[i] = writeTemp(files[i].Path+tmpSuffix, files[i].Data, true)
 	})
 	if err := errors.Join(errs...); err != nil {
 		for _, f := range files {
@@ -194,19 +181,7 @@ func writeReusing(tmp, path, reuse string, data []byte) error {
 		reuse = path + spareSuffix
 	}
 	_ = os.Rename(reuse, tmp) // nothing to reuse: a new file
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return ioErr("create", tmp, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return ioErr("write", tmp, err)
-	}
-	return nil
+	return writeTemp(tmp, data, false)
 }
 
 // placeFile puts tmp in place of path: swapped with it (the old content
