@@ -71,7 +71,8 @@
 //
 // Leaders change the ISR themselves with AlterPartition (shrink a lagging
 // follower, expand a caught-up one), conditioned on their leadership,
-// leader epoch and partition epoch. Topic operations, ElectLeaders and
+// leader epoch and partition epoch; AlterPartitions writes many such
+// changes in one transaction per batch, each with the same conditions. Topic operations, ElectLeaders and
 // producer-id blocks are written directly by the node that serves the
 // request; their compares make that as safe as routing them to the
 // controller.
