@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -131,9 +131,9 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			st.TopicID = ts[k].id
 			resp.Topics[p.at] = b.createdTopicAnswer(st, ts[k], specs[k].partitions, specs[k].replicationFactor, p.configs)
 			continue
-		case errors.Is(err, cluster.ErrInvalidReplicationFactor):
+		case errors.Is(err, metadata.ErrInvalidReplicationFactor):
 			e, msg = kerr.InvalidReplicationFactor, err.Error()
-		case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
+		case errors.Is(err, metadata.ErrInvalidReplicaAssignment):
 			e, msg = kerr.InvalidReplicaAssignment, err.Error()
 		case errors.Is(err, errTopicExists):
 			e, msg = kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", name)

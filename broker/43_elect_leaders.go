@@ -17,7 +17,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,21 +32,21 @@ func (b *Broker) handleElectLeaders(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	var parts []cluster.TopicPartition
+	var parts []metadata.TopicPartition
 	if req.Topics == nil {
 		for _, t := range b.topicList() {
 			for i := range b.partitionsOf(t) {
-				parts = append(parts, cluster.TopicPartition{Topic: t.name, Partition: int32(i)})
+				parts = append(parts, metadata.TopicPartition{Topic: t.name, Partition: int32(i)})
 			}
 		}
 	} else {
 		for _, rt := range req.Topics {
 			for _, p := range rt.Partitions {
-				parts = append(parts, cluster.TopicPartition{Topic: rt.Topic, Partition: p})
+				parts = append(parts, metadata.TopicPartition{Topic: rt.Topic, Partition: p})
 			}
 		}
 	}
-	var results map[cluster.TopicPartition]error
+	var results map[metadata.TopicPartition]error
 	if b.cl != nil {
 		timeout := time.Duration(max(req.TimeoutMillis, 1000)) * time.Millisecond
 		ctx, cancel := context.WithTimeout(r.ctx, timeout)
@@ -67,9 +67,9 @@ func (b *Broker) handleElectLeaders(r *request) (kmsg.Response, error) {
 		rp.Partition = tp.Partition
 		var err error
 		if b.cl == nil {
-			err = cluster.ErrElectionNotNeeded
+			err = metadata.ErrElectionNotNeeded
 			if partitionAt(b.topicPartitions(tp.Topic), tp.Partition) == nil {
-				err = cluster.ErrUnknownTopicOrPartition
+				err = metadata.ErrUnknownTopicOrPartition
 			}
 		} else {
 			err = results[tp]
@@ -88,15 +88,15 @@ func (b *Broker) handleElectLeaders(r *request) (kmsg.Response, error) {
 
 func electionErrorCode(err error) int16 {
 	switch {
-	case errors.Is(err, cluster.ErrElectionNotNeeded):
+	case errors.Is(err, metadata.ErrElectionNotNeeded):
 		return kerr.ElectionNotNeeded.Code
-	case errors.Is(err, cluster.ErrPreferredLeaderNotAvailable):
+	case errors.Is(err, metadata.ErrPreferredLeaderNotAvailable):
 		return kerr.PreferredLeaderNotAvailable.Code
-	case errors.Is(err, cluster.ErrEligibleLeadersNotAvailable):
+	case errors.Is(err, metadata.ErrEligibleLeadersNotAvailable):
 		return kerr.EligibleLeadersNotAvailable.Code
-	case errors.Is(err, cluster.ErrUnknownTopicOrPartition):
+	case errors.Is(err, metadata.ErrUnknownTopicOrPartition):
 		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, cluster.ErrFenced):
+	case errors.Is(err, metadata.ErrFenced):
 		return kerr.NotController.Code
 	}
 	return kerr.UnknownServerError.Code

@@ -5,7 +5,7 @@ package broker
 // KIP-455. Each named partition gets a target replica list, or null to
 // cancel the reassignment in progress. In a cluster each change is one
 // compare-and-set on the partition's state in etcd
-// (cluster.Node.AlterPartitionReassignments): Replicas becomes the target
+// (Cluster.AlterPartitionReassignments): Replicas becomes the target
 // followed by the replicas being removed, with AddingReplicas and
 // RemovingReplicas set; the leader's followers grow by the added replicas,
 // it adds each to the ISR once caught up, and the controller then
@@ -36,7 +36,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -52,11 +52,11 @@ func (b *Broker) handleAlterPartitionReassignments(r *request) (kmsg.Response, e
 	resp.AllowReplicationFactorChange = allowRF
 
 	// First pass: what can be answered here; the rest goes to etcd.
-	results := map[cluster.TopicPartition]error{}
-	targets := map[cluster.TopicPartition][]int32{}
+	results := map[metadata.TopicPartition]error{}
+	targets := map[metadata.TopicPartition][]int32{}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			tp := cluster.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
 			if err := b.precheckReassignment(tp, rp.Replicas, allowRF); err != nil {
 				results[tp] = err
 				delete(targets, tp)
@@ -84,7 +84,7 @@ func (b *Broker) handleAlterPartitionReassignments(r *request) (kmsg.Response, e
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if err := results[cluster.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; err != nil {
+			if err := results[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; err != nil {
 				sp.ErrorCode = reassignmentErrorCode(err)
 				sp.ErrorMessage = kmsg.StringPtr(err.Error())
 			}
@@ -103,19 +103,19 @@ var (
 // precheckReassignment answers what does not need etcd: on a single node,
 // everything; in a cluster, (v1) the replication factor, from this
 // broker's metadata.
-func (b *Broker) precheckReassignment(tp cluster.TopicPartition, target []int32, allowRF bool) error {
+func (b *Broker) precheckReassignment(tp metadata.TopicPartition, target []int32, allowRF bool) error {
 	if b.cl == nil {
 		if partitionAt(b.topicPartitions(tp.Topic), tp.Partition) == nil {
-			return cluster.ErrUnknownTopicOrPartition
+			return metadata.ErrUnknownTopicOrPartition
 		}
 		if target == nil {
-			return cluster.ErrNoReassignmentInProgress
+			return metadata.ErrNoReassignmentInProgress
 		}
 		if !slices.Equal(target, []int32{b.nodeID}) {
 			if len(target) > 1 && !allowRF {
 				return fmt.Errorf("%w: from 1 to %d", errReplicationFactor, len(target))
 			}
-			return fmt.Errorf("%w: the only broker is %d, the target is %v", cluster.ErrInvalidReplicaAssignment, b.nodeID, target)
+			return fmt.Errorf("%w: the only broker is %d, the target is %v", metadata.ErrInvalidReplicaAssignment, b.nodeID, target)
 		}
 		return nil
 	}
@@ -132,11 +132,11 @@ func (b *Broker) precheckReassignment(tp cluster.TopicPartition, target []int32,
 
 func reassignmentErrorCode(err error) int16 {
 	switch {
-	case errors.Is(err, cluster.ErrUnknownTopicOrPartition):
+	case errors.Is(err, metadata.ErrUnknownTopicOrPartition):
 		return kerr.UnknownTopicOrPartition.Code
-	case errors.Is(err, cluster.ErrInvalidReplicaAssignment):
+	case errors.Is(err, metadata.ErrInvalidReplicaAssignment):
 		return kerr.InvalidReplicaAssignment.Code
-	case errors.Is(err, cluster.ErrNoReassignmentInProgress):
+	case errors.Is(err, metadata.ErrNoReassignmentInProgress):
 		return kerr.NoReassignmentInProgress.Code
 	case errors.Is(err, errReplicationFactor):
 		return kerr.InvalidReplicationFactor.Code

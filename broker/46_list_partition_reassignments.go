@@ -13,7 +13,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -28,12 +28,12 @@ func (b *Broker) handleListPartitionReassignments(r *request) (kmsg.Response, er
 	if b.cl == nil {
 		return resp, nil
 	}
-	var parts []cluster.TopicPartition
+	var parts []metadata.TopicPartition
 	if req.Topics != nil {
-		parts = []cluster.TopicPartition{}
+		parts = []metadata.TopicPartition{}
 		for _, rt := range req.Topics {
 			for _, p := range rt.Partitions {
-				parts = append(parts, cluster.TopicPartition{Topic: rt.Topic, Partition: p})
+				parts = append(parts, metadata.TopicPartition{Topic: rt.Topic, Partition: p})
 			}
 		}
 	}

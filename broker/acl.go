@@ -20,7 +20,7 @@ package broker
 // The bindings are managed with CreateAcls, DescribeAcls and DeleteAcls
 // (29_acls.go). A single node keeps them in <data-dir>/__meta/acls.json,
 // replaced whole (storage.WriteFileAtomic); a cluster keeps them in etcd
-// under /gregor/acls/ (cluster.Node.UpdateACLs), where every broker's
+// under /gregor/acls/ (Cluster.UpdateACLs), where every broker's
 // metadata watch sees them.
 
 import (

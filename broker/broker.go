@@ -99,6 +99,9 @@ func New(cfg Config) (*Broker, error) {
 	if err := validateProps(cfg.Props, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if cfg.clusterConfigured() && cfg.JoinCluster == nil {
+		return nil, errNoClusterStore
+	}
 	b := &Broker{
 		cfg:        cfg,
 		log:        cfg.Logger,

@@ -28,7 +28,7 @@ func startBroker(t testing.TB, dir string, props map[string]string) (*Broker, st
 	if os.Getenv("GREGOR_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	b, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Props: props, Logger: log})
+	b, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Props: props, Logger: log, JoinCluster: joinEtcd})
 	if err != nil {
 		t.Fatal(err)
 	}

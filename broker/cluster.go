@@ -26,21 +26,65 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// Cluster is what a broker needs of the cluster's metadata store: the
+// metadata, changes to it, the broker's registration, and the writes a
+// broker makes (topics, ISR changes, elections, reassignments, producer-id
+// blocks, and the ACLs, quotas, users and dynamic configs that are cluster
+// metadata). Its errors are package metadata's. Package cluster implements
+// it on etcd (cluster.Node); Config.JoinCluster gives one to the broker.
+type Cluster interface {
+	// ClusterID is the cluster's id as the store holds it.
+	ClusterID() string
+	// Metadata is the latest metadata seen; Subscribe returns it with a
+	// channel closed at the next change, Changes that channel alone, and
+	// WaitForRevision waits until the metadata is at least at rev.
+	Metadata() *metadata.Image
+	Subscribe() (*metadata.Image, <-chan struct{})
+	Changes() <-chan struct{}
+	WaitForRevision(ctx context.Context, rev int64) (*metadata.Image, error)
+	// Fenced reports that this broker's registration is not known to be
+	// alive: it must not act as a leader.
+	Fenced() bool
+	SetLogDirOffline(ctx context.Context, offline bool) error
+	SetControlledShutdown(ctx context.Context) error
+	Close() error
+
+	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, assignment map[int32][]int32, configs map[string]string) (*metadata.Topic, error)
+	DeleteTopic(ctx context.Context, name string) error
+	CreatePartitions(ctx context.Context, name string, total int32, assignment [][]int32) error
+	SetTopicConfigs(ctx context.Context, name string, configs map[string]string) error
+	UpdateTopicConfigs(ctx context.Context, name string, update func(current map[string]string) (map[string]string, error)) error
+	AlterPartitions(ctx context.Context, changes []metadata.ISRChange) []metadata.ISRResult
+	ElectLeaders(ctx context.Context, preferred bool, parts []metadata.TopicPartition) map[metadata.TopicPartition]error
+	AlterPartitionReassignments(ctx context.Context, targets map[metadata.TopicPartition][]int32) map[metadata.TopicPartition]error
+	ListPartitionReassignments(ctx context.Context, parts []metadata.TopicPartition) ([]metadata.Reassignment, error)
+	AllocateProducerIDBlock(ctx context.Context) (first, size int64, err error)
+
+	UpdateACLs(ctx context.Context, put map[string][]byte, del []string) (int64, error)
+	UpdateQuotas(ctx context.Context, put map[string][]byte, del []string) (int64, error)
+	UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error)
+	DeleteGroupConfigs(ctx context.Context, group string, rev int64) error
+	UpdateBrokerConfigs(ctx context.Context, resource string, update func(current map[string]string) (map[string]string, error)) (int64, error)
+	User(ctx context.Context, name string) ([]byte, error)
+	PutUser(ctx context.Context, name string, val []byte) error
+	Users(ctx context.Context) (map[string][]byte, error)
+}
+
 // clusterState is what a broker knows of a cluster, nil on a single node.
 type clusterState struct {
-	node     *cluster.Node
+	node     Cluster
 	fetchers *replication.Fetchers
 	lagMax   time.Duration
 	isrKick  chan struct{}
-	applyMu  sync.Mutex                       // serialises applyMetadata
-	applied  atomic.Pointer[cluster.Metadata] // the metadata the local state reflects
+	applyMu  sync.Mutex                     // serialises applyMetadata
+	applied  atomic.Pointer[metadata.Image] // the metadata the local state reflects
 	peersMu  sync.Mutex
 	peers    map[int32]*peer // clients for requests to other brokers
 
@@ -48,6 +92,10 @@ type clusterState struct {
 	// (read_replica.go).
 	rackAwareReads bool
 }
+
+// errNoClusterStore refuses cluster mode to a program that gave the broker
+// no metadata store.
+var errNoClusterStore = errors.New("cluster mode (controller.quorum.voters or etcd.endpoints) needs a metadata store, and this program sets no broker.Config.JoinCluster (cmd/gregor sets package cluster's)")
 
 // clusterConfigured reports whether the properties ask for cluster mode.
 func (c *Config) clusterConfigured() bool {
@@ -58,7 +106,7 @@ func (c *Config) clusterConfigured() bool {
 // it starts (or connects to) etcd, registers this broker and makes the
 // local logs follow the metadata.
 func (b *Broker) startCluster(host string, port int32) error {
-	cfg := cluster.Config{
+	cfg := metadata.JoinConfig{
 		NodeID:                b.nodeID,
 		PeerListen:            b.srv.peerListen,
 		DataDir:               b.cfg.DataDir,
@@ -72,7 +120,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		Logger:                b.log.With("component", "cluster"),
 	}
 	if v := b.cfg.Props["controller.quorum.voters"]; v != "" {
-		voters, err := cluster.ParseVoters(v)
+		voters, err := metadata.ParseVoters(v)
 		if err != nil {
 			return fmt.Errorf("controller.quorum.voters: %w", err)
 		}
@@ -83,7 +131,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
 	defer cancel()
-	node, err := cluster.Start(ctx, cfg)
+	node, err := b.cfg.JoinCluster(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("join cluster: %w", err)
 	}
@@ -191,7 +239,7 @@ func (b *Broker) checkISRs() {
 	// rejoins the ISR of thousands of partitions): one request to the
 	// cluster, written in batches; one log line for those accepted.
 	var leaders []*replication.Leader
-	var changes []cluster.ISRChange
+	var changes []metadata.ISRChange
 	for _, p := range b.allPartitions() {
 		ldr := p.leader.Load()
 		if ldr == nil {
@@ -203,7 +251,7 @@ func (b *Broker) checkISRs() {
 		}
 		ldr.Proposed(change)
 		leaders = append(leaders, ldr)
-		changes = append(changes, cluster.ISRChange{Topic: p.topic.name, Partition: p.index,
+		changes = append(changes, metadata.ISRChange{Topic: p.topic.name, Partition: p.index,
 			LeaderEpoch: change.LeaderEpoch, PartitionEpoch: change.PartitionEpoch, ISR: change.ISR})
 	}
 	if len(changes) == 0 {
@@ -231,7 +279,7 @@ func (b *Broker) checkISRs() {
 // applyMetadata makes the local topics, logs and replica roles follow md.
 // It runs on the metadata loop, at start and after this broker's own
 // metadata writes, one call at a time.
-func (b *Broker) applyMetadata(md *cluster.Metadata) {
+func (b *Broker) applyMetadata(md *metadata.Image) {
 	b.cl.applyMu.Lock()
 	defer b.cl.applyMu.Unlock()
 	if prev := b.cl.applied.Load(); prev != nil && prev.Revision >= md.Revision {
@@ -282,7 +330,7 @@ func (b *Broker) applyMetadata(md *cluster.Metadata) {
 // opening the logs of the partitions newly assigned here, and returns the
 // partitions with a local log, whose roles the caller applies once what
 // opening them deferred is durable.
-func (b *Broker) applyTopic(md *cluster.Metadata, mt *cluster.Topic) ([]*partition, error) {
+func (b *Broker) applyTopic(md *metadata.Image, mt *metadata.Topic) ([]*partition, error) {
 	b.mu.Lock()
 	t := b.topics[mt.Name]
 	if t != nil && t.id != uuid(mt.ID) {
@@ -426,7 +474,7 @@ func (rc *roleChanges) log(log *slog.Logger, rev int64) {
 // applyRole makes this broker the leader or a follower of p as its
 // metadata says; rc counts the changes (the partitions are logged at debug
 // level).
-func (b *Broker) applyRole(md *cluster.Metadata, p *partition, rc *roleChanges) {
+func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 	mp := p.meta.Load()
 	tp := replication.TP{Topic: p.topic.name, Partition: p.index}
 	st := replication.State{LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch, Replicas: mp.Replicas, ISR: mp.ISR}
@@ -725,7 +773,7 @@ func (b *Broker) clusterCreateTopic(name string, partitions int32, rf int16, ass
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
 	mt, err := b.cl.node.CreateTopic(ctx, name, partitions, rf, assignment, cloneMap(configs))
-	if errors.Is(err, cluster.ErrTopicExists) {
+	if errors.Is(err, metadata.ErrTopicExists) {
 		return nil, errTopicExists
 	}
 	if err != nil {
@@ -746,7 +794,7 @@ func (b *Broker) clusterCreateTopic(name string, partitions int32, rf int16, ass
 func (b *Broker) clusterDeleteTopic(t *topic) error {
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, cluster.ErrUnknownTopicOrPartition) {
+	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, metadata.ErrUnknownTopicOrPartition) {
 		return err
 	}
 	b.awaitMetadata(metadataTimeout, func() bool { return b.lookupTopicID(t.id) == nil })
@@ -803,7 +851,7 @@ func (b *Broker) clusterAlterConfigs(t *topic, change func(map[string]string) (m
 	switch {
 	case rejected != nil:
 		return rejected, rejectMsg
-	case errors.Is(err, cluster.ErrUnknownTopicOrPartition):
+	case errors.Is(err, metadata.ErrUnknownTopicOrPartition):
 		return kerr.UnknownTopicOrPartition, "Topic '" + t.name + "' does not exist."
 	case err != nil:
 		b.log.Error("alter topic configs", "topic", t.name, "err", err)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,6 +33,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the broker's clock; nil means time.Now.
 	Now func() time.Time
+	// JoinCluster starts this broker's part of the cluster's metadata
+	// store when the properties ask for cluster mode
+	// (controller.quorum.voters or etcd.endpoints). cmd/gregor sets it to
+	// package cluster's etcd implementation; left nil, the broker links
+	// none of it and refuses cluster mode.
+	JoinCluster func(context.Context, metadata.JoinConfig) (Cluster, error)
 }
 
 // ParseProperties reads a Java-style properties file (key=value or key:value

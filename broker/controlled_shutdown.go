@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 )
 
 // ControlledShutdown moves the leadership of the partitions this broker
@@ -59,7 +59,7 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 // othersCanLead reports whether md has another broker that may take
 // leadership: registered, not stopping, its log dir online. When every
 // broker stops at once there is none, and nothing is waited for.
-func (b *Broker) othersCanLead(md *cluster.Metadata) bool {
+func (b *Broker) othersCanLead(md *metadata.Image) bool {
 	for id, br := range md.Brokers {
 		if id != b.nodeID && br.Eligible() {
 			return true
@@ -70,7 +70,7 @@ func (b *Broker) othersCanLead(md *cluster.Metadata) bool {
 
 // partitionsLedIn counts the partitions md says this broker leads, or
 // whose ISR holds it beside others.
-func (b *Broker) partitionsLedIn(md *cluster.Metadata) int {
+func (b *Broker) partitionsLedIn(md *metadata.Image) int {
 	n := 0
 	for _, t := range md.Topics {
 		for _, p := range t.Partitions {

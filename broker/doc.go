@@ -92,14 +92,31 @@
 //
 // # Configs
 //
-// Broker properties (Config.Props) are Kafka's names, validated at New and
-// static. Topic configs (configdefs.go) are the topic's overrides
+// Broker properties (Config.Props) are Kafka's names, validated at New;
+// those Kafka lets an operator change at runtime are dynamic broker configs
+// (dynconfig.go, KIP-226: a broker's own, then the cluster-wide default,
+// over the properties). Topic configs (configdefs.go) are the topic's overrides
 // (DYNAMIC_TOPIC_CONFIG), else the broker property that is their synonym
 // (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG), as
 // DescribeConfigs reports them. AlterConfigs and IncrementalAlterConfigs
 // persist a topic's new overrides and apply them at once: to every
 // partition's log (storage.Config) and to the settings Produce consults,
 // which are parsed once per change.
+//
+// # Cluster mode
+//
+// With controller.quorum.voters or etcd.endpoints set, the broker is one
+// node of a cluster (cluster.go). It does not keep the cluster's metadata
+// itself: it is given a store that does, Config.JoinCluster, through the
+// Cluster interface over package metadata's model; cmd/gregor gives it
+// package cluster's etcd node, and a program that gives none (gregortest)
+// links no etcd and is refused cluster mode. The broker makes its logs
+// follow the metadata (applyMetadata: open what is assigned here, lead
+// with a replication.Leader what it was elected for, follow the rest with
+// replication.Fetchers), proposes ISR changes in batches (AlterPartitions),
+// forwards what only a partition's leader or a coordinator can answer to
+// the broker that can, and keeps ACLs, quotas, users, dynamic broker and
+// group configs in the store rather than under __meta.
 //
 // # Transactions and markers
 //

@@ -23,7 +23,7 @@ package broker
 // (sensitive, as Kafka treats configs of unknown type) without effect, as
 // Kafka keeps custom configs.
 //
-// Stored in etcd in a cluster (cluster.Node.UpdateBrokerConfigs, one key
+// Stored in etcd in a cluster (Cluster.UpdateBrokerConfigs, one key
 // for the defaults and one per broker, in every broker's snapshot), in
 // __meta/broker-configs.json on a single node.
 
@@ -37,7 +37,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -233,7 +233,7 @@ func (b *Broker) loadBrokerConfigs() error {
 // syncDynamicConfigs takes the dynamic broker configs of a cluster metadata
 // snapshot; it reports whether they changed. It runs on the metadata loop,
 // before the topics are applied.
-func (b *Broker) syncDynamicConfigs(md *cluster.Metadata) bool {
+func (b *Broker) syncDynamicConfigs(md *metadata.Image) bool {
 	next := &dynLevels{def: md.BrokerConfigs[""], node: md.BrokerConfigs[strconv.Itoa(int(b.nodeID))]}
 	cur := b.dynamicLevels()
 	if maps.Equal(cur.def, next.def) && maps.Equal(cur.node, next.node) {

@@ -30,7 +30,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -293,10 +293,10 @@ func (b *Broker) bindListeners(ls []*listener) error {
 
 // advertisedEndpoints is what this broker registers in a cluster: every
 // listener's advertised address by listener name.
-func (b *Broker) advertisedEndpoints() map[string]cluster.Endpoint {
-	m := map[string]cluster.Endpoint{}
+func (b *Broker) advertisedEndpoints() map[string]metadata.Endpoint {
+	m := map[string]metadata.Endpoint{}
 	for _, l := range b.srv.listeners {
-		m[l.name] = cluster.Endpoint{Host: l.advHost, Port: l.advPort}
+		m[l.name] = metadata.Endpoint{Host: l.advHost, Port: l.advPort}
 	}
 	return m
 }

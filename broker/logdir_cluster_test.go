@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -135,7 +135,7 @@ func TestCluster_OfflineLogDirMovesLeadership(t *testing.T) {
 }
 
 // topicPartitionsOf is topic's partitions in b's cluster metadata.
-func topicPartitionsOf(b *Broker, topic string) []cluster.Partition {
+func topicPartitionsOf(b *Broker, topic string) []metadata.Partition {
 	if t := b.cl.node.Metadata().Topics[topic]; t != nil {
 		return t.Partitions
 	}

@@ -18,7 +18,7 @@ package broker
 // partition needs a restart whatever the probe says.
 //
 // In a cluster the broker says so in its registration
-// (cluster.Node.SetLogDirOffline) and the controller treats it as a dead
+// (Cluster.SetLogDirOffline) and the controller treats it as a dead
 // broker for leadership and the ISR, as Kafka's controller does with a
 // broker's offline log dirs: the partitions it led get new leaders among
 // the other replicas of the ISR and producers go on writing there. Back

@@ -13,7 +13,7 @@ package broker
 // On a single node the quotas are <data-dir>/__meta/quotas.json, replaced
 // whole (storage.WriteFileAtomic), beside users.json and acls.json; a
 // cluster keeps them in etcd under /gregor/quotas/<entity id>
-// (cluster.Node.UpdateQuotas), in every broker's metadata snapshot, so each
+// (Cluster.UpdateQuotas), in every broker's metadata snapshot, so each
 // broker enforces a change as its watch delivers it (applyMetadata).
 
 import (

@@ -72,7 +72,7 @@ func startEtcdBrokers(t *testing.T, n int, props func(i int, dir string) map[str
 		if props != nil {
 			maps.Copy(p, props(i, dir))
 		}
-		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(), Props: p})
+		b, err := New(Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(), Props: p, JoinCluster: joinEtcd})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,7 @@ package broker
 // expire (share.record.lock.duration.ms) or its share session closes; on a
 // single node they are released at once (onShareMemberLeave).
 //
-// Group configs are cluster metadata: in etcd (cluster.Node.UpdateGroupConfigs,
+// Group configs are cluster metadata: in etcd (Cluster.UpdateGroupConfigs,
 // in every broker's snapshot) in a cluster, in __meta/group-configs.json on
 // a single node.
 

@@ -22,7 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -64,7 +64,7 @@ type partition struct {
 	log   *storage.Log
 
 	epoch       atomic.Int32                       // the current leader epoch
-	meta        atomic.Pointer[cluster.Partition]  // cluster: the partition's state in etcd
+	meta        atomic.Pointer[metadata.Partition] // cluster: the partition's state in etcd
 	leader      atomic.Pointer[replication.Leader] // cluster: set while this broker leads
 	followEpoch atomic.Int32                       // cluster: the epoch the fetcher follows
 }

@@ -12,7 +12,7 @@ package broker
 // (temporary file, fsync, rename) under usersMu; `gregor users add` writes
 // the same file offline, before the broker starts (as `kafka-storage format
 // --add-scram` does). In a cluster the users live in etcd under
-// /gregor/users/<name> (cluster.Node.User and PutUser); the users of the
+// /gregor/users/<name> (Cluster.User and PutUser); the users of the
 // local file are copied there at start when etcd has none of that name.
 
 import (

@@ -25,7 +25,7 @@ func brokerConfigsKey(resource string) string { return keyBrokerConfigs + resour
 // the controller (node id ctrl) applies it: the topic's override, else the
 // controller's own dynamic broker config, else the cluster-wide dynamic
 // default, else static (the controller's --config).
-func (m *Metadata) uncleanLeaderElection(topic string, ctrl int32, static bool) bool {
+func uncleanLeaderElection(m *Metadata, topic string, ctrl int32, static bool) bool {
 	const name = "unclean.leader.election.enable"
 	if t := m.Topics[topic]; t != nil {
 		if v, ok := t.Configs[name]; ok {

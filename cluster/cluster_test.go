@@ -17,12 +17,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// The tests run etcd without fsync: they test no crash of the machine.
+func init() { unsafeNoFsync = true }
+
 func TestParseVoters(t *testing.T) {
 	vs, err := ParseVoters("1@127.0.0.1:9192, 2@127.0.0.1:9193,3@[::1]:9194")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Voter{{1, "127.0.0.1", 9192}, {2, "127.0.0.1", 9193}, {3, "::1", 9194}}
+	want := []Voter{{NodeID: 1, Host: "127.0.0.1", Port: 9192}, {NodeID: 2, Host: "127.0.0.1", Port: 9193}, {NodeID: 3, Host: "::1", Port: 9194}}
 	if !slices.Equal(vs, want) {
 		t.Fatalf("got %v, want %v", vs, want)
 	}
@@ -197,7 +200,6 @@ func (c *testCluster) start(id int32) (*Node, error) {
 		NodeID: id, Voters: c.voters, DataDir: filepath.Join(c.dir, fmt.Sprint("node-", id)),
 		Host: "127.0.0.1", Port: 9000 + id, Rack: fmt.Sprint("rack-", id),
 		ClusterID: fmt.Sprint("cluster-from-", id), Logger: testLogger().With("test", c.t.Name()),
-		unsafeNoFsync: true,
 	})
 	if err != nil {
 		return nil, err
@@ -520,10 +522,10 @@ func TestCluster(t *testing.T) {
 	t.Run("KillLeader", func(t *testing.T) { failover(t, true); rejoinISR(t) })
 
 	t.Run("ElectPreferred", func(t *testing.T) {
-		tp := TopicPartition{"orders", 0}
+		tp := TopicPartition{Topic: "orders", Partition: 0}
 		waitMeta(t, c.node(1), "ISR back", func(m *Metadata) bool { p, _ := m.Partition("orders", 0); return len(p.ISR) == 3 })
 		p, _ := c.node(1).Metadata().Partition("orders", 0)
-		res := c.node(1).ElectLeaders(ctx(t), true, []TopicPartition{tp, {"nope", 0}})
+		res := c.node(1).ElectLeaders(ctx(t), true, []TopicPartition{tp, {Topic: "nope", Partition: 0}})
 		if p.Leader == p.Replicas[0] {
 			if !errors.Is(res[tp], ErrElectionNotNeeded) {
 				t.Fatalf("%v", res)
@@ -531,7 +533,7 @@ func TestCluster(t *testing.T) {
 		} else if res[tp] != nil {
 			t.Fatalf("%v", res)
 		}
-		if !errors.Is(res[TopicPartition{"nope", 0}], ErrUnknownTopicOrPartition) {
+		if !errors.Is(res[TopicPartition{Topic: "nope", Partition: 0}], ErrUnknownTopicOrPartition) {
 			t.Fatalf("%v", res)
 		}
 		c.waitAll("preferred leader", func(m *Metadata) bool { q, _ := m.Partition("orders", 0); return q.Leader == p.Replicas[0] })
@@ -601,7 +603,7 @@ func TestStart_PeerListenBindsElsewhere(t *testing.T) {
 	defer cancel()
 	nd, err := Start(c, Config{
 		NodeID: 1, Voters: []Voter{v}, PeerListen: bind, DataDir: t.TempDir(),
-		Host: "127.0.0.1", Port: 9001, Logger: testLogger(), unsafeNoFsync: true,
+		Host: "127.0.0.1", Port: 9001, Logger: testLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 	sort.Strings(names)
 	var changes []partitionChange
 	for _, name := range names {
-		unclean := m.uncleanLeaderElection(name, n.cfg.NodeID, n.cfg.UncleanLeaderElection)
+		unclean := uncleanLeaderElection(m, name, n.cfg.NodeID, n.cfg.UncleanLeaderElection)
 		for _, p := range m.Topics[name].Partitions {
 			if np, changed := decide(p, live, unclean); changed {
 				changes = append(changes, partitionChange{topic: name, old: p, new: np})
@@ -114,14 +114,14 @@ func (n *Node) writeChanges(ctx context.Context, guard clientv3.Cmp, elKey strin
 	ops := make([]clientv3.Op, 0, len(cs))
 	leaders := map[int32]int64{}
 	for _, c := range cs {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(partitionKey(c.topic, c.old.Index)), "=", c.old.modRev))
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(partitionKey(c.topic, c.old.Index)), "=", c.old.Version))
 		if np := c.new; np.Leader >= 0 && np.LeaderBrokerEpoch != c.old.LeaderBrokerEpoch {
 			if _, ok := leaders[np.Leader]; !ok {
 				leaders[np.Leader] = np.LeaderBrokerEpoch
 				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch))
 			}
 		}
-		ops = append(ops, clientv3.OpPut(partitionKey(c.topic, c.old.Index), string(c.new.toJSON())))
+		ops = append(ops, clientv3.OpPut(partitionKey(c.topic, c.old.Index), string(partitionToJSON(&c.new))))
 	}
 	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(elKey)).Commit()
 	if err != nil {

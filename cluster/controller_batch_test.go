@@ -60,7 +60,7 @@ func TestController_FailoverInBatches(t *testing.T) {
 	})
 	revs := map[int64]int{}
 	for _, p := range m.Topics["many"].Partitions {
-		revs[p.modRev]++
+		revs[p.Version]++
 	}
 	if want := parts/c.node(m.ControllerID).reconcileBatch() + 2; len(revs) > want {
 		t.Fatalf("the %d partitions were written at %d revisions, want at most %d: %v", parts, len(revs), want, revs)
@@ -122,7 +122,7 @@ func TestAlterPartitions_Batch(t *testing.T) {
 		if r.Err != nil || !slices.Equal(r.Partition.ISR, []int32{leader}) || r.Partition.PartitionEpoch != shrink[i].PartitionEpoch+1 {
 			t.Fatalf("change %d: %+v %v", i, r.Partition, r.Err)
 		}
-		revs[r.Partition.modRev] = true
+		revs[r.Partition.Version] = true
 	}
 	if max := len(shrink)/c.node(leader).reconcileBatch() + 2; len(revs) > max {
 		t.Fatalf("%d changes written at %d revisions, want at most %d", len(shrink), len(revs), max)

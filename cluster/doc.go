@@ -2,8 +2,11 @@
 // registrations, the controller, topics, partition leadership and ISR,
 // topic configs and producer-id blocks. It is Kafka's ZooKeeper design with
 // etcd in ZooKeeper's place; partition data is replicated elsewhere, with
-// Kafka's follower-fetch protocol. The package imports no other Gregor
-// package.
+// Kafka's follower-fetch protocol. The model it keeps (Metadata, Partition,
+// Topic, the errors, Config) is package metadata's, under the names this
+// package has always used, and it imports no other Gregor package. A broker
+// uses a Node through its own interface, broker.Cluster, and cmd/gregor
+// hands it one; the broker itself does not link this package.
 //
 // Each broker runs a Node. The nodes listed in controller.quorum.voters run
 // an embedded etcd member (peer URL http://host:port as listed, data under

@@ -3,7 +3,6 @@ package cluster
 import (
 	"encoding/hex"
 	"encoding/json"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,120 +30,6 @@ func partitionKey(topic string, p int32) string {
 	return partitionsPrefix(topic) + strconv.Itoa(int(p))
 }
 
-// Broker is a live broker: one whose leased registration is in etcd.
-type Broker struct {
-	ID   int32
-	Host string
-	Port int32
-	Rack string
-	// Listeners are the broker's advertised addresses by listener name;
-	// empty for a broker that registered none (Host and Port then serve
-	// every listener).
-	Listeners map[string]Endpoint
-	// Epoch is the etcd create revision of the registration; it grows each
-	// time the broker registers anew (Kafka's broker epoch).
-	Epoch int64
-	// LogDirOffline is set while the broker's log dir is offline (a write
-	// failed: a full disk): the controller then treats it as it treats a
-	// dead broker for leadership and the ISR (Kafka's offline log dirs),
-	// while it stays registered and serves reads.
-	LogDirOffline bool
-	// ControlledShutdown is set by a broker that is stopping (Kafka's
-	// controlled shutdown): the controller moves the leadership of its
-	// partitions to other in-sync replicas and takes it out of the ISRs,
-	// as for LogDirOffline, while it still serves.
-	ControlledShutdown bool
-}
-
-// Eligible reports whether b may lead partitions and be in their ISRs: it
-// is neither stopping nor without its log dir. The controller counts an
-// ineligible broker as dead; a leader does not add it to an ISR (KIP-841).
-func (b Broker) Eligible() bool { return !b.LogDirOffline && !b.ControlledShutdown }
-
-// Partition is the replica assignment and leadership of one partition.
-type Partition struct {
-	Index    int32
-	Replicas []int32
-	ISR      []int32
-	// Leader is the leader's node id, or -1 while the partition has none.
-	Leader int32
-	// LeaderEpoch grows with every leader change (including to -1).
-	LeaderEpoch int32
-	// PartitionEpoch grows with every change of the partition's state.
-	PartitionEpoch   int32
-	AddingReplicas   []int32
-	RemovingReplicas []int32
-
-	// LeaderBrokerEpoch is the Broker.Epoch the leader had when it was
-	// elected: a leader that registered anew since (a restart) lost its
-	// in-memory state and is treated as dead by the controller.
-	LeaderBrokerEpoch int64
-
-	modRev int64 // etcd mod revision of the partition key
-}
-
-// Topic is a topic's id, configs and partitions.
-type Topic struct {
-	Name       string
-	ID         [16]byte
-	Configs    map[string]string
-	Partitions []Partition // indexed by partition index
-
-	modRev int64
-}
-
-// Metadata is an immutable snapshot of the cluster metadata as of etcd
-// revision Revision. Callers must not modify it.
-type Metadata struct {
-	Revision  int64
-	ClusterID string
-	// ControllerID is the node id of the elected controller, or -1.
-	ControllerID int32
-	Brokers      map[int32]Broker
-	Topics       map[string]*Topic
-	// ACLs are the stored ACL bindings by id (acls.go), opaque here.
-	ACLs map[string][]byte
-	// Quotas are the stored client quotas by entity id (quotas.go),
-	// opaque here.
-	Quotas map[string][]byte
-	// GroupConfigs are the dynamic group configs by group id
-	// (groupconfigs.go).
-	GroupConfigs map[string]map[string]string
-	// BrokerConfigs are the dynamic broker configs by resource name: ""
-	// for the cluster-wide defaults, a node id for one broker's
-	// (brokerconfigs.go).
-	BrokerConfigs map[string]map[string]string
-}
-
-// BrokerIDs returns the ids of the live brokers, sorted.
-func (m *Metadata) BrokerIDs() []int32 {
-	ids := make([]int32, 0, len(m.Brokers))
-	for id := range m.Brokers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// Partition returns the state of one partition.
-func (m *Metadata) Partition(topic string, p int32) (Partition, bool) {
-	t := m.Topics[topic]
-	if t == nil || p < 0 || int(p) >= len(t.Partitions) {
-		return Partition{}, false
-	}
-	return t.Partitions[p], true
-}
-
-// TopicByID returns the topic with the given id, or nil.
-func (m *Metadata) TopicByID(id [16]byte) *Topic {
-	for _, t := range m.Topics {
-		if t.ID == id {
-			return t
-		}
-	}
-	return nil
-}
-
 // brokerJSON is the value of /gregor/brokers/<id>.
 type brokerJSON struct {
 	ID   int32  `json:"id"`
@@ -158,12 +43,6 @@ type brokerJSON struct {
 	LogDirOffline bool `json:"log_dir_offline,omitempty"`
 	// ControlledShutdown: see Broker.
 	ControlledShutdown bool `json:"controlled_shutdown,omitempty"`
-}
-
-// Endpoint is a host and port a broker advertises.
-type Endpoint struct {
-	Host string `json:"host"`
-	Port int32  `json:"port"`
 }
 
 // topicJSON is the value of /gregor/topics/<name>.
@@ -184,7 +63,7 @@ type partitionJSON struct {
 	LeaderBrokerEpoch int64   `json:"leaderBrokerEpoch,omitempty"`
 }
 
-func (p *Partition) toJSON() []byte {
+func partitionToJSON(p *Partition) []byte {
 	b, _ := json.Marshal(partitionJSON{
 		Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
@@ -203,7 +82,7 @@ func parsePartition(index int32, kv *mvccpb.KeyValue) (Partition, error) {
 		Index: index, Replicas: j.Replicas, ISR: j.ISR, Leader: j.Leader,
 		LeaderEpoch: j.LeaderEpoch, PartitionEpoch: j.PartitionEpoch,
 		AddingReplicas: j.AddingReplicas, RemovingReplicas: j.RemovingReplicas,
-		LeaderBrokerEpoch: j.LeaderBrokerEpoch, modRev: kv.ModRevision,
+		LeaderBrokerEpoch: j.LeaderBrokerEpoch, Version: kv.ModRevision,
 	}, nil
 }
 
@@ -225,7 +104,7 @@ func parseTopic(name string, kv *mvccpb.KeyValue) (*Topic, error) {
 	if err := json.Unmarshal(kv.Value, &j); err != nil {
 		return nil, err
 	}
-	t := &Topic{Name: name, Configs: j.Configs, modRev: kv.ModRevision}
+	t := &Topic{Name: name, Configs: j.Configs, Version: kv.ModRevision}
 	if t.Configs == nil {
 		t.Configs = map[string]string{}
 	}

@@ -85,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger.With("node", cfg.NodeID),
-		ttl:     cfg.ttlSeconds(),
+		ttl:     ttlSeconds(&cfg),
 		base:    time.Now(),
 		changed: make(chan struct{}),
 	}
@@ -97,7 +97,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			n.teardown()
 		}
 	}()
-	switch v, isVoter := cfg.voter(); {
+	switch v, isVoter := voterOf(&cfg); {
 	case len(cfg.Endpoints) > 0:
 		cli, err := clientv3.New(clientv3.Config{
 			Endpoints:   cfg.Endpoints,
@@ -140,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 func (n *Node) startMember(ctx context.Context, v Voter) error {
 	ec := embed.NewConfig()
-	ec.Name = v.memberName()
+	ec.Name = memberName(v)
 	ec.Dir = filepath.Join(n.cfg.DataDir, "__etcd")
 	peer := url.URL{Scheme: "http", Host: net.JoinHostPort(v.Host, strconv.Itoa(int(v.Port)))}
 	listen := peer
@@ -163,14 +163,14 @@ func (n *Node) startMember(ctx context.Context, v Voter) error {
 	ec.ListenClientUrls, ec.AdvertiseClientUrls, ec.ListenClientHttpUrls = nil, nil, nil
 	var initial []string
 	for _, o := range n.cfg.Voters {
-		initial = append(initial, o.memberName()+"="+o.PeerURL())
+		initial = append(initial, memberName(o)+"="+o.PeerURL())
 	}
 	ec.InitialCluster = strings.Join(initial, ",")
 	ec.InitialClusterToken = "gregor"
 	ec.ClusterState = embed.ClusterStateFlagNew // ignored once the member has data
 	ec.AutoCompactionMode = "revision"
 	ec.AutoCompactionRetention = "10000"
-	ec.UnsafeNoFsync = n.cfg.unsafeNoFsync
+	ec.UnsafeNoFsync = unsafeNoFsync
 	// A member notices a dead raft leader after 0.5-1 s instead of 1-2 s;
 	// a new leader extends every lease by one election timeout, so this
 	// bounds the failover of a broker that also hosted the raft leader

@@ -9,12 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// TopicPartition names one partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
 // readPartition reads one partition's state from etcd.
 func (n *Node) readPartition(ctx context.Context, topic string, index int32) (Partition, error) {
 	resp, err := n.cli.Get(ctx, partitionKey(topic, index))
@@ -42,21 +36,6 @@ func (n *Node) readPartition(ctx context.Context, topic string, index int32) (Pa
 func (n *Node) AlterPartition(ctx context.Context, topic string, partition int32, leaderEpoch, partitionEpoch int32, newISR []int32) (Partition, error) {
 	r := n.AlterPartitions(ctx, []ISRChange{{Topic: topic, Partition: partition, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, ISR: newISR}})[0]
 	return r.Partition, r.Err
-}
-
-// ISRChange is one partition's AlterPartition in AlterPartitions.
-type ISRChange struct {
-	Topic                       string
-	Partition                   int32
-	LeaderEpoch, PartitionEpoch int32
-	ISR                         []int32
-}
-
-// ISRResult is what AlterPartitions did for one ISRChange: the partition's
-// new state (or its current one) and AlterPartition's error.
-type ISRResult struct {
-	Partition Partition
-	Err       error
 }
 
 // AlterPartitions is AlterPartition for many partitions at once, as a
@@ -120,7 +99,7 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 				case err != nil:
 					out[w.i] = ISRResult{Partition: w.old, Err: err}
 				case ok:
-					w.new.modRev = rev
+					w.new.Version = rev
 					out[w.i] = ISRResult{Partition: w.new}
 				default:
 					todo = append(todo, w.i) // something changed: read again
@@ -198,8 +177,8 @@ func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker
 	for _, w := range ws {
 		added = append(added, w.added)
 		key := partitionKey(w.topic, w.new.Index)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", w.old.modRev))
-		ops = append(ops, clientv3.OpPut(key, string(w.new.toJSON())))
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", w.old.Version))
+		ops = append(ops, clientv3.OpPut(key, string(partitionToJSON(&w.new))))
 	}
 	cmps = append(cmps, brokerCmps(live, added...)...)
 	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(n.cfg.NodeID)), "=", epoch))
@@ -231,7 +210,7 @@ func (n *Node) ElectLeaders(ctx context.Context, preferred bool, parts []TopicPa
 			for i := len(k) - 1; i >= 0; i-- {
 				if k[i] == '/' {
 					if idx, err := strconv.ParseInt(k[i+1:], 10, 32); err == nil {
-						parts = append(parts, TopicPartition{k[:i], int32(idx)})
+						parts = append(parts, TopicPartition{Topic: k[:i], Partition: int32(idx)})
 					}
 					break
 				}
@@ -293,9 +272,9 @@ func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartitio
 		np.LeaderEpoch++
 		np.PartitionEpoch++
 		resp, err := n.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.ModRevision(partitionKey(tp.Topic, tp.Partition)), "=", p.modRev),
+			clientv3.Compare(clientv3.ModRevision(partitionKey(tp.Topic, tp.Partition)), "=", p.Version),
 			clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch),
-		).Then(clientv3.OpPut(partitionKey(tp.Topic, tp.Partition), string(np.toJSON()))).Commit()
+		).Then(clientv3.OpPut(partitionKey(tp.Topic, tp.Partition), string(partitionToJSON(&np)))).Commit()
 		if err != nil {
 			return err
 		}

@@ -32,27 +32,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Reassignment is a partition reassignment in progress.
-type Reassignment struct {
-	TopicPartition
-	// Replicas is the full replica set: the target first, then the
-	// replicas being removed.
-	Replicas         []int32
-	AddingReplicas   []int32
-	RemovingReplicas []int32
-}
-
-// Reassigning reports whether a reassignment of p is in progress.
-func (p *Partition) Reassigning() bool {
-	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
-}
-
-// OriginalReplicas is the replica set before the reassignment in progress
-// (Replicas minus AddingReplicas): what a cancel reverts to.
-func (p *Partition) OriginalReplicas() []int32 {
-	return without(p.Replicas, p.AddingReplicas)
-}
-
 // without returns the members of a not in b, in a's order.
 func without(a, b []int32) []int32 {
 	out := make([]int32, 0, len(a))
@@ -257,12 +236,12 @@ func (n *Node) alterReassignment(ctx context.Context, tp TopicPartition, target 
 			}
 		}
 		cmps := append(brokerCmps(brokers, np.AddingReplicas),
-			clientv3.Compare(clientv3.ModRevision(partitionKey(tp.Topic, tp.Partition)), "=", p.modRev))
+			clientv3.Compare(clientv3.ModRevision(partitionKey(tp.Topic, tp.Partition)), "=", p.Version))
 		if np.Leader >= 0 && np.Leader != p.Leader {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch))
 		}
 		resp, err := n.cli.Txn(ctx).If(cmps...).
-			Then(clientv3.OpPut(partitionKey(tp.Topic, tp.Partition), string(np.toJSON()))).Commit()
+			Then(clientv3.OpPut(partitionKey(tp.Topic, tp.Partition), string(partitionToJSON(&np)))).Commit()
 		if err != nil {
 			return err
 		}

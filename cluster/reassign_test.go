@@ -163,17 +163,17 @@ func TestReassignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitAll("moves", func(m *Metadata) bool { return m.Topics["moves"] != nil })
-	tp0, tp1 := TopicPartition{"moves", 0}, TopicPartition{"moves", 1}
+	tp0, tp1 := TopicPartition{Topic: "moves", Partition: 0}, TopicPartition{Topic: "moves", Partition: 1}
 
 	res := n3.AlterPartitionReassignments(ctx(t), map[TopicPartition][]int32{
-		tp0:          {2, 3},
-		tp1:          nil,
-		{"moves", 7}: {1},
-		{"nope", 0}:  {1},
+		tp0:                            {2, 3},
+		tp1:                            nil,
+		{Topic: "moves", Partition: 7}: {1},
+		{Topic: "nope", Partition: 0}:  {1},
 	})
 	if res[tp0] != nil || !errors.Is(res[tp1], ErrNoReassignmentInProgress) ||
-		!errors.Is(res[TopicPartition{"moves", 7}], ErrUnknownTopicOrPartition) ||
-		!errors.Is(res[TopicPartition{"nope", 0}], ErrUnknownTopicOrPartition) {
+		!errors.Is(res[TopicPartition{Topic: "moves", Partition: 7}], ErrUnknownTopicOrPartition) ||
+		!errors.Is(res[TopicPartition{Topic: "nope", Partition: 0}], ErrUnknownTopicOrPartition) {
 		t.Fatalf("results %v", res)
 	}
 	bad := n3.AlterPartitionReassignments(ctx(t), map[TopicPartition][]int32{tp1: {2, 9}})
@@ -193,7 +193,7 @@ func TestReassignment(t *testing.T) {
 			t.Fatalf("node %d lists %+v %v", nd.NodeID(), rs, err)
 		}
 	}
-	if rs, err := n1.ListPartitionReassignments(ctx(t), []TopicPartition{tp1, {"nope", 3}}); err != nil || len(rs) != 0 {
+	if rs, err := n1.ListPartitionReassignments(ctx(t), []TopicPartition{tp1, {Topic: "nope", Partition: 3}}); err != nil || len(rs) != 0 {
 		t.Fatalf("list of others: %+v %v", rs, err)
 	}
 	// Not caught up: the controller leaves it alone. The leader may not

@@ -177,7 +177,7 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, r
 		ops := []clientv3.Op{clientv3.OpPut(topicKey(name), string(topicToJSON(id, t.Configs)))}
 		for i, rs := range lists {
 			p := newPartition(int32(i), rs, live)
-			ops = append(ops, clientv3.OpPut(partitionKey(name, p.Index), string(p.toJSON())))
+			ops = append(ops, clientv3.OpPut(partitionKey(name, p.Index), string(partitionToJSON(&p))))
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(topicKey(name))).Commit()
@@ -185,9 +185,9 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, r
 			return nil, fmt.Errorf("cluster: create topic %s: %w", name, err)
 		}
 		if resp.Succeeded {
-			t.modRev = resp.Header.Revision
+			t.Version = resp.Header.Revision
 			for i := range t.Partitions {
-				t.Partitions[i].modRev = resp.Header.Revision
+				t.Partitions[i].Version = resp.Header.Revision
 			}
 			n.log.Info("created topic", "topic", name, "partitions", len(lists), "assignment", lists)
 			return t, nil
@@ -294,13 +294,13 @@ func (n *Node) CreatePartitions(ctx context.Context, name string, total int32, a
 			}
 			lists = assignReplicas(live, cur, total-cur, rf)
 		}
-		cmps := append(brokerCmps(live, lists...), clientv3.Compare(clientv3.ModRevision(topicKey(name)), "=", t.modRev))
+		cmps := append(brokerCmps(live, lists...), clientv3.Compare(clientv3.ModRevision(topicKey(name)), "=", t.Version))
 		var ops []clientv3.Op
 		for i, rs := range lists {
 			idx := cur + int32(i)
 			p := newPartition(idx, slices.Clone(rs), live)
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(partitionKey(name, idx)), "=", 0))
-			ops = append(ops, clientv3.OpPut(partitionKey(name, idx), string(p.toJSON())))
+			ops = append(ops, clientv3.OpPut(partitionKey(name, idx), string(partitionToJSON(&p))))
 		}
 		resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
@@ -347,7 +347,7 @@ func (n *Node) UpdateTopicConfigs(ctx context.Context, name string, update func(
 			return err
 		}
 		tr, err := n.cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(topicKey(name)), "=", t.modRev)).
+			If(clientv3.Compare(clientv3.ModRevision(topicKey(name)), "=", t.Version)).
 			Then(clientv3.OpPut(topicKey(name), string(topicToJSON(t.ID, configs)))).Commit()
 		if err != nil {
 			return err

@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/cluster"
+	"github.com/gregor-broker/gregor/metadata"
 )
 
 // mainStart is when main began: the startup= of the listening line counts
@@ -121,7 +123,7 @@ func serve(args []string) error {
 	for k, v := range sets {
 		props[k] = v
 	}
-	b, err := broker.New(broker.Config{Listen: *listen, Advertise: *advertise, DataDir: *dataDir, Props: props, Logger: log})
+	b, err := broker.New(broker.Config{Listen: *listen, Advertise: *advertise, DataDir: *dataDir, Props: props, Logger: log, JoinCluster: joinCluster})
 	if err != nil {
 		return err
 	}
@@ -172,4 +174,14 @@ func serve(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// joinCluster is the cluster's metadata store: etcd, embedded or external
+// (package cluster).
+func joinCluster(ctx context.Context, cfg metadata.JoinConfig) (broker.Cluster, error) {
+	n, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return nil, err // not a nil *cluster.Node in a non-nil interface
+	}
+	return n, nil
 }
