@@ -18,24 +18,28 @@ package broker
 // false); else it is denied.
 //
 // The bindings are managed with CreateAcls, DescribeAcls and DeleteAcls
-// (29_acls.go). A single node keeps them in <data-dir>/__meta/acls.json,
-// replaced whole (storage.WriteFileAtomic); a cluster keeps them in etcd
-// under /gregor/acls/ (Cluster.UpdateACLs), where every broker's
-// metadata watch sees them.
+// (29_acls.go). They are a metastore collection: on a single node
+// <data-dir>/__meta/acls.json, replaced whole (storage.WriteFileAtomic);
+// in a cluster etcd's keys under /gregor/acls/ (Cluster.Collection), which
+// every broker's metadata watch sees. A metastore.View decodes them again
+// only when the collection changes, so a check costs an atomic load.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/metastore"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -207,15 +211,14 @@ type aclState struct {
 
 	alterMu sync.Mutex // serialises CreateAcls and DeleteAcls on this broker
 
-	mu       sync.RWMutex
-	path     string       // single node: the file
-	local    []aclBinding // single node: the bindings; replaced, never mutated
-	rev      int64        // cluster: the metadata revision clusterBindings reflect
-	revACLs  map[string][]byte
-	clusterB []aclBinding
+	// view is the bindings of the store in use (the file on a single
+	// node, etcd's collection in a cluster); nil until there is one.
+	view atomic.Pointer[metastore.View[[]aclBinding]]
+	log  *slog.Logger
 }
 
-// initACLs reads the authorizer's settings and the single node's bindings.
+// initACLs reads the authorizer's settings and, on a single node, opens
+// the bindings' file.
 func (b *Broker) initACLs() error {
 	s := &b.acl
 	s.enabled = strings.TrimSpace(b.cfg.Props["authorizer.class.name"]) != ""
@@ -226,114 +229,71 @@ func (b *Broker) initACLs() error {
 			s.superUsers[u] = true
 		}
 	}
-	s.path = filepath.Join(b.cfg.DataDir, metaDirName, aclsFileName)
-	var f struct {
-		ACLs []aclBinding `json:"acls"`
+	s.log = b.log
+	if b.cfg.clusterConfigured() {
+		return nil // the cluster's collection, once joined (startCluster)
 	}
-	if found, err := readJSONFile(s.path, &f); !found || err != nil {
+	f, err := openListFile(filepath.Join(b.cfg.DataDir, metaDirName, aclsFileName), "acls", (*aclBinding).id)
+	if err != nil {
 		return err
 	}
-	s.local = f.ACLs
+	s.use(f)
 	return nil
+}
+
+// use makes c the store of the bindings.
+func (s *aclState) use(c metastore.Collection) {
+	s.view.Store(metastore.NewView(c, s.decode))
+}
+
+// decode turns the stored records into bindings; one that does not decode
+// is logged and ignored.
+func (s *aclState) decode(recs metastore.Records) []aclBinding {
+	out := make([]aclBinding, 0, len(recs))
+	for id, v := range recs {
+		var a aclBinding
+		if err := json.Unmarshal(v, &a); err != nil {
+			if s.log != nil {
+				s.log.Warn("undecodable ACL binding in the metadata store, ignored", "id", id, "err", err)
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// aclRecords encodes bindings as the store keeps them.
+func aclRecords(bs []aclBinding) metastore.Records {
+	recs := metastore.Records{}
+	for _, a := range bs {
+		v, _ := json.Marshal(a) // strings and integers only: cannot fail
+		recs[a.id()] = v
+	}
+	return recs
 }
 
 // aclBindings returns the bindings in force, which the caller must not
 // modify.
 func (b *Broker) aclBindings() []aclBinding {
-	s := &b.acl
-	if b.cl == nil || b.cl.node == nil {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		return s.local
+	if v := b.acl.view.Load(); v != nil {
+		return v.Get()
 	}
-	m := b.cl.node.Metadata()
-	if m == nil {
-		return nil
-	}
-	s.mu.RLock()
-	if s.rev == m.Revision {
-		defer s.mu.RUnlock()
-		return s.clusterB
-	}
-	s.mu.RUnlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rev != m.Revision {
-		if !sameACLs(s.revACLs, m.ACLs) {
-			s.clusterB = s.clusterB[:0:0]
-			for id, v := range m.ACLs {
-				var a aclBinding
-				if err := json.Unmarshal(v, &a); err != nil {
-					b.log.Warn("undecodable ACL binding in etcd, ignored", "id", id, "err", err)
-					continue
-				}
-				s.clusterB = append(s.clusterB, a)
-			}
-			s.revACLs = m.ACLs
-		}
-		s.rev = m.Revision
-	}
-	return s.clusterB
-}
-
-func sameACLs(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // updateACLs adds and removes bindings in the store in use.
 func (b *Broker) updateACLs(ctx context.Context, add, del []aclBinding) error {
-	if b.cl != nil && b.cl.node != nil {
-		put := map[string][]byte{}
-		for _, a := range add {
-			v, err := json.Marshal(a)
-			if err != nil {
-				return err
-			}
-			put[a.id()] = v
-		}
-		var ids []string
-		for _, a := range del {
-			ids = append(ids, a.id())
-		}
-		rev, err := b.cl.node.UpdateACLs(ctx, put, ids)
-		if err != nil || rev == 0 {
-			return err
-		}
-		_, err = b.cl.node.WaitForRevision(ctx, rev)
-		return err
+	v := b.acl.view.Load()
+	if v == nil {
+		return errors.New("no ACL store yet")
 	}
-	s := &b.acl
-	s.mu.RLock()
-	cur := s.local
-	s.mu.RUnlock()
-	next := make([]aclBinding, 0, len(cur)+len(add))
-	for _, a := range cur {
-		if !slices.Contains(del, a) {
-			next = append(next, a)
-		}
+	var ids []string
+	for _, a := range del {
+		ids = append(ids, a.id())
 	}
-	for _, a := range add {
-		if !slices.Contains(next, a) {
-			next = append(next, a)
-		}
-	}
-	if err := writeJSONFile(s.path, struct {
-		ACLs []aclBinding `json:"acls"`
-	}{next}); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.local = next
-	s.mu.Unlock()
-	return nil
+	_, err := v.Collection().Update(ctx, aclRecords(add), ids)
+	return err
 }
 
 // aclTimeout bounds an ACL change in etcd.

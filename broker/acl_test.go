@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"testing"
 
+	"github.com/gregor-broker/gregor/metastore"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,20 +67,24 @@ func TestAuthorizeDecisions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &Broker{acl: aclState{enabled: true, allowIfNone: tc.noACL, superUsers: map[string]bool{"User:admin": true}, local: acls}}
+			b := &Broker{acl: aclState{enabled: true, allowIfNone: tc.noACL, superUsers: map[string]bool{"User:admin": true}}}
+			b.acl.use(metastore.Memory(aclRecords(acls)))
 			if got := b.authorize(tc.principal, tc.host, tc.op, tc.rt, tc.res); got != tc.want {
 				t.Errorf("authorize(%s, %s, op %d, %d %q) = %v, want %v", tc.principal, tc.host, tc.op, tc.rt, tc.res, got, tc.want)
 			}
 		})
 	}
-	b := &Broker{acl: aclState{enabled: true, superUsers: map[string]bool{}, local: acls}}
+	b := &Broker{acl: aclState{enabled: true, superUsers: map[string]bool{}}}
+	b.acl.use(metastore.Memory(aclRecords(acls)))
 	if !b.authorizeAny("User:alice", "1.2.3.4", opWrite, resTopic) {
 		t.Error("authorizeAny: alice may write some topic")
 	}
 	if b.authorizeAny("User:bob", "1.2.3.4", opWrite, resTopic) {
 		t.Error("authorizeAny: bob may write no topic")
 	}
-	b.acl.local = append(b.acl.local, deny(resTopic, "logs-", patPrefixed, "User:alice", "*", opWrite), deny(resTopic, "*", patLiteral, "User:alice", "*", opAll))
+	if err := b.updateACLs(context.Background(), []aclBinding{deny(resTopic, "logs-", patPrefixed, "User:alice", "*", opWrite), deny(resTopic, "*", patLiteral, "User:alice", "*", opAll)}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if b.authorizeAny("User:alice", "1.2.3.4", opWrite, resTopic) {
 		t.Error("authorizeAny: alice is denied every topic")
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/metadata"
+	"github.com/gregor-broker/gregor/metastore"
 	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,8 +68,9 @@ type Cluster interface {
 	ListPartitionReassignments(ctx context.Context, parts []metadata.TopicPartition) ([]metadata.Reassignment, error)
 	AllocateProducerIDBlock(ctx context.Context) (first, size int64, err error)
 
-	UpdateACLs(ctx context.Context, put map[string][]byte, del []string) (int64, error)
-	UpdateQuotas(ctx context.Context, put map[string][]byte, del []string) (int64, error)
+	// Collection is one of the record collections kept as cluster
+	// metadata: "acls" (ACL bindings), "quotas" (client quotas).
+	Collection(name string) metastore.Collection
 	UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error)
 	DeleteGroupConfigs(ctx context.Context, group string, rev int64) error
 	UpdateBrokerConfigs(ctx context.Context, resource string, update func(current map[string]string) (map[string]string, error)) (int64, error)
@@ -162,6 +164,8 @@ func (b *Broker) startCluster(host string, port int32) error {
 		ClientOpts:        b.srv.interOpts,
 	})
 	b.cl = cs
+	b.acl.use(node.Collection("acls"))
+	b.quotas.use(node.Collection("quotas"))
 	b.pids.reserve = func() (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 		defer cancel()
@@ -320,7 +324,7 @@ func (b *Broker) applyMetadata(md *metadata.Image) {
 		b.dropLocalTopic(t)
 	}
 	b.cl.applied.Store(md)
-	b.applyQuotaSnapshot(md.Revision, md.Quotas)
+	b.quotaRecords()  // enforce a change of the quotas
 	b.offsets.sync()  // group coordinator: load and unload (internal_topic.go)
 	b.txnLog.sync()   // transaction coordinator
 	b.shareLog.sync() // share coordinator

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
+	"github.com/gregor-broker/gregor/metastore"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -34,4 +37,37 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	return storage.WriteFileAtomic(path, data)
+}
+
+// openListFile opens a collection that a single node keeps as
+// {"<field>": [record, ...]} in path (acls.json, quotas.json): each record
+// is keyed by id(record) and stored as its JSON; the file lists them in
+// key order, indented as writeJSONFile writes.
+func openListFile[T any](path, field string, id func(*T) string) (*metastore.File, error) {
+	return metastore.OpenFile(metastore.FileConfig{
+		Path: path,
+		Decode: func(data []byte) (metastore.Records, error) {
+			var f map[string][]T
+			if err := json.Unmarshal(data, &f); err != nil {
+				return nil, err
+			}
+			recs := metastore.Records{}
+			for i := range f[field] {
+				v, err := json.Marshal(&f[field][i])
+				if err != nil {
+					return nil, err
+				}
+				recs[id(&f[field][i])] = v
+			}
+			return recs, nil
+		},
+		Encode: func(recs metastore.Records) ([]byte, error) {
+			list := make([]json.RawMessage, 0, len(recs))
+			for _, k := range slices.Sorted(maps.Keys(recs)) {
+				list = append(list, recs[k])
+			}
+			return json.MarshalIndent(map[string][]json.RawMessage{field: list}, "", "  ")
+		},
+		Write: storage.WriteFileAtomic,
+	})
 }

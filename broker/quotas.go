@@ -10,24 +10,29 @@ package broker
 // request_percentage and controller_mutation_rate (DOUBLE) for user and
 // client-id entities, connection_creation_rate (INT) for ip entities.
 //
-// On a single node the quotas are <data-dir>/__meta/quotas.json, replaced
-// whole (storage.WriteFileAtomic), beside users.json and acls.json; a
-// cluster keeps them in etcd under /gregor/quotas/<entity id>
-// (Cluster.UpdateQuotas), in every broker's metadata snapshot, so each
-// broker enforces a change as its watch delivers it (applyMetadata).
+// The quotas are a metastore collection: on a single node
+// <data-dir>/__meta/quotas.json, replaced whole (storage.WriteFileAtomic),
+// beside users.json and acls.json; in a cluster etcd's keys under
+// /gregor/quotas/<entity id> (Cluster.Collection), in every broker's
+// metadata snapshot, so each broker enforces a change as its watch
+// delivers it (applyMetadata). Decoding a new revision rebuilds the index
+// enforcement reads.
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"math"
 	"net"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gregor-broker/gregor/metastore"
 )
 
 // quotasFileName is the single-node quota store under __meta.
@@ -171,12 +176,11 @@ func validateQuotaValue(keys map[string]quotaKeyKind, key string, v float64) str
 type quotaState struct {
 	alterMu sync.Mutex // serialises AlterClientQuotas on this broker
 
-	mu      sync.Mutex
-	path    string                 // single node: the file
-	local   map[string]quotaRecord // single node: by id; replaced, never mutated
-	rev     int64                  // cluster: the metadata revision applied
-	revRaw  map[string][]byte      // cluster: the raw records applied
-	cluster map[string]quotaRecord
+	// view is the records of the store in use (the file on a single node,
+	// etcd's collection in a cluster) by entity id; nil until there is
+	// one. Decoding a new revision publishes index and ips.
+	view atomic.Pointer[metastore.View[map[string]quotaRecord]]
+	log  *slog.Logger
 
 	// index is what enforcement reads: nil while no quota is configured,
 	// so that requests then cost one atomic load.
@@ -217,141 +221,77 @@ func (b *Broker) initQuotas() error {
 	s.ctrlSamples = int(b.cfg.int64Prop("controller.quota.window.num"))
 	s.ctrlWindowMs = b.cfg.int64Prop("controller.quota.window.size.seconds") * 1000
 	s.sensors = map[sensorKey]*rateSensor{}
-	s.path = filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName)
-	var f struct {
-		Quotas []quotaRecord `json:"quotas"`
+	s.log = b.log
+	if b.cfg.clusterConfigured() {
+		return nil // the cluster's collection, once joined (startCluster)
 	}
-	if found, err := readJSONFile(s.path, &f); !found || err != nil {
+	f, err := openListFile(filepath.Join(b.cfg.DataDir, metaDirName, quotasFileName), "quotas", func(q *quotaRecord) string { return q.Entity.id() })
+	if err != nil {
 		return err
 	}
-	s.local = map[string]quotaRecord{}
-	for _, q := range f.Quotas {
-		s.local[q.Entity.id()] = q
-	}
-	if !b.cfg.clusterConfigured() {
-		s.setIndex(s.local)
-	}
+	s.use(f)
 	return nil
 }
 
-// quotaRecords returns the quotas in force by entity id, which the caller
-// must not modify.
-func (b *Broker) quotaRecords() map[string]quotaRecord {
-	s := &b.quotas
-	if b.cl == nil || b.cl.node == nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.local
-	}
-	md := b.cl.node.Metadata()
-	if md == nil {
-		return nil
-	}
-	return b.applyQuotaSnapshot(md.Revision, md.Quotas)
+// use makes c the store of the quotas and enforces what it holds.
+func (s *quotaState) use(c metastore.Collection) {
+	v := metastore.NewView(c, s.decode)
+	s.view.Store(v)
+	v.Get()
 }
 
-// applyQuotaSnapshot brings the quotas and the enforcement index in line
-// with the quotas of a cluster snapshot (revision rev), unless a newer one
-// was applied, and returns the records in force. It is called by
-// applyMetadata, after this broker's own changes and by readers.
-func (b *Broker) applyQuotaSnapshot(rev int64, raw map[string][]byte) map[string]quotaRecord {
-	s := &b.quotas
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rev <= s.rev {
-		return s.cluster
-	}
-	s.rev = rev
-	if s.cluster != nil && sameRaw(s.revRaw, raw) {
-		return s.cluster
-	}
+// decode turns the stored records into quotas by entity id and publishes
+// what enforcement reads of them; one that does not decode is logged and
+// ignored.
+func (s *quotaState) decode(raw metastore.Records) map[string]quotaRecord {
 	recs := make(map[string]quotaRecord, len(raw))
 	for id, v := range raw {
 		var q quotaRecord
 		if err := json.Unmarshal(v, &q); err != nil {
-			b.log.Warn("undecodable client quota in etcd, ignored", "id", id, "err", err)
+			if s.log != nil {
+				s.log.Warn("undecodable client quota in the metadata store, ignored", "id", id, "err", err)
+			}
 			continue
 		}
 		recs[id] = q
 	}
-	s.revRaw, s.cluster = raw, recs
 	s.setIndex(recs)
 	return recs
 }
 
-func sameRaw(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
+// quotaRecords returns the quotas in force by entity id, which the caller
+// must not modify, after bringing enforcement in line with the store.
+func (b *Broker) quotaRecords() map[string]quotaRecord {
+	if v := b.quotas.view.Load(); v != nil {
+		return v.Get()
 	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || string(v) != string(w) {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
 // updateQuotas stores the changed records (nil Values, or none, removes the
-// entity) in the store in use.
+// entity) in the store in use, and enforces them.
 func (b *Broker) updateQuotas(ctx context.Context, changed map[string]quotaRecord) error {
-	if len(changed) == 0 {
-		return nil
+	v := b.quotas.view.Load()
+	if v == nil {
+		return errors.New("no quota store yet")
 	}
-	if b.cl != nil && b.cl.node != nil {
-		put := map[string][]byte{}
-		var del []string
-		for id, q := range changed {
-			if len(q.Values) == 0 {
-				del = append(del, id)
-				continue
-			}
-			v, err := json.Marshal(q)
-			if err != nil {
-				return err
-			}
-			put[id] = v
+	put := metastore.Records{}
+	var del []string
+	for id, q := range changed {
+		if len(q.Values) == 0 {
+			del = append(del, id)
+			continue
 		}
-		rev, err := b.cl.node.UpdateQuotas(ctx, put, del)
-		if err != nil || rev == 0 {
-			return err
-		}
-		md, err := b.cl.node.WaitForRevision(ctx, rev)
+		data, err := json.Marshal(q)
 		if err != nil {
 			return err
 		}
-		b.applyQuotaSnapshot(md.Revision, md.Quotas)
-		return nil
+		put[id] = data
 	}
-	s := &b.quotas
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next := make(map[string]quotaRecord, len(s.local)+len(changed))
-	for id, q := range s.local {
-		next[id] = q
-	}
-	for id, q := range changed {
-		if len(q.Values) == 0 {
-			delete(next, id)
-		} else {
-			next[id] = q
-		}
-	}
-	ids := make([]string, 0, len(next))
-	for id := range next {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	list := make([]quotaRecord, 0, len(ids))
-	for _, id := range ids {
-		list = append(list, next[id])
-	}
-	if err := writeJSONFile(s.path, struct {
-		Quotas []quotaRecord `json:"quotas"`
-	}{list}); err != nil {
+	if _, err := v.Collection().Update(ctx, put, del); err != nil {
 		return err
 	}
-	s.local = next
-	s.setIndex(next)
+	v.Get()
 	return nil
 }
 

@@ -33,6 +33,14 @@
 //	/gregor/acls/<id>                 one ACL binding (the broker's JSON, opaque here)
 //	/gregor/quotas/<entity>           one client quota entity (the broker's JSON, opaque here)
 //	/gregor/group-configs/<group>     a group's dynamic configs, {"name": "value", ...}
+//	/gregor/broker-configs/<res>      dynamic broker configs, {"name": "value", ...}: res "" the
+//	                                  cluster-wide defaults, a node id that broker's own
+//	/gregor/users/<name>              a SASL user's SCRAM credentials (the broker's JSON, opaque
+//	                                  here); read on demand, not part of the snapshot
+//
+// The ACLs and quotas are collections (collections.go): Node.Collection
+// gives each to the broker as a metastore.Collection, whose revision moves
+// only with the collection's own changes.
 //
 // As in KRaft's PartitionRecord, a partition's replica assignment lives
 // with its leadership, in one key, so one compare on that key's mod

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregor-broker/gregor/metadata"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -117,12 +118,38 @@ func parseTopic(name string, kv *mvccpb.KeyValue) (*Topic, error) {
 // state is the watcher's mirror of everything under /gregor/.
 type state struct {
 	kvs map[string]*mvccpb.KeyValue
+	// colRev is each collection's revision: the revision the mirror was
+	// loaded at, then that of the last event under its prefix.
+	colRev map[string]int64
+}
+
+// loaded starts the collections' revisions at the revision of a load.
+func (s *state) loaded(rev int64) {
+	s.colRev = map[string]int64{}
+	for _, name := range collectionNames {
+		s.colRev[name] = rev
+	}
+}
+
+// changed notes an event on key at rev.
+func (s *state) changed(key string, rev int64) {
+	if name, ok := collectionOf(key); ok {
+		s.colRev[name] = rev
+	}
+}
+
+func isCollectionKey(k string) bool {
+	_, ok := collectionOf(k)
+	return ok
 }
 
 // snapshot parses the mirrored keys into a Metadata. Malformed values are
 // skipped (nothing but this package writes under /gregor/).
 func (s *state) snapshot(rev int64) *Metadata {
-	m := &Metadata{Revision: rev, ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}}
+	m := &Metadata{Revision: rev, ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, Collections: map[string]metadata.RecordSet{}}
+	for name, r := range s.colRev {
+		m.Collections[name] = metadata.RecordSet{Revision: r}
+	}
 	var ctrlRev int64
 	parts := map[string][]Partition{}
 	for k, kv := range s.kvs {
@@ -139,16 +166,14 @@ func (s *state) snapshot(rev int64) *Metadata {
 					ctrlRev, m.ControllerID = kv.CreateRevision, int32(id)
 				}
 			}
-		case strings.HasPrefix(k, keyACLs):
-			if m.ACLs == nil {
-				m.ACLs = map[string][]byte{}
+		case isCollectionKey(k):
+			name, _ := collectionOf(k)
+			rs := m.Collections[name]
+			if rs.Records == nil {
+				rs.Records = map[string][]byte{}
 			}
-			m.ACLs[k[len(keyACLs):]] = kv.Value
-		case strings.HasPrefix(k, keyQuotas):
-			if m.Quotas == nil {
-				m.Quotas = map[string][]byte{}
-			}
-			m.Quotas[k[len(keyQuotas):]] = kv.Value
+			rs.Records[k[len(collectionPrefix(name)):]] = kv.Value
+			m.Collections[name] = rs
 		case strings.HasPrefix(k, keyGroupConfigs):
 			var cfg map[string]string
 			if json.Unmarshal(kv.Value, &cfg) == nil && len(cfg) > 0 {

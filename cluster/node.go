@@ -479,6 +479,7 @@ func (n *Node) watchLoop() {
 			st.kvs[string(kv.Key)] = kv
 		}
 		rev := resp.Header.Revision
+		st.loaded(rev)
 		n.publish(st.snapshot(rev))
 		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(n.ctx))
 		for wr := range n.cli.Watch(wctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
@@ -492,6 +493,7 @@ func (n *Node) watchLoop() {
 					st.kvs[string(ev.Kv.Key)] = ev.Kv
 				}
 				rev = ev.Kv.ModRevision
+				st.changed(string(ev.Kv.Key), rev)
 			}
 			if len(wr.Events) > 0 {
 				n.publish(st.snapshot(rev))

@@ -79,16 +79,24 @@ type Image struct {
 	ControllerID int32
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
-	// ACLs are the stored ACL bindings by id (the broker's JSON), opaque here.
-	ACLs map[string][]byte
-	// Quotas are the stored client quotas by entity id (the broker's
-	// JSON), opaque here.
-	Quotas map[string][]byte
+	// Collections are the record collections the broker keeps as cluster
+	// metadata (ACL bindings under "acls", client quotas under "quotas"),
+	// by name.
+	Collections map[string]RecordSet
 	// GroupConfigs are the dynamic group configs by group id.
 	GroupConfigs map[string]map[string]string
 	// BrokerConfigs are the dynamic broker configs by resource name: ""
 	// for the cluster-wide defaults, a node id for one broker's.
 	BrokerConfigs map[string]map[string]string
+}
+
+// RecordSet is one collection of records: opaque values by key (their
+// owner's JSON), and the store's revision of the collection's last change
+// (it moves with every change, and only then, but for a reload of the
+// store, which moves it too).
+type RecordSet struct {
+	Records  map[string][]byte
+	Revision int64
 }
 
 // BrokerIDs returns the ids of the live brokers, sorted.

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gregor-broker/gregor/metastore"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Collections are state a broker keeps as cluster metadata, one key per
+// record under /gregor/<name>/, the values the broker's JSON, opaque here;
+// each is part of every Metadata snapshot (Metadata.Collections) with the
+// revision of its last change, so every broker sees a change as soon as
+// its watch delivers it, and decodes it again only then:
+//
+//	/gregor/acls/<id>         one ACL binding (the id is derived from the binding)
+//	/gregor/quotas/<entity>   one client quota entity, named like Kafka's ZooKeeper config
+//	                          paths (users/<user>/clients/<client-id>, users/<user>,
+//	                          clients/<client-id>, ips/<ip>, names escaped, "<default>"
+//	                          for a default entity)
+var collectionNames = []string{"acls", "quotas"}
+
+func collectionPrefix(name string) string { return keyPrefix + name + "/" }
+
+// collectionOf returns the collection a key belongs to, if any.
+func collectionOf(key string) (string, bool) {
+	for _, name := range collectionNames {
+		if strings.HasPrefix(key, collectionPrefix(name)) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// Collection returns the named collection (one of collectionNames) as the
+// broker uses it. It panics on a name this package does not keep.
+func (n *Node) Collection(name string) metastore.Collection {
+	if !slices.Contains(collectionNames, name) {
+		panic("cluster: no collection " + name)
+	}
+	return &collection{n: n, name: name}
+}
+
+type collection struct {
+	n    *Node
+	name string
+}
+
+// Snapshot implements metastore.Collection from the latest metadata.
+func (c *collection) Snapshot() (metastore.Records, int64) {
+	m := c.n.Metadata()
+	if m == nil {
+		return nil, 0
+	}
+	rs := m.Collections[c.name]
+	return rs.Records, rs.Revision
+}
+
+// Update implements metastore.Collection: put and del in one transaction,
+// then a wait until this node's metadata has it.
+func (c *collection) Update(ctx context.Context, put metastore.Records, del []string) (int64, error) {
+	prefix := collectionPrefix(c.name)
+	var ops []clientv3.Op
+	for k, v := range put {
+		ops = append(ops, clientv3.OpPut(prefix+k, string(v)))
+	}
+	for _, k := range del {
+		ops = append(ops, clientv3.OpDelete(prefix+k))
+	}
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	resp, err := c.n.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: update %s: %w", c.name, err)
+	}
+	if _, err := c.n.WaitForRevision(ctx, resp.Header.Revision); err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
+}

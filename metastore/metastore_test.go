@@ -1,0 +1,123 @@
+package metastore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// A file of the owner's format: {"names":[...]}, a record per name.
+func namesFile(path string, writes *int) FileConfig {
+	return FileConfig{
+		Path: path,
+		Decode: func(data []byte) (Records, error) {
+			var f struct{ Names []string }
+			if err := json.Unmarshal(data, &f); err != nil {
+				return nil, err
+			}
+			recs := Records{}
+			for _, n := range f.Names {
+				recs[n] = []byte(`"` + n + `"`)
+			}
+			return recs, nil
+		},
+		Encode: func(recs Records) ([]byte, error) {
+			var f struct{ Names []string }
+			for k := range recs {
+				f.Names = append(f.Names, k)
+			}
+			slices.Sort(f.Names)
+			return json.Marshal(f)
+		},
+		Write: func(path string, data []byte) error {
+			*writes++
+			if string(data) == `{"Names":["fail"]}` {
+				return errors.New("disk full")
+			}
+			return os.WriteFile(path, data, 0o644)
+		},
+	}
+}
+
+func TestFile_UpdatePersistsAndMovesTheRevision(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "names.json")
+	writes := 0
+	f, err := OpenFile(namesFile(path, &writes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, rev0 := f.Snapshot()
+	if len(recs) != 0 {
+		t.Fatalf("a missing file: %v", recs)
+	}
+	if rev, err := f.Update(context.Background(), nil, nil); rev != 0 || err != nil || writes != 0 {
+		t.Fatalf("empty update: %d, %v, %d writes", rev, err, writes)
+	}
+	rev1, err := f.Update(context.Background(), Records{"b": nil, "a": nil}, nil)
+	if err != nil || rev1 <= rev0 {
+		t.Fatalf("update: %d (from %d), %v", rev1, rev0, err)
+	}
+	rev2, err := f.Update(context.Background(), Records{"c": nil}, []string{"a", "zz"})
+	if err != nil || rev2 <= rev1 {
+		t.Fatalf("update: %d (from %d), %v", rev2, rev1, err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"Names":["b","c"]}` {
+		t.Fatalf("file: %s", data)
+	}
+	// A failed write changes nothing.
+	if _, err := f.Update(context.Background(), nil, []string{"b", "c"}); err != nil {
+		t.Fatal(err)
+	}
+	_, before := f.Snapshot()
+	if _, err := f.Update(context.Background(), Records{"fail": nil}, nil); err == nil {
+		t.Fatal("a failed write succeeded")
+	}
+	if recs, rev := f.Snapshot(); len(recs) != 0 || rev != before {
+		t.Fatalf("after a failed write: %v at %d, want none at %d", recs, rev, before)
+	}
+	// Reopened, the file's records are back.
+	if _, err := f.Update(context.Background(), Records{"d": nil}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g, err := OpenFile(namesFile(path, &writes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := g.Snapshot(); len(recs) != 1 || string(recs["d"]) != `"d"` {
+		t.Fatalf("reopened: %v", recs)
+	}
+}
+
+func TestOpenFile_Undecodable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "names.json")
+	os.WriteFile(path, []byte("{"), 0o644)
+	writes := 0
+	if _, err := OpenFile(namesFile(path, &writes)); err == nil {
+		t.Fatal("an undecodable file opened")
+	}
+}
+
+func TestView_DecodesOncePerRevision(t *testing.T) {
+	m := Memory(Records{"a": []byte("1")})
+	decodes := 0
+	v := NewView(m, func(recs Records) int {
+		decodes++
+		return len(recs)
+	})
+	for range 3 {
+		if n := v.Get(); n != 1 {
+			t.Fatalf("Get: %d", n)
+		}
+	}
+	if decodes != 1 {
+		t.Fatalf("%d decodes of one revision", decodes)
+	}
+	m.Update(context.Background(), Records{"b": []byte("2")}, nil)
+	if n := v.Get(); n != 2 || decodes != 2 {
+		t.Fatalf("after an update: %d, %d decodes", n, decodes)
+	}
+}
