@@ -358,3 +358,19 @@ func readErrorCode(err error) int16 {
 	}
 	return kerr.KafkaStorageError.Code
 }
+
+// fetchLeaderHint adds the new leader to a Fetch answer (v16+) that sends
+// the client elsewhere.
+func (b *Broker) fetchLeaderHint(resp *kmsg.FetchResponse, sp *kmsg.FetchResponseTopicPartition, p *partition) {
+	br, leader, epoch, ok := b.leaderHint(p)
+	if !ok {
+		return
+	}
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, epoch
+	for _, e := range resp.Brokers {
+		if e.NodeID == br.id {
+			return
+		}
+	}
+	resp.Brokers = append(resp.Brokers, kmsg.FetchResponseBroker{NodeID: br.id, Host: br.host, Port: br.port, Rack: br.rack})
+}

@@ -152,9 +152,3 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 	}
 	return c
 }
-
-func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-	s.Name, s.Value, s.Source = name, kmsg.StringPtr(value), src
-	return s
-}

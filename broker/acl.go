@@ -433,3 +433,31 @@ var (
 	topicOps   = []int8{opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs}
 	clusterOps = []int8{opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite}
 )
+
+// Kafka's ACL operation codes, for the authorized-operations bit fields.
+// With no authorizer every operation is allowed.
+const (
+	opRead            = 3
+	opWrite           = 4
+	opCreate          = 5
+	opDelete          = 6
+	opAlter           = 7
+	opDescribe        = 8
+	opClusterAction   = 9
+	opDescribeConfigs = 10
+	opAlterConfigs    = 11
+	opIdempotentWrite = 12
+)
+
+func opBits(ops ...int) int32 {
+	var v int32
+	for _, o := range ops {
+		v |= 1 << o
+	}
+	return v
+}
+
+var (
+	topicAuthorizedOps   = opBits(opRead, opWrite, opCreate, opDelete, opAlter, opDescribe, opDescribeConfigs, opAlterConfigs)
+	clusterAuthorizedOps = opBits(opCreate, opAlter, opDescribe, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite)
+)

@@ -256,3 +256,9 @@ func validateTopicConfig(name, value string) error {
 	}
 	return nil
 }
+
+func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, kmsg.StringPtr(value), src
+	return s
+}

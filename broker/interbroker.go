@@ -19,12 +19,15 @@ package broker
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -123,4 +126,54 @@ func unsecuredToken(sub string, exp time.Time) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	claims := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, sub, time.Now().Unix(), exp.Unix())
 	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + "."
+}
+
+// peer is a client for requests to another broker of the cluster.
+type peer struct {
+	addr string
+	cl   *kgo.Client
+}
+
+// peerRequest sends req to broker id.
+func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	if b.cl == nil {
+		return nil, errors.New("not in a cluster")
+	}
+	br, ok := b.cl.node.Metadata().Brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not live", id)
+	}
+	addr := br.Host + ":" + strconv.Itoa(int(br.Port))
+	b.cl.peersMu.Lock()
+	pr := b.cl.peers[id]
+	if pr != nil && pr.addr != addr {
+		pr.cl.Close()
+		pr = nil
+	}
+	if pr == nil {
+		opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("gregor-broker-" + strconv.Itoa(int(b.nodeID))),
+			kgo.DialTimeout(2 * time.Second), kgo.RequestRetries(0)}, b.srv.interOpts...)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			b.cl.peersMu.Unlock()
+			return nil, err
+		}
+		pr = &peer{addr: addr, cl: cl}
+		if b.cl.peers == nil {
+			b.cl.peers = map[int32]*peer{}
+		}
+		b.cl.peers[id] = pr
+	}
+	b.cl.peersMu.Unlock()
+	return pr.cl.SeedBrokers()[0].Request(ctx, req)
+}
+
+// closePeers closes the inter-broker clients.
+func (b *Broker) closePeers() {
+	b.cl.peersMu.Lock()
+	defer b.cl.peersMu.Unlock()
+	for id, pr := range b.cl.peers {
+		pr.cl.Close()
+		delete(b.cl.peers, id)
+	}
 }

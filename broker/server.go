@@ -26,7 +26,7 @@ const maxInFlight = 64
 // they are answered (deliver): nothing refers to a produce request's bytes
 // after its answer is written (the batches are copied into the log by
 // write(2)), and the others have no byte fields (kmsg copies their
-// strings; reuse.go replaces the aliased ones at once). Until then the
+// strings; request_reuse.go replaces the aliased ones at once). Until then the
 // request is read: by the handler, by an acks=all produce's wait, by the
 // metrics and quotas in finish. The rest may keep slices of their frame
 // (group metadata, say) and are left to the collector.
@@ -100,7 +100,7 @@ type conn struct {
 	quotas     atomic.Pointer[connQuotas]
 	mutedUntil atomic.Int64
 
-	// Reader-owned: what the next request may reuse (reuse.go).
+	// Reader-owned: what the next request may reuse (request_reuse.go).
 	spare    *pending // the last Produce or Fetch the reader answered itself
 	clientID *string  // the last request's client id
 
@@ -138,7 +138,7 @@ type pending struct {
 	recycle bool
 
 	req  request  // the request, in the same allocation
-	keep reusable // objects kept for the connection's next request (reuse.go)
+	keep reusable // objects kept for the connection's next request (request_reuse.go)
 }
 
 // request is what a handler sees.
@@ -166,7 +166,7 @@ type request struct {
 	// up the connection.
 	wait func()
 
-	// keep is what the handler may reuse for its response (reuse.go);
+	// keep is what the handler may reuse for its response (request_reuse.go);
 	// nil for a request run by Execute.
 	keep *reusable
 

@@ -95,7 +95,7 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 // writeMarkers appends a transaction marker to each listed partition.
 // Partitions of deleted topics are skipped: there is nothing to complete.
 // In a cluster, partitions led by other brokers get theirs through a
-// WriteTxnMarkers request to their leader (markers.go).
+// WriteTxnMarkers request to their leader (27_write_txn_markers.go).
 func (b *Broker) writeMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
 	var errs []error
 	remote := map[int32]map[string][]int32{}
