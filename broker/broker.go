@@ -34,7 +34,7 @@ type Broker struct {
 	// what it loaded under the read lock. The write lock is held across a
 	// topic's creation, growth, config change and the removal of its
 	// metadata, file writes included, so those changes are serialised.
-	// Where it sits in the program's lock order: doc.go, "Lock order".
+	// Where it sits in the program's lock order: docs/LOCK_ORDER.md.
 	mu           sync.RWMutex
 	topics       map[string]*topic
 	topicsByID   map[uuid]*topic

@@ -144,58 +144,5 @@
 //
 // # Lock order
 //
-// This is the lock order of the whole program; the documentation of
-// packages coordinator, storage, protocol and replication points here. A goroutine that
-// holds a lock may take only locks further down this list, and takes none
-// of them twice (not even Broker.mu for reading: a waiting writer blocks new
-// readers).
-//
-//  1. broker faultSet.mu. Matching a fault against a request resolves topic
-//     ids, which takes Broker.mu for reading.
-//  2. coordinator TxnCoordinator.mu. TxnOffsetCommit stores its offsets in
-//     the group coordinator with this lock held, so a transaction cannot end
-//     between the check and the store (their __consumer_offsets batch is
-//     appended with it held and awaited without it, the id marked pending); a transaction's completion commits or
-//     drops them without it (the id is marked writing, so no TxnOffsetCommit
-//     for it passes the check meanwhile). AllocateProducerID
-//     (producerIDs.mu) is called with it held; WriteMarkers is called
-//     without it. A transition is appended to __transaction_state
-//     (GroupLog.Append, which takes the log's locks) with it held, but its
-//     commit is awaited without it, the id marked pending.
-//  3. coordinator Coordinator.mu (the group coordinator). It calls
-//     TopicPartitions, which takes Broker.mu for reading, with it held. The
-//     group coordinator has no reference to the transaction coordinator.
-//  4. broker Broker.mu, the topic registry. Its write lock is held while
-//     logs are opened, reconfigured (Log.UpdateConfig) and deleted. The
-//     broker never calls a coordinator with it held (deleteTopic releases it
-//     before DeleteTopicOffsets).
-//  5. storage Log.cleanMu, held by Clean throughout; Clean takes Log.mu
-//     only to swap cleaned segments in, and never Log.flushMu.
-//  6. storage Log.flushMu, held by Flush and Close around their fsyncs.
-//  7. storage Log.mu, the appender's lock.
-//  8. storage Log.ckptMu (the checkpoint file); apart from it, a segment's
-//     loadMu, then its index files' fileMu, then their mu.
-//
-// A coordinator's internal topic (internal_topic.go) takes its locks before
-// the coordinator's: createMu (held while the topic is created, so Broker.mu
-// is taken inside it), then a partition's loadMu (held around
-// LoadPartition and UnloadPartition), then mu (the group coordinator's
-// partitions are unloaded with it held).
-//
-// Leaves, taken with nothing further inside them: broker producerIDs.mu,
-// server.mu, byteBudget.mu, cleanerState.mu, tlsState.mu, jwksCache.mu,
-// aclState.mu (aclState.alterMu, CreateAcls' and
-// DeleteAcls', is taken before it and before etcd calls), fileUserStore.mu (alterMu, AlterUserScramCredentials' own, is taken
-// before it and before etcd calls, never inside another lock), and the
-// cleaner's throttler.mu
-// (Clean's Throttle callback); the cluster state's applyMu (metadata is
-// applied one change at a time; it takes Broker.mu and the logs' locks
-// inside it, never the reverse) and peersMu; package replication's
-// Leader.mu and Fetcher.mu (a Fetcher holds its mu while it appends to a
-// follower log, so Log.mu is taken inside it, and nothing takes
-// Fetcher.mu with a log lock held); protocol's frame pool; the
-// coordinators' bbolt files. Storage calls nothing outside itself with a lock held (its
-// Decompress and Logger callbacks take none of these locks), and the
-// callbacks the coordinators are given (TopicPartitions,
-// AllocateProducerID, WriteMarkers) never call back into a coordinator.
+// The lock order of the whole program is docs/LOCK_ORDER.md.
 package broker

@@ -169,6 +169,5 @@
 //
 // Each coordinator has one mutex, released while a record of its log
 // replicates (see above and grouplog.go); where they and the callbacks they are
-// given sit in the program's lock order is written in package broker's
-// documentation (broker/doc.go, "Lock order").
+// given sit in the program's lock order is written in docs/LOCK_ORDER.md.
 package coordinator

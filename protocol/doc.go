@@ -34,6 +34,5 @@
 // # Locks
 //
 // The frame pool's mutex is its only lock, a leaf in the program's lock
-// order, which is written in package broker's documentation (broker/doc.go,
-// "Lock order").
+// order, which is written in docs/LOCK_ORDER.md.
 package protocol

@@ -43,5 +43,5 @@
 //
 // Leader.mu and Fetcher.mu are leaves: nothing else is locked while they
 // are held, except the log's own locks inside LeaderLog / FollowerLog calls.
-// See the lock order in the broker package documentation.
+// See the lock order in docs/LOCK_ORDER.md.
 package replication

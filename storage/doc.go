@@ -180,5 +180,5 @@
 //
 // The order of storage's locks (Log.flushMu, Log.mu, Log.ckptMu, a
 // segment's loadMu and its index files' locks) among the program's is
-// written in package broker's documentation (broker/doc.go, "Lock order").
+// written in docs/LOCK_ORDER.md.
 package storage
