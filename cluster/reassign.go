@@ -29,19 +29,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregor-broker/gregor/metadata"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// without returns the members of a not in b, in a's order.
-func without(a, b []int32) []int32 {
-	out := make([]int32, 0, len(a))
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
 
 // checkTarget validates a reassignment target: not empty, no broker twice,
 // every broker live.
@@ -66,8 +56,8 @@ func checkTarget(target []int32, live map[int32]int64) error {
 // progress is replaced, its full replica set taken as the current one, as
 // KRaft does.
 func startReassignment(p Partition, target []int32, live map[int32]int64) (Partition, bool) {
-	adding := without(target, p.Replicas)
-	removing := without(p.Replicas, target)
+	adding := metadata.Without(target, p.Replicas)
+	removing := metadata.Without(p.Replicas, target)
 	np := p
 	np.Replicas = append(slices.Clone(target), removing...)
 	np.AddingReplicas, np.RemovingReplicas = nilIfEmpty(adding), nilIfEmpty(removing)
@@ -94,7 +84,7 @@ func cancelReassignment(p Partition, live map[int32]int64, unclean bool) (Partit
 	}
 	np := p
 	np.Replicas = p.OriginalReplicas()
-	np.ISR = without(p.ISR, p.AddingReplicas)
+	np.ISR = metadata.Without(p.ISR, p.AddingReplicas)
 	np.AddingReplicas, np.RemovingReplicas = nil, nil
 	if len(np.ISR) == 0 {
 		if !unclean {
@@ -126,7 +116,7 @@ func completeReassignment(p Partition, live map[int32]int64) (Partition, bool) {
 	if !p.Reassigning() {
 		return p, false
 	}
-	isr := without(p.ISR, p.RemovingReplicas)
+	isr := metadata.Without(p.ISR, p.RemovingReplicas)
 	if len(isr) == 0 {
 		return p, false
 	}
@@ -136,7 +126,7 @@ func completeReassignment(p Partition, live map[int32]int64) (Partition, bool) {
 		}
 	}
 	np := p
-	np.Replicas = without(p.Replicas, p.RemovingReplicas)
+	np.Replicas = metadata.Without(p.Replicas, p.RemovingReplicas)
 	np.ISR = isr
 	np.AddingReplicas, np.RemovingReplicas = nil, nil
 	if !slices.Contains(isr, p.Leader) || !isLiveLeader(p, live) {

@@ -158,11 +158,11 @@ func (p *Partition) Reassigning() bool {
 // OriginalReplicas is the replica set before the reassignment in progress
 // (Replicas minus AddingReplicas): what a cancel reverts to.
 func (p *Partition) OriginalReplicas() []int32 {
-	return without(p.Replicas, p.AddingReplicas)
+	return Without(p.Replicas, p.AddingReplicas)
 }
 
-// without returns the members of a not in b, in a's order.
-func without(a, b []int32) []int32 {
+// Without returns the members of a not in b, in a's order.
+func Without(a, b []int32) []int32 {
 	out := make([]int32, 0, len(a))
 	for _, x := range a {
 		if !slices.Contains(b, x) {
