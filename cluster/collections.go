@@ -25,14 +25,19 @@ var collectionNames = []string{"acls", "quotas"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 
-// collectionOf returns the collection a key belongs to, if any.
-func collectionOf(key string) (string, bool) {
-	for _, name := range collectionNames {
-		if strings.HasPrefix(key, collectionPrefix(name)) {
-			return name, true
-		}
+// collectionOf returns the collection a key belongs to and the record's
+// key within it; ok is false for a key of no collection. It neither
+// allocates nor builds a prefix: the snapshot asks it of every key.
+func collectionOf(key string) (name, record string, ok bool) {
+	rest, ok := strings.CutPrefix(key, keyPrefix)
+	if !ok {
+		return "", "", false
 	}
-	return "", false
+	name, record, ok = strings.Cut(rest, "/")
+	if !ok || !slices.Contains(collectionNames, name) {
+		return "", "", false
+	}
+	return name, record, true
 }
 
 // Collection returns the named collection (one of collectionNames) as the

@@ -16,26 +16,8 @@ func TestController_FailoverInBatches(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
 	}
-	c := newTestCluster(t, 3)
-	m := c.waitAll("3 brokers and a controller", func(m *Metadata) bool {
-		return len(m.Brokers) == 3 && m.ControllerID > 0
-	})
 	const parts = 600
-	if _, err := c.node(m.ControllerID).CreateTopic(ctx(t), "many", parts, 3, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	m = c.waitAll("every partition led", func(m *Metadata) bool {
-		tt := m.Topics["many"]
-		if tt == nil || len(tt.Partitions) != parts {
-			return false
-		}
-		for _, p := range tt.Partitions {
-			if p.Leader < 0 || len(p.ISR) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	c, m := newLedTopic(t, "many", parts)
 	var victim int32
 	for id := range m.Brokers {
 		if id != m.ControllerID {
@@ -77,26 +59,8 @@ func TestAlterPartitions_Batch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
 	}
-	c := newTestCluster(t, 3)
-	m := c.waitAll("3 brokers and a controller", func(m *Metadata) bool {
-		return len(m.Brokers) == 3 && m.ControllerID > 0
-	})
 	const parts = 900
-	if _, err := c.node(m.ControllerID).CreateTopic(ctx(t), "isr", parts, 3, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	m = c.waitAll("every partition led with a full ISR", func(m *Metadata) bool {
-		tt := m.Topics["isr"]
-		if tt == nil || len(tt.Partitions) != parts {
-			return false
-		}
-		for _, p := range tt.Partitions {
-			if p.Leader < 0 || len(p.ISR) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	c, m := newLedTopic(t, "isr", parts)
 	leader := m.ControllerID
 	var shrink []ISRChange
 	stale := -1
@@ -139,4 +103,29 @@ func TestAlterPartitions_Batch(t *testing.T) {
 		}
 	}
 	t.Logf("%d ISR changes by broker %d written at %d revisions", len(shrink), leader, len(revs))
+}
+
+// newLedTopic starts three nodes and creates topic with parts partitions,
+// RF 3, and returns once every partition has a leader and a full ISR.
+func newLedTopic(t *testing.T, topic string, parts int32) (*testCluster, *Metadata) {
+	c := newTestCluster(t, 3)
+	m := c.waitAll("3 brokers and a controller", func(m *Metadata) bool {
+		return len(m.Brokers) == 3 && m.ControllerID > 0
+	})
+	if _, err := c.node(m.ControllerID).CreateTopic(ctx(t), topic, parts, 3, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	m = c.waitAll("every partition of "+topic+" led with a full ISR", func(m *Metadata) bool {
+		tt := m.Topics[topic]
+		if tt == nil || len(tt.Partitions) != int(parts) {
+			return false
+		}
+		for _, p := range tt.Partitions {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	return c, m
 }

@@ -43,6 +43,3 @@ type (
 
 // DefaultSessionTimeout: see metadata.DefaultSessionTimeout.
 const DefaultSessionTimeout = metadata.DefaultSessionTimeout
-
-// ParseVoters parses controller.quorum.voters: see metadata.ParseVoters.
-func ParseVoters(s string) ([]Voter, error) { return metadata.ParseVoters(s) }

@@ -133,14 +133,9 @@ func (s *state) loaded(rev int64) {
 
 // changed notes an event on key at rev.
 func (s *state) changed(key string, rev int64) {
-	if name, ok := collectionOf(key); ok {
+	if name, _, ok := collectionOf(key); ok {
 		s.colRev[name] = rev
 	}
-}
-
-func isCollectionKey(k string) bool {
-	_, ok := collectionOf(k)
-	return ok
 }
 
 // snapshot parses the mirrored keys into a Metadata. Malformed values are
@@ -153,6 +148,15 @@ func (s *state) snapshot(rev int64) *Metadata {
 	var ctrlRev int64
 	parts := map[string][]Partition{}
 	for k, kv := range s.kvs {
+		if name, rec, ok := collectionOf(k); ok {
+			rs := m.Collections[name]
+			if rs.Records == nil {
+				rs.Records = map[string][]byte{}
+			}
+			rs.Records[rec] = kv.Value
+			m.Collections[name] = rs
+			continue
+		}
 		switch {
 		case k == keyClusterID:
 			m.ClusterID = string(kv.Value)
@@ -166,14 +170,6 @@ func (s *state) snapshot(rev int64) *Metadata {
 					ctrlRev, m.ControllerID = kv.CreateRevision, int32(id)
 				}
 			}
-		case isCollectionKey(k):
-			name, _ := collectionOf(k)
-			rs := m.Collections[name]
-			if rs.Records == nil {
-				rs.Records = map[string][]byte{}
-			}
-			rs.Records[k[len(collectionPrefix(name)):]] = kv.Value
-			m.Collections[name] = rs
 		case strings.HasPrefix(k, keyGroupConfigs):
 			var cfg map[string]string
 			if json.Unmarshal(kv.Value, &cfg) == nil && len(cfg) > 0 {
