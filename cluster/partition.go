@@ -40,8 +40,10 @@ func (n *Node) AlterPartition(ctx context.Context, topic string, partition int32
 
 // AlterPartitions is AlterPartition for many partitions at once, as a
 // leader whose follower came back expands the ISR of every partition it
-// shares with it: the registrations are read once and the changes written
-// in batches of one transaction each, every change conditioned as
+// shares with it: the registrations are read once, the partitions' states
+// taken from this node's mirror of etcd (read from etcd only when a write
+// conditioned on them failed), and the changes written in batches of one
+// transaction each, every change conditioned as
 // AlterPartition's is (a batch whose conditions fail is done one partition
 // at a time). One log line per batch. out[i] is changes[i]'s result.
 func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRResult {
@@ -71,14 +73,26 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 			}
 			break
 		}
-		// Read and check each; those that still need a write go in batches.
+		// Check each against its state: the first time as this node's
+		// mirror has it (no etcd read per partition: a write conditioned
+		// on a stale state fails and is read again), then as etcd does.
+		// Those that still need a write go in batches.
+		var mirror *Metadata
+		if attempt == 0 {
+			mirror = n.Metadata()
+		}
 		var writes []isrWrite
 		for _, i := range todo {
 			c := changes[i]
-			p, err := n.readPartition(ctx, c.Topic, c.Partition)
-			if err != nil {
-				out[i] = ISRResult{Err: err}
-				continue
+			p, ok := Partition{}, false
+			if mirror != nil {
+				p, ok = mirror.Partition(c.Topic, c.Partition)
+			}
+			if !ok {
+				if p, err = n.readPartition(ctx, c.Topic, c.Partition); err != nil {
+					out[i] = ISRResult{Err: err}
+					continue
+				}
 			}
 			np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
 			if err != nil || np.PartitionEpoch == p.PartitionEpoch {
