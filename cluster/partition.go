@@ -40,10 +40,10 @@ func (n *Node) AlterPartition(ctx context.Context, topic string, partition int32
 
 // AlterPartitions is AlterPartition for many partitions at once, as a
 // leader whose follower came back expands the ISR of every partition it
-// shares with it: the registrations are read once, the partitions' states
-// taken from this node's mirror of etcd (read from etcd only when a write
-// conditioned on them failed), and the changes written in batches of one
-// transaction each, every change conditioned as
+// shares with it: the registrations are read once, a partition's state is
+// read from etcd only when this node's mirror does not call for the write
+// asked (or a write conditioned on it failed), and the changes are written
+// in batches of one transaction each, every change conditioned as
 // AlterPartition's is (a batch whose conditions fail is done one partition
 // at a time). One log line per batch. out[i] is changes[i]'s result.
 func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRResult {
@@ -73,10 +73,13 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 			}
 			break
 		}
-		// Check each against its state: the first time as this node's
-		// mirror has it (no etcd read per partition: a write conditioned
-		// on a stale state fails and is read again), then as etcd does.
-		// Those that still need a write go in batches.
+		// Check each against its state. The first time this node's mirror
+		// of etcd is asked first, so that a leader's many changes cost no
+		// etcd read each: its state is used only when it calls for a
+		// write, which is conditioned on it (a stale one fails the batch,
+		// read again); any other answer (an error, nothing to change) is
+		// given from etcd's state, as the mirror may be behind this
+		// leader's own last change. Those that need a write go in batches.
 		var mirror *Metadata
 		if attempt == 0 {
 			mirror = n.Metadata()
@@ -84,20 +87,26 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 		var writes []isrWrite
 		for _, i := range todo {
 			c := changes[i]
-			p, ok := Partition{}, false
+			var p, np Partition
+			var added []int32
+			ok := false
 			if mirror != nil {
-				p, ok = mirror.Partition(c.Topic, c.Partition)
+				if p, ok = mirror.Partition(c.Topic, c.Partition); ok {
+					var err error
+					np, added, err = checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+					ok = err == nil && np.PartitionEpoch != p.PartitionEpoch
+				}
 			}
 			if !ok {
 				if p, err = n.readPartition(ctx, c.Topic, c.Partition); err != nil {
 					out[i] = ISRResult{Err: err}
 					continue
 				}
-			}
-			np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
-			if err != nil || np.PartitionEpoch == p.PartitionEpoch {
-				out[i] = ISRResult{Partition: p, Err: err}
-				continue
+				np, added, err = checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+				if err != nil || np.PartitionEpoch == p.PartitionEpoch {
+					out[i] = ISRResult{Partition: p, Err: err}
+					continue
+				}
 			}
 			writes = append(writes, isrWrite{i: i, topic: c.Topic, old: p, new: np, added: added})
 		}
