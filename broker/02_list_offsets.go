@@ -12,6 +12,7 @@ package broker
 // FENCED_LEADER_EPOCH.
 
 import (
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,7 +35,7 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		parts := b.topicPartitions(rt.Topic)
-		denied := b.topicDenied(r, opDescribe, rt.Topic)
+		denied := b.topicDenied(r, acl.Describe, rt.Topic)
 		seen := map[int32]int{}
 		for _, rp := range rt.Partitions {
 			seen[rp.Partition]++

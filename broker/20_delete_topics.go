@@ -12,6 +12,7 @@ package broker
 // each topic deleted.
 
 import (
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -57,9 +58,9 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 				st.ErrorCode = kerr.UnknownTopicID.Code
 			}
 		}
-		if t != nil && !b.allowed(r, opDelete, resTopic, t.name) {
+		if t != nil && !b.allowed(r, acl.Delete, acl.Topic, t.name) {
 			st.ErrorCode, t = kerr.TopicAuthorizationFailed.Code, nil
-		} else if t == nil && tg.name != nil && st.ErrorCode == kerr.UnknownTopicOrPartition.Code && !b.allowed(r, opDelete, resTopic, *tg.name) {
+		} else if t == nil && tg.name != nil && st.ErrorCode == kerr.UnknownTopicOrPartition.Code && !b.allowed(r, acl.Delete, acl.Topic, *tg.name) {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
 		if t != nil && !mq.record(len(b.partitionsOf(t))) {

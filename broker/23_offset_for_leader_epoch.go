@@ -11,6 +11,7 @@ package broker
 // UNKNOWN_LEADER_EPOCH.
 
 import (
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,14 +23,14 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	// CLUSTER_ACTION on the cluster (a follower's) allows every topic, else
 	// each needs DESCRIBE.
-	replica := b.aclEnabled() && b.allowed(r, opClusterAction, resCluster, clusterResourceName)
+	replica := b.acl.Enabled() && b.allowed(r, acl.ClusterAction, acl.Cluster, acl.ClusterName)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		parts := b.topicPartitions(rt.Topic)
 		var denied int16
 		if !replica {
-			denied = b.topicDenied(r, opDescribe, rt.Topic)
+			denied = b.topicDenied(r, acl.Describe, rt.Topic)
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()

@@ -2,7 +2,7 @@ package broker
 
 // DescribeAcls (29): v0-3. CreateAcls (30): v0-3. DeleteAcls (31): v0-3.
 //
-// The ACL bindings of the authorizer (acl.go). With no authorizer every
+// The ACL bindings of the authorizer (package security/acl). With no authorizer every
 // answer is SECURITY_DISABLED. Creating and deleting need ALTER on the
 // CLUSTER, describing DESCRIBE, else CLUSTER_AUTHORIZATION_FAILED. Before v1
 // there are no pattern types: bindings are LITERAL and filters LITERAL.
@@ -14,6 +14,7 @@ package broker
 import (
 	"context"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -25,11 +26,18 @@ func init() {
 }
 
 // v0PatternType is the pattern type of requests before v1.
-func v0PatternType(version int16, p kmsg.ACLResourcePatternType) int8 {
+func v0PatternType(version int16, p kmsg.ACLResourcePatternType) acl.PatternType {
 	if version == 0 || p == 0 {
-		return patLiteral
+		return acl.Literal
 	}
-	return int8(p)
+	return acl.PatternType(p)
+}
+
+// aclFilter is a DescribeAcls or DeleteAcls filter as the authorizer takes
+// it.
+func aclFilter(version int16, typ kmsg.ACLResourceType, name *string, pat kmsg.ACLResourcePatternType, principal, host *string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) acl.Filter {
+	return acl.Filter{ResourceType: acl.ResourceType(typ), Name: name, PatternType: v0PatternType(version, pat),
+		Principal: principal, Host: host, Operation: acl.Operation(op), Permission: acl.Permission(perm)}
 }
 
 func (b *Broker) handleDescribeACLs(r *request) (kmsg.Response, error) {
@@ -42,24 +50,24 @@ func (b *Broker) handleDescribeACLs(r *request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return fail(kerr.SecurityDisabled, "No Authorizer is configured.")
 	}
-	if !b.allowed(r, opDescribe, resCluster, clusterResourceName) {
+	if !b.allowed(r, acl.Describe, acl.Cluster, acl.ClusterName) {
 		return fail(kerr.ClusterAuthorizationFailed, "")
 	}
-	f := aclFilter{resourceType: int8(req.ResourceType), name: req.ResourceName, patternType: v0PatternType(req.Version, req.ResourcePatternType),
-		principal: req.Principal, host: req.Host, operation: int8(req.Operation), permission: int8(req.PermissionType)}
-	if msg := f.validate(); msg != "" {
+	f := aclFilter(req.Version, req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host, req.Operation, req.PermissionType)
+	if msg := f.Validate(); msg != "" {
 		return fail(kerr.InvalidRequest, msg)
 	}
 	type resKey struct {
-		typ, pat int8
-		name     string
+		typ  acl.ResourceType
+		pat  acl.PatternType
+		name string
 	}
 	idx := map[resKey]int{}
-	for _, a := range b.aclBindings() {
-		if !f.matches(&a) {
+	for _, a := range b.acl.Bindings() {
+		if !f.Matches(&a) {
 			continue
 		}
 		k := resKey{a.ResourceType, a.PatternType, a.ResourceName}
@@ -92,20 +100,20 @@ func (b *Broker) handleCreateACLs(r *request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return all(kerr.SecurityDisabled, "No Authorizer is configured.")
 	}
-	if !b.allowed(r, opAlter, resCluster, clusterResourceName) {
+	if !b.allowed(r, acl.Alter, acl.Cluster, acl.ClusterName) {
 		return all(kerr.ClusterAuthorizationFailed, "")
 	}
-	var add []aclBinding
+	var add []acl.Binding
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
 	var ok []int
 	for i, c := range req.Creations {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
-		a := aclBinding{ResourceType: int8(c.ResourceType), ResourceName: c.ResourceName, PatternType: v0PatternType(req.Version, c.ResourcePatternType),
-			Principal: c.Principal, Host: c.Host, Operation: int8(c.Operation), Permission: int8(c.PermissionType)}
-		if msg := a.validate(); msg != "" {
+		a := acl.Binding{ResourceType: acl.ResourceType(c.ResourceType), ResourceName: c.ResourceName, PatternType: v0PatternType(req.Version, c.ResourcePatternType),
+			Principal: c.Principal, Host: c.Host, Operation: acl.Operation(c.Operation), Permission: acl.Permission(c.PermissionType)}
+		if msg := a.Validate(); msg != "" {
 			resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
 			resp.Results[i].ErrorMessage = kmsg.StringPtr(msg)
 			continue
@@ -116,11 +124,9 @@ func (b *Broker) handleCreateACLs(r *request) (kmsg.Response, error) {
 	if len(add) == 0 {
 		return resp, nil
 	}
-	b.acl.alterMu.Lock()
-	defer b.acl.alterMu.Unlock()
 	ctx, cancel := context.WithTimeout(r.ctx, aclTimeout)
 	defer cancel()
-	if err := b.updateACLs(ctx, add, nil); err != nil {
+	if err := b.acl.Alter(ctx, func([]acl.Binding) (_, _ []acl.Binding) { return add, nil }); err != nil {
 		b.log.Error("CreateAcls", "err", err)
 		for _, i := range ok {
 			resp.Results[i].ErrorCode = kerr.UnknownServerError.Code
@@ -144,43 +150,38 @@ func (b *Broker) handleDeleteACLs(r *request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return all(kerr.SecurityDisabled, "No Authorizer is configured.")
 	}
-	if !b.allowed(r, opAlter, resCluster, clusterResourceName) {
+	if !b.allowed(r, acl.Alter, acl.Cluster, acl.ClusterName) {
 		return all(kerr.ClusterAuthorizationFailed, "")
 	}
-	b.acl.alterMu.Lock()
-	defer b.acl.alterMu.Unlock()
-	cur := b.aclBindings()
-	var del []aclBinding
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	for i, fr := range req.Filters {
-		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
-		f := aclFilter{resourceType: int8(fr.ResourceType), name: fr.ResourceName, patternType: v0PatternType(req.Version, fr.ResourcePatternType),
-			principal: fr.Principal, host: fr.Host, operation: int8(fr.Operation), permission: int8(fr.PermissionType)}
-		if msg := f.validate(); msg != "" {
-			resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
-			resp.Results[i].ErrorMessage = kmsg.StringPtr(msg)
-			continue
-		}
-		for _, a := range cur {
-			if !f.matches(&a) {
-				continue
-			}
-			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-			m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(a.ResourceType), a.ResourceName, kmsg.ACLResourcePatternType(a.PatternType)
-			m.Principal, m.Host, m.Operation, m.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
-			resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
-			del = append(del, a)
-		}
-	}
-	if len(del) == 0 {
-		return resp, nil
-	}
 	ctx, cancel := context.WithTimeout(r.ctx, aclTimeout)
 	defer cancel()
-	if err := b.updateACLs(ctx, nil, del); err != nil {
+	err := b.acl.Alter(ctx, func(cur []acl.Binding) (_, del []acl.Binding) {
+		for i, fr := range req.Filters {
+			resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
+			f := aclFilter(req.Version, fr.ResourceType, fr.ResourceName, fr.ResourcePatternType, fr.Principal, fr.Host, fr.Operation, fr.PermissionType)
+			if msg := f.Validate(); msg != "" {
+				resp.Results[i].ErrorCode = kerr.InvalidRequest.Code
+				resp.Results[i].ErrorMessage = kmsg.StringPtr(msg)
+				continue
+			}
+			for _, a := range cur {
+				if !f.Matches(&a) {
+					continue
+				}
+				m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+				m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(a.ResourceType), a.ResourceName, kmsg.ACLResourcePatternType(a.PatternType)
+				m.Principal, m.Host, m.Operation, m.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
+				resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
+				del = append(del, a)
+			}
+		}
+		return nil, del
+	})
+	if err != nil {
 		b.log.Error("DeleteAcls", "err", err)
 		for i := range resp.Results {
 			if resp.Results[i].ErrorCode == 0 {

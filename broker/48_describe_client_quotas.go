@@ -16,6 +16,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -31,7 +32,7 @@ func (b *Broker) handleDescribeClientQuotas(r *request) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage, resp.Entries = e.Code, kmsg.StringPtr(msg), nil
 		return resp, nil
 	}
-	if !b.allowed(r, opDescribeConfigs, resCluster, clusterResourceName) {
+	if !b.allowed(r, acl.DescribeConfigs, acl.Cluster, acl.ClusterName) {
 		return fail(kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description)
 	}
 	exact := map[string]*string{}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -42,7 +43,7 @@ func (b *Broker) handleAlterClientQuotas(r *request) (kmsg.Response, error) {
 	setErr := func(i int, e *kerr.Error, msg string) {
 		resp.Entries[i].ErrorCode, resp.Entries[i].ErrorMessage = e.Code, kmsg.StringPtr(msg)
 	}
-	if !b.allowed(r, opAlterConfigs, resCluster, clusterResourceName) {
+	if !b.allowed(r, acl.AlterConfigs, acl.Cluster, acl.ClusterName) {
 		for i := range resp.Entries {
 			setErr(i, kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed.Description)
 		}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -34,7 +35,7 @@ func init() {
 	register(kmsg.DeleteShareGroupState, 0, 0, (*Broker).handleDeleteShareGroupState)
 	register(kmsg.ReadShareGroupStateSummary, 0, 1, (*Broker).handleReadShareGroupStateSummary)
 	for _, k := range []kmsg.Key{kmsg.InitializeShareGroupState, kmsg.DeleteShareGroupState, kmsg.ReadShareGroupStateSummary} {
-		aclChecks[k] = checkCluster(opClusterAction)
+		aclChecks[k] = checkCluster(acl.ClusterAction)
 	}
 }
 

@@ -14,6 +14,7 @@ package broker
 
 import (
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,7 +23,7 @@ func init() {
 	register(kmsg.ReadShareGroupState, 0, 0, (*Broker).handleReadShareGroupState)
 	register(kmsg.WriteShareGroupState, 0, 1, (*Broker).handleWriteShareGroupState)
 	for _, k := range []kmsg.Key{kmsg.ReadShareGroupState, kmsg.WriteShareGroupState} {
-		aclChecks[k] = checkCluster(opClusterAction)
+		aclChecks[k] = checkCluster(acl.ClusterAction)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,11 +51,11 @@ var aclChecks = map[kmsg.Key]aclCheck{
 	kmsg.DescribeConfigs:              checkDescribeConfigs,
 	kmsg.AlterConfigs:                 checkAlterConfigs,
 	kmsg.IncrementalAlterConfigs:      checkAlterConfigs,
-	kmsg.CreatePartitions:             checkTopics(opAlter, "Topics"),
-	kmsg.DeleteRecords:                checkTopics(opDelete, "Topics"),
-	kmsg.ElectLeaders:                 checkCluster(opAlter),
-	kmsg.AlterPartitionAssignments:    checkCluster(opAlter),
-	kmsg.ListPartitionReassignments:   checkCluster(opDescribe),
+	kmsg.CreatePartitions:             checkTopics(acl.Alter, "Topics"),
+	kmsg.DeleteRecords:                checkTopics(acl.Delete, "Topics"),
+	kmsg.ElectLeaders:                 checkCluster(acl.Alter),
+	kmsg.AlterPartitionAssignments:    checkCluster(acl.Alter),
+	kmsg.ListPartitionReassignments:   checkCluster(acl.Describe),
 	kmsg.DescribeLogDirs:              checkDescribeLogDirs,
 	kmsg.DescribeUserSCRAMCredentials: checkDescribeUserScram,
 	kmsg.AlterUserSCRAMCredentials:    checkAlterUserScram,
@@ -62,7 +63,7 @@ var aclChecks = map[kmsg.Key]aclCheck{
 
 // authorizeRequest runs the request's check, if it has one.
 func (b *Broker) authorizeRequest(r *request) (kmsg.Response, func(kmsg.Response)) {
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return nil, nil
 	}
 	chk := aclChecks[kmsg.Key(r.hdr.Key)]
@@ -73,7 +74,7 @@ func (b *Broker) authorizeRequest(r *request) (kmsg.Response, func(kmsg.Response
 }
 
 // groupOps are the KIP-430 operations on a group.
-var groupOps = []int8{opRead, opDelete, opDescribe}
+var groupOps = []acl.Operation{acl.Read, acl.Delete, acl.Describe}
 
 // Whole-request answers.
 
@@ -181,14 +182,14 @@ func (b *Broker) splitRequest(r *request, field, out string, code func(e reflect
 }
 
 // topicCode refuses a topic list element without op on it.
-func (b *Broker) topicCode(r *request, op int8) func(e reflect.Value) int16 {
+func (b *Broker) topicCode(r *request, op acl.Operation) func(e reflect.Value) int16 {
 	return func(e reflect.Value) int16 { return b.topicDenied(r, op, elemName(e)) }
 }
 
 // checkTopics refuses, topic by topic, those without op
 // (TOPIC_AUTHORIZATION_FAILED): CreatePartitions (ALTER), DeleteRecords
 // (DELETE).
-func checkTopics(op int8, field string) aclCheck {
+func checkTopics(op acl.Operation, field string) aclCheck {
 	return func(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 		return b.splitRequest(r, field, field, b.topicCode(r, op))
 	}
@@ -198,24 +199,24 @@ func checkTopics(op int8, field string) aclCheck {
 // (CLUSTER_AUTHORIZATION_FAILED): ElectLeaders and
 // AlterPartitionReassignments (ALTER), ListPartitionReassignments
 // (DESCRIBE).
-func checkCluster(op int8) aclCheck {
+func checkCluster(op acl.Operation) aclCheck {
 	return func(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-		if b.allowed(r, op, resCluster, clusterResourceName) {
+		if b.allowed(r, op, acl.Cluster, acl.ClusterName) {
 			return nil, nil
 		}
 		return b.denyAll(r, kerr.ClusterAuthorizationFailed.Code), nil
 	}
 }
 
-func (b *Broker) groupAllowed(r *request, op int8, group string) bool {
-	return b.allowed(r, op, resGroup, group)
+func (b *Broker) groupAllowed(r *request, op acl.Operation, group string) bool {
+	return b.allowed(r, op, acl.Group, group)
 }
 
 // Groups.
 
 func checkJoinGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.JoinGroupRequest)
-	if b.groupAllowed(r, opRead, req.Group) {
+	if b.groupAllowed(r, acl.Read, req.Group) {
 		return nil, nil
 	}
 	resp := kmsg.NewPtrJoinGroupResponse()
@@ -229,7 +230,7 @@ func checkJoinGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) 
 
 func checkSyncGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.SyncGroupRequest)
-	if b.groupAllowed(r, opRead, req.Group) {
+	if b.groupAllowed(r, acl.Read, req.Group) {
 		return nil, nil
 	}
 	resp := kmsg.NewPtrSyncGroupResponse()
@@ -240,7 +241,7 @@ func checkSyncGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) 
 
 func checkHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.HeartbeatRequest)
-	if b.groupAllowed(r, opRead, req.Group) {
+	if b.groupAllowed(r, acl.Read, req.Group) {
 		return nil, nil
 	}
 	resp := kmsg.NewPtrHeartbeatResponse()
@@ -251,7 +252,7 @@ func checkHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) 
 
 func checkLeaveGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.LeaveGroupRequest)
-	if b.groupAllowed(r, opRead, req.Group) {
+	if b.groupAllowed(r, acl.Read, req.Group) {
 		return nil, nil
 	}
 	resp := kmsg.NewPtrLeaveGroupResponse()
@@ -264,22 +265,22 @@ func checkLeaveGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response))
 // every partition), then READ on each topic.
 func checkOffsetCommit(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.OffsetCommitRequest)
-	if !b.groupAllowed(r, opRead, req.Group) {
+	if !b.groupAllowed(r, acl.Read, req.Group) {
 		return b.denyAll(r, kerr.GroupAuthorizationFailed.Code), nil
 	}
-	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, opRead))
+	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, acl.Read))
 }
 
 // checkOffsetDelete: DELETE on the group, READ on each topic.
 func checkOffsetDelete(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.OffsetDeleteRequest)
-	if !b.groupAllowed(r, opDelete, req.Group) {
+	if !b.groupAllowed(r, acl.Delete, req.Group) {
 		resp := kmsg.NewPtrOffsetDeleteResponse()
 		resp.SetVersion(req.Version)
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, opRead))
+	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, acl.Read))
 }
 
 // checkOffsetFetch: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for
@@ -288,9 +289,9 @@ func checkOffsetDelete(b *Broker, r *request) (kmsg.Response, func(kmsg.Response
 // of topics without DESCRIBE are left out.
 func checkOffsetFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.OffsetFetchRequest)
-	describable := func(topic string) bool { return b.allowed(r, opDescribe, resTopic, topic) }
+	describable := func(topic string) bool { return b.allowed(r, acl.Describe, acl.Topic, topic) }
 	if req.Version < 8 {
-		if !b.groupAllowed(r, opDescribe, req.Group) {
+		if !b.groupAllowed(r, acl.Describe, req.Group) {
 			resp := kmsg.NewPtrOffsetFetchResponse()
 			resp.SetVersion(req.Version)
 			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
@@ -302,7 +303,7 @@ func checkOffsetFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)
 				resp.Topics = slices.DeleteFunc(resp.Topics, func(t kmsg.OffsetFetchResponseTopic) bool { return !describable(t.Topic) })
 			}
 		}
-		add, _ := b.split(reflect.ValueOf(req).Elem(), "Topics", "Topics", b.topicCode(r, opDescribe))
+		add, _ := b.split(reflect.ValueOf(req).Elem(), "Topics", "Topics", b.topicCode(r, acl.Describe))
 		if add == nil {
 			return nil, nil
 		}
@@ -318,13 +319,13 @@ func checkOffsetFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)
 	kept := req.Groups[:0:0]
 	for i := range req.Groups {
 		g := &req.Groups[i]
-		if !b.groupAllowed(r, opDescribe, g.Group) {
+		if !b.groupAllowed(r, acl.Describe, g.Group) {
 			deniedGroups = append(deniedGroups, g.Group)
 			continue
 		}
 		if g.Topics == nil {
 			allTopics[g.Group] = true
-		} else if add, _ := b.split(reflect.ValueOf(g).Elem(), "Topics", "Topics", b.topicCode(r, opDescribe)); add != nil {
+		} else if add, _ := b.split(reflect.ValueOf(g).Elem(), "Topics", "Topics", b.topicCode(r, acl.Describe)); add != nil {
 			topicAdds[g.Group] = add
 		}
 		kept = append(kept, *g)
@@ -363,7 +364,7 @@ func checkOffsetFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)
 func checkDescribeGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.DescribeGroupsRequest)
 	deny, merge := b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, opDescribe, e.String()) {
+		if b.groupAllowed(r, acl.Describe, e.String()) {
 			return 0
 		}
 		return kerr.GroupAuthorizationFailed.Code
@@ -375,7 +376,7 @@ func checkDescribeGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Respon
 		resp := kr.(*kmsg.DescribeGroupsResponse)
 		for i := range resp.Groups {
 			if g := &resp.Groups[i]; g.ErrorCode == 0 {
-				g.AuthorizedOperations = b.authorizedOps(r, resGroup, g.Group, groupOps...)
+				g.AuthorizedOperations = b.authorizedOps(r, acl.Group, g.Group, groupOps...)
 			}
 		}
 		if merge != nil {
@@ -387,13 +388,13 @@ func checkDescribeGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Respon
 // checkListGroups: every group with DESCRIBE on the cluster, else only the
 // groups the client may describe.
 func checkListGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	if b.allowed(r, opDescribe, resCluster, clusterResourceName) {
+	if b.allowed(r, acl.Describe, acl.Cluster, acl.ClusterName) {
 		return nil, nil
 	}
 	return nil, func(kr kmsg.Response) {
 		resp := kr.(*kmsg.ListGroupsResponse)
 		resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
-			return !b.groupAllowed(r, opDescribe, g.Group)
+			return !b.groupAllowed(r, acl.Describe, g.Group)
 		})
 	}
 }
@@ -401,7 +402,7 @@ func checkListGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response))
 // checkDeleteGroups: DELETE on each group.
 func checkDeleteGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	return b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, opDelete, e.String()) {
+		if b.groupAllowed(r, acl.Delete, e.String()) {
 			return 0
 		}
 		return kerr.GroupAuthorizationFailed.Code
@@ -425,11 +426,11 @@ func checkConsumerGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kms
 // heartbeatDenied is the check of a KIP-848 or share group heartbeat: READ
 // on the group, then DESCRIBE on every subscribed topic name.
 func (b *Broker) heartbeatDenied(r *request, group string, topics []string) int16 {
-	if !b.groupAllowed(r, opRead, group) {
+	if !b.groupAllowed(r, acl.Read, group) {
 		return kerr.GroupAuthorizationFailed.Code
 	}
 	for _, t := range topics {
-		if !b.allowed(r, opDescribe, resTopic, t) {
+		if !b.allowed(r, acl.Describe, acl.Topic, t) {
 			return kerr.TopicAuthorizationFailed.Code
 		}
 	}
@@ -446,7 +447,7 @@ const unauthorizedTopicsMessage = "The group has described topic(s) that the cli
 func checkConsumerGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.ConsumerGroupDescribeRequest)
 	deny, merge := b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, opDescribe, e.String()) {
+		if b.groupAllowed(r, acl.Describe, e.String()) {
 			return 0
 		}
 		return kerr.GroupAuthorizationFailed.Code
@@ -469,7 +470,7 @@ func checkConsumerGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg
 				continue
 			}
 			if req.IncludeAuthorizedOperations {
-				g.AuthorizedOperations = b.authorizedOps(r, resGroup, g.Group, groupOps...)
+				g.AuthorizedOperations = b.authorizedOps(r, acl.Group, g.Group, groupOps...)
 			}
 		}
 		if merge != nil {
@@ -482,7 +483,7 @@ func (b *Broker) hidesTopic(r *request, members []kmsg.ConsumerGroupDescribeResp
 	for _, m := range members {
 		for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
 			for _, tp := range a.TopicPartitions {
-				if !b.allowed(r, opDescribe, resTopic, tp.Topic) {
+				if !b.allowed(r, acl.Describe, acl.Topic, tp.Topic) {
 					return true
 				}
 			}
@@ -502,7 +503,7 @@ func (b *Broker) hidesTopic(r *request, members []kmsg.ConsumerGroupDescribeResp
 func checkAddPartitionsToTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.AddPartitionsToTxnRequest)
 	if req.Version >= 4 {
-		if b.allowed(r, opClusterAction, resCluster, clusterResourceName) {
+		if b.allowed(r, acl.ClusterAction, acl.Cluster, acl.ClusterName) {
 			return nil, nil
 		}
 		resp := kmsg.NewPtrAddPartitionsToTxnResponse()
@@ -510,12 +511,12 @@ func checkAddPartitionsToTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Re
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	if !b.allowed(r, opWrite, resTransactionalID, req.TransactionalID) {
+	if !b.allowed(r, acl.Write, acl.TransactionalID, req.TransactionalID) {
 		return b.denyAll(r, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
 	refused := false
 	for _, t := range req.Topics {
-		if isInternalTopic(t.Topic) || !b.allowed(r, opWrite, resTopic, t.Topic) {
+		if isInternalTopic(t.Topic) || !b.allowed(r, acl.Write, acl.Topic, t.Topic) {
 			refused = true
 		}
 	}
@@ -531,7 +532,7 @@ func checkAddPartitionsToTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Re
 		parts := b.topicPartitions(t.Topic)
 		for _, p := range t.Partitions {
 			switch {
-			case isInternalTopic(t.Topic) || !b.allowed(r, opWrite, resTopic, t.Topic):
+			case isInternalTopic(t.Topic) || !b.allowed(r, acl.Write, acl.Topic, t.Topic):
 				code = kerr.TopicAuthorizationFailed.Code
 			case partitionAt(parts, p) == nil:
 				code = kerr.UnknownTopicOrPartition.Code
@@ -550,9 +551,9 @@ func checkAddOffsetsToTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Respo
 	req := r.msg.(*kmsg.AddOffsetsToTxnRequest)
 	code := int16(0)
 	switch {
-	case !b.allowed(r, opWrite, resTransactionalID, req.TransactionalID):
+	case !b.allowed(r, acl.Write, acl.TransactionalID, req.TransactionalID):
 		code = kerr.TransactionalIDAuthorizationFailed.Code
-	case !b.groupAllowed(r, opRead, req.Group):
+	case !b.groupAllowed(r, acl.Read, req.Group):
 		code = kerr.GroupAuthorizationFailed.Code
 	default:
 		return nil, nil
@@ -566,7 +567,7 @@ func checkAddOffsetsToTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Respo
 // checkEndTxn: WRITE on the transactional id.
 func checkEndTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.EndTxnRequest)
-	if b.allowed(r, opWrite, resTransactionalID, req.TransactionalID) {
+	if b.allowed(r, acl.Write, acl.TransactionalID, req.TransactionalID) {
 		return nil, nil
 	}
 	resp := kmsg.NewPtrEndTxnResponse()
@@ -579,20 +580,20 @@ func checkEndTxn(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 // (each refusal in every partition), then READ on each topic.
 func checkTxnOffsetCommit(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.TxnOffsetCommitRequest)
-	if !b.allowed(r, opWrite, resTransactionalID, req.TransactionalID) {
+	if !b.allowed(r, acl.Write, acl.TransactionalID, req.TransactionalID) {
 		return b.denyAll(r, kerr.TransactionalIDAuthorizationFailed.Code), nil
 	}
-	if !b.groupAllowed(r, opRead, req.Group) {
+	if !b.groupAllowed(r, acl.Read, req.Group) {
 		return b.denyAll(r, kerr.GroupAuthorizationFailed.Code), nil
 	}
-	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, opRead))
+	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, acl.Read))
 }
 
 // checkDescribeTransactions: DESCRIBE on each transactional id; the
 // partitions of topics the client may not describe are left out.
 func checkDescribeTransactions(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	deny, merge := b.splitRequest(r, "TransactionalIDs", "TransactionStates", func(e reflect.Value) int16 {
-		if b.allowed(r, opDescribe, resTransactionalID, e.String()) {
+		if b.allowed(r, acl.Describe, acl.TransactionalID, e.String()) {
 			return 0
 		}
 		return kerr.TransactionalIDAuthorizationFailed.Code
@@ -605,7 +606,7 @@ func checkDescribeTransactions(b *Broker, r *request) (kmsg.Response, func(kmsg.
 		for i := range resp.TransactionStates {
 			s := &resp.TransactionStates[i]
 			s.Topics = slices.DeleteFunc(s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) bool {
-				return !b.allowed(r, opDescribe, resTopic, t.Topic)
+				return !b.allowed(r, acl.Describe, acl.Topic, t.Topic)
 			})
 		}
 		if merge != nil {
@@ -620,20 +621,20 @@ func checkListTransactions(b *Broker, r *request) (kmsg.Response, func(kmsg.Resp
 	return nil, func(kr kmsg.Response) {
 		resp := kr.(*kmsg.ListTransactionsResponse)
 		resp.TransactionStates = slices.DeleteFunc(resp.TransactionStates, func(s kmsg.ListTransactionsResponseTransactionState) bool {
-			return !b.allowed(r, opDescribe, resTransactionalID, s.TransactionalID)
+			return !b.allowed(r, acl.Describe, acl.TransactionalID, s.TransactionalID)
 		})
 	}
 }
 
 // checkDescribeProducers: READ on each topic.
 func checkDescribeProducers(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, opRead))
+	return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, acl.Read))
 }
 
 // checkWriteTxnMarkers: ALTER or CLUSTER_ACTION on the cluster
 // (CLUSTER_AUTHORIZATION_FAILED in every partition).
 func checkWriteTxnMarkers(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	if b.allowed(r, opAlter, resCluster, clusterResourceName) || b.allowed(r, opClusterAction, resCluster, clusterResourceName) {
+	if b.allowed(r, acl.Alter, acl.Cluster, acl.ClusterName) || b.allowed(r, acl.ClusterAction, acl.Cluster, acl.ClusterName) {
 		return nil, nil
 	}
 	return b.denyAll(r, kerr.ClusterAuthorizationFailed.Code), nil
@@ -644,7 +645,7 @@ func checkWriteTxnMarkers(b *Broker, r *request) (kmsg.Response, func(kmsg.Respo
 // configResourceCode refuses a config resource without op: a topic on the
 // topic, a group on the group, the others (broker, broker logger, client
 // metrics) on the cluster.
-func (b *Broker) configResourceCode(r *request, op int8) func(e reflect.Value) int16 {
+func (b *Broker) configResourceCode(r *request, op acl.Operation) func(e reflect.Value) int16 {
 	return func(e reflect.Value) int16 {
 		name := elemName(e)
 		switch kmsg.ConfigResourceType(e.FieldByName("ResourceType").Int()) {
@@ -655,7 +656,7 @@ func (b *Broker) configResourceCode(r *request, op int8) func(e reflect.Value) i
 				return kerr.GroupAuthorizationFailed.Code
 			}
 		default:
-			if !b.allowed(r, op, resCluster, clusterResourceName) {
+			if !b.allowed(r, op, acl.Cluster, acl.ClusterName) {
 				return kerr.ClusterAuthorizationFailed.Code
 			}
 		}
@@ -665,13 +666,13 @@ func (b *Broker) configResourceCode(r *request, op int8) func(e reflect.Value) i
 
 // checkDescribeConfigs: DESCRIBE_CONFIGS on each resource.
 func checkDescribeConfigs(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	return b.splitRequest(r, "Resources", "Resources", b.configResourceCode(r, opDescribeConfigs))
+	return b.splitRequest(r, "Resources", "Resources", b.configResourceCode(r, acl.DescribeConfigs))
 }
 
 // checkAlterConfigs: ALTER_CONFIGS on each resource (AlterConfigs and
 // IncrementalAlterConfigs).
 func checkAlterConfigs(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	return b.splitRequest(r, "Resources", "Resources", b.configResourceCode(r, opAlterConfigs))
+	return b.splitRequest(r, "Resources", "Resources", b.configResourceCode(r, acl.AlterConfigs))
 }
 
 // Cluster.
@@ -679,7 +680,7 @@ func checkAlterConfigs(b *Broker, r *request) (kmsg.Response, func(kmsg.Response
 // checkDescribeLogDirs: DESCRIBE on the cluster, else no results and (v3+)
 // CLUSTER_AUTHORIZATION_FAILED.
 func checkDescribeLogDirs(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	if b.allowed(r, opDescribe, resCluster, clusterResourceName) {
+	if b.allowed(r, acl.Describe, acl.Cluster, acl.ClusterName) {
 		return nil, nil
 	}
 	resp := kmsg.NewPtrDescribeLogDirsResponse()
@@ -691,7 +692,7 @@ func checkDescribeLogDirs(b *Broker, r *request) (kmsg.Response, func(kmsg.Respo
 // checkDescribeUserScram: DESCRIBE on the cluster, else the error at the
 // top and in one result per user asked for.
 func checkDescribeUserScram(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	if b.allowed(r, opDescribe, resCluster, clusterResourceName) {
+	if b.allowed(r, acl.Describe, acl.Cluster, acl.ClusterName) {
 		return nil, nil
 	}
 	req := r.msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
@@ -709,7 +710,7 @@ func checkDescribeUserScram(b *Broker, r *request) (kmsg.Response, func(kmsg.Res
 // checkAlterUserScram: ALTER on the cluster, else the error for each user
 // named, in name order.
 func checkAlterUserScram(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	if b.allowed(r, opAlter, resCluster, clusterResourceName) {
+	if b.allowed(r, acl.Alter, acl.Cluster, acl.ClusterName) {
 		return nil, nil
 	}
 	req := r.msg.(*kmsg.AlterUserSCRAMCredentialsRequest)

@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// acl is one ALLOW binding for the case's user.
-type acl struct {
-	rt   int8
+// grant is one ALLOW binding for the case's user.
+type grant struct {
+	rt   acl.ResourceType
 	name string
-	op   int8
+	op   acl.Operation
 }
 
 // TestACL_EveryAPIChecksWhatKafkaChecks sends each API over a real SASL
@@ -46,8 +47,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		name    string
 		old     bool // client capped at Kafka 3.5's versions
 		setup   func(t *testing.T, admin *kgo.Client)
-		base    []acl
-		grant   []acl
+		base    []grant
+		grant   []grant
 		req     func() kmsg.Request
 		code    func(kmsg.Response) int16
 		denied  int16
@@ -55,7 +56,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 	}{
 		{
 			name:  "FindCoordinator group: GROUP DESCRIBE",
-			grant: []acl{{resGroup, "g-fc", opDescribe}},
+			grant: []grant{{acl.Group, "g-fc", acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrFindCoordinatorRequest()
 				r.CoordinatorKey, r.CoordinatorKeys = "g-fc", []string{"g-fc"}
@@ -66,7 +67,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "FindCoordinator transaction: TRANSACTIONAL_ID DESCRIBE",
-			grant: []acl{{resTransactionalID, "tx-fc", opDescribe}},
+			grant: []grant{{acl.TransactionalID, "tx-fc", acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrFindCoordinatorRequest()
 				r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = 1, "tx-fc", []string{"tx-fc"}
@@ -77,7 +78,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "JoinGroup: GROUP READ",
-			grant: []acl{{resGroup, "g-join", opRead}},
+			grant: []grant{{acl.Group, "g-join", acl.Read}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrJoinGroupRequest()
 				r.Group, r.ProtocolType, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = "g-join", "consumer", 10000, 10000
@@ -92,7 +93,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "SyncGroup: GROUP READ",
-			grant: []acl{{resGroup, "g-sync", opRead}},
+			grant: []grant{{acl.Group, "g-sync", acl.Read}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrSyncGroupRequest()
 				r.Group, r.MemberID, r.ProtocolType, r.Protocol = "g-sync", "m", s("consumer"), s("range")
@@ -104,7 +105,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "Heartbeat: GROUP READ",
-			grant: []acl{{resGroup, "g-hb", opRead}},
+			grant: []grant{{acl.Group, "g-hb", acl.Read}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrHeartbeatRequest()
 				r.Group, r.MemberID = "g-hb", "m"
@@ -116,7 +117,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "LeaveGroup: GROUP READ",
-			grant: []acl{{resGroup, "g-leave", opRead}},
+			grant: []grant{{acl.Group, "g-leave", acl.Read}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrLeaveGroupRequest()
 				r.Group = "g-leave"
@@ -131,30 +132,30 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:   "OffsetCommit group: GROUP READ",
-			grant:  []acl{{resGroup, "g-oc", opRead}, {resTopic, topic, opRead}},
+			grant:  []grant{{acl.Group, "g-oc", acl.Read}, {acl.Topic, topic, acl.Read}},
 			req:    func() kmsg.Request { return offsetCommitReq("g-oc", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode },
 			denied: kerr.GroupAuthorizationFailed.Code,
 		},
 		{
 			name:   "OffsetCommit topic: TOPIC READ",
-			base:   []acl{{resGroup, "g-oc2", opRead}},
-			grant:  []acl{{resTopic, topic, opRead}},
+			base:   []grant{{acl.Group, "g-oc2", acl.Read}},
+			grant:  []grant{{acl.Topic, topic, acl.Read}},
 			req:    func() kmsg.Request { return offsetCommitReq("g-oc2", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode },
 			denied: kerr.TopicAuthorizationFailed.Code,
 		},
 		{
 			name:   "OffsetFetch group: GROUP DESCRIBE",
-			grant:  []acl{{resGroup, "g-of", opDescribe}},
+			grant:  []grant{{acl.Group, "g-of", acl.Describe}},
 			req:    func() kmsg.Request { return offsetFetchReq("g-of", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.OffsetFetchResponse).Groups[0].ErrorCode },
 			denied: kerr.GroupAuthorizationFailed.Code,
 		},
 		{
 			name:  "OffsetFetch topic: TOPIC DESCRIBE",
-			base:  []acl{{resGroup, "g-of2", opDescribe}},
-			grant: []acl{{resTopic, topic, opDescribe}},
+			base:  []grant{{acl.Group, "g-of2", acl.Describe}},
+			grant: []grant{{acl.Topic, topic, acl.Describe}},
 			req:   func() kmsg.Request { return offsetFetchReq("g-of2", topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.OffsetFetchResponse).Groups[0].Topics[0].Partitions[0].ErrorCode
@@ -164,7 +165,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:   "OffsetDelete group: GROUP DELETE",
 			setup:  func(t *testing.T, admin *kgo.Client) { commitAs(t, admin, "g-od", topic) },
-			grant:  []acl{{resGroup, "g-od", opDelete}, {resTopic, topic, opRead}},
+			grant:  []grant{{acl.Group, "g-od", acl.Delete}, {acl.Topic, topic, acl.Read}},
 			req:    func() kmsg.Request { return offsetDeleteReq("g-od", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode },
 			denied: kerr.GroupAuthorizationFailed.Code,
@@ -172,8 +173,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:   "OffsetDelete topic: TOPIC READ",
 			setup:  func(t *testing.T, admin *kgo.Client) { commitAs(t, admin, "g-od2", topic) },
-			base:   []acl{{resGroup, "g-od2", opDelete}},
-			grant:  []acl{{resTopic, topic, opRead}},
+			base:   []grant{{acl.Group, "g-od2", acl.Delete}},
+			grant:  []grant{{acl.Topic, topic, acl.Read}},
 			req:    func() kmsg.Request { return offsetDeleteReq("g-od2", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).Topics[0].Partitions[0].ErrorCode },
 			denied: kerr.TopicAuthorizationFailed.Code,
@@ -181,7 +182,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "DescribeGroups: GROUP DESCRIBE",
 			setup: func(t *testing.T, admin *kgo.Client) { commitAs(t, admin, "g-dg", topic) },
-			grant: []acl{{resGroup, "g-dg", opDescribe}},
+			grant: []grant{{acl.Group, "g-dg", acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDescribeGroupsRequest()
 				r.Groups = []string{"g-dg"}
@@ -193,7 +194,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "ListGroups: only the groups the client may describe",
 			setup: func(t *testing.T, admin *kgo.Client) { commitAs(t, admin, "g-lg", topic) },
-			grant: []acl{{resGroup, "g-lg", opDescribe}},
+			grant: []grant{{acl.Group, "g-lg", acl.Describe}},
 			req:   func() kmsg.Request { return kmsg.NewPtrListGroupsRequest() },
 			code: func(r kmsg.Response) int16 {
 				for _, g := range r.(*kmsg.ListGroupsResponse).Groups {
@@ -208,7 +209,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "ListGroups: every group with CLUSTER DESCRIBE",
 			setup: func(t *testing.T, admin *kgo.Client) { commitAs(t, admin, "g-lg2", topic) },
-			grant: []acl{{resCluster, clusterResourceName, opDescribe}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req:   func() kmsg.Request { return kmsg.NewPtrListGroupsRequest() },
 			code: func(r kmsg.Response) int16 {
 				for _, g := range r.(*kmsg.ListGroupsResponse).Groups {
@@ -223,7 +224,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "DeleteGroups: GROUP DELETE",
 			setup: func(t *testing.T, admin *kgo.Client) { commitAs(t, admin, "g-del", topic) },
-			grant: []acl{{resGroup, "g-del", opDelete}},
+			grant: []grant{{acl.Group, "g-del", acl.Delete}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDeleteGroupsRequest()
 				r.Groups = []string{"g-del"}
@@ -234,15 +235,15 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:   "ConsumerGroupHeartbeat group: GROUP READ",
-			grant:  []acl{{resGroup, "g-cgh", opRead}, {resTopic, topic, opDescribe}},
+			grant:  []grant{{acl.Group, "g-cgh", acl.Read}, {acl.Topic, topic, acl.Describe}},
 			req:    func() kmsg.Request { return consumerHeartbeatReq("g-cgh", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode },
 			denied: kerr.GroupAuthorizationFailed.Code,
 		},
 		{
 			name:   "ConsumerGroupHeartbeat subscription: TOPIC DESCRIBE",
-			base:   []acl{{resGroup, "g-cgh2", opRead}},
-			grant:  []acl{{resTopic, topic, opDescribe}},
+			base:   []grant{{acl.Group, "g-cgh2", acl.Read}},
+			grant:  []grant{{acl.Topic, topic, acl.Describe}},
 			req:    func() kmsg.Request { return consumerHeartbeatReq("g-cgh2", topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode },
 			denied: kerr.TopicAuthorizationFailed.Code,
@@ -250,7 +251,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:   "ConsumerGroupDescribe group: GROUP DESCRIBE",
 			setup:  func(t *testing.T, admin *kgo.Client) { joinConsumerGroup(t, admin, "g-cgd", topic) },
-			grant:  []acl{{resGroup, "g-cgd", opDescribe}, {resTopic, topic, opDescribe}},
+			grant:  []grant{{acl.Group, "g-cgd", acl.Describe}, {acl.Topic, topic, acl.Describe}},
 			req:    func() kmsg.Request { return consumerDescribeReq("g-cgd") },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode },
 			denied: kerr.GroupAuthorizationFailed.Code,
@@ -258,15 +259,15 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:   "ConsumerGroupDescribe assigned topics: TOPIC DESCRIBE",
 			setup:  func(t *testing.T, admin *kgo.Client) { joinConsumerGroup(t, admin, "g-cgd2", topic) },
-			base:   []acl{{resGroup, "g-cgd2", opDescribe}},
-			grant:  []acl{{resTopic, topic, opDescribe}},
+			base:   []grant{{acl.Group, "g-cgd2", acl.Describe}},
+			grant:  []grant{{acl.Topic, topic, acl.Describe}},
 			req:    func() kmsg.Request { return consumerDescribeReq("g-cgd2") },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode },
 			denied: kerr.TopicAuthorizationFailed.Code,
 		},
 		{
 			name:  "InitProducerId transactional: TRANSACTIONAL_ID WRITE",
-			grant: []acl{{resTransactionalID, "tx-init", opWrite}},
+			grant: []grant{{acl.TransactionalID, "tx-init", acl.Write}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrInitProducerIDRequest()
 				r.TransactionalID, r.TransactionTimeoutMillis = s("tx-init"), 10000
@@ -277,7 +278,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:   "InitProducerId idempotent: CLUSTER IDEMPOTENT_WRITE",
-			grant:  []acl{{resCluster, clusterResourceName, opIdempotentWrite}},
+			grant:  []grant{{acl.Cluster, acl.ClusterName, acl.IdempotentWrite}},
 			req:    func() kmsg.Request { return kmsg.NewPtrInitProducerIDRequest() },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.InitProducerIDResponse).ErrorCode },
 			denied: kerr.ClusterAuthorizationFailed.Code,
@@ -285,7 +286,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "AddPartitionsToTxn v3 transactional id: TRANSACTIONAL_ID WRITE",
 			old:   true,
-			grant: []acl{{resTransactionalID, "tx-apt", opWrite}, {resTopic, topic, opWrite}},
+			grant: []grant{{acl.TransactionalID, "tx-apt", acl.Write}, {acl.Topic, topic, acl.Write}},
 			req:   func() kmsg.Request { return addPartitionsReq("tx-apt", topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
@@ -296,8 +297,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "AddPartitionsToTxn v3 topic: TOPIC WRITE",
 			old:   true,
-			base:  []acl{{resTransactionalID, "tx-apt2", opWrite}},
-			grant: []acl{{resTopic, topic, opWrite}},
+			base:  []grant{{acl.TransactionalID, "tx-apt2", acl.Write}},
+			grant: []grant{{acl.Topic, topic, acl.Write}},
 			req:   func() kmsg.Request { return addPartitionsReq("tx-apt2", topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode
@@ -307,7 +308,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "AddPartitionsToTxn v4+ (brokers): CLUSTER CLUSTER_ACTION",
-			grant: []acl{{resCluster, clusterResourceName, opClusterAction}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.ClusterAction}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrAddPartitionsToTxnRequest()
 				tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -323,7 +324,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:    "AddOffsetsToTxn transactional id: TRANSACTIONAL_ID WRITE",
-			grant:   []acl{{resTransactionalID, "tx-aot", opWrite}, {resGroup, "g-aot", opRead}},
+			grant:   []grant{{acl.TransactionalID, "tx-aot", acl.Write}, {acl.Group, "g-aot", acl.Read}},
 			req:     func() kmsg.Request { return addOffsetsReq("tx-aot", "g-aot") },
 			code:    func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode },
 			denied:  kerr.TransactionalIDAuthorizationFailed.Code,
@@ -331,8 +332,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:    "AddOffsetsToTxn group: GROUP READ",
-			base:    []acl{{resTransactionalID, "tx-aot2", opWrite}},
-			grant:   []acl{{resGroup, "g-aot2", opRead}},
+			base:    []grant{{acl.TransactionalID, "tx-aot2", acl.Write}},
+			grant:   []grant{{acl.Group, "g-aot2", acl.Read}},
 			req:     func() kmsg.Request { return addOffsetsReq("tx-aot2", "g-aot2") },
 			code:    func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode },
 			denied:  kerr.GroupAuthorizationFailed.Code,
@@ -340,7 +341,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "EndTxn: TRANSACTIONAL_ID WRITE",
-			grant: []acl{{resTransactionalID, "tx-end", opWrite}},
+			grant: []grant{{acl.TransactionalID, "tx-end", acl.Write}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrEndTxnRequest()
 				r.TransactionalID, r.ProducerID = "tx-end", 1
@@ -352,7 +353,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "TxnOffsetCommit transactional id: TRANSACTIONAL_ID WRITE",
-			grant: []acl{{resTransactionalID, "tx-toc", opWrite}, {resGroup, "g-toc", opRead}, {resTopic, topic, opRead}},
+			grant: []grant{{acl.TransactionalID, "tx-toc", acl.Write}, {acl.Group, "g-toc", acl.Read}, {acl.Topic, topic, acl.Read}},
 			req:   func() kmsg.Request { return txnOffsetCommitReq("tx-toc", "g-toc", topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
@@ -362,8 +363,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "TxnOffsetCommit group: GROUP READ",
-			base:  []acl{{resTransactionalID, "tx-toc2", opWrite}},
-			grant: []acl{{resGroup, "g-toc2", opRead}, {resTopic, topic, opRead}},
+			base:  []grant{{acl.TransactionalID, "tx-toc2", acl.Write}},
+			grant: []grant{{acl.Group, "g-toc2", acl.Read}, {acl.Topic, topic, acl.Read}},
 			req:   func() kmsg.Request { return txnOffsetCommitReq("tx-toc2", "g-toc2", topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
@@ -373,8 +374,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "TxnOffsetCommit topic: TOPIC READ",
-			base:  []acl{{resTransactionalID, "tx-toc3", opWrite}, {resGroup, "g-toc3", opRead}},
-			grant: []acl{{resTopic, topic, opRead}},
+			base:  []grant{{acl.TransactionalID, "tx-toc3", acl.Write}, {acl.Group, "g-toc3", acl.Read}},
+			grant: []grant{{acl.Topic, topic, acl.Read}},
 			req:   func() kmsg.Request { return txnOffsetCommitReq("tx-toc3", "g-toc3", topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
@@ -384,7 +385,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "DescribeTransactions: TRANSACTIONAL_ID DESCRIBE",
-			grant: []acl{{resTransactionalID, "tx-dt", opDescribe}},
+			grant: []grant{{acl.TransactionalID, "tx-dt", acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDescribeTransactionsRequest()
 				r.TransactionalIDs = []string{"tx-dt"}
@@ -399,7 +400,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		{
 			name:  "ListTransactions: only the transactional ids the client may describe",
 			setup: func(t *testing.T, admin *kgo.Client) { initTxn(t, admin, "tx-lt") },
-			grant: []acl{{resTransactionalID, "tx-lt", opDescribe}},
+			grant: []grant{{acl.TransactionalID, "tx-lt", acl.Describe}},
 			req:   func() kmsg.Request { return kmsg.NewPtrListTransactionsRequest() },
 			code: func(r kmsg.Response) int16 {
 				for _, s := range r.(*kmsg.ListTransactionsResponse).TransactionStates {
@@ -413,7 +414,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "DescribeProducers: TOPIC READ",
-			grant: []acl{{resTopic, topic, opRead}},
+			grant: []grant{{acl.Topic, topic, acl.Read}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDescribeProducersRequest()
 				rt := kmsg.NewDescribeProducersRequestTopic()
@@ -428,7 +429,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "WriteTxnMarkers: CLUSTER CLUSTER_ACTION",
-			grant: []acl{{resCluster, clusterResourceName, opClusterAction}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.ClusterAction}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrWriteTxnMarkersRequest()
 				m := kmsg.NewWriteTxnMarkersRequestMarker()
@@ -446,21 +447,21 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:   "DescribeConfigs topic: TOPIC DESCRIBE_CONFIGS",
-			grant:  []acl{{resTopic, topic, opDescribeConfigs}},
+			grant:  []grant{{acl.Topic, topic, acl.DescribeConfigs}},
 			req:    func() kmsg.Request { return describeConfigsReq(kmsg.ConfigResourceTypeTopic, topic) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode },
 			denied: kerr.TopicAuthorizationFailed.Code,
 		},
 		{
 			name:   "DescribeConfigs broker: CLUSTER DESCRIBE_CONFIGS",
-			grant:  []acl{{resCluster, clusterResourceName, opDescribeConfigs}},
+			grant:  []grant{{acl.Cluster, acl.ClusterName, acl.DescribeConfigs}},
 			req:    func() kmsg.Request { return describeConfigsReq(kmsg.ConfigResourceTypeBroker, brokerName) },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode },
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
 			name:  "AlterConfigs topic: TOPIC ALTER_CONFIGS",
-			grant: []acl{{resTopic, topic, opAlterConfigs}},
+			grant: []grant{{acl.Topic, topic, acl.AlterConfigs}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrAlterConfigsRequest()
 				rr := kmsg.NewAlterConfigsRequestResource()
@@ -477,7 +478,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "IncrementalAlterConfigs topic: TOPIC ALTER_CONFIGS",
-			grant: []acl{{resTopic, topic, opAlterConfigs}},
+			grant: []grant{{acl.Topic, topic, acl.AlterConfigs}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrIncrementalAlterConfigsRequest()
 				rr := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -494,7 +495,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "CreatePartitions: TOPIC ALTER",
-			grant: []acl{{resTopic, topic, opAlter}},
+			grant: []grant{{acl.Topic, topic, acl.Alter}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrCreatePartitionsRequest()
 				rt := kmsg.NewCreatePartitionsRequestTopic()
@@ -508,7 +509,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "DeleteRecords: TOPIC DELETE",
-			grant: []acl{{resTopic, topic, opDelete}},
+			grant: []grant{{acl.Topic, topic, acl.Delete}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDeleteRecordsRequest()
 				rt := kmsg.NewDeleteRecordsRequestTopic()
@@ -525,7 +526,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "ElectLeaders: CLUSTER ALTER",
-			grant: []acl{{resCluster, clusterResourceName, opAlter}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrElectLeadersRequest()
 				rt := kmsg.NewElectLeadersRequestTopic()
@@ -539,35 +540,35 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:   "AlterPartitionReassignments: CLUSTER ALTER",
-			grant:  []acl{{resCluster, clusterResourceName, opAlter}},
+			grant:  []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
 			req:    func() kmsg.Request { return kmsg.NewPtrAlterPartitionAssignmentsRequest() },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode },
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
 			name:   "ListPartitionReassignments: CLUSTER DESCRIBE",
-			grant:  []acl{{resCluster, clusterResourceName, opDescribe}},
+			grant:  []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req:    func() kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode },
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
 			name:   "DescribeLogDirs: CLUSTER DESCRIBE",
-			grant:  []acl{{resCluster, clusterResourceName, opDescribe}},
+			grant:  []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req:    func() kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() },
 			code:   func(r kmsg.Response) int16 { return r.(*kmsg.DescribeLogDirsResponse).ErrorCode },
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
 			name:  "DescribeCluster authorized operations: CLUSTER DESCRIBE",
-			grant: []acl{{resCluster, clusterResourceName, opDescribe}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDescribeClusterRequest()
 				r.IncludeClusterAuthorizedOperations, r.EndpointType = true, 1
 				return r
 			},
 			code: func(r kmsg.Response) int16 {
-				if ops := r.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations; ops != opBits(opDescribe) {
+				if ops := r.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations; ops != acl.Bits(acl.Describe) {
 					return kerr.ClusterAuthorizationFailed.Code // ops 0
 				}
 				return 0
@@ -576,7 +577,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "DescribeUserScramCredentials: CLUSTER DESCRIBE",
-			grant: []acl{{resCluster, clusterResourceName, opDescribe}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req: func() kmsg.Request {
 				return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 			},
@@ -585,7 +586,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "AlterUserScramCredentials: CLUSTER ALTER",
-			grant: []acl{{resCluster, clusterResourceName, opAlter}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 				d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
@@ -599,7 +600,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "OffsetForLeaderEpoch: TOPIC DESCRIBE",
-			grant: []acl{{resTopic, topic, opDescribe}},
+			grant: []grant{{acl.Topic, topic, acl.Describe}},
 			req:   func() kmsg.Request { return offsetForLeaderEpochReq(topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
@@ -608,7 +609,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "OffsetForLeaderEpoch: or CLUSTER CLUSTER_ACTION",
-			grant: []acl{{resCluster, clusterResourceName, opClusterAction}},
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.ClusterAction}},
 			req:   func() kmsg.Request { return offsetForLeaderEpochReq(topic) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0].ErrorCode
@@ -617,8 +618,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:    "ShareGroupHeartbeat group: GROUP READ",
-			base:    []acl{{resTopic, topic, opDescribe}},
-			grant:   []acl{{resGroup, "sg-hb", opRead}},
+			base:    []grant{{acl.Topic, topic, acl.Describe}},
+			grant:   []grant{{acl.Group, "sg-hb", acl.Read}},
 			req:     func() kmsg.Request { return shareHeartbeat("sg-hb") },
 			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode },
 			denied:  kerr.GroupAuthorizationFailed.Code,
@@ -626,8 +627,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:    "ShareGroupHeartbeat topic: TOPIC DESCRIBE",
-			base:    []acl{{resGroup, "sg-hb2", opRead}},
-			grant:   []acl{{resTopic, topic, opDescribe}},
+			base:    []grant{{acl.Group, "sg-hb2", acl.Read}},
+			grant:   []grant{{acl.Topic, topic, acl.Describe}},
 			req:     func() kmsg.Request { return shareHeartbeat("sg-hb2") },
 			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode },
 			denied:  kerr.TopicAuthorizationFailed.Code,
@@ -635,7 +636,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "ShareGroupDescribe: GROUP DESCRIBE",
-			grant: []acl{{resGroup, "sg-desc", opDescribe}},
+			grant: []grant{{acl.Group, "sg-desc", acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrShareGroupDescribeRequest()
 				r.GroupIDs = []string{"sg-desc"}
@@ -647,8 +648,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:    "ShareFetch group: GROUP READ",
-			base:    []acl{{resTopic, topic, opRead}},
-			grant:   []acl{{resGroup, "sg-f", opRead}},
+			base:    []grant{{acl.Topic, topic, acl.Read}},
+			grant:   []grant{{acl.Group, "sg-f", acl.Read}},
 			req:     func() kmsg.Request { return shareFetch("sg-f", 0) },
 			code:    func(r kmsg.Response) int16 { return r.(*kmsg.ShareFetchResponse).ErrorCode },
 			denied:  kerr.GroupAuthorizationFailed.Code,
@@ -656,8 +657,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "ShareFetch topic: TOPIC READ",
-			base:  []acl{{resGroup, "sg-f2", opRead}},
-			grant: []acl{{resTopic, topic, opRead}},
+			base:  []grant{{acl.Group, "sg-f2", acl.Read}},
+			grant: []grant{{acl.Topic, topic, acl.Read}},
 			req:   func() kmsg.Request { return shareFetch("sg-f2", 0) },
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.ShareFetchResponse).Topics[0].Partitions[0].ErrorCode
@@ -667,8 +668,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "ShareAcknowledge group: GROUP READ",
-			base:  []acl{{resTopic, topic, opRead}},
-			grant: []acl{{resGroup, "sg-ack", opRead}},
+			base:  []grant{{acl.Topic, topic, acl.Read}},
+			grant: []grant{{acl.Group, "sg-ack", acl.Read}},
 			req: func() kmsg.Request {
 				f := shareFetch("sg-ack", 1)
 				r := kmsg.NewPtrShareAcknowledgeRequest()
@@ -681,7 +682,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "DescribeShareGroupOffsets: GROUP DESCRIBE",
-			grant: []acl{{resGroup, "sg-do", opDescribe}},
+			grant: []grant{{acl.Group, "sg-do", acl.Describe}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 				g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
@@ -695,8 +696,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "AlterShareGroupOffsets: GROUP READ",
-			base:  []acl{{resTopic, topic, opRead}},
-			grant: []acl{{resGroup, "sg-ao", opRead}},
+			base:  []grant{{acl.Topic, topic, acl.Read}},
+			grant: []grant{{acl.Group, "sg-ao", acl.Read}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrAlterShareGroupOffsetsRequest()
 				r.GroupID = "sg-ao"
@@ -712,8 +713,8 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		},
 		{
 			name:  "DeleteShareGroupOffsets: GROUP DELETE",
-			base:  []acl{{resTopic, topic, opRead}},
-			grant: []acl{{resGroup, "sg-dl", opDelete}},
+			base:  []grant{{acl.Topic, topic, acl.Read}},
+			grant: []grant{{acl.Group, "sg-dl", acl.Delete}},
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
 				r.GroupID = "sg-dl"
@@ -765,7 +766,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 				tc.setup(t, admin)
 			}
 			for _, a := range tc.base {
-				createACL(t, admin, a.rt, a.name, patLiteral, principal, a.op, permAllow)
+				createACL(t, admin, a.rt, a.name, acl.Literal, principal, a.op, acl.Allow)
 			}
 			var opts []kgo.Opt
 			if tc.old {
@@ -784,7 +785,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 				t.Errorf("without the ACL: %v, want %v", kerr.ErrorForCode(got), kerr.ErrorForCode(tc.denied))
 			}
 			for _, a := range tc.grant {
-				createACL(t, admin, a.rt, a.name, patLiteral, principal, a.op, permAllow)
+				createACL(t, admin, a.rt, a.name, acl.Literal, principal, a.op, acl.Allow)
 			}
 			if got := send(); got != tc.allowed {
 				t.Errorf("with the ACL: %v, want %v", kerr.ErrorForCode(got), kerr.ErrorForCode(tc.allowed))

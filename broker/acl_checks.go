@@ -4,14 +4,15 @@ package broker
 // Kafka's KafkaApis makes them. With no authorizer every helper allows.
 
 import (
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // topicDenied returns TOPIC_AUTHORIZATION_FAILED when the request's client
 // may not do op on the topic, else 0.
-func (b *Broker) topicDenied(r *request, op int8, topic string) int16 {
-	if b.allowed(r, op, resTopic, topic) {
+func (b *Broker) topicDenied(r *request, op acl.Operation, topic string) int16 {
+	if b.allowed(r, op, acl.Topic, topic) {
 		return 0
 	}
 	return kerr.TopicAuthorizationFailed.Code
@@ -23,13 +24,13 @@ func (b *Broker) topicDenied(r *request, op int8, topic string) int16 {
 // WRITE on the topic (checked before the topic's existence).
 func (b *Broker) produceAuth(r *request, req *kmsg.ProduceRequest) func(topic string) int16 {
 	if hasTransactionalRecords(req) && (req.TransactionID == nil ||
-		b.aclEnabled() && !b.allowed(r, opWrite, resTransactionalID, *req.TransactionID)) {
+		b.acl.Enabled() && !b.allowed(r, acl.Write, acl.TransactionalID, *req.TransactionID)) {
 		return func(string) int16 { return kerr.TransactionalIDAuthorizationFailed.Code }
 	}
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return func(string) int16 { return 0 }
 	}
-	return func(topic string) int16 { return b.topicDenied(r, opWrite, topic) }
+	return func(topic string) int16 { return b.topicDenied(r, acl.Write, topic) }
 }
 
 // authorizeFetch fails the partitions the client may not fetch: a
@@ -37,11 +38,11 @@ func (b *Broker) produceAuth(r *request, req *kmsg.ProduceRequest) func(topic st
 // is TOPIC_AUTHORIZATION_FAILED), a consumer's READ on each topic. Topics
 // named by an unknown id stay UNKNOWN_TOPIC_ID.
 func (b *Broker) authorizeFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget) {
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return
 	}
 	follower := fetchReplicaID(req) >= 0
-	clusterOK := follower && b.allowed(r, opClusterAction, resCluster, clusterResourceName)
+	clusterOK := follower && b.allowed(r, acl.ClusterAction, acl.Cluster, acl.ClusterName)
 	for i := range targets {
 		tg := &targets[i]
 		if tg.code == kerr.UnknownTopicID.Code {
@@ -49,7 +50,7 @@ func (b *Broker) authorizeFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.F
 		}
 		ok := clusterOK
 		if !follower {
-			ok = b.allowed(r, opRead, resTopic, resp.Topics[tg.ti].Topic)
+			ok = b.allowed(r, acl.Read, acl.Topic, resp.Topics[tg.ti].Topic)
 		}
 		if !ok {
 			tg.code, tg.part = kerr.TopicAuthorizationFailed.Code, nil
@@ -60,16 +61,16 @@ func (b *Broker) authorizeFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.F
 // initProducerIDAuth: a transactional id needs WRITE on it; an idempotent
 // producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
 func (b *Broker) initProducerIDAuth(r *request, req *kmsg.InitProducerIDRequest) int16 {
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return 0
 	}
 	if req.TransactionalID != nil {
-		if !b.allowed(r, opWrite, resTransactionalID, *req.TransactionalID) {
+		if !b.allowed(r, acl.Write, acl.TransactionalID, *req.TransactionalID) {
 			return kerr.TransactionalIDAuthorizationFailed.Code
 		}
 		return 0
 	}
-	if !b.allowed(r, opIdempotentWrite, resCluster, clusterResourceName) && !b.allowedAny(r, opWrite, resTopic) {
+	if !b.allowed(r, acl.IdempotentWrite, acl.Cluster, acl.ClusterName) && !b.allowedAny(r, acl.Write, acl.Topic) {
 		return kerr.ClusterAuthorizationFailed.Code
 	}
 	return 0
@@ -77,7 +78,7 @@ func (b *Broker) initProducerIDAuth(r *request, req *kmsg.InitProducerIDRequest)
 
 // allowedCreate: CREATE on the cluster or on the topic.
 func (b *Broker) allowedCreate(r *request, topic string) bool {
-	return b.allowed(r, opCreate, resCluster, clusterResourceName) || b.allowed(r, opCreate, resTopic, topic)
+	return b.allowed(r, acl.Create, acl.Cluster, acl.ClusterName) || b.allowed(r, acl.Create, acl.Topic, topic)
 }
 
 // metadataVisible tells whether a topic may appear in a Metadata answer
@@ -85,27 +86,27 @@ func (b *Broker) allowedCreate(r *request, topic string) bool {
 // request for all topics, and answered TOPIC_AUTHORIZATION_FAILED when
 // named, whether they exist or not.
 func (b *Broker) metadataVisible(r *request, topic string) bool {
-	return b.allowed(r, opDescribe, resTopic, topic)
+	return b.allowed(r, acl.Describe, acl.Topic, topic)
 }
 
 // topicAuthorizedOps and clusterAuthorizedOps are KIP-430's fields.
 func (b *Broker) topicAuthorizedOps(r *request, topic string) int32 {
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return topicAuthorizedOps
 	}
-	return b.authorizedOps(r, resTopic, topic, topicOps...)
+	return b.authorizedOps(r, acl.Topic, topic, topicOps...)
 }
 
 // clusterAuthorizedOps is 0 without DESCRIBE on the cluster, as in Kafka's
 // Metadata and DescribeCluster.
 func (b *Broker) clusterAuthorizedOps(r *request) int32 {
-	if !b.aclEnabled() {
+	if !b.acl.Enabled() {
 		return clusterAuthorizedOps
 	}
-	if !b.allowed(r, opDescribe, resCluster, clusterResourceName) {
+	if !b.allowed(r, acl.Describe, acl.Cluster, acl.ClusterName) {
 		return 0
 	}
-	return b.authorizedOps(r, resCluster, clusterResourceName, clusterOps...)
+	return b.authorizedOps(r, acl.Cluster, acl.ClusterName, clusterOps...)
 }
 
 // coordinatorKeyDenied is FindCoordinator's check of one key: DESCRIBE on
@@ -113,11 +114,11 @@ func (b *Broker) clusterAuthorizedOps(r *request) int32 {
 // share-partition.
 func (b *Broker) coordinatorKeyDenied(r *request, keyType int8, key string) int16 {
 	switch {
-	case keyType == 0 && !b.allowed(r, opDescribe, resGroup, key):
+	case keyType == 0 && !b.allowed(r, acl.Describe, acl.Group, key):
 		return kerr.GroupAuthorizationFailed.Code
-	case keyType == 1 && !b.allowed(r, opDescribe, resTransactionalID, key):
+	case keyType == 1 && !b.allowed(r, acl.Describe, acl.TransactionalID, key):
 		return kerr.TransactionalIDAuthorizationFailed.Code
-	case keyType == 2 && !b.allowed(r, opClusterAction, resCluster, clusterResourceName):
+	case keyType == 2 && !b.allowed(r, acl.ClusterAction, acl.Cluster, acl.ClusterName):
 		return kerr.ClusterAuthorizationFailed.Code
 	}
 	return 0

@@ -12,6 +12,7 @@ package broker
 import (
 	"reflect"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,8 +23,8 @@ func init() {
 	aclChecks[kmsg.ShareFetch] = checkShareFetch
 	aclChecks[kmsg.ShareAcknowledge] = checkShareAcknowledge
 	aclChecks[kmsg.DescribeShareGroupOffsets] = checkDescribeShareGroupOffsets
-	aclChecks[kmsg.AlterShareGroupOffsets] = checkShareGroupTopics(opRead)
-	aclChecks[kmsg.DeleteShareGroupOffsets] = checkShareGroupTopics(opDelete)
+	aclChecks[kmsg.AlterShareGroupOffsets] = checkShareGroupTopics(acl.Read)
+	aclChecks[kmsg.DeleteShareGroupOffsets] = checkShareGroupTopics(acl.Delete)
 }
 
 // checkShareGroupHeartbeat: READ on the group, DESCRIBE on every
@@ -43,7 +44,7 @@ func checkShareGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.R
 // checkShareGroupDescribe: DESCRIBE on each group.
 func checkShareGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	return b.splitRequest(r, "GroupIDs", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, opDescribe, e.String()) {
+		if b.groupAllowed(r, acl.Describe, e.String()) {
 			return 0
 		}
 		return kerr.GroupAuthorizationFailed.Code
@@ -59,7 +60,7 @@ func (b *Broker) shareTopicsByID(r *request) func(e reflect.Value) int16 {
 		if name == "" {
 			return 0
 		}
-		return b.topicDenied(r, opRead, name)
+		return b.topicDenied(r, acl.Read, name)
 	}
 }
 
@@ -67,7 +68,7 @@ func (b *Broker) shareTopicsByID(r *request) func(e reflect.Value) int16 {
 // READ on each topic.
 func checkShareFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.ShareFetchRequest)
-	if req.GroupID == nil || !b.groupAllowed(r, opRead, *req.GroupID) {
+	if req.GroupID == nil || !b.groupAllowed(r, acl.Read, *req.GroupID) {
 		return b.denyAll(r, kerr.GroupAuthorizationFailed.Code), nil
 	}
 	return b.splitTopicsKeepingRequest(r, "Topics", b.shareTopicsByID(r))
@@ -76,7 +77,7 @@ func checkShareFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response))
 // checkShareAcknowledge: as ShareFetch.
 func checkShareAcknowledge(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.ShareAcknowledgeRequest)
-	if req.GroupID == nil || !b.groupAllowed(r, opRead, *req.GroupID) {
+	if req.GroupID == nil || !b.groupAllowed(r, acl.Read, *req.GroupID) {
 		return b.denyAll(r, kerr.GroupAuthorizationFailed.Code), nil
 	}
 	return b.splitTopicsKeepingRequest(r, "Topics", b.shareTopicsByID(r))
@@ -96,7 +97,7 @@ func (b *Broker) splitTopicsKeepingRequest(r *request, field string, code func(e
 // checkDescribeShareGroupOffsets: DESCRIBE on each group.
 func checkDescribeShareGroupOffsets(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	return b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, opDescribe, e.FieldByName("GroupID").String()) {
+		if b.groupAllowed(r, acl.Describe, e.FieldByName("GroupID").String()) {
 			return 0
 		}
 		return kerr.GroupAuthorizationFailed.Code
@@ -106,12 +107,12 @@ func checkDescribeShareGroupOffsets(b *Broker, r *request) (kmsg.Response, func(
 // checkShareGroupTopics: op on the group (AlterShareGroupOffsets READ,
 // DeleteShareGroupOffsets DELETE; the whole request refused), then READ on
 // each topic.
-func checkShareGroupTopics(op int8) aclCheck {
+func checkShareGroupTopics(op acl.Operation) aclCheck {
 	return func(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 		group := reflect.ValueOf(r.msg).Elem().FieldByName("GroupID").String()
 		if !b.groupAllowed(r, op, group) {
 			return b.denyAll(r, kerr.GroupAuthorizationFailed.Code), nil
 		}
-		return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, opRead))
+		return b.splitRequest(r, "Topics", "Topics", b.topicCode(r, acl.Read))
 	}
 }

@@ -1,125 +1,15 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"testing"
 
-	"github.com/gregor-broker/gregor/metastore"
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 )
-
-func TestAuthorizeDecisions(t *testing.T) {
-	allow := func(rt int8, name string, pat int8, principal, host string, op int8) aclBinding {
-		return aclBinding{rt, name, pat, principal, host, op, permAllow}
-	}
-	deny := func(rt int8, name string, pat int8, principal, host string, op int8) aclBinding {
-		a := allow(rt, name, pat, principal, host, op)
-		a.Permission = permDeny
-		return a
-	}
-	acls := []aclBinding{
-		allow(resTopic, "orders", patLiteral, "User:alice", "*", opRead),
-		allow(resTopic, "logs-", patPrefixed, "User:alice", "*", opWrite),
-		deny(resTopic, "logs-secret", patLiteral, "User:alice", "*", opWrite),
-		allow(resTopic, "*", patLiteral, "User:carol", "10.0.0.1", opAll),
-		allow(resTopic, "public", patLiteral, "User:*", "*", opDescribe),
-		allow(resTopic, "cfg", patLiteral, "User:alice", "*", opAlterConfigs),
-		deny(resTopic, "cfg", patLiteral, "User:*", "*", opDescribe),
-		allow(resGroup, "g", patLiteral, "User:alice", "*", opRead),
-		allow(resTransactionalID, "tx", patPrefixed, "User:alice", "*", opWrite),
-		allow(resCluster, clusterResourceName, patLiteral, "User:alice", "*", opIdempotentWrite),
-	}
-	tests := []struct {
-		name      string
-		principal string
-		host      string
-		op        int8
-		rt        int8
-		res       string
-		noACL     bool // allow.everyone.if.no.acl.found
-		want      bool
-	}{
-		{"literal read", "User:alice", "1.2.3.4", opRead, resTopic, "orders", false, true},
-		{"read implies describe", "User:alice", "1.2.3.4", opDescribe, resTopic, "orders", false, true},
-		{"read does not imply write", "User:alice", "1.2.3.4", opWrite, resTopic, "orders", false, false},
-		{"other principal", "User:bob", "1.2.3.4", opRead, resTopic, "orders", false, false},
-		{"prefixed write", "User:alice", "1.2.3.4", opWrite, resTopic, "logs-app", false, true},
-		{"prefix not matching", "User:alice", "1.2.3.4", opWrite, resTopic, "log", false, false},
-		{"deny beats allow", "User:alice", "1.2.3.4", opWrite, resTopic, "logs-secret", false, false},
-		{"deny write leaves describe", "User:alice", "1.2.3.4", opDescribe, resTopic, "logs-secret", false, true},
-		{"wildcard name, ALL, host match", "User:carol", "10.0.0.1", opDelete, resTopic, "anything", false, true},
-		{"host mismatch", "User:carol", "10.0.0.2", opDelete, resTopic, "anything", false, false},
-		{"User:* principal", "User:bob", "1.2.3.4", opDescribe, resTopic, "public", false, true},
-		{"alter_configs implies describe_configs", "User:alice", "1.2.3.4", opDescribeConfigs, resTopic, "cfg", false, true},
-		{"deny describe for everyone", "User:alice", "1.2.3.4", opDescribe, resTopic, "cfg", false, false},
-		{"group read", "User:alice", "1.2.3.4", opRead, resGroup, "g", false, true},
-		{"group of other name", "User:alice", "1.2.3.4", opRead, resGroup, "h", false, false},
-		{"txn id prefixed", "User:alice", "1.2.3.4", opWrite, resTransactionalID, "tx-1", false, true},
-		{"cluster idempotent write", "User:alice", "1.2.3.4", opIdempotentWrite, resCluster, clusterResourceName, false, true},
-		{"no acl: denied by default", "User:bob", "1.2.3.4", opRead, resDelegationToken, "tok", false, false},
-		{"no acl: allowed with allow.everyone", "User:bob", "1.2.3.4", opRead, resDelegationToken, "tok", true, true},
-		{"acl exists: allow.everyone does not apply", "User:bob", "1.2.3.4", opRead, resTopic, "orders", true, false},
-		{"super user", "User:admin", "1.2.3.4", opDelete, resTopic, "orders", false, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			b := &Broker{acl: aclState{enabled: true, allowIfNone: tc.noACL, superUsers: map[string]bool{"User:admin": true}}}
-			b.acl.use(metastore.Memory(aclRecords(acls)))
-			if got := b.authorize(tc.principal, tc.host, tc.op, tc.rt, tc.res); got != tc.want {
-				t.Errorf("authorize(%s, %s, op %d, %d %q) = %v, want %v", tc.principal, tc.host, tc.op, tc.rt, tc.res, got, tc.want)
-			}
-		})
-	}
-	b := &Broker{acl: aclState{enabled: true, superUsers: map[string]bool{}}}
-	b.acl.use(metastore.Memory(aclRecords(acls)))
-	if !b.authorizeAny("User:alice", "1.2.3.4", opWrite, resTopic) {
-		t.Error("authorizeAny: alice may write some topic")
-	}
-	if b.authorizeAny("User:bob", "1.2.3.4", opWrite, resTopic) {
-		t.Error("authorizeAny: bob may write no topic")
-	}
-	if err := b.updateACLs(context.Background(), []aclBinding{deny(resTopic, "logs-", patPrefixed, "User:alice", "*", opWrite), deny(resTopic, "*", patLiteral, "User:alice", "*", opAll)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if b.authorizeAny("User:alice", "1.2.3.4", opWrite, resTopic) {
-		t.Error("authorizeAny: alice is denied every topic")
-	}
-	if !(&Broker{}).authorize("User:x", "h", opWrite, resTopic, "t") {
-		t.Error("no authorizer: everything is allowed")
-	}
-}
-
-func TestACLFilterMatching(t *testing.T) {
-	lit := aclBinding{resTopic, "foo", patLiteral, "User:a", "*", opRead, permAllow}
-	star := aclBinding{resTopic, "*", patLiteral, "User:a", "*", opRead, permAllow}
-	pre := aclBinding{resTopic, "fo", patPrefixed, "User:a", "*", opRead, permAllow}
-	s := kmsg.StringPtr
-	tests := []struct {
-		name string
-		f    aclFilter
-		want [3]bool // lit, star, pre
-	}{
-		{"any", aclFilter{resAny, nil, patAny, nil, nil, opAny, permAny}, [3]bool{true, true, true}},
-		{"any pattern, name exact", aclFilter{resTopic, s("foo"), patAny, nil, nil, opAny, permAny}, [3]bool{true, false, false}},
-		{"match", aclFilter{resTopic, s("foo"), patMatch, nil, nil, opAny, permAny}, [3]bool{true, true, true}},
-		{"literal", aclFilter{resTopic, s("foo"), patLiteral, nil, nil, opAny, permAny}, [3]bool{true, false, false}},
-		{"prefixed", aclFilter{resTopic, s("fo"), patPrefixed, nil, nil, opAny, permAny}, [3]bool{false, false, true}},
-		{"other type", aclFilter{resGroup, nil, patAny, nil, nil, opAny, permAny}, [3]bool{false, false, false}},
-		{"principal", aclFilter{resAny, nil, patAny, s("User:b"), nil, opAny, permAny}, [3]bool{false, false, false}},
-		{"op", aclFilter{resAny, nil, patAny, nil, nil, opWrite, permAny}, [3]bool{false, false, false}},
-		{"permission", aclFilter{resAny, nil, patAny, nil, s("*"), opRead, permAllow}, [3]bool{true, true, true}},
-	}
-	for _, tc := range tests {
-		got := [3]bool{tc.f.matches(&lit), tc.f.matches(&star), tc.f.matches(&pre)}
-		if got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
 
 // aclBroker starts a broker with an authorizer and a SASL_PLAINTEXT
 // listener, with users admin (a super user), alice and bob.
@@ -143,7 +33,7 @@ func userClient(t *testing.T, addr, user string, opts ...kgo.Opt) *kgo.Client {
 	return newClient(t, addr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: user, Pass: user + "-pw"}.AsMechanism())}, opts...)...)
 }
 
-func createACL(t *testing.T, cl *kgo.Client, rt int8, name string, pat int8, principal string, op int8, perm int8) {
+func createACL(t *testing.T, cl *kgo.Client, rt acl.ResourceType, name string, pat acl.PatternType, principal string, op acl.Operation, perm acl.Permission) {
 	t.Helper()
 	req := kmsg.NewPtrCreateACLsRequest()
 	c := kmsg.NewCreateACLsRequestCreation()
@@ -172,8 +62,8 @@ func TestACL_ProduceFetchMetadataThroughClients(t *testing.T) {
 			t.Fatalf("create %s: %v %+v", topic, err, resp)
 		}
 	}
-	createACL(t, admin, resTopic, "orders", patLiteral, "User:alice", opWrite, permAllow)
-	createACL(t, admin, resTopic, "orders", patLiteral, "User:alice", opRead, permAllow)
+	createACL(t, admin, acl.Topic, "orders", acl.Literal, "User:alice", acl.Write, acl.Allow)
+	createACL(t, admin, acl.Topic, "orders", acl.Literal, "User:alice", acl.Read, acl.Allow)
 
 	// alice produces and fetches orders; bob is refused.
 	alice := userClient(t, addr, "alice", kgo.DefaultProduceTopic("orders"), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -186,7 +76,7 @@ func TestACL_ProduceFetchMetadataThroughClients(t *testing.T) {
 	}
 	// bob may describe orders (so that the produce itself is refused, not
 	// the metadata lookup before it) but not write it.
-	createACL(t, admin, resTopic, "orders", patLiteral, "User:bob", opDescribe, permAllow)
+	createACL(t, admin, acl.Topic, "orders", acl.Literal, "User:bob", acl.Describe, acl.Allow)
 	bob := userClient(t, addr, "bob", kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(0), kgo.DisableIdempotentWrite())
 	if err := bob.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("v")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("bob produce: %v, want TOPIC_AUTHORIZATION_FAILED", err)
@@ -246,7 +136,7 @@ func TestACL_ProduceFetchMetadataThroughClients(t *testing.T) {
 	if len(mr.Topics) != 1 || *mr.Topics[0].Topic != "orders" {
 		t.Fatalf("alice sees %+v", mr.Topics)
 	}
-	if got, want := mr.Topics[0].AuthorizedOperations, opBits(opRead, opWrite, opDescribe); got != want {
+	if got, want := mr.Topics[0].AuthorizedOperations, acl.Bits(acl.Read, acl.Write, acl.Describe); got != want {
 		t.Fatalf("authorized operations %b, want %b", got, want)
 	}
 
@@ -305,22 +195,22 @@ func TestACL_CreateDescribeDeletePersisted(t *testing.T) {
 	dir := t.TempDir()
 	b, addr := aclBroker(t, dir)
 	admin := userClient(t, addr, "admin")
-	createACL(t, admin, resTopic, "a-", patPrefixed, "User:alice", opRead, permAllow)
-	createACL(t, admin, resTopic, "a-1", patLiteral, "User:alice", opWrite, permDeny)
-	createACL(t, admin, resGroup, "g", patLiteral, "User:bob", opRead, permAllow)
+	createACL(t, admin, acl.Topic, "a-", acl.Prefixed, "User:alice", acl.Read, acl.Allow)
+	createACL(t, admin, acl.Topic, "a-1", acl.Literal, "User:alice", acl.Write, acl.Deny)
+	createACL(t, admin, acl.Group, "g", acl.Literal, "User:bob", acl.Read, acl.Allow)
 
 	// Invalid creations are INVALID_REQUEST each on its own.
 	req := kmsg.NewPtrCreateACLsRequest()
 	for _, c := range []struct {
-		rt   int8
+		rt   acl.ResourceType
 		name string
-		pat  int8
+		pat  acl.PatternType
 		pr   string
 	}{
-		{resCluster, "other", patLiteral, "User:a"},
-		{resTopic, "t", patMatch, "User:a"},
-		{resTopic, "t", patLiteral, "nocolon"},
-		{resAny, "t", patLiteral, "User:a"},
+		{acl.Cluster, "other", acl.Literal, "User:a"},
+		{acl.Topic, "t", acl.Match, "User:a"},
+		{acl.Topic, "t", acl.Literal, "nocolon"},
+		{acl.AnyResource, "t", acl.Literal, "User:a"},
 	} {
 		cr := kmsg.NewCreateACLsRequestCreation()
 		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType, cr.Principal = kmsg.ACLResourceType(c.rt), c.name, kmsg.ACLResourcePatternType(c.pat), c.pr

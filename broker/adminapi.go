@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,41 +27,41 @@ type Caller struct {
 }
 
 // ACLOperation is an ACL operation, numbered as on the wire.
-type ACLOperation int8
+type ACLOperation = acl.Operation
 
 // The ACL operations the admin listener checks.
 const (
-	ACLRead            ACLOperation = opRead
-	ACLWrite           ACLOperation = opWrite
-	ACLCreate          ACLOperation = opCreate
-	ACLDelete          ACLOperation = opDelete
-	ACLAlter           ACLOperation = opAlter
-	ACLDescribe        ACLOperation = opDescribe
-	ACLDescribeConfigs ACLOperation = opDescribeConfigs
-	ACLAlterConfigs    ACLOperation = opAlterConfigs
+	ACLRead            = acl.Read
+	ACLWrite           = acl.Write
+	ACLCreate          = acl.Create
+	ACLDelete          = acl.Delete
+	ACLAlter           = acl.Alter
+	ACLDescribe        = acl.Describe
+	ACLDescribeConfigs = acl.DescribeConfigs
+	ACLAlterConfigs    = acl.AlterConfigs
 )
 
 // ACLResource is an ACL resource type, numbered as on the wire.
-type ACLResource int8
+type ACLResource = acl.ResourceType
 
 // The ACL resource types the admin listener checks.
 const (
-	ResourceTopic   ACLResource = ACLResource(resTopic)
-	ResourceGroup   ACLResource = ACLResource(resGroup)
-	ResourceCluster ACLResource = ACLResource(resCluster)
+	ResourceTopic   = acl.Topic
+	ResourceGroup   = acl.Group
+	ResourceCluster = acl.Cluster
 )
 
 // ClusterResourceName is the name of the one CLUSTER resource.
-const ClusterResourceName = clusterResourceName
+const ClusterResourceName = acl.ClusterName
 
 // AuthorizerEnabled reports whether an authorizer is configured
 // (authorizer.class.name).
-func (b *Broker) AuthorizerEnabled() bool { return b.aclEnabled() }
+func (b *Broker) AuthorizerEnabled() bool { return b.acl.Enabled() }
 
 // Authorize reports whether c may do op on the resource, by the broker's
-// ACLs (acl.go); always true when no authorizer is configured.
+// ACLs (package security/acl); always true when no authorizer is configured.
 func (b *Broker) Authorize(c Caller, op ACLOperation, res ACLResource, name string) bool {
-	return b.authorize(c.Principal, c.Host, int8(op), int8(res), name)
+	return b.acl.Authorize(c.Principal, c.Host, op, res, name)
 }
 
 // ErrBadCredentials is returned by CheckPassword when the user is unknown

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,7 +16,7 @@ func TestExecute_RunsHandlersAsTheCaller(t *testing.T) {
 	dir := t.TempDir()
 	b, addr := aclBroker(t, dir)
 	admin := userClient(t, addr, "admin")
-	createACL(t, admin, resCluster, clusterResourceName, patLiteral, "User:alice", opCreate, permAllow)
+	createACL(t, admin, acl.Cluster, acl.ClusterName, acl.Literal, "User:alice", acl.Create, acl.Allow)
 
 	create := func(c Caller, topic string) int16 {
 		t.Helper()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -65,11 +66,11 @@ type Broker struct {
 	dyn     dynState     // dynamic broker configs (dynconfig.go)
 	faults  faultSet     // fault injection (faults.go)
 
-	localUsers *fileUserStore // SASL users of a single node (users.go)
-	sec        securityStats  // TLS and SASL counts (sasl.go)
-	acl        aclState       // the authorizer (acl.go)
-	quotas     quotaState     // client quotas (quotas.go, quota_enforce.go)
-	connRates  connRates      // connection creation rates (conn_quota.go)
+	localUsers *fileUserStore  // SASL users of a single node (users.go)
+	sec        securityStats   // TLS and SASL counts (sasl.go)
+	acl        *acl.Authorizer // the authorizer (acl.go, package security/acl)
+	quotas     quotaState      // client quotas (quotas.go, quota_enforce.go)
+	connRates  connRates       // connection creation rates (conn_quota.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release

@@ -164,7 +164,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		ClientOpts:        b.srv.interOpts,
 	})
 	b.cl = cs
-	b.acl.use(node.Collection("acls"))
+	b.acl.Use(node.Collection("acls"))
 	b.quotas.use(node.Collection("quotas"))
 	b.pids.reserve = func() (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)

@@ -50,7 +50,8 @@
 // node, etcd in a cluster), managed with DescribeUserScramCredentials and
 // AlterUserScramCredentials. Inter-broker clients use the inter-broker
 // listener's TLS and SASL settings (interbroker.go). With
-// authorizer.class.name set, the authorizer (acl.go) checks each request
+// authorizer.class.name set, the authorizer (package security/acl; its
+// settings and store: acl.go) checks each request
 // against Kafka's ACLs (the checks: acl_checks.go, acl_apis.go, listed in
 // docs/security.md; CreateAcls, DescribeAcls
 // and DeleteAcls: 29_acls.go), kept in __meta/acls.json or etcd.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -222,7 +223,7 @@ func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
 	if c := describeConfigs(); c != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("bob before any ACL: %v", kerr.ErrorForCode(c))
 	}
-	createACL(t, admin1, resTopic, "ord", patPrefixed, "User:bob", opDescribeConfigs, permAllow)
+	createACL(t, admin1, acl.Topic, "ord", acl.Prefixed, "User:bob", acl.DescribeConfigs, acl.Allow)
 	// CreateAcls answers once broker 1 applied the etcd revision; broker 2
 	// applies it from its own watch.
 	waitFor(t, 30*time.Second, "broker 2 enforcing the ACL made through broker 1", func() bool { return describeConfigs() == 0 })
@@ -231,7 +232,7 @@ func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
 		t.Fatalf("DescribeAcls through broker 2: %+v", rs)
 	}
 	// A DENY made through broker 2 is enforced by broker 1.
-	createACL(t, admin2, resTopic, "orders", patLiteral, "User:bob", opAll, permDeny)
+	createACL(t, admin2, acl.Topic, "orders", acl.Literal, "User:bob", acl.All, acl.Deny)
 	bob1 := userClient(t, ext(0), "bob")
 	waitFor(t, 30*time.Second, "broker 1 enforcing the DENY made through broker 2", func() bool {
 		resp, err := bob1.Broker(1).Request(testCtx(t), describeConfigsReq(kmsg.ConfigResourceTypeTopic, "orders"))
