@@ -21,10 +21,11 @@ package broker
 // to its own high watermark, and the leader may answer a partition with
 // PreferredReadReplica and no records instead (KIP-392, read_replica.go).
 //
-// Fetch sessions (KIP-227): Gregor creates none. A request that asks for a
-// new session (epoch 0) gets session id 0, which tells the client to keep
-// sending full, sessionless requests; a request naming a session id gets
-// FETCH_SESSION_ID_NOT_FOUND. read_committed stops at the last stable
+// Fetch sessions (KIP-227): Gregor creates none. A full request (epoch 0,
+// which asks for a new session, or -1, which asks for none; either closes
+// the session it names, as in Kafka) gets session id 0, which tells the
+// client to keep sending full, sessionless requests; an incremental one
+// (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND, there being no session. read_committed stops at the last stable
 // offset and lists the aborted transactions in the range returned, from the
 // segments' aborted-transaction indexes, so the client can drop their
 // batches; read_uncommitted reads to the high watermark.
@@ -67,7 +68,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.FetchRequest)
 	resp := r.fetchResponse(req)
 	resp.Version = req.Version
-	if req.Version >= 7 && (req.SessionID != 0 || (req.SessionEpoch != 0 && req.SessionEpoch != -1)) {
+	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		r.out = r.encodeFetch(resp, noRegions)
 		return nil, nil

@@ -19,6 +19,8 @@ var shortSet = []string{
 	"Produce: idempotent: unknown producer id with sequence 0 and with 3",
 	"Fetch: beyond the high watermark",
 	"Fetch: in the middle of a batch",
+	"Fetch: full fetch naming a session it closes (epoch -1)",
+	"Fetch: incremental fetch of an unknown session",
 	"ListOffsets: latest (-1), earliest (-2), max timestamp (-3)",
 	"DeleteRecords: beyond the high watermark",
 	"Metadata: unknown topic, auto-create off",

@@ -136,6 +136,23 @@ func dataScenarios() []Scenario {
 			e.CreateTopic("f-bad-part", 1)
 			return Do[*kmsg.FetchResponse](e, fetchReq("f-bad-part", e.TopicID("f-bad-part"), 4, 0, 1<<20, 0))
 		}},
+		{"Fetch", "full fetch naming a session it closes (epoch -1)", func(e *Env) any {
+			e.CreateTopic("f-close-session", 1)
+			e.MustProduce("f-close-session", 0, batch(plainOpts(), vals("a", 2)...))
+			req := fetchReq("f-close-session", e.TopicID("f-close-session"), 0, 0, 1<<20, 0)
+			req.SessionID, req.SessionEpoch = -1, -1 // as kafka-go's Client.Fetch sends
+			full := Do[*kmsg.FetchResponse](e, req)
+			req = fetchReq("f-close-session", e.TopicID("f-close-session"), 0, 0, 1<<20, 0)
+			req.SessionID, req.SessionEpoch = 12345, -1
+			unknown := Do[*kmsg.FetchResponse](e, req)
+			return map[string]any{"session -1": full, "unknown session": unknown}
+		}},
+		{"Fetch", "incremental fetch of an unknown session", func(e *Env) any {
+			e.CreateTopic("f-incremental", 1)
+			req := fetchReq("f-incremental", e.TopicID("f-incremental"), 0, 0, 1<<20, 0)
+			req.SessionID, req.SessionEpoch = 12345, 1
+			return Do[*kmsg.FetchResponse](e, req)
+		}},
 		{"Fetch", "partition max bytes 1 still returns the first batch", func(e *Env) any {
 			e.CreateTopic("f-tiny", 1)
 			e.MustProduce("f-tiny", 0, batch(plainOpts(), vals("a", 2)...))
