@@ -4,8 +4,12 @@ package broker
 //
 // The idempotent and transactional producers each partition's log knows:
 // producer id and epoch, last sequence and timestamp, and the first offset
-// of the producer's open transaction (-1 when none). Unknown topics or
-// partitions are UNKNOWN_TOPIC_OR_PARTITION.
+// of the producer's open transaction (-1 when none). As in Kafka any
+// replica answers from its own copy of the log (a follower tracks the
+// producers of the batches it copies), so kafka-transactions find-hanging
+// --broker-id can ask each broker; a broker holding no replica answers
+// NOT_LEADER_OR_FOLLOWER. Unknown topics or partitions are
+// UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,7 +29,7 @@ func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
 			part := partitionAt(parts, p)
-			if part == nil || b.leadership(part) != 0 {
+			if part == nil || part.log == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				if part != nil {
 					sp.ErrorCode = kerr.NotLeaderForPartition.Code
