@@ -1,12 +1,17 @@
 package broker
 
-// ApiVersions: v0-4
+// ApiVersions: v0-5
 //
 // Built from the handler registry. A request of a version newer than Gregor
 // knows is answered (in server.go) with a v0 response carrying
 // UNSUPPORTED_VERSION and the supported ranges, so the client can retry
 // with a version both sides know. v3+ validates the client software name
-// and version (INVALID_REQUEST).
+// and version (INVALID_REQUEST). v5 (KIP-1242, what Kafka 4.4 clients send
+// first) names the cluster and node the client believes it reached, or
+// null and -1 while bootstrapping: one without the other is
+// INVALID_REQUEST, and a cluster id or node id that is not this broker's
+// is REBOOTSTRAP_REQUIRED, so a client whose address now reaches another
+// broker finds out; both answers carry no keys, as Kafka's do.
 
 import (
 	"regexp"
@@ -15,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.ApiVersions, 0, 4, (*Broker).handleApiVersions) }
+func init() { register(kmsg.ApiVersions, 0, 5, (*Broker).handleApiVersions) }
 
 var clientSoftwareRe = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
@@ -25,6 +30,16 @@ func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 	if req.Version >= 3 && (!clientSoftwareRe.MatchString(req.ClientSoftwareName) || !clientSoftwareRe.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
+	}
+	if req.Version >= 5 {
+		switch {
+		case (req.ClusterID == nil) != (req.NodeID == -1):
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		case req.ClusterID != nil && (*req.ClusterID != b.clusterID || req.NodeID != b.nodeID):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return resp, nil
+		}
 	}
 	resp.ApiKeys = apiKeys()
 	return resp, nil

@@ -16,6 +16,7 @@ import (
 // one of them starts to differ.
 var shortSet = []string{
 	"Produce: acks=-1, 3 records to a new topic",
+	"ApiVersions: v5 (KIP-1242): bootstrapping, this broker, another cluster, another node, one of the two",
 	"Produce: idempotent: unknown producer id with sequence 0 and with 3",
 	"Fetch: beyond the high watermark",
 	"Fetch: in the middle of a batch",

@@ -40,6 +40,39 @@ func adminScenarios() []Scenario {
 			r := Do[*kmsg.ApiVersionsResponse](e, req)
 			return map[string]any{"ErrorCode": r.ErrorCode, "hasApiKeys": len(r.ApiKeys) > 0}
 		}},
+		{"ApiVersions", "v5 (KIP-1242): bootstrapping, this broker, another cluster, another node, one of the two", func(e *Env) any {
+			md := Do[*kmsg.MetadataResponse](e, metadataReq(false))
+			if md.ClusterID == nil || len(md.Brokers) != 1 {
+				e.fail("Metadata names cluster %v and %d brokers", md.ClusterID, len(md.Brokers))
+			}
+			cluster, node := *md.ClusterID, md.Brokers[0].NodeID
+			other := "AAAAAAAAAAAAAAAAAAAAAA"
+			out := map[string]any{}
+			for _, c := range []struct {
+				name    string
+				cluster *string
+				node    int32
+			}{
+				{"bootstrapping", nil, -1},
+				{"this broker", &cluster, node},
+				{"another cluster", &other, node},
+				{"another node", &cluster, node + 1},
+				{"cluster id only", &cluster, -1},
+				{"node id only", nil, node},
+			} {
+				req := kmsg.NewPtrApiVersionsRequest()
+				req.ClientSoftwareName, req.ClientSoftwareVersion = "conformance", "1.0"
+				req.ClusterID, req.NodeID = c.cluster, c.node
+				resp, err := e.TryV(req, 5)
+				if err != nil {
+					out[c.name] = "connection: " + err.Error()
+					continue
+				}
+				r := resp.(*kmsg.ApiVersionsResponse)
+				out[c.name] = map[string]any{"ErrorCode": r.ErrorCode, "answerVersion": r.Version, "hasApiKeys": len(r.ApiKeys) > 0}
+			}
+			return out
+		}},
 
 		// Metadata
 		{"Metadata", "existing topic with 3 partitions", func(e *Env) any {
