@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -76,13 +77,11 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	resp.SessionID = 0
 
 	start := time.Now()
-	var cq *connQuotas
-	if ix := b.quotas.index.Load(); ix != nil && fetchReplicaID(req) < 0 {
+	var cq *quota.Set
+	if ix := b.quotas.Index(); ix != nil && fetchReplicaID(req) < 0 {
 		cq = b.quotasFor(r, ix)
 		r.quotaDone = true // fetchAnswer records it, after a long poll too
-		if q := cq.q[kindFetch]; q.sensor != nil {
-			req.MaxBytes = int32(min(int64(req.MaxBytes), b.quotas.maxFetchBytes(q)))
-		}
+		req.MaxBytes = int32(min(int64(req.MaxBytes), b.quotas.MaxFetchBytes(cq)))
 	}
 	targets := b.resolveFetchTargets(req, resp, r.keep)
 	b.authorizeFetch(r, req, resp, targets)
@@ -106,7 +105,7 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 // fetchAnswer encodes the response, with the regions read as file regions
 // sent by sendfile, unless the client's quotas throttle it: then the answer
 // is empty, as in Kafka.
-func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *connQuotas, handlerTime time.Duration) {
+func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *quota.Set, handlerTime time.Duration) {
 	b.rewriteEndpoints(r, resp)
 	r.out = r.encodeFetch(resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
@@ -127,26 +126,18 @@ func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.Fetc
 // size and the handler time (the long poll excluded). When either is over
 // its bound it unrecords the bytes (the answer will be empty), sets the
 // throttle time in resp and r, and returns true.
-func (b *Broker) throttleFetch(r *request, cq *connQuotas, resp *kmsg.FetchResponse, size int64, handlerTime time.Duration) bool {
+func (b *Broker) throttleFetch(r *request, cq *quota.Set, resp *kmsg.FetchResponse, size int64, handlerTime time.Duration) bool {
 	r.quotaDone = true
 	now := time.Now()
-	var bw, rq int64
-	fq := cq.q[kindFetch]
-	if fq.sensor != nil {
-		bw = b.quotas.record(fq, float64(size), now, true)
-	}
-	if q := cq.q[kindRequest]; q.sensor != nil {
-		rq = b.quotas.record(q, requestPercent(handlerTime), now, true)
-	}
+	bw := b.quotas.Record(cq, quota.Fetch, float64(size), now)
+	rq := b.quotas.Record(cq, quota.Request, quota.RequestPercent(handlerTime), now)
 	if bw <= 0 && rq <= 0 {
 		return false
 	}
-	if fq.sensor != nil {
-		b.quotas.record(fq, -float64(size), now, false)
-	}
-	r.throttleMs, r.throttleKind = max(bw, rq), kindFetch
+	b.quotas.Unrecord(cq, quota.Fetch, float64(size), now)
+	r.throttleMs, r.throttleKind = max(bw, rq), quota.Fetch
 	if rq > bw {
-		r.throttleKind = kindRequest
+		r.throttleKind = quota.Request
 	}
 	resp.ThrottleMillis = int32(min(r.throttleMs, math.MaxInt32))
 	return true

@@ -31,7 +31,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	mq := b.mutationQuotaFor(r, 6)
-	defer mq.finish(r)
+	defer finishMutations(r, mq)
 	seen := map[string]int{}
 	var dups []string
 	for _, rt := range req.Topics {
@@ -101,7 +101,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			fail(kerr.TopicAlreadyExists, fmt.Sprintf("Topic '%s' already exists.", rt.Topic))
 			continue
 		}
-		if !mq.record(int(partitions)) {
+		if !mq.Record(int(partitions)) {
 			fail(throttledErr, throttledErr.Description)
 			continue
 		}

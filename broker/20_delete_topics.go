@@ -23,7 +23,7 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	mq := b.mutationQuotaFor(r, 5)
-	defer mq.finish(r)
+	defer finishMutations(r, mq)
 	type target struct {
 		name *string
 		id   uuid
@@ -63,7 +63,7 @@ func (b *Broker) handleDeleteTopics(r *request) (kmsg.Response, error) {
 		} else if t == nil && tg.name != nil && st.ErrorCode == kerr.UnknownTopicOrPartition.Code && !b.allowed(r, acl.Delete, acl.Topic, *tg.name) {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
-		if t != nil && !mq.record(len(b.partitionsOf(t))) {
+		if t != nil && !mq.Record(len(b.partitionsOf(t))) {
 			st.Topic, st.TopicID = kmsg.StringPtr(t.name), t.id
 			st.ErrorCode, t = throttledErr.Code, nil
 		}

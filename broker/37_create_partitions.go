@@ -11,6 +11,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,7 +22,7 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	mq := b.mutationQuotaFor(r, 3)
-	defer mq.finish(r)
+	defer finishMutations(r, mq)
 	seen := map[string]int{}
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
@@ -39,7 +40,7 @@ func (b *Broker) handleCreatePartitions(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool, mq *mutationQuota) (*kerr.Error, string) {
+func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicate, validateOnly bool, mq *quota.MutationQuota) (*kerr.Error, string) {
 	if duplicate {
 		return kerr.InvalidRequest, "Duplicate topic in request."
 	}
@@ -64,7 +65,7 @@ func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicat
 			}
 		}
 	}
-	if !mq.record(int(rt.Count - current)) {
+	if !mq.Record(int(rt.Count - current)) {
 		return throttledErr, throttledErr.Description
 	}
 	if validateOnly {

@@ -16,6 +16,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,7 +46,7 @@ func (b *Broker) handleDescribeClientQuotas(r *request) (kmsg.Response, error) {
 			return fail(kerr.InvalidRequest, "Entity type "+c.EntityType+" cannot appear more than once in the filter.")
 		}
 		switch c.EntityType {
-		case quotaUser, quotaClientID, quotaIP:
+		case quota.User, quota.ClientID, quota.IP:
 		default:
 			return fail(kerr.UnsupportedVersion, "Unsupported entity type "+c.EntityType)
 		}
@@ -70,10 +71,10 @@ func (b *Broker) handleDescribeClientQuotas(r *request) (kmsg.Response, error) {
 		}
 	}
 	has := func(t string) bool { _, ok := exact[t]; return ok || anyOf[t] }
-	if has(quotaIP) && (has(quotaUser) || has(quotaClientID)) {
+	if has(quota.IP) && (has(quota.User) || has(quota.ClientID)) {
 		return fail(kerr.InvalidRequest, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component.")
 	}
-	recs := b.quotaRecords()
+	recs := b.quotas.Records()
 	ids := make([]string, 0, len(recs))
 	for id := range recs {
 		ids = append(ids, id)
@@ -90,7 +91,7 @@ func (b *Broker) handleDescribeClientQuotas(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func quotaFilterMatches(e quotaEntity, exact map[string]*string, anyOf map[string]bool, strict bool) bool {
+func quotaFilterMatches(e quota.Entity, exact map[string]*string, anyOf map[string]bool, strict bool) bool {
 	if strict && len(e) != len(exact)+len(anyOf) {
 		return false
 	}
@@ -108,9 +109,9 @@ func quotaFilterMatches(e quotaEntity, exact map[string]*string, anyOf map[strin
 	return true
 }
 
-func describeQuotaEntry(q quotaRecord) kmsg.DescribeClientQuotasResponseEntry {
+func describeQuotaEntry(q quota.Record) kmsg.DescribeClientQuotasResponseEntry {
 	en := kmsg.NewDescribeClientQuotasResponseEntry()
-	for _, t := range []string{quotaUser, quotaClientID, quotaIP} {
+	for _, t := range []string{quota.User, quota.ClientID, quota.IP} {
 		if n, ok := q.Entity[t]; ok {
 			ee := kmsg.NewDescribeClientQuotasResponseEntryEntity()
 			ee.Type, ee.Name = t, n

@@ -18,6 +18,7 @@ import (
 	"context"
 	"maps"
 
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,70 +50,80 @@ func (b *Broker) handleAlterClientQuotas(r *request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	b.quotas.alterMu.Lock()
-	defer b.quotas.alterMu.Unlock()
-	cur := b.quotaRecords()
-	changed := map[string]quotaRecord{}
+	var changed map[string]quota.Record
 	var changedBy []int // entries whose change is in changed
-	seen := map[string]bool{}
-	for i, e := range req.Entries {
-		ent := quotaEntity{}
-		types := make([]string, 0, len(e.Entity))
-		for _, x := range e.Entity {
-			types = append(types, x.Type)
-			ent[x.Type] = x.Name
-		}
-		keys, msg := validateQuotaEntity(types, ent)
-		if msg != "" {
-			setErr(i, kerr.InvalidRequest, msg)
-			continue
-		}
-		id := ent.id()
-		if seen[id] {
-			setErr(i, kerr.InvalidRequest, "Ignoring duplicate entity "+id)
-			continue
-		}
-		seen[id] = true
-		next := maps.Clone(cur[id].Values)
-		if next == nil {
-			next = map[string]float64{}
-		}
-		opKeys := map[string]bool{}
-		for _, op := range e.Ops {
-			if opKeys[op.Key] {
-				msg = "Duplicate quota key " + op.Key + " not updating quota for this entity"
-				break
-			}
-			opKeys[op.Key] = true
-			if op.Remove { // any key, as Kafka's controller: nothing to remove is no error
-				delete(next, op.Key)
-				continue
-			}
-			if msg = validateQuotaValue(keys, op.Key, op.Value); msg != "" {
-				break
-			}
-			next[op.Key] = op.Value
-		}
-		if msg != "" {
-			setErr(i, kerr.InvalidRequest, msg)
-			continue
-		}
-		if maps.Equal(next, cur[id].Values) || len(next) == 0 && len(cur[id].Values) == 0 {
-			continue
-		}
-		changed[id] = quotaRecord{Entity: ent, Values: next}
-		changedBy = append(changedBy, i)
-	}
-	if req.ValidateOnly || len(changed) == 0 {
-		return resp, nil
-	}
 	ctx, cancel := context.WithTimeout(r.ctx, quotaTimeout)
 	defer cancel()
-	if err := b.updateQuotas(ctx, changed); err != nil {
+	err := b.quotas.Alter(ctx, func(cur map[string]quota.Record) map[string]quota.Record {
+		changed = map[string]quota.Record{}
+		seen := map[string]bool{}
+		for i, e := range req.Entries {
+			ent := quota.Entity{}
+			types := make([]string, 0, len(e.Entity))
+			for _, x := range e.Entity {
+				types = append(types, x.Type)
+				ent[x.Type] = x.Name
+			}
+			keys, msg := quota.ValidateEntity(types, ent)
+			if msg != "" {
+				setErr(i, kerr.InvalidRequest, msg)
+				continue
+			}
+			id := ent.ID()
+			if seen[id] {
+				setErr(i, kerr.InvalidRequest, "Ignoring duplicate entity "+id)
+				continue
+			}
+			seen[id] = true
+			next := maps.Clone(cur[id].Values)
+			if next == nil {
+				next = map[string]float64{}
+			}
+			opKeys := map[string]bool{}
+			for _, op := range e.Ops {
+				if opKeys[op.Key] {
+					msg = "Duplicate quota key " + op.Key + " not updating quota for this entity"
+					break
+				}
+				opKeys[op.Key] = true
+				if op.Remove { // any key, as Kafka's controller: nothing to remove is no error
+					delete(next, op.Key)
+					continue
+				}
+				if msg = quota.ValidateValue(keys, op.Key, op.Value); msg != "" {
+					break
+				}
+				next[op.Key] = op.Value
+			}
+			if msg != "" {
+				setErr(i, kerr.InvalidRequest, msg)
+				continue
+			}
+			if maps.Equal(next, cur[id].Values) || len(next) == 0 && len(cur[id].Values) == 0 {
+				continue
+			}
+			changed[id] = quota.Record{Entity: ent, Values: next}
+			changedBy = append(changedBy, i)
+		}
+		if req.ValidateOnly {
+			return nil
+		}
+		return changed
+	})
+	if err != nil {
 		b.log.Error("storing client quotas", "err", err)
+		if changed == nil { // no store yet: nothing was even validated
+			changedBy = changedBy[:0]
+			for i := range resp.Entries {
+				changedBy = append(changedBy, i)
+			}
+		}
 		for _, i := range changedBy {
 			setErr(i, kerr.UnknownServerError, err.Error())
 		}
+		return resp, nil
+	}
+	if req.ValidateOnly {
 		return resp, nil
 	}
 	for id, q := range changed {

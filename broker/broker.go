@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -69,8 +70,7 @@ type Broker struct {
 	localUsers *fileUserStore  // SASL users of a single node (users.go)
 	sec        securityStats   // TLS and SASL counts (sasl.go)
 	acl        *acl.Authorizer // the authorizer (acl.go, package security/acl)
-	quotas     quotaState      // client quotas (quotas.go, quota_enforce.go)
-	connRates  connRates       // connection creation rates (conn_quota.go)
+	quotas     *quota.Manager  // client quotas and connection rates (package quota; quotas.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release

@@ -165,7 +165,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	})
 	b.cl = cs
 	b.acl.Use(node.Collection("acls"))
-	b.quotas.use(node.Collection("quotas"))
+	b.quotas.Use(node.Collection("quotas"))
 	b.pids.reserve = func() (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 		defer cancel()
@@ -324,10 +324,10 @@ func (b *Broker) applyMetadata(md *metadata.Image) {
 		b.dropLocalTopic(t)
 	}
 	b.cl.applied.Store(md)
-	b.quotaRecords()  // enforce a change of the quotas
-	b.offsets.sync()  // group coordinator: load and unload (internal_topic.go)
-	b.txnLog.sync()   // transaction coordinator
-	b.shareLog.sync() // share coordinator
+	b.quotas.Records() // enforce a change of the quotas
+	b.offsets.sync()   // group coordinator: load and unload (internal_topic.go)
+	b.txnLog.sync()    // transaction coordinator
+	b.shareLog.sync()  // share coordinator
 }
 
 // applyTopic brings one topic's local state in line with the metadata,

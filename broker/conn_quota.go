@@ -11,9 +11,9 @@ package broker
 //     unserved for the throttle time and then closed.
 //
 // Each is a sampled rate of connections per second over quota.window.num
-// windows of quota.window.size.seconds (as the client quotas, quota_enforce.go);
-// a connection is recorded, then checked, and the throttle time is
-// (rate - B) / B × window, capped at one window.
+// windows of quota.window.size.seconds (package quota's AcceptWait and
+// IPThrottle); a connection is recorded, then checked, and the throttle
+// time is (rate - B) / B × window, capped at one window.
 
 import (
 	"context"
@@ -21,18 +21,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
-
-// connRates is the broker's connection creation rates.
-type connRates struct {
-	mu        sync.Mutex
-	broker    *rateSensor
-	listeners map[string]*rateSensor
-	ips       map[string]*rateSensor
-	lastSweep time.Time
-}
 
 // connRateBound is listener.name.<l>.max.connection.creation.rate; false
 // when it is not set.
@@ -54,87 +44,15 @@ func parseRate(v string) float64 {
 
 // acceptWait records a connection accepted on l against the broker-wide
 // and the listener's rates and returns how long the listener must wait
-// before serving it.
+// before serving it. The inter-broker listener is spared the broker-wide
+// rate when there are others (Kafka's protectedListener).
 func (b *Broker) acceptWait(l *listener) time.Duration {
-	s := &b.quotas
-	cr := &b.connRates
-	now := s.now().UnixMilli()
-	var wait int64
-	record := func(r **rateSensor, bound float64) {
-		if bound <= 0 {
-			return
-		}
-		cr.mu.Lock()
-		if *r == nil {
-			*r = &rateSensor{}
-		}
-		sensor := *r
-		cr.mu.Unlock()
-		wait = max(wait, min(sensor.record(1, now, s.samples, s.windowMs, bound, true), s.windowMs))
-	}
-	// The inter-broker listener is spared when there are others (Kafka's
-	// protectedListener).
+	var brokerBound float64
 	if l.name != b.srv.interName || len(b.srv.listeners) == 1 {
-		record(&cr.broker, parseRate(b.cfg.Props["max.connection.creation.rate"]))
+		brokerBound = parseRate(b.cfg.Props["max.connection.creation.rate"])
 	}
-	if bound, ok := b.connRateBound(l.name); ok {
-		cr.mu.Lock()
-		if cr.listeners == nil {
-			cr.listeners = map[string]*rateSensor{}
-		}
-		sensor := cr.listeners[l.name]
-		if sensor == nil {
-			sensor = &rateSensor{}
-			cr.listeners[l.name] = sensor
-		}
-		cr.mu.Unlock()
-		record(&sensor, bound)
-	}
-	return time.Duration(wait) * time.Millisecond
-}
-
-// ipThrottle records a connection from addr against its IP's
-// connection_creation_rate and returns its throttle time; 0 when it may be
-// served.
-func (b *Broker) ipThrottle(addr net.Addr) time.Duration {
-	s := &b.quotas
-	ips := s.ips.Load()
-	if ips == nil {
-		return 0
-	}
-	ta, ok := addr.(*net.TCPAddr)
-	if !ok {
-		return 0
-	}
-	ip := ta.IP.String()
-	bound, ok := (*ips)[ip]
-	if !ok {
-		if bound, ok = (*ips)[""]; !ok {
-			return 0
-		}
-	}
-	now := s.now()
-	cr := &b.connRates
-	cr.mu.Lock()
-	if cr.ips == nil {
-		cr.ips = map[string]*rateSensor{}
-	}
-	if now.Sub(cr.lastSweep) > time.Minute {
-		cr.lastSweep = now
-		for k, r := range cr.ips {
-			if r.idleSince(now.UnixMilli()) > time.Hour.Milliseconds() {
-				delete(cr.ips, k)
-			}
-		}
-	}
-	sensor := cr.ips[ip]
-	if sensor == nil {
-		sensor = &rateSensor{}
-		cr.ips[ip] = sensor
-	}
-	cr.mu.Unlock()
-	t := min(sensor.record(1, now.UnixMilli(), s.samples, s.windowMs, bound, true), s.windowMs)
-	return time.Duration(t) * time.Millisecond
+	listenerBound, _ := b.connRateBound(l.name)
+	return b.quotas.AcceptWait(l.name, brokerBound, listenerBound)
 }
 
 // closeAfter closes a throttled connection after d, unserved.
@@ -160,32 +78,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// buildIPRates indexes the ip entities' connection_creation_rate by IP
-// ("" for the default entity); nil when there is none.
-func buildIPRates(recs map[string]quotaRecord) *map[string]float64 {
-	var out map[string]float64
-	for _, q := range recs {
-		v, ok := q.Values[keyConnectionCreationRate]
-		n, isIP := q.Entity[quotaIP]
-		if !ok || !isIP {
-			continue
-		}
-		ip := ""
-		if n != nil {
-			ip = *n
-			if p := net.ParseIP(ip); p != nil {
-				ip = p.String()
-			}
-		}
-		if out == nil {
-			out = map[string]float64{}
-		}
-		out[ip] = v
-	}
-	if out == nil {
-		return nil
-	}
-	return &out
 }

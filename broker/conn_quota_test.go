@@ -59,7 +59,7 @@ func TestConnectionCreationRate_PerIP(t *testing.T) {
 	b, addr := startBroker(t, "", map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"})
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixMilli())
-	b.quotas.setClock(func() time.Time { return time.UnixMilli(clock.Load()) })
+	b.quotas.SetClock(func() time.Time { return time.UnixMilli(clock.Load()) })
 	admin := newClient(t, addr)
 	got := alterQuotas(t, admin, false,
 		quotaEntry(quotaEnt("ip=127.0.0.1"), "connection_creation_rate=2"),
@@ -94,7 +94,7 @@ func TestConnectionCreationRate_BrokerWide(t *testing.T) {
 		"max.connection.creation.rate": "2"})
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixMilli())
-	b.quotas.setClock(func() time.Time { return time.UnixMilli(clock.Load()) })
+	b.quotas.SetClock(func() time.Time { return time.UnixMilli(clock.Load()) })
 	for i, want := range []time.Duration{0, 0, 500 * time.Millisecond, time.Second} {
 		ok, took := connServed(t, addr, "127.0.0.1")
 		if !ok || took < want || took > want+2*time.Second {

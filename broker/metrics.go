@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,7 +56,7 @@ type observer struct {
 	recordsIn *prometheus.CounterVec
 	bytesOut  *prometheus.CounterVec
 	perAPI    sync.Map // apiVersionKey → *apiMetrics
-	throttle  [numQuotaKinds]prometheus.Observer
+	throttle  [quota.NumKinds]prometheus.Observer
 }
 
 type apiMetrics struct {
@@ -90,8 +91,8 @@ func (b *Broker) metrics() *observer {
 			Help:    "Throttle time of answers throttled by a client quota, in ms, by quota type (produce, fetch, request).",
 			Buckets: []float64{1, 5, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000},
 		}, []string{"type"})
-		for k := range numQuotaKinds {
-			o.throttle[k] = throttle.WithLabelValues(quotaKindNames[k])
+		for k := range quota.NumKinds {
+			o.throttle[k] = throttle.WithLabelValues(k.String())
 		}
 		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b}, clusterGauges{b})
 	})
@@ -242,22 +243,12 @@ func (b *Broker) collectCleaner(ch chan<- prometheus.Metric) {
 
 // collectQuotas adds the rate and bound of every client quota rate in use.
 func (b *Broker) collectQuotas(ch chan<- prometheus.Metric) {
-	s := &b.quotas
-	if s.index.Load() == nil {
+	if b.quotas.Index() == nil {
 		return
 	}
-	s.sensorMu.Lock()
-	sensors := make([]*rateSensor, 0, len(s.sensors))
-	for _, r := range s.sensors {
-		sensors = append(sensors, r)
-	}
-	s.sensorMu.Unlock()
-	now := time.Now().UnixMilli()
-	for _, r := range sensors {
-		k := r.key
-		labels := []string{quotaKindNames[k.kind], k.user, k.client}
-		rate, bound := r.measure(now, s.samples, s.windowMs)
+	b.quotas.EachRate(func(k quota.Kind, user, client string, rate, bound float64) {
+		labels := []string{k.String(), user, client}
 		ch <- prometheus.MustNewConstMetric(descQuotaRate, prometheus.GaugeValue, rate, labels...)
 		ch <- prometheus.MustNewConstMetric(descQuotaMax, prometheus.GaugeValue, bound, labels...)
-	}
+	})
 }

@@ -19,7 +19,7 @@ func TestControllerMutationQuota_StrictAndPermissive(t *testing.T) {
 	b, addr := startBroker(t, "", nil)
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixMilli())
-	b.quotas.setClock(func() time.Time { return time.UnixMilli(clock.Load()) })
+	b.quotas.SetClock(func() time.Time { return time.UnixMilli(clock.Load()) })
 	advance := func(ms int64) { clock.Add(ms) }
 	admin := newClient(t, addr)
 	if got := alterQuotas(t, admin, false, quotaEntry(quotaEnt("client-id=test"), "controller_mutation_rate=2")); fmt.Sprint(got) != "[OK]" {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/quota"
 )
 
 // TestCluster_ClientQuotasInEtcd alters quotas through one broker of a
@@ -24,17 +26,17 @@ func TestCluster_ClientQuotasInEtcd(t *testing.T) {
 		t.Fatalf("broker 1 describes %q right after its alter", got)
 	}
 	waitFor(t, 10*time.Second, "broker 2 to describe and enforce the quota", func() bool {
-		ix := brokers[1].quotas.index.Load()
+		ix := brokers[1].quotas.Index()
 		if ix == nil {
 			return false
 		}
-		bound, _, _, ok := ix.resolve(kindProduce, "alice", "any-client")
+		bound, ok := brokers[1].quotas.For(ix, "alice", "any-client").Bound(quota.Produce)
 		return ok && bound == 4096 && describeQuotas(t, c2, true, "user=alice", "client-id") == want
 	})
 	if got := alterQuotas(t, c2, false, quotaEntry(quotaEnt("user=alice", "client-id"), "-producer_byte_rate", "-request_percentage")); fmt.Sprint(got) != "[OK]" {
 		t.Fatalf("remove: %q", got)
 	}
 	waitFor(t, 10*time.Second, "broker 1 to drop the quota", func() bool {
-		return brokers[0].quotas.index.Load() == nil && describeQuotas(t, c1, false) == ""
+		return brokers[0].quotas.Index() == nil && describeQuotas(t, c1, false) == ""
 	})
 }

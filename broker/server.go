@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/quota"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -97,7 +98,7 @@ type conn struct {
 
 	// quotas caches the connection's resolved client quotas; mutedUntil
 	// (unix ns) is the end of its current throttle (quota_enforce.go).
-	quotas     atomic.Pointer[connQuotas]
+	quotas     atomic.Pointer[quota.Set]
 	mutedUntil atomic.Int64
 
 	// Reader-owned: what the next request may reuse (request_reuse.go).
@@ -178,7 +179,7 @@ type request struct {
 	// and the quota that set it; quotaDone when the handler has recorded
 	// the request itself (Fetch).
 	throttleMs   int64
-	throttleKind quotaKind
+	throttleKind quota.Kind
 	quotaDone    bool
 }
 
@@ -287,7 +288,7 @@ func (b *Broker) accept(l *listener) error {
 			nc.Close()
 			return nil
 		}
-		if d := b.ipThrottle(nc.RemoteAddr()); d > 0 {
+		if d := b.quotas.IPThrottle(nc.RemoteAddr()); d > 0 {
 			b.closeAfter(nc, d)
 			continue
 		}
@@ -620,7 +621,7 @@ func (c *conn) run(h handler, r *request, p *pending) {
 			merge(resp)
 		}
 	}
-	if ix := c.b.quotas.index.Load(); ix != nil && err == nil && !r.quotaDone {
+	if ix := c.b.quotas.Index(); ix != nil && err == nil && !r.quotaDone {
 		d := time.Since(start)
 		if h.async {
 			d = 0 // JoinGroup, SyncGroup: their time is spent parked, not working
