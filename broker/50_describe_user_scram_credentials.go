@@ -6,7 +6,6 @@ package broker
 // needs DESCRIBE on the cluster (acl_apis.go).
 
 import (
-	"context"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,8 +19,6 @@ func init() {
 func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	ctx, cancel := context.WithTimeout(r.ctx, userLookupTimeout)
-	defer cancel()
 	describe := func(name string, rec *userRecord) kmsg.DescribeUserSCRAMCredentialsResponseResult {
 		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 		res.User = name
@@ -35,7 +32,7 @@ func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, 
 		return res
 	}
 	if len(req.Users) == 0 { // null or empty: every user, as Kafka answers (the Java client sends an empty list)
-		all, err := b.users().list(ctx)
+		all, err := b.users()
 		if err != nil {
 			resp.ErrorCode = kerr.UnknownServerError.Code
 			resp.ErrorMessage = kmsg.StringPtr(err.Error())
@@ -69,7 +66,7 @@ func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, 
 			resp.Results = append(resp.Results, res)
 			continue
 		}
-		rec, err := b.users().get(ctx, u.Name)
+		rec, err := b.user(u.Name)
 		switch {
 		case err != nil:
 			res.ErrorCode = kerr.UnknownServerError.Code

@@ -47,10 +47,10 @@ func (b *Broker) handleAlterUserScramCredentials(r *request) (kmsg.Response, err
 	for _, u := range req.Upsertions {
 		add(u.Name, scramAlteration{mech: scramMechanismName(u.Mechanism), mechByte: u.Mechanism, iterations: u.Iterations, salt: u.Salt, salted: u.SaltedPassword})
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, userLookupTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, userAlterTimeout)
 	defer cancel()
-	b.localUsers.alterMu.Lock()
-	defer b.localUsers.alterMu.Unlock()
+	b.userStore.alterMu.Lock()
+	defer b.userStore.alterMu.Unlock()
 	for _, name := range order {
 		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		res.User = name
@@ -89,7 +89,7 @@ func (b *Broker) alterUser(ctx context.Context, name string, alts []scramAlterat
 			return fail(kerr.UnacceptableCredential, "Salted password must not be empty")
 		}
 	}
-	rec, err := b.users().get(ctx, name)
+	rec, err := b.user(name)
 	if err != nil {
 		return fail(kerr.UnknownServerError, err.Error())
 	}
@@ -110,7 +110,7 @@ func (b *Broker) alterUser(ctx context.Context, name string, alts []scramAlterat
 		}
 		next.Scram[a.mech] = credentialFromSalted(a.mech, a.salt, a.salted, int(a.iterations))
 	}
-	if err := b.users().put(ctx, name, next); err != nil {
+	if err := b.putUser(ctx, name, next); err != nil {
 		return fail(kerr.UnknownServerError, err.Error())
 	}
 	b.log.Info("SCRAM credentials altered", "user", name)

@@ -76,7 +76,7 @@ func (b *Broker) CheckPassword(user, password string) error {
 	if user == "" || password == "" {
 		return ErrBadCredentials
 	}
-	rec, err := b.lookupUser(user)
+	rec, err := b.user(user)
 	if err != nil {
 		return err
 	}

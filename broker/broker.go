@@ -67,10 +67,10 @@ type Broker struct {
 	dyn     dynState     // dynamic broker configs (dynconfig.go)
 	faults  faultSet     // fault injection (faults.go)
 
-	localUsers *fileUserStore  // SASL users of a single node (users.go)
-	sec        securityStats   // TLS and SASL counts (sasl.go)
-	acl        *acl.Authorizer // the authorizer (acl.go, package security/acl)
-	quotas     *quota.Manager  // client quotas and connection rates (package quota; quotas.go)
+	userStore userState       // SASL users (users.go)
+	sec       securityStats   // TLS and SASL counts (sasl.go)
+	acl       *acl.Authorizer // the authorizer (acl.go, package security/acl)
+	quotas    *quota.Manager  // client quotas and connection rates (package quota; quotas.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release
@@ -131,7 +131,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.topicRecords = fileTopicStore{dir: topicsDir}
-	b.localUsers = &fileUserStore{path: filepath.Join(cfg.DataDir, metaDirName, usersFileName)}
+	if err := b.initUsers(); err != nil {
+		return nil, err
+	}
 	if err := b.initACLs(); err != nil {
 		return nil, err
 	}

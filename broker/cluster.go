@@ -69,14 +69,12 @@ type Cluster interface {
 	AllocateProducerIDBlock(ctx context.Context) (first, size int64, err error)
 
 	// Collection is one of the record collections kept as cluster
-	// metadata: "acls" (ACL bindings), "quotas" (client quotas).
+	// metadata: "acls" (ACL bindings), "quotas" (client quotas),
+	// "users" (SASL users).
 	Collection(name string) metastore.Collection
 	UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error)
 	DeleteGroupConfigs(ctx context.Context, group string, rev int64) error
 	UpdateBrokerConfigs(ctx context.Context, resource string, update func(current map[string]string) (map[string]string, error)) (int64, error)
-	User(ctx context.Context, name string) ([]byte, error)
-	PutUser(ctx context.Context, name string, val []byte) error
-	Users(ctx context.Context) (map[string][]byte, error)
 }
 
 // clusterState is what a broker knows of a cluster, nil on a single node.
@@ -166,6 +164,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.cl = cs
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
+	b.userStore.use(node.Collection("users"))
 	b.pids.reserve = func() (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 		defer cancel()

@@ -46,8 +46,8 @@
 // cross TLS. SASL_PLAINTEXT and SASL_SSL connections must authenticate
 // first (sasl.go: the states, SaslHandshake and SaslAuthenticate, KIP-368
 // re-authentication; sasl_mechs.go: PLAIN and SCRAM; oauth.go:
-// OAUTHBEARER) against the user store (users.go: a file under __meta on one
-// node, etcd in a cluster), managed with DescribeUserScramCredentials and
+// OAUTHBEARER) against the user store (users.go: a metastore collection,
+// a file under __meta on one node, etcd in a cluster), managed with DescribeUserScramCredentials and
 // AlterUserScramCredentials. Inter-broker clients use the inter-broker
 // listener's TLS and SASL settings (interbroker.go). With
 // authorizer.class.name set, the authorizer (package security/acl; its

@@ -30,7 +30,6 @@ package broker
 // principal.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -321,14 +320,8 @@ func (c *conn) principalName() string {
 	return "User:ANONYMOUS"
 }
 
-// userLookupTimeout bounds a credential lookup (etcd in a cluster).
-const userLookupTimeout = 5 * time.Second
-
-func (b *Broker) lookupUser(name string) (*userRecord, error) {
-	ctx, cancel := context.WithTimeout(b.ctx, userLookupTimeout)
-	defer cancel()
-	return b.users().get(ctx, name)
-}
+// userAlterTimeout bounds a change of the user store (etcd in a cluster).
+const userAlterTimeout = 5 * time.Second
 
 // securityStats counts handshakes and authentications.
 type securityStats struct {

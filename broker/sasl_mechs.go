@@ -37,7 +37,7 @@ func (s *plainSession) step(in []byte) ([]byte, bool, error) {
 	case authz != "" && authz != user:
 		return nil, false, &saslError{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
-	rec, err := s.b.lookupUser(user)
+	rec, err := s.b.user(user)
 	if err != nil {
 		return nil, false, err
 	}
@@ -133,7 +133,7 @@ func (s *scramSession) clientFirst(msg string) (string, error) {
 			return "", &saslError{"Authentication failed: Client requested an authorization id that is different from username"}
 		}
 	}
-	rec, err := s.b.lookupUser(user)
+	rec, err := s.b.user(user)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -238,4 +240,72 @@ func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
 		resp, err := bob1.Broker(1).Request(testCtx(t), describeConfigsReq(kmsg.ConfigResourceTypeTopic, "orders"))
 		return err == nil && resp.(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode == kerr.TopicAuthorizationFailed.Code
 	})
+}
+
+// TestCluster_UsersInEtcdSeenByEveryBroker: a user created through one
+// broker with AlterUserScramCredentials authenticates on the other as soon
+// as its metadata watch delivers the change, and a user deleted through
+// the other is refused by the first; users added offline to one node's
+// users.json before the cluster's first start are copied into etcd.
+func TestCluster_UsersInEtcdSeenByEveryBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, _, _ := startEtcdBrokers(t, 2, func(i int, dir string) map[string]string {
+		if i == 0 {
+			if err := AddUser(dir, "admin", mechScramSHA256, "admin-pw", 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return map[string]string{
+			"listeners":                      "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+			"listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
+			"inter.broker.listener.name":     "INTERNAL",
+			"sasl.enabled.mechanisms":        "PLAIN",
+		}
+	})
+	ext := func(i int) string { return brokers[i].ListenerAddr("EXTERNAL").String() }
+	authenticates := func(i int, user string) bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ext(i)), kgo.SASL(plain.Auth{User: user, Pass: user + "-pw"}.AsMechanism()),
+			kgo.RetryTimeout(time.Second), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+		defer cancel()
+		_, err = cl.Request(ctx, kmsg.NewPtrApiVersionsRequest())
+		return err == nil
+	}
+	waitFor(t, 30*time.Second, "broker 2 authenticating admin, seeded from broker 1's users.json", func() bool { return authenticates(1, "admin") })
+
+	alter := func(i int, req *kmsg.AlterUserSCRAMCredentialsRequest) {
+		t.Helper()
+		cl := userClient(t, ext(i), "admin")
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Results[0]; r.ErrorCode != 0 {
+			t.Fatalf("AlterUserScramCredentials through broker %d: %v", i+1, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	up := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	u.Name, u.Mechanism, u.Iterations, u.Salt = "carol", scramMechanismByte(mechScramSHA256), 4096, []byte("carol-salt")
+	salted, err := saltedPassword(mechScramSHA256, "carol-pw", u.Salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SaltedPassword = salted
+	up.Upsertions = append(up.Upsertions, u)
+	alter(0, up)
+	waitFor(t, 30*time.Second, "broker 2 authenticating carol, created through broker 1", func() bool { return authenticates(1, "carol") })
+
+	del := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+	d.Name, d.Mechanism = "carol", scramMechanismByte(mechScramSHA256)
+	del.Deletions = append(del.Deletions, d)
+	alter(1, del)
+	waitFor(t, 30*time.Second, "broker 1 refusing carol, deleted through broker 2", func() bool { return !authenticates(0, "carol") })
 }

@@ -8,12 +8,15 @@ package broker
 // with that credential's salt and iterations, so one credential serves both
 // and nothing weaker than SCRAM's salted PBKDF2 hash is ever kept.
 //
-// On a single node the store is <data-dir>/__meta/users.json, written whole
-// (temporary file, fsync, rename) under usersMu; `gregor users add` writes
-// the same file offline, before the broker starts (as `kafka-storage format
-// --add-scram` does). In a cluster the users live in etcd under
-// /gregor/users/<name> (Cluster.User and PutUser); the users of the
-// local file are copied there at start when etcd has none of that name.
+// The users are a metastore collection. On a single node the store is
+// <data-dir>/__meta/users.json, written whole (temporary file, fsync,
+// rename; readable by its owner only); `gregor users add` writes the same
+// file offline, before the broker starts (as `kafka-storage format
+// --add-scram` does) or while it runs, which then sees the change at the
+// next authentication. In a cluster the users live in etcd under
+// /gregor/users/<name> (Cluster.Collection("users")), which every broker's
+// metadata watch mirrors; the users of the local file are copied there at
+// start when the cluster has none of that name.
 
 import (
 	"context"
@@ -26,10 +29,15 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
+	"sync/atomic"
+
+	"github.com/gregor-broker/gregor/metastore"
 )
 
 // usersFileName is the single-node user store under __meta.
@@ -127,52 +135,65 @@ func (c scramCredential) checkPassword(mech, password string) bool {
 	return hmac.Equal(credentialFromSalted(mech, c.Salt, salted, c.Iterations).StoredKey, c.StoredKey)
 }
 
-// userStore keeps the users. get returns nil, nil for an unknown user.
-type userStore interface {
-	get(ctx context.Context, name string) (*userRecord, error)
-	// put stores rec for name, or removes the user when rec is nil.
-	put(ctx context.Context, name string, rec *userRecord) error
-	list(ctx context.Context) (map[string]*userRecord, error)
-}
-
-// fileUserStore is the single-node store.
-type fileUserStore struct {
-	mu   sync.Mutex
-	path string
+// userState is the user store: the users by name, read through a
+// metastore view of the store in use (users.json on a single node, etcd's
+// collection in a cluster).
+type userState struct {
 	// alterMu serialises AlterUserScramCredentials on this broker (its
-	// read-modify-write of each user), whichever store is in use.
+	// read-modify-write of each user).
 	alterMu sync.Mutex
+	view    atomic.Pointer[metastore.View[map[string]*userRecord]]
+	log     *slog.Logger
+	// local is users.json, which a cluster node copies into the cluster
+	// at start (seedClusterUsers); the store itself on a single node.
+	local *metastore.File
 }
 
-func (s *fileUserStore) readLocked() (map[string]*userRecord, error) {
-	var f struct {
-		Users map[string]*userRecord `json:"users"`
+// usersFile is users.json as a metastore file: {"users": {name: record}},
+// a record per user, written readable by its owner only; `gregor users
+// add` may replace it while a single node runs (Reread).
+func usersFile(path string) metastore.FileConfig {
+	return metastore.FileConfig{
+		Path: path,
+		Decode: func(data []byte) (metastore.Records, error) {
+			var f struct {
+				Users map[string]json.RawMessage `json:"users"`
+			}
+			if err := json.Unmarshal(data, &f); err != nil {
+				return nil, err
+			}
+			recs := metastore.Records{}
+			for name, v := range f.Users {
+				recs[name] = v
+			}
+			return recs, nil
+		},
+		Encode: func(recs metastore.Records) ([]byte, error) {
+			users := make(map[string]json.RawMessage, len(recs))
+			for name, v := range recs {
+				users[name] = v
+			}
+			return json.MarshalIndent(struct {
+				Users map[string]json.RawMessage `json:"users"`
+			}{users}, "", "  ")
+		},
+		Write:  writePrivateFile,
+		Reread: true,
 	}
-	if _, err := readJSONFile(s.path, &f); err != nil {
-		return nil, err
-	}
-	if f.Users == nil {
-		f.Users = map[string]*userRecord{}
-	}
-	return f.Users, nil
 }
 
-func (s *fileUserStore) writeLocked(users map[string]*userRecord) error {
-	b, err := json.MarshalIndent(struct {
-		Users map[string]*userRecord `json:"users"`
-	}{users}, "", "  ")
-	if err != nil {
+// writePrivateFile replaces the file at path with data durably (temporary
+// file, fsync, rename, directory fsync), readable by its owner only.
+func writePrivateFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
+	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}
@@ -183,121 +204,119 @@ func (s *fileUserStore) writeLocked(users map[string]*userRecord) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, s.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()
 		d.Close()
 	}
 	return nil
 }
 
-func (s *fileUserStore) get(_ context.Context, name string) (*userRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	users, err := s.readLocked()
-	if err != nil {
-		return nil, err
-	}
-	return users[name], nil
-}
-
-func (s *fileUserStore) put(_ context.Context, name string, rec *userRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	users, err := s.readLocked()
+// initUsers opens users.json; on a single node it is the store.
+func (b *Broker) initUsers() error {
+	b.userStore.log = b.log
+	f, err := metastore.OpenFile(usersFile(filepath.Join(b.cfg.DataDir, metaDirName, usersFileName)))
 	if err != nil {
 		return err
 	}
-	if rec == nil || len(rec.Scram) == 0 {
-		delete(users, name)
-	} else {
-		users[name] = rec
+	b.userStore.local = f
+	if !b.cfg.clusterConfigured() {
+		b.userStore.use(f)
 	}
-	return s.writeLocked(users)
+	return nil
 }
 
-func (s *fileUserStore) list(context.Context) (map[string]*userRecord, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readLocked()
+// use makes c the store of the users.
+func (s *userState) use(c metastore.Collection) {
+	s.view.Store(metastore.NewView(c, s.decode))
 }
 
-// etcdUserStore is the cluster's store.
-type etcdUserStore struct{ b *Broker }
+// decode turns the stored records into users; one that does not decode
+// is logged and ignored.
+func (s *userState) decode(recs metastore.Records) map[string]*userRecord {
+	out := make(map[string]*userRecord, len(recs))
+	for name, v := range recs {
+		var rec userRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			if s.log != nil {
+				s.log.Warn("undecodable user in the metadata store, ignored", "user", name, "err", err)
+			}
+			continue
+		}
+		out[name] = &rec
+	}
+	return out
+}
 
-func (s etcdUserStore) get(ctx context.Context, name string) (*userRecord, error) {
-	v, err := s.b.cl.node.User(ctx, name)
-	if err != nil || v == nil {
+// errNoUserStore is the answer before a cluster node has joined.
+var errNoUserStore = errors.New("no user store yet")
+
+// users returns every user by name, which the caller must not modify.
+func (b *Broker) users() (map[string]*userRecord, error) {
+	v := b.userStore.view.Load()
+	if v == nil {
+		return nil, errNoUserStore
+	}
+	return v.Get(), nil
+}
+
+// user returns a user's record, nil for an unknown user.
+func (b *Broker) user(name string) (*userRecord, error) {
+	all, err := b.users()
+	if err != nil {
 		return nil, err
 	}
-	var rec userRecord
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, fmt.Errorf("user %s: %w", name, err)
-	}
-	return &rec, nil
+	return all[name], nil
 }
 
-func (s etcdUserStore) put(ctx context.Context, name string, rec *userRecord) error {
+// putUser stores rec for name, or removes the user when rec has no
+// credential.
+func (b *Broker) putUser(ctx context.Context, name string, rec *userRecord) error {
+	v := b.userStore.view.Load()
+	if v == nil {
+		return errNoUserStore
+	}
+	return putUserRecord(ctx, v.Collection(), name, rec)
+}
+
+func putUserRecord(ctx context.Context, c metastore.Collection, name string, rec *userRecord) error {
 	if rec == nil || len(rec.Scram) == 0 {
-		return s.b.cl.node.PutUser(ctx, name, nil)
+		_, err := c.Update(ctx, nil, []string{name})
+		return err
 	}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	return s.b.cl.node.PutUser(ctx, name, v)
+	_, err = c.Update(ctx, metastore.Records{name: v}, nil)
+	return err
 }
 
-func (s etcdUserStore) list(ctx context.Context) (map[string]*userRecord, error) {
-	all, err := s.b.cl.node.Users(ctx)
-	if err != nil {
-		return nil, err
+// seedClusterUsers copies the users of the local file into the cluster
+// when it has none of that name (users added offline before a cluster's
+// first start).
+func (b *Broker) seedClusterUsers(ctx context.Context, cluster metastore.Collection) error {
+	local, _ := b.userStore.local.Snapshot()
+	if len(local) == 0 {
+		return nil
 	}
-	out := map[string]*userRecord{}
-	for name, v := range all {
-		var rec userRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return nil, fmt.Errorf("user %s: %w", name, err)
+	have, _ := cluster.Snapshot()
+	put := metastore.Records{}
+	for name, v := range local {
+		if _, ok := have[name]; !ok {
+			put[name] = v
 		}
-		out[name] = &rec
 	}
-	return out, nil
-}
-
-// users returns the store in use: etcd in a cluster, else the file.
-func (b *Broker) users() userStore {
-	if b.cl != nil {
-		return etcdUserStore{b}
+	if len(put) == 0 {
+		return nil
 	}
-	return b.localUsers
-}
-
-// seedClusterUsers copies the users of the local file into etcd when etcd
-// has none of that name (users added offline before a cluster's first
-// start).
-func (b *Broker) seedClusterUsers(ctx context.Context) error {
-	local, err := b.localUsers.list(ctx)
-	if err != nil || len(local) == 0 {
+	if _, err := cluster.Update(ctx, put, nil); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(local))
-	for n := range local {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	st := etcdUserStore{b}
-	for _, n := range names {
-		if cur, err := st.get(ctx, n); err != nil {
-			return err
-		} else if cur != nil {
-			continue
-		}
-		if err := st.put(ctx, n, local[n]); err != nil {
-			return err
-		}
-		b.log.Info("copied a user of the local store into the cluster", "user", n)
+	for _, name := range slices.Sorted(maps.Keys(put)) {
+		b.log.Info("copied a user of the local store into the cluster", "user", name)
 	}
 	return nil
 }
@@ -326,20 +345,29 @@ func AddUser(dataDir, name, mechanism, password string, iterations int) error {
 	if err != nil {
 		return err
 	}
-	s := &fileUserStore{path: filepath.Join(dataDir, metaDirName, usersFileName)}
-	rec, err := s.get(context.Background(), name)
+	f, err := metastore.OpenFile(usersFile(filepath.Join(dataDir, metaDirName, usersFileName)))
 	if err != nil {
 		return err
 	}
-	if rec == nil {
-		rec = &userRecord{Scram: map[string]scramCredential{}}
+	rec := &userRecord{Scram: map[string]scramCredential{}}
+	recs, _ := f.Snapshot()
+	if v, ok := recs[name]; ok {
+		if err := json.Unmarshal(v, rec); err != nil {
+			return fmt.Errorf("user %s: %w", name, err)
+		}
+		if rec.Scram == nil {
+			rec.Scram = map[string]scramCredential{}
+		}
 	}
 	rec.Scram[mechanism] = cred
-	return s.put(context.Background(), name, rec)
+	return putUserRecord(context.Background(), f, name, rec)
 }
 
 // DeleteUser removes a user from the user store of dataDir, offline.
 func DeleteUser(dataDir, name string) error {
-	s := &fileUserStore{path: filepath.Join(dataDir, metaDirName, usersFileName)}
-	return s.put(context.Background(), name, nil)
+	f, err := metastore.OpenFile(usersFile(filepath.Join(dataDir, metaDirName, usersFileName)))
+	if err != nil {
+		return err
+	}
+	return putUserRecord(context.Background(), f, name, nil)
 }

@@ -21,7 +21,8 @@ import (
 //	                          paths (users/<user>/clients/<client-id>, users/<user>,
 //	                          clients/<client-id>, ips/<ip>, names escaped, "<default>"
 //	                          for a default entity)
-var collectionNames = []string{"acls", "quotas"}
+//	/gregor/users/<name>      one SASL user's SCRAM credentials
+var collectionNames = []string{"acls", "quotas", "users"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 

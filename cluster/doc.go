@@ -35,10 +35,9 @@
 //	/gregor/group-configs/<group>     a group's dynamic configs, {"name": "value", ...}
 //	/gregor/broker-configs/<res>      dynamic broker configs, {"name": "value", ...}: res "" the
 //	                                  cluster-wide defaults, a node id that broker's own
-//	/gregor/users/<name>              a SASL user's SCRAM credentials (the broker's JSON, opaque
-//	                                  here); read on demand, not part of the snapshot
+//	/gregor/users/<name>              a SASL user's SCRAM credentials (the broker's JSON, opaque here)
 //
-// The ACLs and quotas are collections (collections.go): Node.Collection
+// The ACLs, quotas and users are collections (collections.go): Node.Collection
 // gives each to the broker as a metastore.Collection, whose revision moves
 // only with the collection's own changes.
 //

@@ -21,6 +21,14 @@ type FileConfig struct {
 	// Write replaces the file at path with data durably (atomically, as
 	// storage.WriteFileAtomic does).
 	Write func(path string, data []byte) error
+	// Reread is set when another program may replace the file while it is
+	// open (gregor users add writes users.json offline, and a running
+	// single node sees it): each Snapshot then compares the file's
+	// identity, size and modification time with those last read or
+	// written, and reads it again, as a new revision, when they differ.
+	// A file that does not read or decode then leaves the records as they
+	// were, until it does.
+	Reread bool
 }
 
 // File is a Collection kept in one file, rewritten whole by each Update,
@@ -34,27 +42,55 @@ type File struct {
 type fileSnapshot struct {
 	recs Records
 	rev  int64
+	fi   os.FileInfo // the file as last read or written; nil when absent or not kept
 }
 
 // OpenFile reads the collection from cfg.Path; a missing file is an empty
 // collection.
 func OpenFile(cfg FileConfig) (*File, error) {
 	f := &File{cfg: cfg}
-	recs := Records{}
-	if cfg.Path != "" {
-		data, err := os.ReadFile(cfg.Path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
-			return nil, err
-		default:
-			if recs, err = cfg.Decode(data); err != nil {
-				return nil, fmt.Errorf("%s: %w", cfg.Path, err)
-			}
+	recs, fi, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	f.snap.Store(&fileSnapshot{recs: recs, rev: 1, fi: fi})
+	return f, nil
+}
+
+// read reads and decodes the file, with its identity when Reread is set;
+// a missing file is an empty collection.
+func (f *File) read() (Records, os.FileInfo, error) {
+	if f.cfg.Path == "" {
+		return Records{}, nil, nil
+	}
+	var fi os.FileInfo
+	if f.cfg.Reread {
+		var err error
+		if fi, err = os.Stat(f.cfg.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, err
 		}
 	}
-	f.snap.Store(&fileSnapshot{recs: recs, rev: 1})
-	return f, nil
+	data, err := os.ReadFile(f.cfg.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return Records{}, nil, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	recs, err := f.cfg.Decode(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", f.cfg.Path, err)
+	}
+	return recs, fi, nil
+}
+
+// changed tells whether the file is no longer the one last read or
+// written.
+func changed(was, now os.FileInfo) bool {
+	if was == nil || now == nil {
+		return (was == nil) != (now == nil)
+	}
+	return !os.SameFile(was, now) || was.Size() != now.Size() || !was.ModTime().Equal(now.ModTime())
 }
 
 // Memory is a File that keeps recs in memory only (tests, and a broker
@@ -71,7 +107,39 @@ func Memory(recs Records) *File {
 // Snapshot implements Collection.
 func (f *File) Snapshot() (Records, int64) {
 	s := f.snap.Load()
+	if f.cfg.Reread {
+		s = f.reread(s)
+	}
 	return s.recs, s.rev
+}
+
+// reread reads the file again when another program replaced it since s.
+func (f *File) reread(s *fileSnapshot) *fileSnapshot {
+	now, err := os.Stat(f.cfg.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) || !changed(s.fi, now) {
+		return s
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rereadLocked()
+}
+
+// rereadLocked reads the file again when another program replaced it
+// since the current snapshot, and returns the snapshot then current.
+// f.mu should be held.
+func (f *File) rereadLocked() *fileSnapshot {
+	s := f.snap.Load()
+	now, err := os.Stat(f.cfg.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) || !changed(s.fi, now) {
+		return s // unchanged, or an update or another reader was first
+	}
+	recs, fi, err := f.read()
+	if err != nil {
+		return s
+	}
+	next := &fileSnapshot{recs: recs, rev: s.rev + 1, fi: fi}
+	f.snap.Store(next)
+	return next
 }
 
 // Update implements Collection: the file is replaced before the change is
@@ -83,6 +151,9 @@ func (f *File) Update(ctx context.Context, put Records, del []string) (int64, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cur := f.snap.Load()
+	if f.cfg.Reread {
+		cur = f.rereadLocked() // keep what another program wrote
+	}
 	next := maps.Clone(cur.recs)
 	for _, k := range del {
 		delete(next, k)
@@ -97,6 +168,10 @@ func (f *File) Update(ctx context.Context, put Records, del []string) (int64, er
 			return 0, err
 		}
 	}
-	f.snap.Store(&fileSnapshot{recs: next, rev: cur.rev + 1})
+	var fi os.FileInfo
+	if f.cfg.Reread {
+		fi, _ = os.Stat(f.cfg.Path) // on an error the next Snapshot reads the file again
+	}
+	f.snap.Store(&fileSnapshot{recs: next, rev: cur.rev + 1, fi: fi})
 	return cur.rev + 1, nil
 }

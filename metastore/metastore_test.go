@@ -121,3 +121,52 @@ func TestView_DecodesOncePerRevision(t *testing.T) {
 		t.Fatalf("after an update: %d, %d decodes", n, decodes)
 	}
 }
+
+// TestFile_RereadSeesAnotherWriter: with Reread, a File sees what another
+// program wrote (here another File on the same path) as a new revision,
+// keeps it when it updates, and keeps its records while the file does not
+// decode.
+func TestFile_RereadSeesAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "names.json")
+	writes := 0
+	cfg := namesFile(path, &writes)
+	cfg.Reread = true
+	a, err := OpenFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rev0 := a.Snapshot()
+	if _, err := b.Update(context.Background(), Records{"x": nil}, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs, rev1 := a.Snapshot()
+	if _, ok := recs["x"]; !ok || rev1 <= rev0 {
+		t.Fatalf("after another writer: %v at %d (from %d)", recs, rev1, rev0)
+	}
+	if _, rev := a.Snapshot(); rev != rev1 {
+		t.Fatalf("an unchanged file moved the revision: %d, want %d", rev, rev1)
+	}
+	if _, err := a.Update(context.Background(), Records{"y": nil}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"Names":["x","y"]}` {
+		t.Fatalf("file: %s", data)
+	}
+	_, rev2 := a.Snapshot()
+	if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if recs, rev := a.Snapshot(); len(recs) != 2 || rev != rev2 {
+		t.Fatalf("an undecodable file: %v at %d, want x and y at %d", recs, rev, rev2)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if recs, rev := a.Snapshot(); len(recs) != 0 || rev <= rev2 {
+		t.Fatalf("a removed file: %v at %d (from %d)", recs, rev, rev2)
+	}
+}
