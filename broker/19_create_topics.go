@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -87,7 +88,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			if c.Value == nil {
 				continue // a null value means "use the default"
 			}
-			if err := validateTopicConfig(c.Name, *c.Value); err != nil {
+			if err := config.ValidateTopic(c.Name, *c.Value); err != nil {
 				cfgErr = err
 				break
 			}
@@ -162,10 +163,10 @@ func (b *Broker) createdTopicAnswer(st kmsg.CreateTopicsResponseTopic, t *topic,
 			st.ReplicationFactor = int16(len(b.partitionView(parts[0]).replicas))
 		}
 	}
-	for _, d := range topicConfigDefs {
-		v, src := b.topicConfigValue(configs, d.name)
+	for _, d := range config.TopicDefs {
+		v, src := b.topicConfigValue(configs, d.Name)
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), int8(src)
+		c.Name, c.Value, c.Source = d.Name, kmsg.StringPtr(v), int8(src)
 		st.Configs = append(st.Configs, c)
 	}
 	return st

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -47,8 +48,8 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				break
 			}
 			overrides, _ := b.topicSnapshot(t)
-			for _, d := range topicConfigDefs {
-				if want(d.name) {
+			for _, d := range config.TopicDefs {
+				if want(d.Name) {
 					sr.Configs = append(sr.Configs, b.describeTopicConfig(req, overrides, &d))
 				}
 			}
@@ -57,8 +58,8 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			case "":
 				sr.Configs = b.describeDynamicDefaults(req, want)
 			case strconv.Itoa(int(b.nodeID)):
-				for _, d := range brokerConfigDefs {
-					if want(d.name) {
+				for _, d := range config.BrokerDefs {
+					if want(d.Name) {
 						sr.Configs = append(sr.Configs, b.describeBrokerConfig(req, &d))
 					}
 				}
@@ -71,23 +72,23 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				fail(kerr.InvalidGroupID, "Group id must not be empty.")
 				break
 			}
-			for _, d := range groupConfigDefs {
-				if !want(d.name) {
+			for _, d := range config.GroupDefs {
+				if !want(d.Name) {
 					continue
 				}
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				v, set := b.groupConfigValue(rr.ResourceName, d.name)
-				c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), kmsg.ConfigSourceDefaultConfig
+				v, set := b.groupConfigValue(rr.ResourceName, d.Name)
+				c.Name, c.Value, c.Source = d.Name, kmsg.StringPtr(v), kmsg.ConfigSourceDefaultConfig
 				if set {
 					c.Source = kmsg.ConfigSourceGroupConfig
 				}
 				c.IsDefault = !set
 				c.ConfigType = kmsg.ConfigTypeInt
-				if d.enum != nil {
+				if d.Enum != nil {
 					c.ConfigType = kmsg.ConfigTypeString
 				}
 				if req.IncludeDocumentation {
-					c.Documentation = kmsg.StringPtr(d.doc)
+					c.Documentation = kmsg.StringPtr(d.Doc)
 				}
 				sr.Configs = append(sr.Configs, c)
 			}
@@ -99,32 +100,32 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides map[string]string, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
+func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides map[string]string, d *config.Def) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	v, src := b.topicConfigValue(overrides, d.name)
-	c.Name, c.Value, c.Source = d.name, kmsg.StringPtr(v), src
+	v, src := b.topicConfigValue(overrides, d.Name)
+	c.Name, c.Value, c.Source = d.Name, kmsg.StringPtr(v), src
 	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
-	c.ConfigType = d.typ
+	c.ConfigType = d.Type
 	if req.IncludeDocumentation {
-		c.Documentation = kmsg.StringPtr(d.doc)
+		c.Documentation = kmsg.StringPtr(d.Doc)
 	}
 	if req.IncludeSynonyms {
-		if ov, ok := overrides[d.name]; ok {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, ov, kmsg.ConfigSourceDynamicTopicConfig))
+		if ov, ok := overrides[d.Name]; ok {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, config.Synonym(d.Name, ov, kmsg.ConfigSourceDynamicTopicConfig))
 		}
 		// The broker properties Kafka maps the topic config to
 		// (ServerTopicConfigSynonyms): the dynamic ones.
-		if dynamicBrokerConfigs[d.synonym] {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, b.synonymChain(brokerSynonyms(d.synonym), true)...)
+		if dynamicBrokerConfigs[d.Synonym] {
+			c.ConfigSynonyms = append(c.ConfigSynonyms, b.synonymChain(brokerSynonyms(d.Synonym), true)...)
 		}
 	}
 	return c
 }
 
-func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *configDef) kmsg.DescribeConfigsResponseResourceConfig {
+func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *config.Def) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	v, src := b.brokerValue(d.name)
-	switch d.name {
+	v, src := b.brokerValue(d.Name)
+	switch d.Name {
 	case "log.dirs", "log.dir":
 		v, src = b.cfg.DataDir, kmsg.ConfigSourceStaticBrokerConfig
 	case "listeners":
@@ -132,22 +133,22 @@ func (b *Broker) describeBrokerConfig(req *kmsg.DescribeConfigsRequest, d *confi
 	case "advertised.listeners":
 		v, src = b.advertisedListenersValue(), kmsg.ConfigSourceStaticBrokerConfig
 	}
-	if d.typ == kmsg.ConfigTypePassword && v != "" {
+	if d.Type == kmsg.ConfigTypePassword && v != "" {
 		c.IsSensitive, v = true, "" // never reveal keys and passwords
 	}
-	c.Name, c.Source, c.ReadOnly, c.ConfigType = d.name, src, !anyDynamic(brokerSynonyms(d.name)), d.typ
+	c.Name, c.Source, c.ReadOnly, c.ConfigType = d.Name, src, !anyDynamic(brokerSynonyms(d.Name)), d.Type
 	if v != "" {
 		c.Value = kmsg.StringPtr(v)
 	}
 	c.IsDefault = src == kmsg.ConfigSourceDefaultConfig
 	if req.IncludeDocumentation {
-		c.Documentation = kmsg.StringPtr(d.doc)
+		c.Documentation = kmsg.StringPtr(d.Doc)
 	}
 	if req.IncludeSynonyms && c.Value != nil {
 		if c.ReadOnly {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, synonym(d.name, v, src))
+			c.ConfigSynonyms = append(c.ConfigSynonyms, config.Synonym(d.Name, v, src))
 		} else {
-			c.ConfigSynonyms = dropUntil(b.synonymChain(brokerSynonyms(d.name), true), d.name)
+			c.ConfigSynonyms = dropUntil(b.synonymChain(brokerSynonyms(d.Name), true), d.Name)
 		}
 	}
 	return c

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,7 +47,7 @@ func (b *Broker) handleAlterConfigs(r *request) (kmsg.Response, error) {
 					if _, dup := next[c.Name]; dup {
 						return nil, kerr.InvalidRequest, "Error due to duplicate config keys"
 					}
-					if err := validateTopicConfig(c.Name, *c.Value); err != nil {
+					if err := config.ValidateTopic(c.Name, *c.Value); err != nil {
 						return nil, kerr.InvalidConfig, err.Error()
 					}
 					next[c.Name] = *c.Value

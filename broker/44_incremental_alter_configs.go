@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -57,7 +58,7 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 						return nil, kerr.InvalidRequest, "Error due to duplicate config keys"
 					}
 					names[c.Name] = true
-					d := topicConfigByName[c.Name]
+					d := config.Topic(c.Name)
 					if d == nil {
 						return nil, kerr.InvalidConfig, "Unknown topic config name: " + c.Name
 					}
@@ -70,14 +71,14 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 					case kmsg.IncrementalAlterConfigOpDelete:
 						delete(cur, c.Name)
 					case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-						if d.typ != kmsg.ConfigTypeList {
+						if d.Type != kmsg.ConfigTypeList {
 							return nil, kerr.InvalidConfig, "Config value append/subtract is not allowed for config key " + c.Name + ", which is not a list"
 						}
 						v, _ := b.topicConfigValue(cur, c.Name)
-						list := splitList(v)
+						list := config.SplitList(v)
 						var edits []string
 						if c.Value != nil {
-							edits = splitList(*c.Value)
+							edits = config.SplitList(*c.Value)
 						}
 						for _, e := range edits {
 							if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(list, e) {
@@ -91,7 +92,7 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 						return nil, kerr.InvalidRequest, "Unknown operation " + c.Op.String()
 					}
 					if v, ok := cur[c.Name]; ok {
-						if err := validateTopicConfig(c.Name, v); err != nil {
+						if err := config.ValidateTopic(c.Name, v); err != nil {
 							return nil, kerr.InvalidConfig, err.Error()
 						}
 					}
@@ -132,7 +133,7 @@ func (b *Broker) incrementalAlterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRe
 			case kmsg.IncrementalAlterConfigOpDelete:
 				delete(cur, c.Name)
 			case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-				d := brokerConfigByName[c.Name]
+				d := config.Broker(c.Name)
 				if d == nil {
 					return nil, &errBrokerConfig{kerr.InvalidConfig, "Unknown config name: " + c.Name}
 				}
@@ -140,14 +141,14 @@ func (b *Broker) incrementalAlterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRe
 				if c.Op == kmsg.IncrementalAlterConfigOpSubtract {
 					op = "subtract"
 				}
-				if d.typ != kmsg.ConfigTypeList {
+				if d.Type != kmsg.ConfigTypeList {
 					return nil, &errBrokerConfig{kerr.InvalidConfig, "Config value " + op + " is not allowed for config key: " + c.Name}
 				}
 				old, ok := cur[c.Name]
 				if !ok {
-					old = d.def
+					old = d.Default
 				}
-				list := splitList(old)
+				list := config.SplitList(old)
 				for _, e := range strings.Split(*c.Value, ",") {
 					if c.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(list, e) {
 						list = append(list, e)
@@ -177,7 +178,7 @@ func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResourc
 				return nil, kerr.InvalidRequest, "Error due to duplicate config keys"
 			}
 			names[c.Name] = true
-			d := groupConfigDefByName(c.Name)
+			d := config.Group(c.Name)
 			if d == nil {
 				return nil, kerr.InvalidConfig, "Unknown group config name: " + c.Name
 			}
@@ -186,7 +187,7 @@ func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResourc
 				if c.Value == nil {
 					return nil, kerr.InvalidRequest, "Null value not supported for SET of " + c.Name
 				}
-				if err := validateGroupConfig(d, *c.Value); err != nil {
+				if err := config.ValidateGroup(d, *c.Value); err != nil {
 					return nil, kerr.InvalidConfig, err.Error()
 				}
 				cur[c.Name] = *c.Value

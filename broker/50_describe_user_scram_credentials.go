@@ -8,6 +8,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,7 +23,7 @@ func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, 
 	describe := func(name string, rec *userRecord) kmsg.DescribeUserSCRAMCredentialsResponseResult {
 		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 		res.User = name
-		for _, mech := range []string{mechScramSHA256, mechScramSHA512} {
+		for _, mech := range []string{config.ScramSHA256, config.ScramSHA512} {
 			if c, ok := rec.Scram[mech]; ok {
 				ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
 				ci.Mechanism, ci.Iterations = scramMechanismByte(mech), int32(c.Iterations)

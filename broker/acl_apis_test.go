@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -735,7 +736,7 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 		users = append(users, fmt.Sprintf("u%d", i))
 	}
 	for _, u := range users {
-		if err := AddUser(dir, u, mechScramSHA256, u+"-pw", 0); err != nil {
+		if err := AddUser(dir, u, config.ScramSHA256, u+"-pw", 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,7 +17,7 @@ import (
 func aclBroker(t *testing.T, dir string) (*Broker, string) {
 	t.Helper()
 	for _, u := range []string{"admin", "alice", "bob"} {
-		if err := AddUser(dir, u, mechScramSHA256, u+"-pw", 0); err != nil {
+		if err := AddUser(dir, u, config.ScramSHA256, u+"-pw", 0); err != nil {
 			t.Fatal(err)
 		}
 	}

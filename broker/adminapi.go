@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,7 +90,7 @@ func (b *Broker) CheckPassword(user, password string) error {
 // checkPassword checks password against the first of the user's SCRAM
 // credentials (SHA-256, else SHA-512).
 func (rec *userRecord) checkPassword(password string) bool {
-	for _, mech := range []string{mechScramSHA256, mechScramSHA512} {
+	for _, mech := range []string{config.ScramSHA256, config.ScramSHA512} {
 		if c, has := rec.Scram[mech]; has {
 			return c.checkPassword(mech, password)
 		}

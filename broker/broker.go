@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
@@ -273,7 +274,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		Topics:                        b.consumerTopics,
 		ConsumerSessionTimeout:        ms("group.consumer.session.timeout.ms"),
 		ConsumerHeartbeatInterval:     ms("group.consumer.heartbeat.interval.ms"),
-		ConsumerAssignors:             splitList(b.cfg.stringProp("group.consumer.assignors")),
+		ConsumerAssignors:             config.SplitList(b.cfg.stringProp("group.consumer.assignors")),
 		ConsumerMigrationPolicy:       b.cfg.stringProp("group.consumer.migration.policy"),
 		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),
 		ShareHeartbeatInterval:        ms("group.share.heartbeat.interval.ms"),

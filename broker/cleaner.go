@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -32,7 +33,7 @@ type cleanerState struct {
 }
 
 // isCompacted reports whether cleanup.policy includes compact.
-func isCompacted(policy string) bool { return slices.Contains(splitList(policy), "compact") }
+func isCompacted(policy string) bool { return slices.Contains(config.SplitList(policy), "compact") }
 
 // startCleaner starts the cleaner threads.
 func (b *Broker) startCleaner() {

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/metastore"
 	"github.com/gregor-broker/gregor/replication"
@@ -127,7 +128,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		cfg.Voters = voters
 	}
 	if e := b.cfg.Props["etcd.endpoints"]; e != "" {
-		cfg.Endpoints = splitList(e)
+		cfg.Endpoints = config.SplitList(e)
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
 	defer cancel()
@@ -148,7 +149,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		lagMax:  time.Duration(b.cfg.int64Prop("replica.lag.time.max.ms")) * time.Millisecond,
 		isrKick: make(chan struct{}, 1),
 
-		rackAwareReads: b.cfg.Props["replica.selector.class"] == rackAwareReplicaSelector,
+		rackAwareReads: b.cfg.Props["replica.selector.class"] == config.RackAwareReplicaSelector,
 	}
 	cs.fetchers = replication.NewFetchers(replication.FetcherConfig{
 		Self:              b.nodeID,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,12 +66,12 @@ func ParseProperties(r io.Reader, props map[string]string) error {
 // ones, as Kafka does.
 func validateProps(props map[string]string, log *slog.Logger) error {
 	for k, v := range props {
-		d, ok := brokerConfigByName[listenerConfigName(k)]
-		if !ok {
+		d := config.Broker(config.ListenerConfigName(k))
+		if d == nil {
 			log.Warn("unknown configuration supplied, ignored", "name", k)
 			continue
 		}
-		if err := d.validate(v); err != nil {
+		if err := d.Validate(v); err != nil {
 			return fmt.Errorf("config %s: %w", k, err)
 		}
 	}
@@ -90,15 +91,15 @@ func (c *Config) brokerValue(name string) (string, kmsg.ConfigSource) {
 		if v, ok := c.Props["log.retention.hours"]; ok {
 			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
 		}
-		return weekMs, kmsg.ConfigSourceDefaultConfig
+		return config.WeekMs, kmsg.ConfigSourceDefaultConfig
 	case "log.roll.ms":
 		if v, ok := c.Props["log.roll.hours"]; ok {
 			return scaleMs(v, 3_600_000), kmsg.ConfigSourceStaticBrokerConfig
 		}
-		return weekMs, kmsg.ConfigSourceDefaultConfig
+		return config.WeekMs, kmsg.ConfigSourceDefaultConfig
 	}
-	if d, ok := brokerConfigByName[name]; ok {
-		return d.def, kmsg.ConfigSourceDefaultConfig
+	if d := config.Broker(name); d != nil {
+		return d.Default, kmsg.ConfigSourceDefaultConfig
 	}
 	return "", kmsg.ConfigSourceUnknown
 }
@@ -137,14 +138,14 @@ func (b *Broker) topicConfigValue(overrides map[string]string, name string) (str
 	if v, ok := overrides[name]; ok {
 		return v, kmsg.ConfigSourceDynamicTopicConfig
 	}
-	d := topicConfigByName[name]
+	d := config.Topic(name)
 	if d == nil {
 		return "", kmsg.ConfigSourceUnknown
 	}
-	if v, src := b.brokerValue(d.synonym); src != kmsg.ConfigSourceDefaultConfig && src != kmsg.ConfigSourceUnknown {
+	if v, src := b.brokerValue(d.Synonym); src != kmsg.ConfigSourceDefaultConfig && src != kmsg.ConfigSourceUnknown {
 		return v, src
 	}
-	return d.def, kmsg.ConfigSourceDefaultConfig
+	return d.Default, kmsg.ConfigSourceDefaultConfig
 }
 
 func (b *Broker) topicInt(overrides map[string]string, name string) int64 {
@@ -172,7 +173,7 @@ func (b *Broker) storageConfig(t *topic) storage.Config {
 		// the head becomes cleanable in time (KIP-354); without delete,
 		// retention deletes nothing.
 		c.SegmentMs = min(c.SegmentMs, b.topicInt(o, "max.compaction.lag.ms"))
-		if !slices.Contains(splitList(policy), "delete") {
+		if !slices.Contains(config.SplitList(policy), "delete") {
 			c.RetentionMs, c.RetentionBytes = -1, -1
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -17,8 +18,8 @@ func TestWeekMs_MatchesPackageDefaults(t *testing.T) {
 		"coordinator.DefaultTxnIDExpiration":  coordinator.DefaultTxnIDExpiration.Milliseconds(),
 		"coordinator.DefaultOffsetsRetention": coordinator.DefaultOffsetsRetention.Milliseconds(),
 	} {
-		if got := strconv.FormatInt(v, 10); got != weekMs {
-			t.Errorf("%s = %s ms, weekMs = %s", name, got, weekMs)
+		if got := strconv.FormatInt(v, 10); got != config.WeekMs {
+			t.Errorf("%s = %s ms, config.WeekMs = %s", name, got, config.WeekMs)
 		}
 	}
 }

@@ -96,7 +96,7 @@
 // Broker properties (Config.Props) are Kafka's names, validated at New;
 // those Kafka lets an operator change at runtime are dynamic broker configs
 // (dynconfig.go, KIP-226: a broker's own, then the cluster-wide default,
-// over the properties). Topic configs (configdefs.go) are the topic's overrides
+// over the properties). Topic configs (package config defines them) are the topic's overrides
 // (DYNAMIC_TOPIC_CONFIG), else the broker property that is their synonym
 // (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG), as
 // DescribeConfigs reports them. AlterConfigs and IncrementalAlterConfigs

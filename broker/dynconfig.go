@@ -37,6 +37,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,9 +73,9 @@ var threadPoolConfigs = []string{"num.io.threads", "num.network.threads", "num.r
 
 func init() {
 	notDynamic := []string{"remote.log.storage.system.enable", "follower.replication.throttled.replicas", "leader.replication.throttled.replicas"}
-	for _, d := range topicConfigDefs {
-		if d.synonym != "" && !slices.Contains(notDynamic, d.synonym) {
-			dynamicBrokerConfigs[d.synonym] = true
+	for _, d := range config.TopicDefs {
+		if d.Synonym != "" && !slices.Contains(notDynamic, d.Synonym) {
+			dynamicBrokerConfigs[d.Synonym] = true
 		}
 	}
 	for _, n := range threadPoolConfigs {
@@ -130,7 +131,7 @@ func (b *Broker) dynamicSynonyms(names []string, perBroker bool) []kmsg.Describe
 	for _, lv := range levels {
 		for _, n := range names {
 			if v, ok := lv.m[n]; ok {
-				out = append(out, synonym(n, v, lv.src))
+				out = append(out, config.Synonym(n, v, lv.src))
 			}
 		}
 	}
@@ -149,13 +150,13 @@ func (b *Broker) describeDynamicDefaults(req *kmsg.DescribeConfigsRequest, want 
 		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name, c.Source = n, kmsg.ConfigSourceDynamicDefaultBrokerConfig
-		d := brokerConfigByName[n]
+		d := config.Broker(n)
 		if d == nil {
 			// A custom config: its type is unknown, so Kafka treats it as
 			// sensitive.
 			c.IsSensitive, c.ReadOnly = true, true
 			if req.IncludeSynonyms {
-				s := synonym(n, "", c.Source)
+				s := config.Synonym(n, "", c.Source)
 				s.Value = nil
 				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
 			}
@@ -163,9 +164,9 @@ func (b *Broker) describeDynamicDefaults(req *kmsg.DescribeConfigsRequest, want 
 			continue
 		}
 		c.Value = kmsg.StringPtr(def[n])
-		c.ConfigType, c.ReadOnly = d.typ, !anyDynamic(brokerSynonyms(n))
+		c.ConfigType, c.ReadOnly = d.Type, !anyDynamic(brokerSynonyms(n))
 		if req.IncludeDocumentation {
-			c.Documentation = kmsg.StringPtr(d.doc)
+			c.Documentation = kmsg.StringPtr(d.Doc)
 		}
 		if req.IncludeSynonyms {
 			// Kafka lists the cluster-wide level alone here.
@@ -186,12 +187,12 @@ func (b *Broker) synonymChain(names []string, perBroker bool) []kmsg.DescribeCon
 	list := b.dynamicSynonyms(names, perBroker)
 	for _, n := range names {
 		if v, ok := b.cfg.Props[n]; ok {
-			list = append(list, synonym(n, v, kmsg.ConfigSourceStaticBrokerConfig))
+			list = append(list, config.Synonym(n, v, kmsg.ConfigSourceStaticBrokerConfig))
 		}
 	}
 	for _, n := range names {
-		if d := brokerConfigByName[n]; d != nil && d.def != "" {
-			list = append(list, synonym(n, d.def, kmsg.ConfigSourceDefaultConfig))
+		if d := config.Broker(n); d != nil && d.Default != "" {
+			list = append(list, config.Synonym(n, d.Default, kmsg.ConfigSourceDefaultConfig))
 		}
 	}
 	return list
@@ -295,7 +296,7 @@ func (b *Broker) checkBrokerResource(name string) *errBrokerConfig {
 func (b *Broker) validateBrokerConfigs(props map[string]string) *errBrokerConfig {
 	var static []string
 	for n := range props {
-		if brokerConfigByName[n] != nil && !dynamicBrokerConfigs[n] {
+		if config.Broker(n) != nil && !dynamicBrokerConfigs[n] {
 			static = append(static, n)
 		}
 	}
@@ -304,15 +305,15 @@ func (b *Broker) validateBrokerConfigs(props map[string]string) *errBrokerConfig
 		return invalidBrokerConfig("Cannot update these configs dynamically: Set(%s)", strings.Join(static, ", "))
 	}
 	for _, n := range slices.Sorted(maps.Keys(props)) {
-		d := brokerConfigByName[n]
+		d := config.Broker(n)
 		if d == nil {
 			continue // custom config
 		}
 		v := props[n]
-		if reason := typeError(d.typ, v); reason != "" {
+		if reason := typeError(d.Type, v); reason != "" {
 			return invalidBrokerConfig("Invalid value %s for configuration %s: %s", v, n, reason)
 		}
-		if err := d.validate(strings.TrimSpace(v)); err != nil {
+		if err := d.Validate(strings.TrimSpace(v)); err != nil {
 			return invalidBrokerConfig("Invalid value %s for configuration %s: %v", v, n, err)
 		}
 		if slices.Contains(threadPoolConfigs, n) {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+
+	"github.com/gregor-broker/gregor/config"
 )
 
 // ErrTopicExists is returned by CreateTopic when the topic already exists.
@@ -26,7 +28,7 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 		partitions = int32(b.cfg.int64Prop("num.partitions"))
 	}
 	for k, v := range configs {
-		if err := validateTopicConfig(k, v); err != nil {
+		if err := config.ValidateTopic(k, v); err != nil {
 			return fmt.Errorf("topic %s: %w", name, err)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -96,19 +97,19 @@ func (b *Broker) interBrokerMechanism(listenerName string) (sasl.Mechanism, erro
 	opts := parseJAAS(jaas)
 	user, pass := opts["username"], opts["password"]
 	switch mech {
-	case mechPlain, mechScramSHA256, mechScramSHA512:
+	case config.Plain, config.ScramSHA256, config.ScramSHA512:
 		if user == "" {
 			return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol %s: no username and password in the listener's sasl.jaas.config", mech)
 		}
 	}
 	switch mech {
-	case mechPlain:
+	case config.Plain:
 		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
-	case mechScramSHA256:
+	case config.ScramSHA256:
 		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
-	case mechScramSHA512:
+	case config.ScramSHA512:
 		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
-	case mechOAuthBearer:
+	case config.OAuthBearer:
 		sub := opts["unsecuredLoginStringClaim_sub"]
 		if sub == "" {
 			return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol OAUTHBEARER: no unsecuredLoginStringClaim_sub in sasl.jaas.config")

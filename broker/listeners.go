@@ -30,16 +30,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// Security protocols, Kafka's names.
-const (
-	protoPlaintext     = "PLAINTEXT"
-	protoSSL           = "SSL"
-	protoSASLPlaintext = "SASL_PLAINTEXT"
-	protoSASLSSL       = "SASL_SSL"
 )
 
 // listener is one configured endpoint.
@@ -54,9 +47,9 @@ type listener struct {
 	sasl     *saslState // SASL_PLAINTEXT and SASL_SSL
 }
 
-func (l *listener) usesTLS() bool { return l.protocol == protoSSL || l.protocol == protoSASLSSL }
+func (l *listener) usesTLS() bool { return l.protocol == config.SSL || l.protocol == config.SASLSSL }
 func (l *listener) usesSASL() bool {
-	return l.protocol == protoSASLPlaintext || l.protocol == protoSASLSSL
+	return l.protocol == config.SASLPlaintext || l.protocol == config.SASLSSL
 }
 
 // listenerSpec is one NAME://host:port entry.
@@ -68,7 +61,7 @@ type listenerSpec struct {
 func parseListenerList(s string) ([]listenerSpec, error) {
 	var out []listenerSpec
 	seen := map[string]bool{}
-	for _, e := range splitList(s) {
+	for _, e := range config.SplitList(s) {
 		name, addr, ok := strings.Cut(e, "://")
 		if !ok || name == "" {
 			return nil, fmt.Errorf("%q: want NAME://host:port", e)
@@ -94,13 +87,13 @@ func parseListenerList(s string) ([]listenerSpec, error) {
 // the four protocol names always map to themselves.
 func protocolMap(s string) (map[string]string, error) {
 	m := map[string]string{}
-	for _, p := range []string{protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL} {
+	for _, p := range []string{config.Plaintext, config.SSL, config.SASLPlaintext, config.SASLSSL} {
 		m[p] = p
 	}
-	for _, e := range splitList(s) {
+	for _, e := range config.SplitList(s) {
 		name, proto, ok := strings.Cut(e, ":")
 		proto = strings.ToUpper(strings.TrimSpace(proto))
-		if !ok || !slices.Contains([]string{protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL}, proto) {
+		if !ok || !slices.Contains([]string{config.Plaintext, config.SSL, config.SASLPlaintext, config.SASLSSL}, proto) {
 			return nil, fmt.Errorf("listener.security.protocol.map: %q: want NAME:PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", e)
 		}
 		m[strings.ToUpper(strings.TrimSpace(name))] = proto
@@ -111,7 +104,7 @@ func protocolMap(s string) (map[string]string, error) {
 // controllerListenerNames returns controller.listener.names, upper case;
 // CONTROLLER when unset.
 func controllerListenerNames(props map[string]string) []string {
-	names := splitList(props["controller.listener.names"])
+	names := config.SplitList(props["controller.listener.names"])
 	if len(names) == 0 {
 		return []string{"CONTROLLER"}
 	}
@@ -146,7 +139,7 @@ func splitControllerListener(props map[string]string, pm map[string]string, spec
 		ctrl = &s
 	}
 	if ctrl != nil {
-		if p, ok := pm[ctrl.name]; ok && p != protoPlaintext {
+		if p, ok := pm[ctrl.name]; ok && p != config.Plaintext {
 			return nil, nil, fmt.Errorf("listeners: controller listener %s is %s; the etcd peer listener is PLAINTEXT only", ctrl.name, p)
 		}
 	}
@@ -174,7 +167,7 @@ func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerS
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("listen %q: %w", b.cfg.Listen, err)
 		}
-		specs = []listenerSpec{{name: protoPlaintext, host: host, port: port}}
+		specs = []listenerSpec{{name: config.Plaintext, host: host, port: port}}
 	}
 	if len(specs) == 0 {
 		return nil, "", nil, fmt.Errorf("listeners: none configured")
@@ -187,7 +180,7 @@ func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerS
 		l := &listener{name: s.name, protocol: proto, bind: net.JoinHostPort(s.host, s.port)}
 		if l.usesTLS() {
 			props, prefixed := b.listenerProps(l.name)
-			if l.tls, err = newTLSState(props, prefixed, l.protocol == protoSASLSSL, b.log.With("listener", l.name)); err != nil {
+			if l.tls, err = newTLSState(props, prefixed, l.protocol == config.SASLSSL, b.log.With("listener", l.name)); err != nil {
 				return nil, "", nil, fmt.Errorf("listener %s: %w", l.name, err)
 			}
 		}
@@ -213,8 +206,8 @@ func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerS
 		inter = ls[i].name
 	default:
 		inter = ls[0].name
-		if i := slices.IndexFunc(ls, func(l *listener) bool { return l.name == protoPlaintext }); i >= 0 {
-			inter = protoPlaintext
+		if i := slices.IndexFunc(ls, func(l *listener) bool { return l.name == config.Plaintext }); i >= 0 {
+			inter = config.Plaintext
 		}
 	}
 	return ls, inter, ctrl, nil

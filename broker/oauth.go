@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gregor-broker/gregor/config"
 )
 
 const oauthInvalidToken = `{"status":"invalid_token"}`
@@ -61,7 +63,7 @@ func newOAuthValidator(props map[string]string, now func() time.Time, log *slog.
 	if s := props["sasl.oauthbearer.sub.claim.name"]; s != "" {
 		v.subClaim = s
 	}
-	v.audience = splitList(props["sasl.oauthbearer.expected.audience"])
+	v.audience = config.SplitList(props["sasl.oauthbearer.expected.audience"])
 	v.issuer = props["sasl.oauthbearer.expected.issuer"]
 	url := props["sasl.oauthbearer.jwks.endpoint.url"]
 	skewDefault := "0"

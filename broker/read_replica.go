@@ -39,10 +39,6 @@ import (
 	"github.com/gregor-broker/gregor/replication"
 )
 
-// rackAwareReplicaSelector is the one replica.selector.class Gregor has,
-// under Kafka's class name.
-const rackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-
 // preferredReadReplica returns the broker that should serve a consumer in
 // clientRack fetching p from fetchOffset, -1 for this broker, p's leader.
 func (b *Broker) preferredReadReplica(p *partition, clientRack string, fetchOffset int64) int32 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/replication"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -234,7 +235,7 @@ func TestCluster_FetchFromClosestReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
 	}
-	sel := map[string]string{"replica.selector.class": rackAwareReplicaSelector, "replica.lag.time.max.ms": "30000"}
+	sel := map[string]string{"replica.selector.class": config.RackAwareReplicaSelector, "replica.lag.time.max.ms": "30000"}
 	brokers, addrs, stop := startRackCluster(t, [3]map[string]string{sel, sel, {"replica.lag.time.max.ms": "30000"}})
 	admin := newClient(t, addrs[0])
 	createAssigned(t, admin, brokers, "near", []int32{1, 2, 3})

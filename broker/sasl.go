@@ -38,17 +38,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// Mechanisms Gregor serves.
-const (
-	mechPlain       = "PLAIN"
-	mechOAuthBearer = "OAUTHBEARER"
-)
-
-var supportedMechanisms = []string{mechPlain, mechScramSHA256, mechScramSHA512, mechOAuthBearer}
 
 // saslState is one SASL listener's settings.
 type saslState struct {
@@ -68,10 +61,10 @@ func (b *Broker) newSASLState(name string) (*saslState, error) {
 		return def
 	}
 	st := &saslState{}
-	for _, m := range splitList(get("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")) {
+	for _, m := range config.SplitList(get("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")) {
 		m = strings.ToUpper(m)
-		if !slices.Contains(supportedMechanisms, m) {
-			return nil, fmt.Errorf("sasl.enabled.mechanisms: %s is not supported (%s)", m, strings.Join(supportedMechanisms, ", "))
+		if !slices.Contains(config.Mechanisms, m) {
+			return nil, fmt.Errorf("sasl.enabled.mechanisms: %s is not supported (%s)", m, strings.Join(config.Mechanisms, ", "))
 		}
 		st.mechanisms = append(st.mechanisms, m)
 	}
@@ -81,7 +74,7 @@ func (b *Broker) newSASLState(name string) (*saslState, error) {
 	st.maxReceive = int32(parseIntDefault(get("sasl.server.max.receive.size", "524288"), 524288))
 	st.authTimeout = time.Duration(parseIntDefault(get("sasl.server.authentication.timeout.ms", "10000"), 10000)) * time.Millisecond
 	st.reauth = time.Duration(parseIntDefault(get("connections.max.reauth.ms", "0"), 0)) * time.Millisecond
-	if slices.Contains(st.mechanisms, mechOAuthBearer) {
+	if slices.Contains(st.mechanisms, config.OAuthBearer) {
 		var err error
 		if st.oauth, err = newOAuthValidator(props, b.cfg.Now, b.log); err != nil {
 			return nil, err
@@ -135,11 +128,11 @@ func invalidCredentials(mech string) error {
 // newSession starts mech's server side.
 func (b *Broker) newSession(st *saslState, mech string) saslSession {
 	switch mech {
-	case mechPlain:
+	case config.Plain:
 		return &plainSession{b: b}
-	case mechScramSHA256, mechScramSHA512:
+	case config.ScramSHA256, config.ScramSHA512:
 		return newScramSession(b, mech)
-	case mechOAuthBearer:
+	case config.OAuthBearer:
 		return &oauthSession{v: st.oauth}
 	}
 	return nil

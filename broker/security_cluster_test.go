@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,7 +122,7 @@ func TestCluster_InterBrokerSASLSSL(t *testing.T) {
 	ks, _ := pki.keystore(t, "server", "localhost")
 	brokers, _, _ := startEtcdBrokers(t, 2, func(i int, dir string) map[string]string {
 		if i == 0 {
-			if err := AddUser(dir, "broker", mechScramSHA512, "broker-secret", 0); err != nil {
+			if err := AddUser(dir, "broker", config.ScramSHA512, "broker-secret", 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -192,7 +193,7 @@ func TestCluster_ACLsInEtcdEnforcedByEveryBroker(t *testing.T) {
 	brokers, _, _ := startEtcdBrokers(t, 2, func(i int, dir string) map[string]string {
 		if i == 0 {
 			for _, u := range []string{"admin", "bob"} {
-				if err := AddUser(dir, u, mechScramSHA256, u+"-pw", 0); err != nil {
+				if err := AddUser(dir, u, config.ScramSHA256, u+"-pw", 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -253,7 +254,7 @@ func TestCluster_UsersInEtcdSeenByEveryBroker(t *testing.T) {
 	}
 	brokers, _, _ := startEtcdBrokers(t, 2, func(i int, dir string) map[string]string {
 		if i == 0 {
-			if err := AddUser(dir, "admin", mechScramSHA256, "admin-pw", 0); err != nil {
+			if err := AddUser(dir, "admin", config.ScramSHA256, "admin-pw", 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -292,8 +293,8 @@ func TestCluster_UsersInEtcdSeenByEveryBroker(t *testing.T) {
 	}
 	up := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
-	u.Name, u.Mechanism, u.Iterations, u.Salt = "carol", scramMechanismByte(mechScramSHA256), 4096, []byte("carol-salt")
-	salted, err := saltedPassword(mechScramSHA256, "carol-pw", u.Salt, 4096)
+	u.Name, u.Mechanism, u.Iterations, u.Salt = "carol", scramMechanismByte(config.ScramSHA256), 4096, []byte("carol-salt")
+	salted, err := saltedPassword(config.ScramSHA256, "carol-pw", u.Salt, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestCluster_UsersInEtcdSeenByEveryBroker(t *testing.T) {
 
 	del := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 	d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
-	d.Name, d.Mechanism = "carol", scramMechanismByte(mechScramSHA256)
+	d.Name, d.Mechanism = "carol", scramMechanismByte(config.ScramSHA256)
 	del.Deletions = append(del.Deletions, d)
 	alter(1, del)
 	waitFor(t, 30*time.Second, "broker 1 refusing carol, deleted through broker 2", func() bool { return !authenticates(0, "carol") })

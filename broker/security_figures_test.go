@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -23,7 +24,7 @@ func TestSecurityFigures(t *testing.T) {
 	}
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA256, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA256, "alice-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	b, addrs := secureBroker(t, pki, dir, nil)

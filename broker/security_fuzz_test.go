@@ -3,6 +3,8 @@ package broker
 import (
 	"bytes"
 	"testing"
+
+	"github.com/gregor-broker/gregor/config"
 )
 
 // FuzzSASLExchanges feeds arbitrary client messages to every mechanism's
@@ -16,10 +18,10 @@ import (
 // principal is non-empty).
 func FuzzSASLExchanges(f *testing.F) {
 	dir := f.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA256, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA256, "alice-secret", 0); err != nil {
 		f.Fatal(err)
 	}
-	if err := AddUser(dir, "alice", mechScramSHA512, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA512, "alice-secret", 0); err != nil {
 		f.Fatal(err)
 	}
 	b, err := New(Config{DataDir: dir, Logger: testLogger()})
@@ -33,7 +35,7 @@ func FuzzSASLExchanges(f *testing.F) {
 	f.Add(uint8(2), []byte("n,,n=alice,r=x"), []byte("c=biws,r=x,p="))
 	f.Add(uint8(3), []byte("n,,\x01auth=Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIiwiZXhwIjo5OTk5OTk5OTk5fQ.\x01\x01"), []byte("\x01"))
 	f.Add(uint8(4), []byte(`RULE:^CN=(.*?),OU=(.*)$/$1@$2/L,DEFAULT`), []byte("CN=a,OU=b"))
-	mechs := []string{mechPlain, mechScramSHA256, mechScramSHA512, mechOAuthBearer}
+	mechs := []string{config.Plain, config.ScramSHA256, config.ScramSHA512, config.OAuthBearer}
 	f.Fuzz(func(t *testing.T, which uint8, first, second []byte) {
 		if int(which) == len(mechs) {
 			rules, err := parsePrincipalRules(string(first))
@@ -53,11 +55,11 @@ func FuzzSASLExchanges(f *testing.F) {
 		}
 		user, _ := s.result()
 		switch mech {
-		case mechPlain:
+		case config.Plain:
 			if user != "alice" || !bytes.HasSuffix(first, []byte("\x00alice-secret")) {
 				t.Fatalf("PLAIN authenticated %q with %q", user, first)
 			}
-		case mechOAuthBearer:
+		case config.OAuthBearer:
 			if user == "" {
 				t.Fatal("OAUTHBEARER authenticated an empty principal")
 			}

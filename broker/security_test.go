@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -167,7 +168,7 @@ func metadataBrokerAddr(t testing.TB, addr string, opts ...kgo.Opt) string {
 func TestListeners_MetadataAnswersTheListenerAddress(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA256, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA256, "alice-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	_, addrs := secureBroker(t, pki, dir, nil)
@@ -363,7 +364,7 @@ func TestPrincipalMappingRules(t *testing.T) {
 func TestSASL_MechanismsAndBadCredentials(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	for _, m := range []string{mechScramSHA256, mechScramSHA512} {
+	for _, m := range []string{config.ScramSHA256, config.ScramSHA512} {
 		if err := AddUser(dir, "alice", m, "alice-secret", 0); err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +438,7 @@ func TestSASL_OAuthBearerUnsecured(t *testing.T) {
 func TestSASL_NothingServedBeforeAuthentication(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA256, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA256, "alice-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	_, addrs := secureBroker(t, pki, dir, map[string]string{"sasl.server.authentication.timeout.ms": "300"})
@@ -497,7 +498,7 @@ func TestSASL_NothingServedBeforeAuthentication(t *testing.T) {
 func TestSASL_HandshakeV0BareTokens(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA256, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA256, "alice-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	_, addrs := secureBroker(t, pki, dir, nil)
@@ -531,7 +532,7 @@ func TestSASL_HandshakeV0BareTokens(t *testing.T) {
 func TestSASL_ReauthenticationKeepsTheConnection(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA512, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA512, "alice-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	b, addrs := secureBroker(t, pki, dir, map[string]string{"connections.max.reauth.ms": "1500"})
@@ -562,7 +563,7 @@ func TestSASL_ReauthenticationKeepsTheConnection(t *testing.T) {
 func TestUserScramCredentials_AlterDescribeAuthenticate(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "admin", mechScramSHA256, "admin-secret", 0); err != nil {
+	if err := AddUser(dir, "admin", config.ScramSHA256, "admin-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	_, addrs := secureBroker(t, pki, dir, nil)
@@ -658,7 +659,7 @@ func TestSASLPlaintextListenerRejectsSASLOnPlaintext(t *testing.T) {
 func TestSASL_ExpiredSessionClosesAtNextRequest(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()
-	if err := AddUser(dir, "alice", mechScramSHA256, "alice-secret", 0); err != nil {
+	if err := AddUser(dir, "alice", config.ScramSHA256, "alice-secret", 0); err != nil {
 		t.Fatal(err)
 	}
 	b, addrs := secureBroker(t, pki, dir, map[string]string{"connections.max.reauth.ms": "60000"})

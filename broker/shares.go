@@ -29,14 +29,13 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -103,68 +102,20 @@ func (s *shareState) init() {
 	}
 }
 
-// groupConfigDef is one share group config: its broker default (a
-// property of the broker config), and its bounds.
-type groupConfigDef struct {
-	name, brokerProp, def string
-	min, max              int64 // for ints
-	enum                  []string
-	doc                   string
-}
-
-var groupConfigDefs = []groupConfigDef{
-	{name: "share.auto.offset.reset", def: "latest", enum: []string{"latest", "earliest"},
-		doc: "Where a share group starts on a partition without share-partition state."},
-	{name: "share.record.lock.duration.ms", brokerProp: "group.share.record.lock.duration.ms", def: "30000", min: 15000, max: 60000,
-		doc: "The acquisition lock duration of records fetched by a share group."},
-	{name: "share.session.timeout.ms", brokerProp: "group.share.session.timeout.ms", def: "45000", min: 45000, max: 60000,
-		doc: "The timeout to detect share group members that stopped heartbeating."},
-	{name: "share.heartbeat.interval.ms", brokerProp: "group.share.heartbeat.interval.ms", def: "5000", min: 5000, max: 15000,
-		doc: "The heartbeat interval given to share group members."},
-	{name: "share.delivery.count.limit", brokerProp: "group.share.delivery.count.limit", def: "5", min: 2, max: 10,
-		doc: "The number of deliveries of a record after which it is archived."},
-}
-
-func groupConfigDefByName(name string) *groupConfigDef {
-	for i := range groupConfigDefs {
-		if groupConfigDefs[i].name == name {
-			return &groupConfigDefs[i]
-		}
-	}
-	return nil
-}
-
-func validateGroupConfig(d *groupConfigDef, v string) error {
-	if d.enum != nil {
-		if !slices.Contains(d.enum, v) {
-			return fmt.Errorf("invalid value %s for configuration %s: must be one of %s", v, d.name, strings.Join(d.enum, ", "))
-		}
-		return nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return fmt.Errorf("invalid value %s for configuration %s: not a number", v, d.name)
-	}
-	if n < d.min || n > d.max {
-		return fmt.Errorf("invalid value %s for configuration %s: must be between %d and %d", v, d.name, d.min, d.max)
-	}
-	return nil
-}
-
 // groupConfigValue returns a group config's value and whether the group
 // sets it.
 func (b *Broker) groupConfigValue(group, name string) (string, bool) {
 	if v, ok := b.groupConfigsOf(group)[name]; ok {
 		return v, true
 	}
-	d := groupConfigDefByName(name)
+	d := config.Group(name)
 	if d == nil {
 		return "", false
 	}
-	if d.brokerProp != "" {
-		return b.cfg.stringProp(d.brokerProp), false
+	if d.BrokerProp != "" {
+		return b.cfg.stringProp(d.BrokerProp), false
 	}
-	return d.def, false
+	return d.Default, false
 }
 
 func (b *Broker) groupConfigInt(group, name string) int64 {

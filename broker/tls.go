@@ -33,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gregor-broker/gregor/config"
 )
 
 // tlsState is one listener's TLS configuration and the files it came from.
@@ -63,7 +65,7 @@ func newTLSState(props map[string]string, prefixed func(string) bool, saslSSL bo
 	}
 	if v := props["ssl.enabled.protocols"]; v != "" {
 		ts.minVersion = 0
-		for _, p := range splitList(v) {
+		for _, p := range config.SplitList(v) {
 			var ver uint16
 			switch p {
 			case "TLSv1.2":

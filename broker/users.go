@@ -37,18 +37,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metastore"
 )
 
 // usersFileName is the single-node user store under __meta.
 const usersFileName = "users.json"
-
-// SCRAM mechanisms, as named in SASL and numbered in
-// DescribeUserScramCredentials / AlterUserScramCredentials.
-const (
-	mechScramSHA256 = "SCRAM-SHA-256"
-	mechScramSHA512 = "SCRAM-SHA-512"
-)
 
 // Kafka's bounds on SCRAM iterations.
 const (
@@ -58,9 +52,9 @@ const (
 
 func scramMechanismByte(name string) int8 {
 	switch name {
-	case mechScramSHA256:
+	case config.ScramSHA256:
 		return 1
-	case mechScramSHA512:
+	case config.ScramSHA512:
 		return 2
 	}
 	return 0
@@ -69,15 +63,15 @@ func scramMechanismByte(name string) int8 {
 func scramMechanismName(b int8) string {
 	switch b {
 	case 1:
-		return mechScramSHA256
+		return config.ScramSHA256
 	case 2:
-		return mechScramSHA512
+		return config.ScramSHA512
 	}
 	return ""
 }
 
 func scramHash(mech string) func() hash.Hash {
-	if mech == mechScramSHA512 {
+	if mech == config.ScramSHA512 {
 		return sha512.New
 	}
 	return sha256.New
@@ -336,7 +330,7 @@ func AddUser(dataDir, name, mechanism, password string, iterations int) error {
 		iterations = minScramIterations
 	}
 	if scramMechanismByte(mechanism) == 0 {
-		return fmt.Errorf("mechanism %q: want %s or %s", mechanism, mechScramSHA256, mechScramSHA512)
+		return fmt.Errorf("mechanism %q: want %s or %s", mechanism, config.ScramSHA256, config.ScramSHA512)
 	}
 	if iterations < minScramIterations || iterations > maxScramIterations {
 		return fmt.Errorf("iterations %d: want %d to %d", iterations, minScramIterations, maxScramIterations)

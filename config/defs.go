@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"fmt"
@@ -10,17 +10,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// configDef describes one Kafka configuration property: its name, type,
+// Def describes one Kafka configuration property: its name, type,
 // default, validation and, for topic configs, the broker property that
 // supplies its default (Kafka's "synonym").
-type configDef struct {
-	name     string
-	typ      kmsg.ConfigType
-	def      string
-	synonym  string // broker property that sets the topic default
-	readOnly bool   // broker configs that can't change at runtime
-	validate func(string) error
-	doc      string
+type Def struct {
+	Name     string
+	Type     kmsg.ConfigType
+	Default  string
+	Synonym  string // broker property that sets the topic default
+	ReadOnly bool   // broker configs that can't change at runtime
+	Validate func(string) error
+	Doc      string
 }
 
 const maxLong = "9223372036854775807"
@@ -62,7 +62,7 @@ func oneOf(vals ...string) func(string) error {
 
 func listOf(vals ...string) func(string) error {
 	return func(s string) error {
-		for _, e := range splitList(s) {
+		for _, e := range SplitList(s) {
 			if !slices.Contains(vals, e) {
 				return fmt.Errorf("value %q must be a list of %s", s, strings.Join(vals, ", "))
 			}
@@ -88,7 +88,7 @@ func ratio(s string) error {
 
 func anyString(string) error { return nil }
 
-func splitList(s string) []string {
+func SplitList(s string) []string {
 	var out []string
 	for _, e := range strings.Split(s, ",") {
 		if e = strings.TrimSpace(e); e != "" {
@@ -98,15 +98,15 @@ func splitList(s string) []string {
 	return out
 }
 
-// weekMs is Kafka's 7-day default in milliseconds: retention.ms, segment.ms
+// WeekMs is Kafka's 7-day default in milliseconds: retention.ms, segment.ms
 // (log.retention.hours and log.roll.hours 168) and
 // transactional.id.expiration.ms. It equals storage.DefaultRetentionMs and
 // coordinator.DefaultTxnIDExpiration (checked by a test).
-const weekMs = "604800000"
+const WeekMs = "604800000"
 
-// topicConfigDefs are the per-topic configs Gregor knows, with Kafka 4's
+// TopicDefs are the per-topic configs Gregor knows, with Kafka 4's
 // defaults and the broker properties that override those defaults.
-var topicConfigDefs = []configDef{
+var TopicDefs = []Def{
 	{"cleanup.policy", kmsg.ConfigTypeList, "delete", "log.cleanup.policy", false, listOf("delete", "compact"), "The retention policy to use on log segments: delete or compact."},
 	{"compression.type", kmsg.ConfigTypeString, "producer", "compression.type", false, oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), "The final compression type for the topic; 'producer' keeps what the producer sent."},
 	{"delete.retention.ms", kmsg.ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms", false, atLeast(0), "How long delete tombstones are retained for compacted topics."},
@@ -129,23 +129,24 @@ var topicConfigDefs = []configDef{
 	{"preallocate", kmsg.ConfigTypeBoolean, "false", "log.preallocate", false, boolean, "Preallocate segment files."},
 	{"remote.storage.enable", kmsg.ConfigTypeBoolean, "false", "remote.log.storage.system.enable", false, oneOf("false"), "Tiered storage; not supported by Gregor."},
 	{"retention.bytes", kmsg.ConfigTypeLong, "-1", "log.retention.bytes", false, atLeast(-1), "The largest size a partition may grow to before old segments are deleted; -1 = no limit."},
-	{"retention.ms", kmsg.ConfigTypeLong, weekMs, "log.retention.ms", false, atLeast(-1), "How long a segment is kept before it is deleted; -1 = no limit."},
+	{"retention.ms", kmsg.ConfigTypeLong, WeekMs, "log.retention.ms", false, atLeast(-1), "How long a segment is kept before it is deleted; -1 = no limit."},
 	{"segment.bytes", kmsg.ConfigTypeInt, "1073741824", "log.segment.bytes", false, intAtLeast(1 << 20), "The segment file size."},
 	{"segment.index.bytes", kmsg.ConfigTypeInt, "10485760", "log.index.size.max.bytes", false, intAtLeast(4), "The offset index size."},
 	{"segment.jitter.ms", kmsg.ConfigTypeLong, "0", "log.roll.jitter.ms", false, atLeast(0), "Random jitter subtracted from segment.ms."},
-	{"segment.ms", kmsg.ConfigTypeLong, weekMs, "log.roll.ms", false, atLeast(1), "Roll a new segment after this time even if the active one is not full."},
+	{"segment.ms", kmsg.ConfigTypeLong, WeekMs, "log.roll.ms", false, atLeast(1), "Roll a new segment after this time even if the active one is not full."},
 	{"unclean.leader.election.enable", kmsg.ConfigTypeBoolean, "false", "unclean.leader.election.enable", false, boolean, "Allow out-of-sync replicas to become leader."},
 }
 
-// brokerConfigDefs are the broker properties Gregor reads or reports. The
-// topic-default properties (the synonyms above) are added by init.
-var brokerConfigDefs = []configDef{
+// BrokerDefs are the broker properties Gregor reads or reports, by name.
+// The topic-default properties (the synonyms above) and the security
+// properties are added by init.
+var BrokerDefs = []Def{
 	{"node.id", kmsg.ConfigTypeInt, "0", "", true, intAtLeast(0), "This broker's node id."},
 	{"advertised.listeners", kmsg.ConfigTypeString, "", "", true, anyString, "The host:port advertised to clients (default: the bound address)."},
 	{"listeners", kmsg.ConfigTypeString, "PLAINTEXT://127.0.0.1:9092", "", true, anyString, "The address the broker listens on."},
 	{"log.dirs", kmsg.ConfigTypeString, "./data", "", true, anyString, "The data directory (one: Gregor keeps every partition in it); --data-dir wins over it."},
 	{"log.dir", kmsg.ConfigTypeString, "./data", "", true, anyString, "The data directory when log.dirs is not set."},
-	{"log.stray.retention.ms", kmsg.ConfigTypeLong, weekMs, "", true, atLeast(-1), "How long a stray partition directory (renamed <name>.<id>-stray at start: a partition of a topic this broker no longer has) is kept before it is deleted; -1 keeps it until removed by hand (Gregor's own setting)."},
+	{"log.stray.retention.ms", kmsg.ConfigTypeLong, WeekMs, "", true, atLeast(-1), "How long a stray partition directory (renamed <name>.<id>-stray at start: a partition of a topic this broker no longer has) is kept before it is deleted; -1 keeps it until removed by hand (Gregor's own setting)."},
 	{"num.partitions", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "The default number of partitions of a created topic."},
 	{"default.replication.factor", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "The default replication factor of a created topic."},
 	{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, "true", "", false, boolean, "Create a topic when metadata is requested for one that does not exist."},
@@ -198,7 +199,7 @@ var brokerConfigDefs = []configDef{
 	{"transaction.max.timeout.ms", kmsg.ConfigTypeInt, "900000", "", true, intAtLeast(1), "The largest transaction timeout a producer may ask for."},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "10000", "", true, intAtLeast(1), "How often transactions past their timeout are aborted."},
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "3600000", "", true, intAtLeast(1), "How often expired transactional ids are removed."},
-	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, weekMs, "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
+	{"transactional.id.expiration.ms", kmsg.ConfigTypeInt, WeekMs, "", true, intAtLeast(1), "A transactional id unused for this long is forgotten."},
 	{"controller.quorum.voters", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode: the nodes that run the embedded etcd members, id@host:port (their etcd peer addresses)."},
 	{"controller.listener.names", kmsg.ConfigTypeList, "CONTROLLER", "", true, anyString, "Cluster mode: the listener in listeners with this name (the first of the list that is there) is where the embedded etcd member binds its peer port, while controller.quorum.voters holds the address it advertises; it serves no Kafka requests. Without one the member binds its voter address."},
 	{"etcd.endpoints", kmsg.ConfigTypeList, "", "", true, anyString, "Cluster mode with an external etcd: its client URLs (Gregor's own setting)."},
@@ -211,7 +212,7 @@ var brokerConfigDefs = []configDef{
 	{"replica.fetch.min.bytes", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The bytes a follower's Fetch waits for."},
 	{"replica.fetch.max.bytes", kmsg.ConfigTypeInt, "1048576", "", true, intAtLeast(0), "The bytes a follower fetches per partition."},
 	{"replica.fetch.response.max.bytes", kmsg.ConfigTypeInt, "10485760", "", true, intAtLeast(0), "The bytes a follower fetches per request."},
-	{"replica.selector.class", kmsg.ConfigTypeClass, "", "", true, oneOf("", rackAwareReplicaSelector), "Where consumers fetch from (KIP-392): unset, always the leader; " + rackAwareReplicaSelector + ", an in-sync follower in the consumer's rack (client.rack) when the leader is in another."},
+	{"replica.selector.class", kmsg.ConfigTypeClass, "", "", true, oneOf("", RackAwareReplicaSelector), "Where consumers fetch from (KIP-392): unset, always the leader; " + RackAwareReplicaSelector + ", an in-sync follower in the consumer's rack (client.rack) when the leader is in another."},
 	{"replica.fetch.backoff.ms", kmsg.ConfigTypeInt, "1000", "", true, intAtLeast(0), "How long a follower waits after a failed fetch."},
 	{"num.io.threads", kmsg.ConfigTypeInt, "8", "", false, intAtLeast(1), "Kafka's request handler threads; accepted and reported, Gregor serves each connection on its own goroutines."},
 	{"num.network.threads", kmsg.ConfigTypeInt, "3", "", false, intAtLeast(1), "Kafka's network threads; accepted and reported, Gregor serves each connection on its own goroutines."},
@@ -221,43 +222,51 @@ var brokerConfigDefs = []configDef{
 }
 
 var (
-	topicConfigByName  = map[string]*configDef{}
-	brokerConfigByName = map[string]*configDef{}
+	topicByName  = map[string]*Def{}
+	brokerByName = map[string]*Def{}
 )
 
 func init() {
-	brokerConfigDefs = append(brokerConfigDefs, securityConfigDefs...)
-	for i := range topicConfigDefs {
-		d := &topicConfigDefs[i]
-		topicConfigByName[d.name] = d
-		if _, dup := brokerConfigByName[d.synonym]; !dup && d.synonym != "" {
+	BrokerDefs = append(BrokerDefs, securityDefs...)
+	for i := range TopicDefs {
+		d := &TopicDefs[i]
+		topicByName[d.Name] = d
+		if _, dup := brokerByName[d.Synonym]; !dup && d.Synonym != "" {
 			bd := *d
-			bd.name, bd.synonym = d.synonym, ""
-			if d.synonym == "log.retention.ms" || d.synonym == "log.roll.ms" {
-				bd.def = "" // derived from the hours/minutes properties, as in Kafka
+			bd.Name, bd.Synonym = d.Synonym, ""
+			if d.Synonym == "log.retention.ms" || d.Synonym == "log.roll.ms" {
+				bd.Default = "" // derived from the hours/minutes properties, as in Kafka
 			}
-			brokerConfigDefs = append(brokerConfigDefs, bd)
+			BrokerDefs = append(BrokerDefs, bd)
 		}
 	}
-	slices.SortFunc(brokerConfigDefs, func(a, b configDef) int { return strings.Compare(a.name, b.name) })
-	for i := range brokerConfigDefs {
-		brokerConfigByName[brokerConfigDefs[i].name] = &brokerConfigDefs[i]
+	slices.SortFunc(BrokerDefs, func(a, b Def) int { return strings.Compare(a.Name, b.Name) })
+	for i := range BrokerDefs {
+		brokerByName[BrokerDefs[i].Name] = &BrokerDefs[i]
 	}
 }
 
-// validateTopicConfig checks one topic config name and value.
-func validateTopicConfig(name, value string) error {
-	d, ok := topicConfigByName[name]
+// Topic returns the definition of a topic config, nil for an unknown one.
+func Topic(name string) *Def { return topicByName[name] }
+
+// Broker returns the definition of a broker property, nil for an unknown
+// one (a listener's own properties are known by ListenerConfigName).
+func Broker(name string) *Def { return brokerByName[name] }
+
+// ValidateTopic checks one topic config name and value.
+func ValidateTopic(name, value string) error {
+	d, ok := topicByName[name]
 	if !ok {
 		return fmt.Errorf("unknown topic config name: %s", name)
 	}
-	if err := d.validate(value); err != nil {
+	if err := d.Validate(value); err != nil {
 		return fmt.Errorf("invalid value %s for configuration %s: %w", value, name, err)
 	}
 	return nil
 }
 
-func synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+// Synonym is one entry of a DescribeConfigs synonym list.
+func Synonym(name, value string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 	s.Name, s.Value, s.Source = name, kmsg.StringPtr(value), src
 	return s

@@ -1,4 +1,4 @@
-package broker
+package config
 
 import (
 	"strings"
@@ -6,14 +6,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// securityConfigDefs are the listener, TLS and SASL properties (listeners.go,
+// Security protocols, Kafka's names.
+const (
+	Plaintext     = "PLAINTEXT"
+	SSL           = "SSL"
+	SASLPlaintext = "SASL_PLAINTEXT"
+	SASLSSL       = "SASL_SSL"
+)
+
+// SASL mechanisms, as named in SASL and in sasl.enabled.mechanisms.
+const (
+	Plain       = "PLAIN"
+	ScramSHA256 = "SCRAM-SHA-256"
+	ScramSHA512 = "SCRAM-SHA-512"
+	OAuthBearer = "OAUTHBEARER"
+)
+
+// Mechanisms are the SASL mechanisms Gregor serves.
+var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
+
+// RackAwareReplicaSelector is the one replica.selector.class Gregor has,
+// under Kafka's class name.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+// securityDefs are the listener, TLS and SASL properties (listeners.go,
 // tls.go, sasl.go, oauth.go, interbroker.go). Each may also be given for one
 // listener as listener.name.<name>.<property>. Passwords and keys are of
 // type PASSWORD, which DescribeConfigs never reveals.
-var securityConfigDefs = []configDef{
+var securityDefs = []Def{
 	{"listener.security.protocol.map", kmsg.ConfigTypeString, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "", true, anyString, "Listener names and their security protocols, NAME:PROTOCOL,…"},
 	{"inter.broker.listener.name", kmsg.ConfigTypeString, "", "", true, anyString, "The listener the brokers of a cluster use among themselves (default: PLAINTEXT, else the first listener)."},
-	{"security.inter.broker.protocol", kmsg.ConfigTypeString, "PLAINTEXT", "", true, oneOf(protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL), "The security protocol of the inter-broker listener, when inter.broker.listener.name is not set."},
+	{"security.inter.broker.protocol", kmsg.ConfigTypeString, "PLAINTEXT", "", true, oneOf(Plaintext, SSL, SASLPlaintext, SASLSSL), "The security protocol of the inter-broker listener, when inter.broker.listener.name is not set."},
 	{"ssl.keystore.type", kmsg.ConfigTypeString, "PEM", "", true, anyString, "The key store format: PEM (Gregor's default), PKCS12 or JKS."},
 	{"ssl.keystore.location", kmsg.ConfigTypeString, "", "", true, anyString, "The key store file: PEM (the private key and the certificate chain), PKCS12 or JKS."},
 	{"ssl.keystore.certificate.chain", kmsg.ConfigTypePassword, "", "", true, anyString, "The certificate chain, PEM, inline."},
@@ -62,16 +85,16 @@ var securityConfigDefs = []configDef{
 	{"admin.ssl.principal.mapping.rules", kmsg.ConfigTypeString, "DEFAULT", "", true, anyString, "Rules mapping an admin client certificate's distinguished name to a principal."},
 }
 
-// listenerConfigName strips listener.name.<listener>. (and a mechanism
+// ListenerConfigName strips listener.name.<listener>. (and a mechanism
 // prefix, as in listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config) from
 // a property name, for validation.
-func listenerConfigName(k string) string {
+func ListenerConfigName(k string) string {
 	rest, ok := strings.CutPrefix(k, "listener.name.")
 	if !ok {
 		return k
 	}
 	_, rest, _ = strings.Cut(rest, ".")
-	for _, m := range supportedMechanisms {
+	for _, m := range Mechanisms {
 		if r, ok := strings.CutPrefix(rest, strings.ToLower(m)+"."); ok {
 			return r
 		}
