@@ -162,6 +162,7 @@ type gauges struct{ b *Broker }
 
 var (
 	descConns     = prometheus.NewDesc("gregor_active_connections", "Open client connections.", nil, nil)
+	descParked    = prometheus.NewDesc("gregor_parked_connections", "Open client connections idle and parked, without a goroutine or a read buffer (Linux).", nil, nil)
 	partLabels    = []string{"topic", "partition"}
 	descLEO       = prometheus.NewDesc("gregor_partition_log_end_offset", "Offset of the next record to be appended.", partLabels, nil)
 	descHW        = prometheus.NewDesc("gregor_partition_high_watermark", "Offset up to which records are visible to consumers.", partLabels, nil)
@@ -183,7 +184,7 @@ var (
 )
 
 func (g gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConns, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean, descQuotaRate, descQuotaMax} {
+	for _, d := range []*prometheus.Desc{descConns, descParked, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean, descQuotaRate, descQuotaMax} {
 		ch <- d
 	}
 }
@@ -194,6 +195,10 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descConns, float64(b.srv.active.Load()))
+	b.srv.mu.Lock()
+	pk := b.srv.parker
+	b.srv.mu.Unlock()
+	gauge(descParked, float64(pk.parked()))
 	for _, t := range b.Topics() {
 		for _, p := range t.Partitions {
 			ps := strconv.Itoa(int(p.Partition))

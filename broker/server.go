@@ -42,8 +42,15 @@ var framePooled = map[int16]bool{
 }
 
 // readBufferSize is each connection's read buffer: a small request and the
-// size of the next arrive in one read(2); larger bodies bypass it.
+// size of the next arrive in one read(2); larger bodies bypass it. A
+// parked connection gives its buffer back to readerPool.
 const readBufferSize = 4 << 10
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
+
+// parkAfter is how long a connection sends nothing before it is parked
+// (park_linux.go).
+const parkAfter = time.Second
 
 // server owns the listeners and the live connections.
 type server struct {
@@ -59,6 +66,9 @@ type server struct {
 	wg                   sync.WaitGroup
 	closed               bool
 	active               atomic.Int64
+	// parker holds the connections idle for parkAfter without a
+	// goroutine (park_linux.go); nil where there is none. Set by Serve.
+	parker *parker
 	// advHost and advPort are the inter-broker listener's advertised
 	// address, the one the cluster metadata holds.
 	advHost string
@@ -108,6 +118,13 @@ type conn struct {
 	// shareKeys are the share sessions opened on this connection, closed
 	// with it (closeShareSessions); guarded by the broker's shares.mu.
 	shareKeys []shareSessionKey
+
+	// Parking an idle connection (park): writerDone is closed by a writer
+	// that ended because the reader closed its queue with parking set;
+	// noPark once parking failed. Reader-owned but parking.
+	writerDone chan struct{}
+	parking    atomic.Bool
+	noPark     bool
 }
 
 // pending is a request's place in its connection's response order.
@@ -243,6 +260,11 @@ func (b *Broker) Serve() error {
 	if len(ls) == 0 {
 		return errors.New("broker: Serve before Listen")
 	}
+	s.mu.Lock()
+	if s.parker == nil && !s.closed {
+		s.parker = newParker(time.Duration(b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond)
+	}
+	s.mu.Unlock()
 	errc := make(chan error, len(ls))
 	for _, l := range ls {
 		go func() { errc <- b.accept(l) }()
@@ -349,15 +371,22 @@ func (s *server) close() {
 	for c := range s.conns {
 		c.nc.Close()
 	}
+	pk := s.parker
 	s.mu.Unlock()
+	if pk != nil {
+		pk.close() // ends the parked connections, which no reader will
+	}
 	s.wg.Wait()
 }
 
 func (c *conn) readLoop() {
+	parked := false
 	defer func() {
-		if c.queue != nil {
+		switch {
+		case parked:
+		case c.queue != nil:
 			close(c.queue) // the writer drains it and ends the connection
-		} else {
+		default:
 			c.end()
 		}
 	}()
@@ -366,28 +395,46 @@ func (c *conn) readLoop() {
 		c.cancel()
 		return
 	}
-	c.br = bufio.NewReaderSize(c.nc, readBufferSize)
-	var idleSet time.Time // when the idle deadline was last pushed back
+	if c.br == nil {
+		c.br = readerPool.Get().(*bufio.Reader)
+		c.br.Reset(c.nc)
+	}
+	pk := c.b.srv.parker
+	var idleSet time.Time  // when the read deadline was last pushed back
+	var wait time.Duration // what it was pushed back by
 	for {
 		if !c.waitMuted() { // a throttled connection is not read (KIP-219)
 			c.cancel()
 			return
 		}
+		// A connection that sends nothing for parkAfter is parked; the
+		// parker closes it once idle for connections.max.idle.ms.
+		want := idle
+		if pk != nil && c.parkable() && (idle <= 0 || parkAfter < idle) {
+			want = parkAfter
+		}
 		switch {
 		case !c.auth.authenticated():
 			c.nc.SetReadDeadline(c.auth.deadline) // authenticate in time
-		case idle > 0:
+		case want > 0:
 			// Moving a deadline costs a timer update; push it back only
-			// when 1% of the idle time has passed since the last push.
-			if now := time.Now(); now.Sub(idleSet) > idle/100 {
-				c.nc.SetReadDeadline(now.Add(idle))
-				idleSet = now
+			// when 1% of the wait has passed since the last push.
+			if now := time.Now(); now.Sub(idleSet) > want/100 || want != wait {
+				c.nc.SetReadDeadline(now.Add(want))
+				idleSet, wait = now, want
 			}
 		case c.auth != nil:
 			c.nc.SetReadDeadline(time.Time{}) // the authentication deadline is past
 		}
 		n, err := protocol.ReadFrameSize(c.br, c.frameLimit())
 		if err != nil {
+			if wait == parkAfter && isTimeout(err) && c.br.Buffered() == 0 && c.queued.Load() == 0 {
+				if parked = c.park(pk, idleSet); parked {
+					return
+				}
+				wait = 0 // read on: the next round sets the deadline again
+				continue
+			}
 			c.logReadError(err)
 			c.cancel()
 			return
@@ -429,8 +476,9 @@ func (c *conn) readLoop() {
 		c.queued.Add(1)
 		if c.queue == nil {
 			c.queue = make(chan *pending, maxInFlight)
+			c.writerDone = make(chan struct{})
 			c.b.srv.wg.Add(1)
-			go c.writeLoop()
+			go c.writeLoop(c.writerDone)
 		}
 		select {
 		case c.queue <- p:
@@ -680,15 +728,60 @@ func (c *conn) finish(r *request, p *pending, resp kmsg.Response, err error, sta
 	}
 }
 
-func (c *conn) writeLoop() {
+func (c *conn) writeLoop(done chan struct{}) {
 	defer c.b.srv.wg.Done()
-	defer c.end()
 	broken := false
 	for p := range c.queue {
 		p.await()
 		broken = !c.deliver(p, broken)
 		c.queued.Add(-1)
 	}
+	if c.parking.Load() {
+		close(done) // the reader closed the queue to park the connection
+		return
+	}
+	c.end()
+}
+
+// parkable tells whether the connection may be parked when idle: a plain
+// TCP connection past its authentication (a TLS connection may hold
+// decrypted bytes the parker cannot see).
+func (c *conn) parkable() bool {
+	if c.noPark || c.bw != nil || !c.auth.authenticated() {
+		return false
+	}
+	_, ok := c.nc.(*net.TCPConn)
+	return ok
+}
+
+// park hands the idle connection to the parker: its writer (idle, as
+// nothing is queued) ends, its read buffer goes back to the pool, and its
+// reader ends when park returns true. lastActive is when it last sent a
+// request, within 1% of parkAfter. On false the reader reads on, and the
+// connection is not parked again.
+func (c *conn) park(pk *parker, lastActive time.Time) bool {
+	if c.queue != nil {
+		c.parking.Store(true)
+		close(c.queue)
+		<-c.writerDone
+		c.parking.Store(false)
+		c.queue, c.writerDone = nil, nil
+	}
+	br := c.br
+	c.br, c.spare = nil, nil
+	if !pk.park(c, lastActive) {
+		c.br, c.noPark = br, true
+		return false
+	}
+	// From here a new reader may already run: only locals are touched.
+	br.Reset(nil)
+	readerPool.Put(br)
+	return true
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // end closes the connection and forgets it, once the reader has stopped
