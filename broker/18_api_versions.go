@@ -11,7 +11,8 @@ package broker
 // null and -1 while bootstrapping: one without the other is
 // INVALID_REQUEST, and a cluster id or node id that is not this broker's
 // is REBOOTSTRAP_REQUIRED, so a client whose address now reaches another
-// broker finds out; both answers carry no keys, as Kafka's do.
+// broker finds out; both answers carry no keys, as Kafka's do. v3+ lists
+// the supported and finalized features (features.go).
 
 import (
 	"regexp"
@@ -42,6 +43,7 @@ func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 		}
 	}
 	resp.ApiKeys = apiKeys()
+	setFeatures(resp)
 	return resp, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -321,4 +322,40 @@ func apiVersionsReq() *kmsg.ApiVersionsRequest {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 0
 	return req
+}
+
+// TestApiVersions_Features: v4 lists every supported feature and the
+// finalized ones above level 0; v3 leaves out supported ranges starting at
+// 0, as Kafka 4.4 answers (KAFKA-17011).
+func TestApiVersions_Features(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	c := dialRaw(t, addr)
+	for _, v := range []int16{3, 4} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = v, "test", "1"
+		c.send(int32(v), req)
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		resp.Version = v
+		c.recv(int32(v), resp)
+		var sup, fin []string
+		for _, f := range resp.SupportedFeatures {
+			sup = append(sup, fmt.Sprintf("%s %d-%d", f.Name, f.MinVersion, f.MaxVersion))
+		}
+		for _, f := range resp.FinalizedFeatures {
+			fin = append(fin, fmt.Sprintf("%s %d-%d", f.Name, f.MinVersionLevel, f.MaxVersionLevel))
+		}
+		wantSup := "[eligible.leader.replicas.version 0-0 group.version 0-1 kraft.version 0-0 metadata.version 7-33 share.version 0-2 streams.version 0-0 transaction.version 0-2]"
+		if v == 3 {
+			wantSup = "[metadata.version 7-33]"
+		}
+		if got := fmt.Sprint(sup); got != wantSup {
+			t.Errorf("v%d supported %s, want %s", v, got, wantSup)
+		}
+		if got, want := fmt.Sprint(fin), "[group.version 1-1 metadata.version 33-33 share.version 2-2]"; got != want {
+			t.Errorf("v%d finalized %s, want %s", v, got, want)
+		}
+		if resp.FinalizedFeaturesEpoch < 0 {
+			t.Errorf("v%d finalized features epoch %d", v, resp.FinalizedFeaturesEpoch)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,6 +24,27 @@ func adminScenarios() []Scenario {
 			}
 			keys["count"] = len(names)
 			return keys
+		}},
+		{"ApiVersions", "v3 and v4: supported and finalized features", func(e *Env) any {
+			out := map[string]any{}
+			for _, v := range []int16{3, 4} {
+				req := kmsg.NewPtrApiVersionsRequest()
+				req.ClientSoftwareName, req.ClientSoftwareVersion = "conformance", "1.0"
+				resp, err := e.TryV(req, v)
+				if err != nil {
+					return "connection: " + err.Error()
+				}
+				r := resp.(*kmsg.ApiVersionsResponse)
+				supported, finalized := map[string]any{}, map[string]any{}
+				for _, f := range r.SupportedFeatures {
+					supported[f.Name] = [2]int16{f.MinVersion, f.MaxVersion}
+				}
+				for _, f := range r.FinalizedFeatures {
+					finalized[f.Name] = [2]int16{f.MinVersionLevel, f.MaxVersionLevel}
+				}
+				out[fmt.Sprintf("v%d", v)] = map[string]any{"supported": supported, "finalized": finalized, "epochSet": r.FinalizedFeaturesEpoch >= 0, "zkMigrationReady": r.ZkMigrationReady}
+			}
+			return out
 		}},
 		{"ApiVersions", "unsupported version 127", func(e *Env) any {
 			req := kmsg.NewPtrApiVersionsRequest()
