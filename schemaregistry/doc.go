@@ -1,0 +1,2 @@
+// Package schemaregistry serves Confluent Schema Registry's REST API.
+package schemaregistry
