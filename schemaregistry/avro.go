@@ -35,14 +35,29 @@ func parseAvro(text string, deps []resolvedRef) (*parsed, error) {
 // avroCompatible applies Avro's schema resolution rules: can data written
 // with writer be read with reader?
 func avroCompatible(reader, writer avro.Schema) []string {
-	c := avroChecker{seen: map[[2]string]bool{}}
+	c := avroChecker{memo: map[[2]string]*avroPairResult{}}
 	c.check(reader, writer, "")
 	return c.msgs
 }
 
 type avroChecker struct {
-	seen map[[2]string]bool // named reader/writer pairs under check (recursive types)
+	// memo holds the record pairs checked or under check, so recursive
+	// types end: a pair under check is assumed compatible (the check is
+	// coinductive), a checked pair answers its result again.
+	memo map[[2]string]*avroPairResult
 	msgs []string
+}
+
+type avroPairResult struct {
+	done bool
+	msgs []string
+}
+
+// sub checks reader against writer with the same memo but its own messages.
+func (c *avroChecker) sub(reader, writer avro.Schema, path string) []string {
+	s := avroChecker{memo: c.memo}
+	s.check(reader, writer, path)
+	return s.msgs
 }
 
 func (c *avroChecker) fail(kind, path, format string, args ...any) {
@@ -108,7 +123,7 @@ func (c *avroChecker) check(reader, writer avro.Schema, path string) {
 	}
 	if r, ok := reader.(*avro.UnionSchema); ok {
 		for _, rt := range r.Types() {
-			if len(avroCompatible(rt, writer)) == 0 {
+			if len(c.sub(rt, writer, path)) == 0 {
 				return
 			}
 		}
@@ -130,10 +145,16 @@ func (c *avroChecker) check(reader, writer avro.Schema, path string) {
 			return
 		}
 		pair := [2]string{r.String(), w.String()}
-		if c.seen[pair] {
+		if res := c.memo[pair]; res != nil {
+			if res.done {
+				c.msgs = append(c.msgs, res.msgs...)
+			}
 			return
 		}
-		c.seen[pair] = true
+		res := &avroPairResult{}
+		c.memo[pair] = res
+		before := len(c.msgs)
+		defer func() { res.done, res.msgs = true, append([]string(nil), c.msgs[before:]...) }()
 		for i, rf := range r.Fields() {
 			wf := avroWriterField(w, rf)
 			fpath := fmt.Sprintf("%s/fields/%d", path, i)
