@@ -26,9 +26,13 @@ func newTestServer(t *testing.T, log *MemoryLog) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &testServer{t: t, log: log, reg: reg, srv: newHTTPTestServer(t, reg)}
+}
+
+func newHTTPTestServer(t *testing.T, reg *Registry) *httptest.Server {
 	srv := httptest.NewServer(reg.Handler())
 	t.Cleanup(srv.Close)
-	return &testServer{t: t, log: log, reg: reg, srv: srv}
+	return srv
 }
 
 // do sends a request and returns the status and the body.
