@@ -52,11 +52,13 @@
 // digits: 40401 subject, 40402 version, 40403 schema not found; 40404
 // subject and 40406 version soft-deleted (a second soft delete); 40405 and
 // 40407 not soft-deleted (a hard delete first); 40408 and 40409 no
-// subject-level config or mode; 409 incompatible; 42201 invalid schema (or
+// subject-level config or mode on GET (on DELETE 40401, as Confluent); 409
+// incompatible; 42201 invalid schema (or
 // a version that is not the next outside IMPORT); 42202 invalid version;
 // 42203 invalid compatibility level; 42204 invalid mode; 42205 operation
-// not permitted (READONLY, an id outside IMPORT, an imported id holding
-// another schema, IMPORT over existing subjects without force); 42206 a
+// not permitted (READONLY, an id outside IMPORT, no id in IMPORT, an
+// imported id holding another schema, IMPORT over existing subjects without
+// force); 42206 a
 // referenced version deleted; 50001 store error; 50002 timeout.
 //
 // Not served: schema contexts (":.ctx:subject"), data contracts (metadata,

@@ -38,6 +38,9 @@ func (r *Registry) register(ctx context.Context, subject string, q registerReque
 		if q.ID > 0 && mode != ModeImport {
 			return nil, apiErr(codeOperationNotPermitted, "Subject %s is not in import mode", subject)
 		}
+		if q.ID <= 0 && mode != ModeReadWrite {
+			return nil, apiErr(codeOperationNotPermitted, "Subject %s is not in read-write mode", subject)
+		}
 		typ := q.typ()
 		p, err := v.parse(typ, q.Schema, q.References, normalize)
 		if err != nil {
@@ -290,7 +293,7 @@ func (r *Registry) setConfig(ctx context.Context, subject, level string) error {
 }
 
 // deleteConfig removes subject's compatibility level ("" the global one)
-// and returns the level that was in force.
+// and returns the level removed (for the global one: the level in force).
 func (r *Registry) deleteConfig(ctx context.Context, subject string) (string, error) {
 	var old string
 	err := r.write(ctx, func(v *view) ([]logRecord, error) {
@@ -299,13 +302,10 @@ func (r *Registry) deleteConfig(ctx context.Context, subject string) (string, er
 			return []logRecord{{key: configKey("")}}, nil
 		}
 		s := v.subjects[subject]
-		if s == nil || (len(s.versions) == 0 && s.config == "") {
-			return nil, errSubjectNotFound(subject)
+		if s == nil || s.config == "" {
+			return nil, errSubjectNotFound(subject) // as Confluent answers a subject without its own level
 		}
-		old = r.levelOf(v, subject)
-		if s.config == "" {
-			return nil, nil
-		}
+		old = s.config
 		return []logRecord{{key: configKey(subject)}}, nil
 	})
 	return old, err
@@ -330,13 +330,13 @@ func (r *Registry) setMode(ctx context.Context, subject, mode string, force bool
 	})
 }
 
-// deleteMode removes subject's mode and returns the one that was in force.
+// deleteMode removes subject's mode and returns it.
 func (r *Registry) deleteMode(ctx context.Context, subject string) (string, error) {
 	var old string
 	err := r.write(ctx, func(v *view) ([]logRecord, error) {
 		s := v.subjects[subject]
 		if s == nil || s.mode == "" {
-			return nil, apiErr(codeSubjectModeNotFound, "Subject '%s' does not have subject-level mode configured", subject)
+			return nil, errSubjectNotFound(subject) // as Confluent answers a subject without its own mode
 		}
 		old = s.mode
 		return []logRecord{{key: modeKey(subject)}}, nil

@@ -163,6 +163,7 @@ func TestREST_ConfigAndCompatibility(t *testing.T) {
 	s.expect("DELETE", "/config", nil, 200, `{"compatibilityLevel":"FULL"}`)
 	s.expect("GET", "/config", nil, 200, `{"compatibilityLevel":"BACKWARD"}`)
 	s.expectCode("DELETE", "/config/nope", nil, 404, 40401)
+	s.expectCode("DELETE", "/config/s", nil, 404, 40401) // no subject-level config left
 }
 
 func TestREST_Modes(t *testing.T) {
@@ -181,6 +182,7 @@ func TestREST_Modes(t *testing.T) {
 	s.expect("POST", "/subjects/t/versions", schemaBody(avroUserV2), 200, `{"id":2}`) // other subjects still write
 	s.expect("DELETE", "/mode/s", nil, 200, `{"mode":"READONLY"}`)
 	s.expectCode("GET", "/mode/s", nil, 404, 40409)
+	s.expectCode("DELETE", "/mode/s", nil, 404, 40401)
 	s.expect("GET", "/mode/s?defaultToGlobal=true", nil, 200, `{"mode":"READWRITE"}`)
 	s.expect("PUT", "/mode", map[string]string{"mode": "READONLY"}, 200, `{"mode":"READONLY"}`)
 	s.expectCode("POST", "/subjects/u/versions", schemaBody(avroUserV2), 422, 42205)
@@ -190,6 +192,7 @@ func TestREST_Modes(t *testing.T) {
 	s.expectCode("PUT", "/mode", map[string]string{"mode": "IMPORT"}, 422, 42205)
 	s.expectCode("POST", "/subjects/imp/versions", map[string]any{"schema": avroUserV3, "id": 77, "version": 5}, 422, 42205)
 	s.expect("PUT", "/mode/imp", map[string]string{"mode": "IMPORT"}, 200, `{"mode":"IMPORT"}`)
+	s.expectCode("POST", "/subjects/imp/versions", schemaBody(avroUserV3), 422, 42205) // IMPORT needs the id
 	s.expect("POST", "/subjects/imp/versions", map[string]any{"schema": avroUserV3, "id": 77, "version": 5}, 200, `{"id":77}`)
 	s.expect("GET", "/subjects/imp/versions", nil, 200, `[5]`)
 	_, body := s.do("GET", "/subjects/imp/versions/5", nil)
