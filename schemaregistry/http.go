@@ -452,37 +452,52 @@ func (r *Registry) handleCompatibility(_ http.ResponseWriter, q *http.Request) (
 	}
 	subject, vs := q.PathValue("subject"), q.PathValue("version")
 	type answer struct {
-		IsCompatible bool     `json:"is_compatible"`
-		Messages     []string `json:"messages,omitempty"`
+		IsCompatible bool      `json:"is_compatible"`
+		Messages     *[]string `json:"messages,omitempty"`
 	}
+	verbose := boolParam(q, "verbose")
 	var out answer
 	err := r.read(q.Context(), func(v *view) error {
 		var targets []*schemaVersion
 		if vs != "" {
-			sv, err := r.version(v, subject, vs, false)
+			// As Confluent: a missing version is 40402 (even of a missing
+			// subject), a missing latest is nothing to check against.
+			n, err := parseVersion(vs)
 			if err != nil {
 				return err
 			}
-			targets = []*schemaVersion{sv}
+			sv, err := r.version(v, subject, vs, false)
+			switch {
+			case err == nil:
+				targets = []*schemaVersion{sv}
+			case n != -1:
+				return errVersionNotFound(n)
+			}
 		} else {
 			targets = v.versions(subject, false)
 		}
+		var msgs []string
 		p, err := v.parse(body.typ(), body.Schema, body.References, boolParam(q, "normalize"))
-		if err != nil {
+		switch {
+		case err != nil && verbose:
+			msgs = []string{toAPIError(err).Message}
+		case err != nil:
 			return err
-		}
-		var previous []*parsed
-		for _, sv := range targets {
-			pp, err := v.parse(sv.Type, sv.Schema, sv.References, false)
-			if err != nil {
-				return apiErr(codeStoreError, "Error parsing version %d of subject %s: %v", sv.Version, subject, err)
+		default:
+			var previous []*parsed
+			for _, sv := range targets {
+				pp, err := v.parse(sv.Type, sv.Schema, sv.References, false)
+				if err != nil {
+					return apiErr(codeStoreError, "Error parsing version %d of subject %s: %v", sv.Version, subject, err)
+				}
+				previous = append(previous, pp)
 			}
-			previous = append(previous, pp)
+			msgs = compatible(r.levelOf(v, subject), p, previous)
 		}
-		msgs := compatible(r.levelOf(v, subject), p, previous)
 		out.IsCompatible = len(msgs) == 0
-		if boolParam(q, "verbose") {
-			out.Messages = append([]string{}, msgs...)
+		if verbose {
+			msgs = append([]string{}, msgs...)
+			out.Messages = &msgs
 		}
 		return nil
 	})

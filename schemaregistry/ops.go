@@ -177,20 +177,17 @@ func (r *Registry) deleteVersion(ctx context.Context, subject, vs string, perman
 		}
 		all := v.versions(subject, true)
 		live := v.versions(subject, false)
-		if len(all) == 0 || (!permanent && len(live) == 0) {
+		if len(all) == 0 {
 			return nil, errSubjectNotFound(subject)
 		}
 		var sv *schemaVersion
-		if n == -1 {
-			pool := live
-			if permanent {
-				pool = all
-			}
-			if len(pool) > 0 {
-				sv = pool[len(pool)-1]
-			}
-		} else if s := v.subjects[subject]; s != nil {
-			sv = s.versions[n]
+		switch {
+		case n == -1 && !permanent && len(live) > 0:
+			sv = live[len(live)-1]
+		case n == -1:
+			sv = all[len(all)-1]
+		default:
+			sv = v.subjects[subject].versions[n]
 		}
 		if sv == nil {
 			return nil, errVersionNotFound(n)

@@ -112,6 +112,11 @@ func TestREST_SoftAndHardDelete(t *testing.T) {
 	s.expectCode("DELETE", "/subjects/s?permanent=true", nil, 404, 40405)
 	s.expect("DELETE", "/subjects/s", nil, 200, `[2,3]`)
 	s.expectCode("DELETE", "/subjects/s", nil, 404, 40404)
+	s.expectCode("DELETE", "/subjects/s/versions/2", nil, 404, 40406)
+	s.expectCode("DELETE", "/subjects/s/versions/latest", nil, 404, 40406)
+	s.expectCode("DELETE", "/subjects/s/versions/9", nil, 404, 40402)
+	s.expectCode("DELETE", "/subjects/nope/versions/1", nil, 404, 40401)
+	s.expectCode("DELETE", "/subjects/s/versions/x", nil, 422, 42202)
 	s.expect("GET", "/subjects", nil, 200, `[]`)
 	s.expect("GET", "/subjects?deleted=true", nil, 200, `["s"]`)
 	s.expectCode("GET", "/subjects/s/versions", nil, 404, 40401)
@@ -150,7 +155,14 @@ func TestREST_ConfigAndCompatibility(t *testing.T) {
 		t.Errorf("verbose: %s", body)
 	}
 	s.expectCode("POST", "/compatibility/subjects/s/versions/7", schemaBody(avroUserV1), 404, 40402)
-	s.expectCode("POST", "/compatibility/subjects/nope/versions/1", schemaBody(avroUserV1), 404, 40401)
+	s.expectCode("POST", "/compatibility/subjects/nope/versions/1", schemaBody(avroUserV1), 404, 40402)
+	s.expect("POST", "/compatibility/subjects/nope/versions/latest", schemaBody(avroUserV1), 200, `{"is_compatible":true}`)
+	s.expect("POST", "/compatibility/subjects/s/versions/latest?verbose=true", schemaBody(avroUserV1), 200, `{"is_compatible":true,"messages":[]}`)
+	s.expectCode("POST", "/compatibility/subjects/s/versions/latest", schemaBody(`{"type":`), 422, 42201)
+	_, bad := s.do("POST", "/compatibility/subjects/s/versions/latest?verbose=true", schemaBody(`{"type":`))
+	if !strings.HasPrefix(bad, `{"is_compatible":false,"messages":["Invalid schema`) {
+		t.Errorf("invalid schema, verbose: %s", bad)
+	}
 	s.expectCode("POST", "/compatibility/subjects/s/versions/x", schemaBody(avroUserV1), 422, 42202)
 	s.expect("POST", "/compatibility/subjects/nope/versions", schemaBody(avroUserV1), 200, `{"is_compatible":true}`)
 	// BACKWARD_TRANSITIVE checks every version: v1 lacks email, v2 lacks age's default? no: the new schema must read both.
