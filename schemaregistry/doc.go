@@ -1,0 +1,132 @@
+// Package schemaregistry serves Confluent Schema Registry's REST API from
+// Gregor, with its state in the compacted topic _schemas in Confluent's own
+// record format: a registry's _schemas (or a backup of it) is served with
+// the same ids, versions and configs, and Confluent's tooling reads what
+// this package writes.
+//
+// # The seam
+//
+// The broker gives New a Log: the one partition of _schemas, with a
+// conditional Append (the record is written only if the log end is still
+// the one the writer saw, else ErrConflict) and a batched Read. Registry
+// keeps a view of the log in memory. Every request first reads the log from
+// where the view stopped to its end (Sync: one Read when nothing is new),
+// so a read sees every write acknowledged before it on any registry over
+// the same log. A write reads to the end, decides (a new id is the largest
+// id seen plus one, a new version the subject's largest plus one, ...),
+// appends conditioned on that end, and on ErrConflict reads what the other
+// writer appended and decides again (at most 16 times). It answers only
+// once the view has applied its own record. Nothing runs in the background.
+// NewMemoryLog is a Log in memory, for tests.
+//
+// # Records
+//
+// records.go describes the keys and values. What is written follows
+// Confluent 6.2 to 7.x: a null subject is omitted from keys, schemaType is
+// omitted for AVRO (Confluent 8 writes "AVRO"; both read the same), a
+// subject's CONFIG value carries its subject. What is read also includes
+// older forms ("subject":null) and newer fields (md5, metadata, ruleSet,
+// which are ignored); unknown key types (CONTEXT, ASSOC, NOOP, later ones)
+// and undecodable records are skipped with a warning. A soft delete of a
+// version rewrites its SCHEMA record with "deleted":true; a soft delete of
+// a subject is one DELETE_SUBJECT record; a hard delete is a tombstone per
+// version. When a subject's last live version goes, its CONFIG and MODE
+// records are tombstoned, as Confluent does.
+//
+// # REST API
+//
+// Served: GET / ; GET /schemas/types ; GET /subjects (deleted,
+// subjectPrefix) ; GET|POST /subjects/{subject}/versions (normalize on
+// POST) ; GET /subjects/{subject}/versions/{version} (a number, latest or
+// -1; deleted) and its /schema and /referencedby ; POST /subjects/{subject}
+// (lookup; deleted, normalize) ; DELETE /subjects/{subject} and
+// /subjects/{subject}/versions/{version} (permanent) ; GET
+// /schemas/ids/{id} (subject) and its /schema, /versions, /subjects ;
+// GET|PUT|DELETE /config and /config/{subject} (defaultToGlobal) ;
+// GET|PUT /mode, GET|PUT|DELETE /mode/{subject} (force, defaultToGlobal) ;
+// POST /compatibility/subjects/{subject}/versions[/{version}] (verbose).
+// Answers are application/vnd.schemaregistry.v1+json; request bodies may
+// also be application/json, application/vnd.schemaregistry+json or
+// application/octet-stream (else 415). Errors are Confluent's
+// {"error_code":40401,"message":"..."} with the HTTP status its first three
+// digits: 40401 subject, 40402 version, 40403 schema not found; 40404
+// subject and 40406 version soft-deleted (a second soft delete); 40405 and
+// 40407 not soft-deleted (a hard delete first); 40408 and 40409 no
+// subject-level config or mode on GET (on DELETE 40401, as Confluent); 409
+// incompatible; 42201 invalid schema (or
+// a version that is not the next outside IMPORT); 42202 invalid version;
+// 42203 invalid compatibility level; 42204 invalid mode; 42205 operation
+// not permitted (READONLY, an id outside IMPORT, no id in IMPORT, an
+// imported id holding another schema, IMPORT over existing subjects without
+// force); 42206 a
+// referenced version deleted; 50001 store error; 50002 timeout.
+//
+// Not served: schema contexts (":.ctx:subject"), data contracts (metadata,
+// ruleSet, the config fields beyond compatibilityLevel), /exporters,
+// /contexts, /keks and /deks, READONLY_OVERRIDE, leader forwarding (there
+// is no leader: any registry over the log writes), the format parameter,
+// GET /schemas and /subjects/{subject}/metadata.
+//
+// # Schemas and identity
+//
+// AVRO is parsed with github.com/hamba/avro/v2, JSON with
+// github.com/santhosh-tekuri/jsonschema/v6 (which must compile it, with
+// its references and without network or file access), PROTOBUF with
+// github.com/bufbuild/protocompile (imports are the references' names and
+// the google/protobuf well-known files). References are resolved from the
+// registry, transitively. The text stored is the canonical form: Avro
+// re-serialized by hamba (compact, attributes in one order, docs, defaults
+// and aliases kept), JSON compacted (normalize=true also sorts keys),
+// Protobuf trimmed (normalize=true changes nothing more: there is no
+// .proto printer here). Two schemas are the same, and share an id, when
+// type, canonical form and references are equal; a stored schema is
+// re-canonicalized on replay, so one stored by Confluent in Java's form
+// matches the same schema registered here.
+//
+// # Compatibility
+//
+// BACKWARD: the new schema reads data written with the latest version;
+// FORWARD: the latest reads the new; FULL: both; the _TRANSITIVE levels
+// check against every live version instead of the latest. A schema of
+// another type is never compatible.
+//
+// Avro follows the specification's schema resolution: promotions int to
+// long, float, double; long to float, double; float to double; string and
+// bytes both ways; a reader field missing from the writer needs a default;
+// writer fields missing from the reader are skipped; fields match by name
+// or reader alias; named types match by name or reader alias; enums need
+// every writer symbol unless the reader has a default; fixed sizes must
+// match; every branch of a writer union must be readable, and a reader
+// union needs a branch that reads a non-union writer; recursive types end.
+// Logical types are not compared (as Java's check).
+//
+// JSON Schema follows Confluent's content models: additionalProperties
+// absent or true is open, false closed, a schema partially open. A property
+// added to an open model is incompatible (old documents may carry it with
+// any value), to a closed one compatible, to a partially open one if the
+// old additionalProperties fits it; removed from a closed model
+// incompatible, from an open one compatible, from a partially open one if
+// the new additionalProperties fits it. Also checked: type narrowed or
+// changed (integer to number widens), maxLength/maxItems/maxProperties/
+// maximum/exclusiveMaximum added or decreased, their min counterparts
+// added or increased, multipleOf, pattern, enum narrowed, const, required
+// added without a default, additionalProperties narrowed or closed, items,
+// and anyOf/oneOf/allOf branch by branch. Not checked: $ref targets (a
+// changed $ref string is incompatible, the referenced schemas are not
+// compared), if/then/else, not, dependencies, patternProperties,
+// propertyNames, contains, prefixItems, and $defs except through
+// properties.
+//
+// Protobuf follows Confluent's list: messages, enums, enum values, fields
+// and oneofs added or removed are compatible (except a message removed),
+// as is a field renamed (fields match by number) or moved out of a oneof;
+// incompatible are a package change, a message removed, a field's kind
+// (scalar, message, map) changed, a scalar changed across wire groups
+// (int32/int64/uint32/uint64/bool; sint32/sint64; fixed32/sfixed32;
+// fixed64/sfixed64; float; double; string/bytes), a message or enum field's
+// type changed, a numeric field changed between singular and repeated, a
+// required field added or removed, two or more existing fields moved into
+// a new oneof, a field moved into an existing oneof. Not checked: services,
+// options, a base64 FileDescriptorProto given as the schema (it does not
+// parse), proto2 groups and extensions beyond their kind.
+package schemaregistry

@@ -1,0 +1,112 @@
+package schemaregistry
+
+import (
+	"fmt"
+
+	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Schema types, as the REST API and the SCHEMA records name them.
+const (
+	TypeAvro     = "AVRO"
+	TypeJSON     = "JSON"
+	TypeProtobuf = "PROTOBUF"
+)
+
+// Compatibility levels.
+const (
+	CompatNone               = "NONE"
+	CompatBackward           = "BACKWARD"
+	CompatBackwardTransitive = "BACKWARD_TRANSITIVE"
+	CompatForward            = "FORWARD"
+	CompatForwardTransitive  = "FORWARD_TRANSITIVE"
+	CompatFull               = "FULL"
+	CompatFullTransitive     = "FULL_TRANSITIVE"
+)
+
+// Modes.
+const (
+	ModeReadWrite = "READWRITE"
+	ModeReadOnly  = "READONLY"
+	ModeImport    = "IMPORT"
+)
+
+func validLevel(l string) bool {
+	switch l {
+	case CompatNone, CompatBackward, CompatBackwardTransitive, CompatForward,
+		CompatForwardTransitive, CompatFull, CompatFullTransitive:
+		return true
+	}
+	return false
+}
+
+func validMode(m string) bool {
+	return m == ModeReadWrite || m == ModeReadOnly || m == ModeImport
+}
+
+// parsed is a schema parsed by its type's library, with its canonical text:
+// the text stored and used for identity.
+type parsed struct {
+	typ       string
+	canonical string
+	avro      avro.Schema
+	json      any
+	proto     protoreflect.FileDescriptor
+}
+
+// parseSchema parses text as a schema of typ ("" is AVRO) with the given
+// resolved references, dependencies first.
+func parseSchema(typ, text string, deps []resolvedRef, normalize bool) (*parsed, error) {
+	switch typ {
+	case "", TypeAvro:
+		return parseAvro(text, deps)
+	case TypeJSON:
+		return parseJSONSchema(text, deps, normalize)
+	case TypeProtobuf:
+		return parseProtobuf(text, deps)
+	}
+	return nil, &invalidSchemaError{msg: fmt.Sprintf("Invalid schema type %s", typ)}
+}
+
+// compatible checks a new schema against previous ones (oldest first) at
+// level and returns the reasons it is not compatible; none means it is.
+func compatible(level string, next *parsed, previous []*parsed) []string {
+	if level == CompatNone || len(previous) == 0 {
+		return nil
+	}
+	transitive := level == CompatBackwardTransitive || level == CompatForwardTransitive || level == CompatFullTransitive
+	if !transitive {
+		previous = previous[len(previous)-1:]
+	}
+	backward := level != CompatForward && level != CompatForwardTransitive
+	forward := level != CompatBackward && level != CompatBackwardTransitive
+	var msgs []string
+	for i := len(previous) - 1; i >= 0; i-- {
+		old := previous[i]
+		if backward {
+			msgs = append(msgs, compatiblePair(next, old)...)
+		}
+		if forward {
+			msgs = append(msgs, compatiblePair(old, next)...)
+		}
+	}
+	return msgs
+}
+
+// compatiblePair reports whether data written with writer can be read with
+// reader, as each type's rules define it.
+func compatiblePair(reader, writer *parsed) []string {
+	if reader.typ != writer.typ {
+		return []string{fmt.Sprintf("Incompatible because of different schema type: %s and %s", reader.typ, writer.typ)}
+	}
+	switch reader.typ {
+	case TypeAvro:
+		return avroCompatible(reader.avro, writer.avro)
+	case TypeJSON:
+		return jsonCompatible(reader.json, writer.json)
+	case TypeProtobuf:
+		return protoCompatible(reader.proto, writer.proto)
+	}
+	return nil
+}

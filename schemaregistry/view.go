@@ -1,0 +1,326 @@
+package schemaregistry
+
+import (
+	"encoding/json"
+	"log/slog"
+	"slices"
+)
+
+// schemaVersion is one version of a subject as the view holds it.
+type schemaVersion struct {
+	Subject    string
+	Version    int
+	ID         int
+	Type       string // AVRO, JSON or PROTOBUF, never empty
+	References []Reference
+	Schema     string
+	Deleted    bool
+}
+
+// subjectState is what the view knows of one subject.
+type subjectState struct {
+	versions map[int]*schemaVersion
+	config   string // compatibility level; "" when not set
+	mode     string // "" when not set
+}
+
+// svKey names one subject-version.
+type svKey struct {
+	subject string
+	version int
+}
+
+// view is the registry's state, built by applying the _schemas records in
+// offset order. It is not safe for concurrent use; Registry.mu guards it.
+type view struct {
+	next         int64 // the offset after the last record applied (the log end as last read)
+	subjects     map[string]*subjectState
+	globalConfig string // "" means the registry's default
+	globalMode   string
+	maxID        int
+	users        map[int]map[svKey]struct{} // schema id → subject-versions carrying it
+	identities   map[string]int             // identity (type, canonical text, references) → id
+	log          *slog.Logger
+}
+
+func newView(log *slog.Logger) *view {
+	return &view{
+		subjects:   map[string]*subjectState{},
+		users:      map[int]map[svKey]struct{}{},
+		identities: map[string]int{},
+		log:        log,
+	}
+}
+
+func (v *view) subject(name string) *subjectState {
+	s := v.subjects[name]
+	if s == nil {
+		s = &subjectState{versions: map[int]*schemaVersion{}}
+		v.subjects[name] = s
+	}
+	return s
+}
+
+// apply applies one record. Records that do not decode are logged and
+// skipped, as Confluent skips them.
+func (v *view) apply(rec Record) {
+	v.next = rec.Offset + 1
+	k, ok := decodeKey(rec.Key)
+	if !ok {
+		v.log.Warn("schemaregistry: skipping record with an undecodable key", "offset", rec.Offset)
+		return
+	}
+	subj := k.subject()
+	switch k.KeyType {
+	case keyTypeSchema:
+		if subj == "" || k.Version <= 0 {
+			v.log.Warn("schemaregistry: skipping SCHEMA record without subject or version", "offset", rec.Offset)
+			return
+		}
+		if rec.Value == nil {
+			v.removeVersion(subj, k.Version)
+			return
+		}
+		var sv schemaValue
+		if err := json.Unmarshal(rec.Value, &sv); err != nil || sv.ID <= 0 || sv.Schema == "" {
+			v.log.Warn("schemaregistry: skipping undecodable SCHEMA value", "offset", rec.Offset, "err", err)
+			return
+		}
+		if sv.SchemaType == "" {
+			sv.SchemaType = TypeAvro
+		}
+		v.putVersion(&schemaVersion{
+			Subject: subj, Version: k.Version, ID: sv.ID, Type: sv.SchemaType,
+			References: sv.References, Schema: sv.Schema, Deleted: sv.Deleted,
+		})
+	case keyTypeConfig:
+		level := ""
+		if rec.Value != nil {
+			var cv configValue
+			if err := json.Unmarshal(rec.Value, &cv); err != nil {
+				v.log.Warn("schemaregistry: skipping undecodable CONFIG value", "offset", rec.Offset, "err", err)
+				return
+			}
+			level = cv.CompatibilityLevel
+		}
+		if subj == "" {
+			v.globalConfig = level
+		} else {
+			v.subject(subj).config = level
+		}
+	case keyTypeMode:
+		mode := ""
+		if rec.Value != nil {
+			var mv modeValue
+			if err := json.Unmarshal(rec.Value, &mv); err != nil {
+				v.log.Warn("schemaregistry: skipping undecodable MODE value", "offset", rec.Offset, "err", err)
+				return
+			}
+			mode = mv.Mode
+		}
+		if subj == "" {
+			v.globalMode = mode
+		} else {
+			v.subject(subj).mode = mode
+		}
+	case keyTypeDeleteSubject:
+		if rec.Value == nil {
+			return
+		}
+		var dv deleteSubjectValue
+		if err := json.Unmarshal(rec.Value, &dv); err != nil {
+			v.log.Warn("schemaregistry: skipping undecodable DELETE_SUBJECT value", "offset", rec.Offset, "err", err)
+			return
+		}
+		if dv.Subject == "" {
+			dv.Subject = subj
+		}
+		if s := v.subjects[dv.Subject]; s != nil {
+			for ver, sv := range s.versions {
+				if ver <= dv.Version {
+					sv.Deleted = true
+				}
+			}
+		}
+	case keyTypeClearSubject:
+		if rec.Value == nil {
+			return
+		}
+		var cv clearSubjectValue
+		_ = json.Unmarshal(rec.Value, &cv)
+		if cv.Subject == "" {
+			cv.Subject = subj
+		}
+		for name, s := range v.subjects {
+			if cv.Subject != "" && name != cv.Subject {
+				continue
+			}
+			for ver, sv := range s.versions {
+				if sv.Deleted {
+					v.removeVersion(name, ver)
+				}
+			}
+		}
+	default:
+		// NOOP, and CONTEXT, ASSOC and key types of later versions: nothing
+		// this registry serves.
+	}
+}
+
+func (v *view) putVersion(sv *schemaVersion) {
+	s := v.subject(sv.Subject)
+	if old := s.versions[sv.Version]; old != nil && old.ID != sv.ID {
+		v.dropUser(old.ID, svKey{sv.Subject, sv.Version})
+	}
+	s.versions[sv.Version] = sv
+	if v.users[sv.ID] == nil {
+		v.users[sv.ID] = map[svKey]struct{}{}
+		v.identities[v.identityOf(sv)] = sv.ID
+	}
+	v.users[sv.ID][svKey{sv.Subject, sv.Version}] = struct{}{}
+	v.maxID = max(v.maxID, sv.ID)
+}
+
+func (v *view) removeVersion(subject string, version int) {
+	s := v.subjects[subject]
+	if s == nil || s.versions[version] == nil {
+		return
+	}
+	old := s.versions[version]
+	delete(s.versions, version)
+	v.dropUser(old.ID, svKey{subject, version})
+}
+
+func (v *view) dropUser(id int, k svKey) {
+	u := v.users[id]
+	delete(u, k)
+	if len(u) > 0 {
+		return
+	}
+	delete(v.users, id)
+	for ident, i := range v.identities {
+		if i == id {
+			delete(v.identities, ident)
+		}
+	}
+}
+
+// identityOf is the identity of a stored schema: its type, its canonical
+// text (the stored text re-canonicalized, so that a schema stored by
+// another registry matches the same schema registered here) and its
+// references.
+func (v *view) identityOf(sv *schemaVersion) string {
+	text := sv.Schema
+	if p, err := v.parse(sv.Type, sv.Schema, sv.References, false); err == nil {
+		text = p.canonical
+	}
+	return identity(sv.Type, text, sv.References)
+}
+
+func identity(typ, canonical string, refs []Reference) string {
+	return string(marshalJSON([]any{typ, canonical, refs}))
+}
+
+// byID returns a subject-version carrying id, the lowest subject and
+// version first; nil when no subject-version carries it.
+func (v *view) byID(id int) *schemaVersion {
+	var best *schemaVersion
+	for k := range v.users[id] {
+		sv := v.subjects[k.subject].versions[k.version]
+		if best == nil || k.subject < best.Subject || (k.subject == best.Subject && k.version < best.Version) {
+			best = sv
+		}
+	}
+	return best
+}
+
+// versions returns the subject's versions in ascending order, soft-deleted
+// ones only if deleted is set.
+func (v *view) versions(subject string, deleted bool) []*schemaVersion {
+	s := v.subjects[subject]
+	if s == nil {
+		return nil
+	}
+	out := make([]*schemaVersion, 0, len(s.versions))
+	for _, sv := range s.versions {
+		if deleted || !sv.Deleted {
+			out = append(out, sv)
+		}
+	}
+	slices.SortFunc(out, func(a, b *schemaVersion) int { return a.Version - b.Version })
+	return out
+}
+
+// referencedBy returns the ids of the live schemas that reference
+// subject-version k.
+func (v *view) referencedBy(subject string, version int) []int {
+	var ids []int
+	for _, s := range v.subjects {
+		for _, sv := range s.versions {
+			if sv.Deleted {
+				continue
+			}
+			for _, r := range sv.References {
+				if r.Subject == subject && r.Version == version && !slices.Contains(ids, sv.ID) {
+					ids = append(ids, sv.ID)
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// parse parses a schema of type typ with its references resolved from the
+// view.
+func (v *view) parse(typ, text string, refs []Reference, normalize bool) (*parsed, error) {
+	deps, err := v.resolve(refs, map[svKey]bool{})
+	if err != nil {
+		return nil, err
+	}
+	return parseSchema(typ, text, deps, normalize)
+}
+
+// resolve returns the transitive references, dependencies first.
+func (v *view) resolve(refs []Reference, seen map[svKey]bool) ([]resolvedRef, error) {
+	var out []resolvedRef
+	for _, r := range refs {
+		k := svKey{r.Subject, r.Version}
+		s := v.subjects[r.Subject]
+		var sv *schemaVersion
+		if s != nil {
+			if r.Version == -1 {
+				if vs := v.versions(r.Subject, false); len(vs) > 0 {
+					sv = vs[len(vs)-1]
+				}
+			} else {
+				sv = s.versions[r.Version]
+			}
+		}
+		if sv == nil {
+			return nil, &invalidSchemaError{msg: "Invalid schema: reference " + r.Name + " to subject " + r.Subject + " not found"}
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		deps, err := v.resolve(sv.References, seen)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, deps...)
+		out = append(out, resolvedRef{Name: r.Name, Type: sv.Type, Schema: sv.Schema})
+	}
+	return out, nil
+}
+
+// resolvedRef is one referenced schema's text, under the name the
+// referring schema uses for it.
+type resolvedRef struct {
+	Name, Type, Schema string
+}
+
+// invalidSchemaError is a schema that does not parse (42201).
+type invalidSchemaError struct{ msg string }
+
+func (e *invalidSchemaError) Error() string { return e.msg }
