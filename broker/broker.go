@@ -72,6 +72,7 @@ type Broker struct {
 	sec       securityStats   // TLS and SASL counts (sasl.go)
 	acl       *acl.Authorizer // the authorizer (acl.go, package security/acl)
 	quotas    *quota.Manager  // client quotas and connection rates (package quota; quotas.go)
+	registry  *schemaRegistry // the schema registry's listener; nil without one (schema_registry.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release
@@ -234,6 +235,9 @@ func (b *Broker) startBackground() {
 // every log (writing clean-shutdown markers).
 func (b *Broker) Close() error {
 	b.cancel()
+	if b.registry != nil {
+		b.registry.close()
+	}
 	b.srv.close()
 	b.bg.Wait()
 	b.stopCluster()

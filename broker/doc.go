@@ -128,6 +128,16 @@
 // the broker that can, and keeps ACLs, quotas, users, dynamic broker and
 // group configs in the store rather than under __meta.
 //
+// # Schema registry
+//
+// With schema.registry.listeners set (http://HOST:PORT) the broker serves
+// Confluent Schema Registry's REST API (package schemaregistry) on that
+// listener, its state in the compacted topic _schemas, one partition,
+// created on first use (schema_registry.go). The registry reads the
+// partition to its high watermark and appends conditioned on the log end
+// it read, so ids stay unique; in a cluster only the leader of _schemas-0
+// writes for now, the other brokers serve reads from their replica.
+//
 // # Transactions and markers
 //
 // Transactional state lives in coordinator.TxnCoordinator (txns.go opens

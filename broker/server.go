@@ -221,6 +221,13 @@ func (b *Broker) Listen() (net.Addr, error) {
 		for _, l := range ls {
 			l.ln.Close()
 		}
+		if b.registry != nil {
+			b.registry.ln.Close()
+		}
+	}
+	if b.registry, err = b.listenSchemaRegistry(); err != nil {
+		closeAll()
+		return nil, err
 	}
 	b.srv.mu.Lock()
 	b.srv.listeners, b.srv.interName = ls, inter
@@ -265,6 +272,9 @@ func (b *Broker) Serve() error {
 		s.parker = newParker(time.Duration(b.cfg.int64Prop("connections.max.idle.ms")) * time.Millisecond)
 	}
 	s.mu.Unlock()
+	if b.registry != nil {
+		go b.registry.serve()
+	}
 	errc := make(chan error, len(ls))
 	for _, l := range ls {
 		go func() { errc <- b.accept(l) }()

@@ -218,6 +218,7 @@ var BrokerDefs = []Def{
 	{"num.network.threads", kmsg.ConfigTypeInt, "3", "", false, intAtLeast(1), "Kafka's network threads; accepted and reported, Gregor serves each connection on its own goroutines."},
 	{"num.replica.fetchers", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "Kafka's replica fetcher threads per source broker; accepted and reported, Gregor has no such thread pool."},
 	{"background.threads", kmsg.ConfigTypeInt, "10", "", false, intAtLeast(1), "Kafka's background task threads; accepted and reported."},
+	{"schema.registry.listeners", kmsg.ConfigTypeString, "", "", true, anyString, "The schema registry's listener, http://HOST:PORT: Confluent Schema Registry's REST API with its state in the topic _schemas (Gregor's own setting; off when empty)."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
 }
 

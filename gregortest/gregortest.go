@@ -64,6 +64,15 @@ func (b *Broker) HTTPAddr() string { return b.httpAddr }
 // DataDir returns the broker's data directory, inside t.TempDir().
 func (b *Broker) DataDir() string { return b.dataDir }
 
+// SchemaRegistryURL returns the schema registry's URL, http://127.0.0.1:PORT,
+// or "" unless the SchemaRegistry option was given.
+func (b *Broker) SchemaRegistryURL() string {
+	if a := b.SchemaRegistryAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
+}
+
 // Opt configures Start.
 type Opt interface{ apply(*cfg) }
 
@@ -114,6 +123,13 @@ func Prop(name, value string) Opt {
 
 // Logger sends the broker's logs to l; by default they are discarded.
 func Logger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.logger = l }) }
+
+// SchemaRegistry also serves Confluent Schema Registry's REST API on a
+// random loopback port (see SchemaRegistryURL), its state in the topic
+// _schemas.
+func SchemaRegistry() Opt {
+	return optFunc(func(c *cfg) { c.props["schema.registry.listeners"] = "http://127.0.0.1:0" })
+}
 
 // HTTP also starts the admin HTTP listener (/metrics, /healthz, /readyz,
 // the console and /admin/faults) on a random loopback port; see HTTPAddr.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -110,5 +111,25 @@ func TestStart_ReadyTime(t *testing.T) {
 	t.Logf("start to ready (New+Listen+Serve until ApiVersions answered on a new connection): median %v (%v–%v) over %d runs", ds[runs/2], ds[0], ds[runs-1], runs)
 	if ds[runs-1] > time.Second {
 		t.Errorf("start to ready took %v", ds[runs-1])
+	}
+}
+
+// TestStart_SchemaRegistry: the SchemaRegistry option serves Confluent's
+// REST API, which franz-go's sr client uses.
+func TestStart_SchemaRegistry(t *testing.T) {
+	b := Start(t, SchemaRegistry())
+	if b.SchemaRegistryURL() == "" {
+		t.Fatal("no schema registry URL")
+	}
+	cl, err := sr.NewClient(sr.URLs(b.SchemaRegistryURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := cl.CreateSchema(context.Background(), "orders-value", sr.Schema{Schema: `{"type":"string"}`})
+	if err != nil || ss.ID != 1 {
+		t.Fatalf("register: %+v %v", ss, err)
+	}
+	if got := Start(t).SchemaRegistryURL(); got != "" {
+		t.Fatalf("without the option: %q", got)
 	}
 }
