@@ -115,6 +115,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		Port:                  port,
 		Listeners:             b.advertisedEndpoints(),
 		Rack:                  b.cfg.Props["broker.rack"],
+		SchemaRegistry:        b.registry.url(host),
 		SessionTimeout:        time.Duration(b.cfg.int64Prop("broker.session.timeout.ms")) * time.Millisecond,
 		UncleanLeaderElection: b.cfg.boolProp("unclean.leader.election.enable"),
 		ClusterID:             b.clusterID,

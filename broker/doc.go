@@ -135,8 +135,9 @@
 // listener, its state in the compacted topic _schemas, one partition,
 // created on first use (schema_registry.go). The registry reads the
 // partition to its high watermark and appends conditioned on the log end
-// it read, so ids stay unique; in a cluster only the leader of _schemas-0
-// writes for now, the other brokers serve reads from their replica.
+// it read, so ids stay unique. In a cluster every broker registers its
+// registry's URL, and the others forward each request to the registry of
+// the leader of _schemas-0, as Confluent's followers forward to its leader.
 //
 // # Transactions and markers
 //

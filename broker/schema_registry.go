@@ -9,9 +9,12 @@ package broker
 // the log end is the one the registry read, so two writers never give out
 // the same id, and returns once the record is committed.
 //
-// On a single node this broker writes. In a cluster only the leader of
-// _schemas-0 writes; the other brokers answer reads from their replica
-// and refuse writes (50001 naming the leader) for now.
+// On a single node this broker serves every request. In a cluster the
+// registry of the leader of _schemas-0 does, as Confluent's leader does:
+// each broker registers its registry's URL with its registration, and the
+// others forward each request to the leader's (reverse proxy, once: a
+// forwarded request is served where it lands), so a schema registered
+// through one broker is served by every other at once.
 
 import (
 	"context"
@@ -19,12 +22,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/schemaregistry"
 	"github.com/gregor-broker/gregor/storage"
 )
@@ -62,7 +68,84 @@ func (b *Broker) listenSchemaRegistry() (*schemaRegistry, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &schemaRegistry{ln: ln, log: sl, srv: &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}}, nil
+	r := &schemaRegistry{ln: ln, log: sl}
+	r.srv = &http.Server{Handler: r.forwarding(reg.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	return r, nil
+}
+
+// url is the registry's URL for the other brokers: its bound address, with
+// host in place of an unspecified IP; "" without a registry.
+func (r *schemaRegistry) url(host string) string {
+	if r == nil {
+		return ""
+	}
+	a := r.ln.Addr().(*net.TCPAddr)
+	h := a.IP.String()
+	if a.IP.IsUnspecified() {
+		h = host
+	}
+	return "http://" + net.JoinHostPort(h, strconv.Itoa(a.Port))
+}
+
+// forwardedHeader marks a request one broker forwarded to another.
+const forwardedHeader = "X-Gregor-Forwarded"
+
+// forwarding serves a request with local when this broker's registry is
+// the one to (a single node, the leader of _schemas-0, no leader known, a
+// request already forwarded), else forwards it to the leader's.
+func (r *schemaRegistry) forwarding(local http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		target := ""
+		if req.Header.Get(forwardedHeader) == "" {
+			target = r.leaderURL()
+		}
+		if target == "" {
+			local.ServeHTTP(w, req)
+			return
+		}
+		u, err := url.Parse(target)
+		if err != nil {
+			local.ServeHTTP(w, req)
+			return
+		}
+		rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Header.Set(forwardedHeader, "1")
+		}}
+		rp.ServeHTTP(w, req)
+	})
+}
+
+// leaderURL is the registry URL of the leader of _schemas-0 when that is
+// another broker; "" when this broker serves (a single node, the leader,
+// no leader or URL known yet).
+func (r *schemaRegistry) leaderURL() string {
+	b := r.log.b
+	if b.cl == nil {
+		return ""
+	}
+	if _, err := r.log.topic(); err != nil {
+		return ""
+	}
+	// A topic just created has its leader elected within moments.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var t *metadata.Topic
+		md := b.cl.node.Metadata()
+		if md != nil {
+			t = md.Topics[schemasTopicName]
+		}
+		if t != nil && len(t.Partitions) > 0 && t.Partitions[0].Leader >= 0 {
+			leader := t.Partitions[0].Leader
+			if leader == b.nodeID {
+				return ""
+			}
+			return md.Brokers[leader].SchemaRegistry
+		}
+		if time.Now().After(deadline) || b.ctx.Err() != nil {
+			return ""
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // SchemaRegistryAddr is the schema registry's bound address; nil without
@@ -95,8 +178,22 @@ type schemasLog struct {
 // errSchemasConflict stops an append whose expected end is stale.
 var errSchemasConflict = schemaregistry.ErrConflict
 
-// partition returns _schemas-0, creating the topic when needed.
+// partition returns this broker's replica of _schemas-0, creating the
+// topic when needed.
 func (l *schemasLog) partition() (*partition, error) {
+	t, err := l.topic()
+	if err != nil {
+		return nil, err
+	}
+	p := partitionAt(l.b.partitionsOf(t), 0)
+	if p == nil || p.log == nil {
+		return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
+	}
+	return p, nil
+}
+
+// topic returns _schemas, creating it when needed.
+func (l *schemasLog) topic() (*topic, error) {
 	b := l.b
 	t := b.lookupTopic(schemasTopicName)
 	if t == nil {
@@ -112,11 +209,7 @@ func (l *schemasLog) partition() (*partition, error) {
 			}
 		}
 	}
-	p := partitionAt(b.partitionsOf(t), 0)
-	if p == nil || p.log == nil {
-		return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
-	}
-	return p, nil
+	return t, nil
 }
 
 // Append implements schemaregistry.Log.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -96,5 +97,70 @@ func TestSchemaRegistry_RealClientThroughABroker(t *testing.T) {
 	_, err = rcl.CreateSchema(ctx, "users-value", sr.Schema{Schema: `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"email","type":"string"}]}`})
 	if re, ok := err.(*sr.ResponseError); !ok || re.ErrorCode != 409 {
 		t.Fatalf("after a restart, an incompatible schema: %v, want 409", err)
+	}
+}
+
+// TestSchemaRegistry_Cluster: on three brokers, a schema registered
+// through one is served by the others at once (they forward to the
+// registry of the leader of _schemas-0), ids stay unique whichever broker
+// takes the registration, and registration still works once the leader of
+// _schemas-0 is stopped.
+func TestSchemaRegistry_Cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, _, stop := startEtcdBrokers(t, 3, func(int, string) map[string]string {
+		return map[string]string{"schema.registry.listeners": "http://127.0.0.1:0", "replica.fetch.wait.max.ms": "100"}
+	})
+	ctx := testCtx(t)
+	client := func(i int) *sr.Client {
+		t.Helper()
+		cl, err := sr.NewClient(sr.URLs("http://" + brokers[i].SchemaRegistryAddr().String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	schemaOf := func(field string) string {
+		return `{"type":"record","name":"R","fields":[{"name":"` + field + `","type":"string"}]}`
+	}
+	// One subject per broker, registered through it.
+	for i := range brokers {
+		ss, err := client(i).CreateSchema(ctx, fmt.Sprintf("s%d", i), sr.Schema{Schema: schemaOf(fmt.Sprintf("f%d", i))})
+		if err != nil {
+			t.Fatalf("register through broker %d: %v", i+1, err)
+		}
+		if ss.ID != i+1 {
+			t.Fatalf("register through broker %d: id %d, want %d", i+1, ss.ID, i+1)
+		}
+		for j := range brokers {
+			got, err := client(j).SchemaByID(ctx, ss.ID)
+			if err != nil || got.Schema == "" {
+				t.Fatalf("schema %d through broker %d right after its registration through %d: %+v %v", ss.ID, j+1, i+1, got, err)
+			}
+		}
+	}
+	leader := -1
+	for i, b := range brokers {
+		if p := partitionOf(b, schemasTopicName); p != nil && p.leader.Load() != nil {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no broker leads _schemas-0")
+	}
+	stop[leader]()
+	other := (leader + 1) % 3
+	var ss sr.SubjectSchema
+	waitFor(t, 30*time.Second, "a registration through a surviving broker", func() bool {
+		var err error
+		ss, err = client(other).CreateSchema(ctx, "after", sr.Schema{Schema: schemaOf("after")})
+		return err == nil
+	})
+	if ss.ID != 4 {
+		t.Fatalf("after the leader stopped: id %d, want 4", ss.ID)
+	}
+	if got, err := client(3-leader-other).SchemaByID(ctx, 1); err != nil || got.Schema == "" {
+		t.Fatalf("schema 1 through the third broker: %+v %v", got, err)
 	}
 }

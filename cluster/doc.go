@@ -22,7 +22,8 @@
 // Everything lives under /gregor/; values are JSON unless said otherwise.
 //
 //	/gregor/cluster-id                the cluster id (plain text), set once by compare-and-set
-//	/gregor/brokers/<id>              {"id","host","port","rack"}, attached to the broker's lease;
+//	/gregor/brokers/<id>              {"id","host","port","rack","listeners","log_dir_offline",
+//	                                  "controlled_shutdown","schema_registry"}, attached to the broker's lease;
 //	                                  its create revision is the broker epoch
 //	/gregor/controller/<lease hex>    etcd's election recipe (concurrency.Election); the key with
 //	                                  the lowest create revision is the controller, its value the node id

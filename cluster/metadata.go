@@ -44,6 +44,8 @@ type brokerJSON struct {
 	LogDirOffline bool `json:"log_dir_offline,omitempty"`
 	// ControlledShutdown: see Broker.
 	ControlledShutdown bool `json:"controlled_shutdown,omitempty"`
+	// SchemaRegistry: see Broker.
+	SchemaRegistry string `json:"schema_registry,omitempty"`
 }
 
 // topicJSON is the value of /gregor/topics/<name>.
@@ -92,7 +94,7 @@ func parseBroker(kv *mvccpb.KeyValue) (Broker, error) {
 	if err := json.Unmarshal(kv.Value, &j); err != nil {
 		return Broker{}, err
 	}
-	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision, LogDirOffline: j.LogDirOffline, ControlledShutdown: j.ControlledShutdown}, nil
+	return Broker{ID: j.ID, Host: j.Host, Port: j.Port, Rack: j.Rack, Listeners: j.Listeners, Epoch: kv.CreateRevision, LogDirOffline: j.LogDirOffline, ControlledShutdown: j.ControlledShutdown, SchemaRegistry: j.SchemaRegistry}, nil
 }
 
 func topicToJSON(id [16]byte, configs map[string]string) []byte {

@@ -277,7 +277,7 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 // registration is the value of this node's /gregor/brokers/<id>.
 func (n *Node) registration() []byte {
 	val, _ := json.Marshal(brokerJSON{ID: n.cfg.NodeID, Host: n.cfg.Host, Port: n.cfg.Port, Rack: n.cfg.Rack,
-		Listeners: n.cfg.Listeners, LogDirOffline: n.logDirOffline.Load(), ControlledShutdown: n.stopping.Load()})
+		Listeners: n.cfg.Listeners, LogDirOffline: n.logDirOffline.Load(), ControlledShutdown: n.stopping.Load(), SchemaRegistry: n.cfg.SchemaRegistry})
 	return val
 }
 

@@ -25,6 +25,10 @@ type Broker struct {
 	// partitions to other in-sync replicas and takes it out of the ISRs,
 	// as for LogDirOffline, while it still serves.
 	ControlledShutdown bool
+	// SchemaRegistry is the URL of the broker's schema registry listener,
+	// empty without one: the others forward registry requests to the
+	// leader of _schemas-0's.
+	SchemaRegistry string
 }
 
 // Eligible reports whether b may lead partitions and be in their ISRs: it

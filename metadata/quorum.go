@@ -64,6 +64,9 @@ type JoinConfig struct {
 	Listeners map[string]Endpoint
 	// Rack is broker.rack; replica placement spreads replicas over racks.
 	Rack string
+	// SchemaRegistry is the URL of this broker's schema registry listener
+	// (Broker.SchemaRegistry); empty without one.
+	SchemaRegistry string
 	// SessionTimeout is the TTL of the broker's lease
 	// (broker.session.timeout.ms), rounded up to whole seconds;
 	// DefaultSessionTimeout when zero.
