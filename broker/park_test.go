@@ -51,6 +51,24 @@ func TestPark_IdleConnectionsParkAndResume(t *testing.T) {
 		}
 	}
 	fetch(conns[2], 2)
+	// A long poll outlasting parkAfter keeps its connection: the reader,
+	// finding an answer in flight when its park deadline passes, reads on.
+	longPoll := kmsg.NewPtrFetchRequest()
+	longPoll.Version, longPoll.ReplicaID, longPoll.MaxWaitMillis, longPoll.MinBytes, longPoll.MaxBytes, longPoll.SessionEpoch = 12, -1, 2500, 1, 1<<20, -1
+	lt := kmsg.NewFetchRequestTopic()
+	lt.Topic = "park"
+	lp := kmsg.NewFetchRequestTopicPartition()
+	lp.PartitionMaxBytes, lp.CurrentLeaderEpoch, lp.LogStartOffset = 1<<20, -1, -1
+	lt.Partitions = append(lt.Partitions, lp)
+	longPoll.Topics = append(longPoll.Topics, lt)
+	start := time.Now()
+	conns[2].send(3, longPoll)
+	lresp := longPoll.ResponseKind().(*kmsg.FetchResponse)
+	lresp.Version = 12
+	conns[2].recv(3, lresp)
+	if el := time.Since(start); el < 2*time.Second {
+		t.Fatalf("the long poll answered after %v, want its 2.5 s wait", el)
+	}
 	if n := b.srv.active.Load(); n != 3 {
 		t.Fatalf("%d connections, want 3", n)
 	}

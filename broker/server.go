@@ -438,11 +438,16 @@ func (c *conn) readLoop() {
 		}
 		n, err := protocol.ReadFrameSize(c.br, c.frameLimit())
 		if err != nil {
-			if wait == parkAfter && isTimeout(err) && c.br.Buffered() == 0 && c.queued.Load() == 0 {
-				if parked = c.park(pk, idleSet); parked {
-					return
+			if wait == parkAfter && isTimeout(err) {
+				// Parked when nothing is half read and no answer is in
+				// flight (a long poll, a JoinGroup waiting for its
+				// rebalance); else read on, the deadline set again.
+				if c.br.Buffered() == 0 && c.queued.Load() == 0 {
+					if parked = c.park(pk, idleSet); parked {
+						return
+					}
 				}
-				wait = 0 // read on: the next round sets the deadline again
+				wait = 0
 				continue
 			}
 			c.logReadError(err)

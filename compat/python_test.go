@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,7 +34,8 @@ const (
 // group.protocol=consumer test sees assignment changes quickly.
 func TestPythonClients(t *testing.T) {
 	python := pythonVenv(t)
-	b := newBroker(t, noDelay, "group.consumer.heartbeat.interval.ms=500")
+	b := newBroker(t, noDelay, "group.consumer.heartbeat.interval.ms=500", "schema.registry.listeners=http://127.0.0.1:0")
+	registry := b.schemaRegistryURL(t)
 	oauth, oauthAddr := oauthBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout)
 	defer cancel()
@@ -44,6 +46,7 @@ func TestPythonClients(t *testing.T) {
 		"GREGOR_BOOTSTRAP="+b.bootstrap(),
 		"GREGOR_RF="+strconv.Itoa(int(replicationFactor())),
 		"GREGOR_OAUTH_BOOTSTRAP="+oauthAddr,
+		"GREGOR_SCHEMA_REGISTRY="+registry,
 		"PYTHONDONTWRITEBYTECODE=1",
 	)
 	cmd.WaitDelay = 10 * time.Second
@@ -59,6 +62,23 @@ func TestPythonClients(t *testing.T) {
 		t.Error("the OAUTHBEARER broker did not log librdkafka's principal")
 	}
 }
+
+// schemaRegistryURL is the URL of the broker's schema registry, from its
+// log line.
+func (b *broker) schemaRegistryURL(t *testing.T) string {
+	t.Helper()
+	b.logMu.Lock()
+	defer b.logMu.Unlock()
+	for _, l := range b.logs {
+		if m := registryLineRE.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatal("the broker logged no schema registry URL")
+	return ""
+}
+
+var registryLineRE = regexp.MustCompile(`msg="schema registry" url=(\S+)`)
 
 // oauthBroker starts a broker with a PLAINTEXT and a SASL_PLAINTEXT
 // listener, OAUTHBEARER enabled, and returns it with the SASL_PLAINTEXT

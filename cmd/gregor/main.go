@@ -143,6 +143,9 @@ func serve(args []string) error {
 			log.Info("listener", "name", n, "addr", b.ListenerAddr(n).String())
 		}
 	}
+	if a := b.SchemaRegistryAddr(); a != nil {
+		log.Info("schema registry", "url", "http://"+a.String())
+	}
 	log.Info("listening", "addr", addr.String(), "data_dir", b.DataDir(), "cluster_id", b.ClusterID(), "startup", time.Since(start))
 
 	sig := make(chan os.Signal, 1)
