@@ -32,16 +32,20 @@ func TestPark_IdleConnectionsParkAndResume(t *testing.T) {
 		conns = append(conns, c)
 	}
 	// A Fetch that long-polls is answered by the connection's writer.
-	fetch := func(c *rawConn, corr int32) {
-		t.Helper()
+	fetchReq := func(maxWaitMs int32) *kmsg.FetchRequest {
 		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 12, -1, 100, 1, 1<<20, -1
+		req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = 12, -1, maxWaitMs, 1, 1<<20, -1
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = "park"
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	fetch := func(c *rawConn, corr int32) {
+		t.Helper()
+		req := fetchReq(100)
 		c.send(corr, req)
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.Version = 12
@@ -53,14 +57,7 @@ func TestPark_IdleConnectionsParkAndResume(t *testing.T) {
 	fetch(conns[2], 2)
 	// A long poll outlasting parkAfter keeps its connection: the reader,
 	// finding an answer in flight when its park deadline passes, reads on.
-	longPoll := kmsg.NewPtrFetchRequest()
-	longPoll.Version, longPoll.ReplicaID, longPoll.MaxWaitMillis, longPoll.MinBytes, longPoll.MaxBytes, longPoll.SessionEpoch = 12, -1, 2500, 1, 1<<20, -1
-	lt := kmsg.NewFetchRequestTopic()
-	lt.Topic = "park"
-	lp := kmsg.NewFetchRequestTopicPartition()
-	lp.PartitionMaxBytes, lp.CurrentLeaderEpoch, lp.LogStartOffset = 1<<20, -1, -1
-	lt.Partitions = append(lt.Partitions, lp)
-	longPoll.Topics = append(longPoll.Topics, lt)
+	longPoll := fetchReq(2500)
 	start := time.Now()
 	conns[2].send(3, longPoll)
 	lresp := longPoll.ResponseKind().(*kmsg.FetchResponse)
