@@ -21,7 +21,8 @@
 //     (utime+stime from /proc);
 //   - the median of 5 Metadata requests for all topics;
 //   - RSS per idle connection: -conns connections each answered one
-//     ApiVersions and left open, (RSS after − RSS before) / -conns;
+//     ApiVersions and left open -conn-settle, (RSS after − RSS before) /
+//     -conns;
 //   - a clean stop, SIGTERM to exit, and a restart: process start → the first
 //     ApiVersions answer (a new connection every 2 ms) and → every partition
 //     writable (the probe above);
@@ -65,6 +66,7 @@ var (
 	stepTimeout = flag.Duration("step-timeout", 10*time.Minute, "bound on each step: a start, a third of the creation, a probe, a stop")
 	timeout     = flag.Duration("timeout", 90*time.Minute, "bound on the whole run")
 	verbose     = flag.Bool("v", false, "log every round of the writable probe")
+	connSettle  = flag.Duration("conn-settle", time.Second, "how long the idle connections stay open before the RSS is read (Go returns freed memory after its forced GC, every 2 minutes)")
 )
 
 // settle is the pause before the idle CPU and RSS figures, after the probe
@@ -241,7 +243,7 @@ func run(ctx context.Context, name, tmp string) *result {
 	if err != nil {
 		fail("idle connections", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(*connSettle)
 	after := procstat.RSSKB(pid)
 	closeAll(conns)
 	r.connKB = float64(after-before) / float64(*nconns)

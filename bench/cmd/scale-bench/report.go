@@ -135,9 +135,9 @@ restart is timed from just before the process is started: to its first
 ApiVersions answer (a new connection every 2 ms; for Kafka kafkaref's
 Restart polls beside it) and to every partition writable. Before kill -9,
 one more record went to every partition. RSS per idle connection: (VmRSS
-1 s after %d connections each had one ApiVersions answer − VmRSS before) /
+%v after %d connections each had one ApiVersions answer − VmRSS before) /
 %d; Kafka's heap is committed at start (-Xms = -Xmx), so what its
 connections allocate on the heap shows in its RSS only where it touches
 pages not touched before.
-`, createTopicsVersion, produceVersion, metadataVersion, topicsPerRequest, topicsPerRequest, *inflight, *idle, settle, *nconns, *nconns)
+`, createTopicsVersion, produceVersion, metadataVersion, topicsPerRequest, topicsPerRequest, *inflight, *idle, settle, *connSettle, *nconns, *nconns)
 }
