@@ -185,11 +185,20 @@ func (l *schemasLog) partition() (*partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := partitionAt(l.b.partitionsOf(t), 0)
-	if p == nil || p.log == nil {
-		return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
+	// A topic just created in a cluster gets its replica here when this
+	// broker applies the metadata naming it: wait for that a moment.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p := partitionAt(l.b.partitionsOf(t), 0)
+		if p != nil && p.log != nil {
+			return p, nil
+		}
+		if l.b.cl == nil || time.Now().After(deadline) || l.b.ctx.Err() != nil {
+			return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
+		}
+		if t = l.b.lookupTopic(schemasTopicName); t == nil {
+			return nil, fmt.Errorf("%s was deleted", schemasTopicName)
+		}
 	}
-	return p, nil
 }
 
 // topic returns _schemas, creating it when needed.
@@ -204,8 +213,12 @@ func (l *schemasLog) topic() (*topic, error) {
 		}
 		var err error
 		if t, err = b.createTopicAssigned(schemasTopicName, 1, rf, nil, internalTopicConfigs()); err != nil {
-			if t = b.lookupTopic(schemasTopicName); t == nil {
-				return nil, fmt.Errorf("creating %s: %w", schemasTopicName, err)
+			// In a cluster another broker may have created it, and this
+			// broker's metadata not have it yet: wait for it a moment.
+			for deadline := time.Now().Add(10 * time.Second); t == nil; time.Sleep(20 * time.Millisecond) {
+				if t = b.lookupTopic(schemasTopicName); t == nil && (b.cl == nil || time.Now().After(deadline) || b.ctx.Err() != nil) {
+					return nil, fmt.Errorf("creating %s: %w", schemasTopicName, err)
+				}
 			}
 		}
 	}
@@ -214,8 +227,16 @@ func (l *schemasLog) topic() (*topic, error) {
 
 // Append implements schemaregistry.Log.
 func (l *schemasLog) Append(ctx context.Context, expectedEnd int64, key, value []byte) (int64, error) {
-	if _, err := l.partition(); err != nil {
+	p, err := l.partition()
+	if err != nil {
 		return 0, err
+	}
+	// Elected but not yet leading here (the metadata is being applied):
+	// wait for it a moment rather than answer NOT_LEADER.
+	for deadline := time.Now().Add(5 * time.Second); l.b.cl != nil && p.leader.Load() == nil && l.leadsInMetadata(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -235,6 +256,17 @@ func (l *schemasLog) Append(ctx context.Context, expectedEnd int64, key, value [
 		return 0, err
 	}
 	return target - 1, nil
+}
+
+// leadsInMetadata tells whether the cluster's metadata names this broker
+// the leader of _schemas-0.
+func (l *schemasLog) leadsInMetadata() bool {
+	md := l.b.cl.node.Metadata()
+	if md == nil {
+		return false
+	}
+	t := md.Topics[schemasTopicName]
+	return t != nil && len(t.Partitions) > 0 && t.Partitions[0].Leader == l.b.nodeID
 }
 
 // Read implements schemaregistry.Log: the records from from, up to about
