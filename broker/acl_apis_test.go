@@ -414,6 +414,21 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 			denied: kerr.TransactionalIDAuthorizationFailed.Code,
 		},
 		{
+			name:  "DescribeTopicPartitions: TOPIC DESCRIBE",
+			grant: []grant{{acl.Topic, topic, acl.Describe}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+				rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				rt.Topic = topic
+				r.Topics = append(r.Topics, rt)
+				return r
+			},
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode
+			},
+			denied: kerr.TopicAuthorizationFailed.Code,
+		},
+		{
 			name:  "DescribeProducers: TOPIC READ",
 			grant: []grant{{acl.Topic, topic, acl.Read}},
 			req: func() kmsg.Request {

@@ -20,6 +20,8 @@ var shortSet = []string{
 	"Produce: idempotent: unknown producer id with sequence 0 and with 3",
 	"Fetch: beyond the high watermark",
 	"Fetch: in the middle of a batch",
+	"DescribeTopicPartitions: two topics and an unknown one",
+	"DescribeTopicPartitions: paged two partitions at a time with the cursor",
 	"Fetch: full fetch naming a session it closes (epoch -1)",
 	"Fetch: incremental fetch of an unknown session",
 	"ListOffsets: latest (-1), earliest (-2), max timestamp (-3)",

@@ -96,6 +96,52 @@ func adminScenarios() []Scenario {
 			return out
 		}},
 
+		// DescribeTopicPartitions
+		{"DescribeTopicPartitions", "two topics and an unknown one", func(e *Env) any {
+			e.CreateTopic("dtp-a", 3)
+			e.CreateTopic("dtp-b", 2)
+			req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			for _, n := range []string{"dtp-b", "dtp-a", "dtp-unknown"} {
+				rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+				rt.Topic = n
+				req.Topics = append(req.Topics, rt)
+			}
+			return Do[*kmsg.DescribeTopicPartitionsResponse](e, req)
+		}},
+		{"DescribeTopicPartitions", "paged two partitions at a time with the cursor", func(e *Env) any {
+			e.CreateTopic("dtpp-a", 3)
+			e.CreateTopic("dtpp-b", 2)
+			var pages []any
+			var cursor *kmsg.DescribeTopicPartitionsRequestCursor
+			for range 4 {
+				req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+				req.ResponsePartitionLimit = 2
+				req.Cursor = cursor
+				for _, n := range []string{"dtpp-a", "dtpp-b"} {
+					rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+					rt.Topic = n
+					req.Topics = append(req.Topics, rt)
+				}
+				resp := Do[*kmsg.DescribeTopicPartitionsResponse](e, req)
+				var page []string
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						page = append(page, fmt.Sprintf("%s-%d", *t.Topic, p.Partition))
+					}
+				}
+				next := "none"
+				if resp.NextCursor != nil {
+					next = fmt.Sprintf("%s-%d", resp.NextCursor.Topic, resp.NextCursor.Partition)
+				}
+				pages = append(pages, map[string]any{"partitions": page, "next": next})
+				if resp.NextCursor == nil {
+					break
+				}
+				cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+			}
+			return pages
+		}},
+
 		// Metadata
 		{"Metadata", "existing topic with 3 partitions", func(e *Env) any {
 			e.CreateTopic("md-three", 3)
