@@ -360,3 +360,34 @@ func TestCLI_UsersAddOffline(t *testing.T) {
 		t.Fatalf("alice cannot authenticate: %v", err)
 	}
 }
+
+// TestCLI_HelpAndVersion: help, in every spelling, lists the commands and
+// the serve flags on standard output and exits 0, as does a command's
+// --help; version prints the version; a command without its arguments
+// still fails with its usage.
+func TestCLI_HelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		out, _ := run(t, "", false, args...)
+		for _, want := range []string{"Commands:", "  topics ", "  version ", "-listen", "-data-dir"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("gregor %v: no %q in\n%s", args, want, out)
+			}
+		}
+	}
+	_, errOut := run(t, "", false, "serve", "--help")
+	if !strings.Contains(errOut, "Commands:") {
+		t.Errorf("gregor serve --help: %s", errOut)
+	}
+	if out, _ := run(t, "", false, "topics", "--help"); !strings.Contains(out, "usage: gregor topics") {
+		t.Errorf("gregor topics --help: %s", out)
+	}
+	run(t, "", false, "consume", "--help")
+	run(t, "", false, "users", "help")
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if out, _ := run(t, "", false, args...); !strings.HasPrefix(out, "gregor ") || !strings.Contains(out, "go1.") {
+			t.Errorf("gregor %v: %q", args, out)
+		}
+	}
+	run(t, "", true, "topics")
+	run(t, "", true, "--no-such-flag")
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -26,7 +27,11 @@ const groupsUsage = `usage: gregor groups COMMAND [flags]
 Every command takes --brokers HOST:PORT[,…] and --timeout.`
 
 func groupsCmd(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(os.Stdout, groupsUsage)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, groupsUsage)
 		return errUsage
 	}

@@ -3,7 +3,8 @@
 //	gregor [serve] [--listen ADDR] [--advertise HOST:PORT] [--data-dir DIR]
 //	       [--config FILE] [--set key=value ...] [--log-level LEVEL]
 //	       [--http ADDR]
-//	gregor topics|groups|produce|consume|healthcheck …   (see cli.go)
+//	gregor topics|groups|produce|consume|users|healthcheck …   (see cli.go)
+//	gregor help | version
 //
 // --advertise and --http default to $GREGOR_ADVERTISE and $GREGOR_HTTP.
 // --http starts the admin listener: /metrics, /healthz, /readyz, the web
@@ -49,9 +50,19 @@ var mainStart time.Time
 func main() {
 	mainStart = time.Now()
 	args := os.Args[1:]
-	if len(args) > 0 && subcommands[args[0]] != nil {
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		printUsage(os.Stdout)
+		return
+	case len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version"):
+		versionCmd(nil)
+		return
+	case len(args) > 0 && subcommands[args[0]] != nil:
 		if err := subcommands[args[0]](args[1:]); err != nil {
-			if !errors.Is(err, errUsage) && !errors.Is(err, flag.ErrHelp) {
+			if errors.Is(err, flag.ErrHelp) {
+				return // help asked for and printed
+			}
+			if !errors.Is(err, errUsage) {
 				fmt.Fprintln(os.Stderr, "gregor:", err)
 			}
 			os.Exit(1)
@@ -62,9 +73,32 @@ func main() {
 		args = args[1:]
 	}
 	if err := serve(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "gregor:", err)
 		os.Exit(1)
 	}
+}
+
+// serveOpts are serve's flags.
+type serveOpts struct {
+	listen, advertise, httpAddr, dataDir, configFile, logLevel *string
+	sets                                                       setFlags
+}
+
+// serveFlags is serve's flag set, its usage the top-level one.
+func serveFlags() (*flag.FlagSet, *serveOpts) {
+	fs := flag.NewFlagSet("gregor", flag.ContinueOnError)
+	o := &serveOpts{sets: setFlags{}}
+	o.listen = fs.String("listen", "127.0.0.1:9092", "address to listen on (port 0 picks a free port)")
+	o.advertise = fs.String("advertise", os.Getenv("GREGOR_ADVERTISE"), "host:port advertised to clients (default: $GREGOR_ADVERTISE, else the bound address)")
+	o.httpAddr = fs.String("http", os.Getenv("GREGOR_HTTP"), "admin HTTP listener (metrics, health, console), e.g. 127.0.0.1:9644; off when empty")
+	o.dataDir = fs.String("data-dir", "", "data directory (default: log.dirs or log.dir of --config or --set, else ./data)")
+	o.configFile = fs.String("config", "", "Kafka-style properties file")
+	o.logLevel = fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Var(o.sets, "set", "a single property, key=value (repeatable)")
+	return fs, o
 }
 
 type setFlags map[string]string
@@ -85,15 +119,9 @@ func serve(args []string) error {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	fs := flag.NewFlagSet("gregor", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:9092", "address to listen on (port 0 picks a free port)")
-	advertise := fs.String("advertise", os.Getenv("GREGOR_ADVERTISE"), "host:port advertised to clients (default: $GREGOR_ADVERTISE, else the bound address)")
-	httpAddr := fs.String("http", os.Getenv("GREGOR_HTTP"), "admin HTTP listener (metrics, health, console), e.g. 127.0.0.1:9644; off when empty")
-	dataDir := fs.String("data-dir", "", "data directory (default: log.dirs or log.dir of --config or --set, else ./data)")
-	configFile := fs.String("config", "", "Kafka-style properties file")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	sets := setFlags{}
-	fs.Var(sets, "set", "a single property, key=value (repeatable)")
+	fs, o := serveFlags()
+	fs.Usage = func() { printUsage(fs.Output()) }
+	listen, advertise, httpAddr, dataDir, configFile, logLevel, sets := o.listen, o.advertise, o.httpAddr, o.dataDir, o.configFile, o.logLevel, o.sets
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -22,7 +23,11 @@ const topicsUsage = `usage: gregor topics COMMAND [flags]
 Every command takes --brokers HOST:PORT[,…] and --timeout.`
 
 func topicsCmd(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(os.Stdout, topicsUsage)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, topicsUsage)
 		return errUsage
 	}

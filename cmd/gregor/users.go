@@ -25,6 +25,10 @@ func usersCmd(args []string) error {
 		fmt.Fprintln(os.Stderr, "usage: gregor users add NAME --password PW [--mechanism SCRAM-SHA-256|SCRAM-SHA-512] [--iterations N] --data-dir DIR\n       gregor users delete NAME --data-dir DIR")
 		return errUsage
 	}
+	if len(args) > 0 && isHelp(args[0]) {
+		usage()
+		return flag.ErrHelp
+	}
 	if len(args) == 0 {
 		return usage()
 	}
