@@ -99,7 +99,9 @@ func consumeCmd(args []string) error {
 
 	opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
 	if *group != "" {
-		opts = append(opts, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start))
+		// Offsets are committed once, at the end, for the records printed
+		// (as kcat does): not those fetched beyond -n.
+		opts = append(opts, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start), kgo.DisableAutoCommit())
 	} else {
 		m := map[int32]kgo.Offset{}
 		for _, p := range parts {
@@ -129,6 +131,7 @@ func consumeCmd(args []string) error {
 	fmtParts := compileFormat(*format)
 	prog := newProgress()
 	n := 0
+	printed := map[int32]*kgo.Record{} // the last record printed per partition
 	for !*untilEnd || len(pending) > 0 {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -149,6 +152,7 @@ func consumeCmd(args []string) error {
 				return
 			}
 			writeRecord(out, fmtParts, r)
+			printed[r.Partition] = r
 			n++
 			if *untilEnd && r.Offset+1 >= ends[r.Partition] {
 				delete(pending, r.Partition)
@@ -164,10 +168,14 @@ func consumeCmd(args []string) error {
 		}
 	}
 	prog.done("consumed %d records", n)
-	if *group != "" {
+	if *group != "" && len(printed) > 0 {
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer ccancel()
-		return cl.CommitUncommittedOffsets(cctx)
+		recs := make([]*kgo.Record, 0, len(printed))
+		for _, r := range printed {
+			recs = append(recs, r)
+		}
+		return cl.CommitRecords(cctx, recs...)
 	}
 	return nil
 }
