@@ -104,6 +104,13 @@ func TestCLI_Topics(t *testing.T) {
 		t.Fatalf("create: %s", out)
 	}
 	run(t, "", true, "topics", "create", "orders", br) // exists
+	if out, _ := run(t, "", false, "topics", "create", "single", "--partitions", "1", br); !strings.Contains(out, "created topic single with 1 partition\n") {
+		t.Fatalf("create one partition: %q", out)
+	}
+	_, errOut := run(t, "", true, "topics", "delete", "nosuch", br)
+	if desc := "does not host this topic-partition"; strings.Count(errOut, desc) != 1 {
+		t.Fatalf("delete of an unknown topic says %q other than once: %q", desc, errOut)
+	}
 	out, _ = run(t, "", false, "topics", "list", br)
 	if !hasRow(out, "orders", "3", "1") {
 		t.Fatalf("list:\n%s", out)

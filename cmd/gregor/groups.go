@@ -93,7 +93,14 @@ func groupsCmd(args []string) error {
 			if i > 0 {
 				fmt.Println()
 			}
-			fmt.Printf("Group: %s\tState: %s\tProtocol: %s/%s\tMembers: %d\tTotal lag: %d\n", l.Group, l.State, l.ProtocolType, l.Protocol, len(l.Members), l.Lag.Total())
+			proto := l.ProtocolType + "/" + l.Protocol
+			switch {
+			case l.ProtocolType == "" && l.Protocol == "":
+				proto = "-"
+			case l.Protocol == "":
+				proto = l.ProtocolType
+			}
+			fmt.Printf("Group: %s\tState: %s\tProtocol: %s\tMembers: %d\tTotal lag: %d\n", l.Group, l.State, proto, len(l.Members), l.Lag.Total())
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
 			for _, m := range l.Lag.Sorted() {
@@ -258,7 +265,7 @@ func resetOffsets(cf *clientFlags, args []string) error {
 		prog.update("reset %d/%d partitions", committed, total)
 	}
 	prog.done("reset %d/%d partitions", committed, total)
-	fmt.Fprintf(os.Stderr, "committed new offsets for %d partitions of group %s\n", total, group)
+	fmt.Fprintf(os.Stderr, "committed new offsets for %s of group %s\n", plural(total, "partition"), group)
 	return nil
 }
 

@@ -119,10 +119,10 @@ func topicsCreate(args []string) error {
 	var errs []error
 	for _, r := range resps.Sorted() {
 		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+			errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.Err, r.ErrMessage)))
 			continue
 		}
-		fmt.Printf("created topic %s with %d partitions\n", r.Topic, r.NumPartitions)
+		fmt.Printf("created topic %s with %s\n", r.Topic, plural(int(r.NumPartitions), "partition"))
 	}
 	return errors.Join(errs...)
 }
@@ -212,7 +212,7 @@ func topicsDelete(args []string) error {
 	var errs []error
 	for _, r := range resps.Sorted() {
 		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.ErrMessage)))
+			errs = append(errs, fmt.Errorf("%s: %w%s", r.Topic, r.Err, detail(r.Err, r.ErrMessage)))
 			continue
 		}
 		fmt.Printf("deleted topic %s\n", r.Topic)
@@ -258,7 +258,7 @@ func topicsAlterConfig(args []string) error {
 	var errs []error
 	for _, r := range resps {
 		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w%s", r.Name, r.Err, detail(r.ErrMessage)))
+			errs = append(errs, fmt.Errorf("%s: %w%s", r.Name, r.Err, detail(r.Err, r.ErrMessage)))
 			continue
 		}
 		fmt.Printf("altered configs of topic %s\n", r.Name)
@@ -266,9 +266,18 @@ func topicsAlterConfig(args []string) error {
 	return errors.Join(errs...)
 }
 
-func detail(msg string) string {
-	if msg == "" {
+// detail is the broker's message for err, when it says more than err.
+func detail(err error, msg string) string {
+	if msg == "" || err != nil && strings.Contains(err.Error(), msg) {
 		return ""
 	}
 	return ": " + msg
+}
+
+// plural is n with noun, made plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
