@@ -128,24 +128,19 @@ func (r *schemaRegistry) leaderURL() string {
 		return ""
 	}
 	// A topic just created has its leader elected within moments.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		var t *metadata.Topic
+	leader := func() (int32, *metadata.Image) {
 		md := b.cl.node.Metadata()
-		if md != nil {
-			t = md.Topics[schemasTopicName]
+		if md == nil || md.Topics[schemasTopicName] == nil || len(md.Topics[schemasTopicName].Partitions) == 0 {
+			return -1, md
 		}
-		if t != nil && len(t.Partitions) > 0 && t.Partitions[0].Leader >= 0 {
-			leader := t.Partitions[0].Leader
-			if leader == b.nodeID {
-				return ""
-			}
-			return md.Brokers[leader].SchemaRegistry
-		}
-		if time.Now().After(deadline) || b.ctx.Err() != nil {
-			return ""
-		}
-		time.Sleep(20 * time.Millisecond)
+		return md.Topics[schemasTopicName].Partitions[0].Leader, md
 	}
+	b.awaitMetadata(5*time.Second, func() bool { id, _ := leader(); return id >= 0 })
+	id, md := leader()
+	if id < 0 || id == b.nodeID {
+		return ""
+	}
+	return md.Brokers[id].SchemaRegistry
 }
 
 // SchemaRegistryAddr is the schema registry's bound address; nil without
@@ -181,24 +176,26 @@ var errSchemasConflict = schemaregistry.ErrConflict
 // partition returns this broker's replica of _schemas-0, creating the
 // topic when needed.
 func (l *schemasLog) partition() (*partition, error) {
-	t, err := l.topic()
-	if err != nil {
+	if _, err := l.topic(); err != nil {
 		return nil, err
 	}
 	// A topic just created in a cluster gets its replica here when this
 	// broker applies the metadata naming it: wait for that a moment.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		p := partitionAt(l.b.partitionsOf(t), 0)
-		if p != nil && p.log != nil {
-			return p, nil
+	local := func() *partition {
+		if t := l.b.lookupTopic(schemasTopicName); t != nil {
+			if p := partitionAt(l.b.partitionsOf(t), 0); p != nil && p.log != nil {
+				return p
+			}
 		}
-		if l.b.cl == nil || time.Now().After(deadline) || l.b.ctx.Err() != nil {
-			return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
-		}
-		if t = l.b.lookupTopic(schemasTopicName); t == nil {
-			return nil, fmt.Errorf("%s was deleted", schemasTopicName)
-		}
+		return nil
 	}
+	if l.b.cl != nil && local() == nil {
+		l.b.awaitMetadata(metadataTimeout, func() bool { return local() != nil })
+	}
+	if p := local(); p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
 }
 
 // topic returns _schemas, creating it when needed.
@@ -215,10 +212,11 @@ func (l *schemasLog) topic() (*topic, error) {
 		if t, err = b.createTopicAssigned(schemasTopicName, 1, rf, nil, internalTopicConfigs()); err != nil {
 			// In a cluster another broker may have created it, and this
 			// broker's metadata not have it yet: wait for it a moment.
-			for deadline := time.Now().Add(10 * time.Second); t == nil; time.Sleep(20 * time.Millisecond) {
-				if t = b.lookupTopic(schemasTopicName); t == nil && (b.cl == nil || time.Now().After(deadline) || b.ctx.Err() != nil) {
-					return nil, fmt.Errorf("creating %s: %w", schemasTopicName, err)
-				}
+			if b.cl != nil {
+				b.awaitMetadata(metadataTimeout, func() bool { return b.lookupTopic(schemasTopicName) != nil })
+			}
+			if t = b.lookupTopic(schemasTopicName); t == nil {
+				return nil, fmt.Errorf("creating %s: %w", schemasTopicName, err)
 			}
 		}
 	}
@@ -233,10 +231,8 @@ func (l *schemasLog) Append(ctx context.Context, expectedEnd int64, key, value [
 	}
 	// Elected but not yet leading here (the metadata is being applied):
 	// wait for it a moment rather than answer NOT_LEADER.
-	for deadline := time.Now().Add(5 * time.Second); l.b.cl != nil && p.leader.Load() == nil && l.leadsInMetadata(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
+	if l.b.cl != nil && p.leader.Load() == nil && l.leadsInMetadata() {
+		l.b.awaitMetadata(5*time.Second, func() bool { return p.leader.Load() != nil || !l.leadsInMetadata() })
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
