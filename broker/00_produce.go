@@ -52,6 +52,11 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 		st.Partitions = produceResponsePartitions(resp, ti)
 		denied := authCode(rt.Topic)
 		t := b.lookupTopic(rt.Topic)
+		var roCode int16
+		var roMsg string
+		if t != nil && denied == 0 {
+			roCode, roMsg = b.produceReadOnly(rt.Topic)
+		}
 		var settings produceSettings
 		var parts []*partition
 		if t != nil {
@@ -70,6 +75,8 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				code = kerr.InvalidRequiredAcks.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				code = kerr.UnknownTopicOrPartition.Code
+			case roCode != 0:
+				code, msg = roCode, roMsg
 			default:
 				var w *replicaWait
 				code, msg, w = b.producePartition(req, settings, parts[rp.Partition], rp.Records, &sp)

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/link"
 	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/gregor-broker/gregor/storage"
@@ -68,11 +70,13 @@ type Broker struct {
 	dyn     dynState     // dynamic broker configs (dynconfig.go)
 	faults  faultSet     // fault injection (faults.go)
 
-	userStore userState       // SASL users (users.go)
-	sec       securityStats   // TLS and SASL counts (sasl.go)
-	acl       *acl.Authorizer // the authorizer (acl.go, package security/acl)
-	quotas    *quota.Manager  // client quotas and connection rates (package quota; quotas.go)
-	registry  *schemaRegistry // the schema registry's listener; nil without one (schema_registry.go)
+	userStore userState                    // SASL users (users.go)
+	sec       securityStats                // TLS and SASL counts (sasl.go)
+	acl       *acl.Authorizer              // the authorizer (acl.go, package security/acl)
+	quotas    *quota.Manager               // client quotas and connection rates (package quota; quotas.go)
+	linkStore *link.Store                  // cluster links' records (links.go, package link)
+	links     atomic.Pointer[link.Manager] // runs the links on this broker, from Listen
+	registry  *schemaRegistry              // the schema registry's listener; nil without one (schema_registry.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release
@@ -140,6 +144,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.initQuotas(); err != nil {
+		return nil, err
+	}
+	if err := b.initLinks(); err != nil {
 		return nil, err
 	}
 	if b.clusterID, err = b.loadMetaProperties(); err != nil {
@@ -235,6 +242,9 @@ func (b *Broker) startBackground() {
 // every log (writing clean-shutdown markers).
 func (b *Broker) Close() error {
 	b.cancel()
+	if m := b.links.Load(); m != nil {
+		m.Close()
+	}
 	if b.registry != nil {
 		b.registry.close()
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/link"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/metastore"
 	"github.com/gregor-broker/gregor/replication"
@@ -67,11 +68,11 @@ type Cluster interface {
 	ElectLeaders(ctx context.Context, preferred bool, parts []metadata.TopicPartition) map[metadata.TopicPartition]error
 	AlterPartitionReassignments(ctx context.Context, targets map[metadata.TopicPartition][]int32) map[metadata.TopicPartition]error
 	ListPartitionReassignments(ctx context.Context, parts []metadata.TopicPartition) ([]metadata.Reassignment, error)
-	AllocateProducerIDBlock(ctx context.Context) (first, size int64, err error)
+	AllocateProducerIDBlock(ctx context.Context, floor int64) (first, size int64, err error)
 
 	// Collection is one of the record collections kept as cluster
 	// metadata: "acls" (ACL bindings), "quotas" (client quotas),
-	// "users" (SASL users).
+	// "users" (SASL users), "links" (cluster links).
 	Collection(name string) metastore.Collection
 	UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error)
 	DeleteGroupConfigs(ctx context.Context, group string, rev int64) error
@@ -167,10 +168,11 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
 	b.userStore.use(node.Collection("users"))
-	b.pids.reserve = func() (int64, int64, error) {
+	b.useLinkStore(link.NewStore(node.Collection("links")))
+	b.pids.reserve = func(floor int64) (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 		defer cancel()
-		return node.AllocateProducerIDBlock(ctx)
+		return node.AllocateProducerIDBlock(ctx, floor)
 	}
 	b.applyMetadata(node.Metadata())
 	b.removeStrayClusterDirs()
@@ -199,6 +201,7 @@ func (b *Broker) metadataLoop() {
 	for {
 		ch := b.cl.node.Changes()
 		b.applyMetadata(b.cl.node.Metadata())
+		b.kickLinks()
 		select {
 		case <-ch:
 		case <-b.ctx.Done():

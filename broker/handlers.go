@@ -25,6 +25,9 @@ type handler struct {
 	// coordinated handlers serve a group or a transactional id: in a
 	// cluster only the coordinator takes them (NOT_COORDINATOR elsewhere).
 	coordinated bool
+	// hidden handlers are Gregor's own APIs (protocol.LinksKey), which
+	// ApiVersions does not list.
+	hidden bool
 }
 
 // handlers is the registry, filled by each API file's init. ApiVersions is
@@ -59,7 +62,9 @@ func advertiseFrom(key kmsg.Key, min int16) {
 func advertisedKeys() []handler {
 	var hs []handler
 	for _, h := range handlers {
-		hs = append(hs, h)
+		if !h.hidden {
+			hs = append(hs, h)
+		}
 	}
 	slices.SortFunc(hs, func(a, b handler) int { return int(a.key) - int(b.key) })
 	return hs

@@ -21,7 +21,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -66,17 +65,6 @@ func (b *Broker) interBrokerOpts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-var jaasOption = regexp.MustCompile(`([A-Za-z_]+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
-
-// parseJAAS returns the quoted options of a JAAS login module line.
-func parseJAAS(s string) map[string]string {
-	out := map[string]string{}
-	for _, m := range jaasOption.FindAllStringSubmatch(s, -1) {
-		out[m[1]] = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
-	}
-	return out
-}
-
 func (b *Broker) interBrokerMechanism(listenerName string) (sasl.Mechanism, error) {
 	mech := strings.ToUpper(b.cfg.Props["sasl.mechanism.inter.broker.protocol"])
 	if mech == "" {
@@ -94,7 +82,7 @@ func (b *Broker) interBrokerMechanism(listenerName string) (sasl.Mechanism, erro
 			break
 		}
 	}
-	opts := parseJAAS(jaas)
+	opts := config.ParseJAAS(jaas)
 	user, pass := opts["username"], opts["password"]
 	switch mech {
 	case config.Plain, config.ScramSHA256, config.ScramSHA512:

@@ -23,8 +23,12 @@ type producerIDs struct {
 	next     int64
 	blockEnd int64
 	// reserve, in a cluster, reserves the next block in etcd instead of
-	// the local file, so that no two brokers hand out the same id.
-	reserve func() (first, size int64, err error)
+	// the local file, so that no two brokers hand out the same id; every
+	// id of the block above floor.
+	reserve func(floor int64) (first, size int64, err error)
+	// floor, when set, is the highest producer id a cluster link mirrored
+	// (link.Store.ProducerIDFloor): ids are handed out above it.
+	floor func() int64
 }
 
 func (p *producerIDs) open(path string) error {
@@ -48,8 +52,15 @@ func (p *producerIDs) open(path string) error {
 func (p *producerIDs) allocate() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	floor := int64(-1)
+	if p.floor != nil {
+		floor = p.floor()
+	}
+	if p.next <= floor {
+		p.next = floor + 1 // past the block too, perhaps: then a new one
+	}
 	if p.next >= p.blockEnd && p.reserve != nil {
-		first, size, err := p.reserve()
+		first, size, err := p.reserve(floor)
 		if err != nil {
 			return -1, fmt.Errorf("reserve producer id block: %w", err)
 		}

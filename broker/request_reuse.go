@@ -154,7 +154,7 @@ func (c *conn) recycle(p *pending) {
 // otherwise. k may be nil.
 func (k *reusable) request(key int16) kmsg.Request {
 	if k == nil {
-		return kmsg.RequestForKey(key)
+		return requestForKey(key)
 	}
 	switch kmsg.Key(key) {
 	case kmsg.Produce:
@@ -177,7 +177,15 @@ func (k *reusable) request(key int16) kmsg.Request {
 		}
 		return k.fetch
 	}
-	return kmsg.RequestForKey(key)
+	return requestForKey(key)
+}
+
+// requestForKey is a new request of key: Kafka's, or one of Gregor's own.
+func requestForKey(key int16) kmsg.Request {
+	if req := kmsg.RequestForKey(key); req != nil {
+		return req
+	}
+	return protocol.GregorRequestForKey(key)
 }
 
 // produceResponse returns the response to a Produce: r's kept one, emptied

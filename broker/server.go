@@ -254,6 +254,7 @@ func (b *Broker) Listen() (net.Addr, error) {
 			b.log.Warn("copying local users into the cluster failed", "err", err)
 		}
 	}
+	b.startLinks()
 	return ls[0].ln.Addr(), nil
 }
 

@@ -360,11 +360,20 @@ func TestCluster(t *testing.T) {
 	t.Run("ProducerIDBlocks", func(t *testing.T) {
 		seen := map[int64]bool{}
 		for _, nd := range c.live() {
-			first, size, err := nd.AllocateProducerIDBlock(ctx(t))
+			first, size, err := nd.AllocateProducerIDBlock(ctx(t), -1)
 			if err != nil || size != ProducerIDBlockSize || first%size != 0 || seen[first] {
 				t.Fatalf("block %d+%d err %v (seen %v)", first, size, err, seen)
 			}
 			seen[first] = true
+		}
+		// A floor (a cluster link's mirrored producer ids) moves the
+		// next block past it.
+		first, _, err := n1.AllocateProducerIDBlock(ctx(t), 123456)
+		if err != nil || first != 123457 {
+			t.Fatalf("block above 123456: first %d, err %v", first, err)
+		}
+		if first, _, err = n1.AllocateProducerIDBlock(ctx(t), 5); err != nil || first != 123457+ProducerIDBlockSize {
+			t.Fatalf("block after it: first %d, err %v", first, err)
 		}
 	})
 

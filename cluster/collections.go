@@ -22,7 +22,11 @@ import (
 //	                          clients/<client-id>, ips/<ip>, names escaped, "<default>"
 //	                          for a default entity)
 //	/gregor/users/<name>      one SASL user's SCRAM credentials
-var collectionNames = []string{"acls", "quotas", "users"}
+//	/gregor/links/<key>       a cluster link, one of its mirror topics, a group it
+//	                          synced (<link>, <link>/topics/<topic>,
+//	                          <link>/groups/<group>), a broker's highest
+//	                          mirrored producer id (@producer-ids/<node>)
+var collectionNames = []string{"acls", "quotas", "users", "links"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 

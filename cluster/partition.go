@@ -316,8 +316,10 @@ const ProducerIDBlockSize = 1000
 
 // AllocateProducerIDBlock reserves the next ProducerIDBlockSize producer
 // ids, cluster-wide, with a compare-and-set on /gregor/producer-ids (the
-// first id of the next block, in decimal).
-func (n *Node) AllocateProducerIDBlock(ctx context.Context) (first, size int64, err error) {
+// first id of the next block, in decimal). Every id of the block is above
+// floor (-1: no floor): a cluster link keeps the ids of the producers it
+// mirrored out of reach.
+func (n *Node) AllocateProducerIDBlock(ctx context.Context, floor int64) (first, size int64, err error) {
 	for range maxAttempts {
 		resp, err := n.cli.Get(ctx, keyProducerIDs)
 		if err != nil {
@@ -330,6 +332,7 @@ func (n *Node) AllocateProducerIDBlock(ctx context.Context) (first, size int64, 
 				return 0, 0, fmt.Errorf("cluster: %s holds %q: %w", keyProducerIDs, resp.Kvs[0].Value, err)
 			}
 		}
+		next = max(next, floor+1)
 		tr, err := n.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(keyProducerIDs), "=", rev)).
 			Then(clientv3.OpPut(keyProducerIDs, strconv.FormatInt(next+ProducerIDBlockSize, 10))).Commit()

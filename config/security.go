@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,4 +101,16 @@ func ListenerConfigName(k string) string {
 		}
 	}
 	return rest
+}
+
+var jaasOption = regexp.MustCompile(`([A-Za-z_]+)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+
+// ParseJAAS returns the quoted options of a JAAS login module line
+// (sasl.jaas.config), e.g. username and password.
+func ParseJAAS(s string) map[string]string {
+	out := map[string]string{}
+	for _, m := range jaasOption.FindAllStringSubmatch(s, -1) {
+		out[m[1]] = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(m[2])
+	}
+	return out
 }

@@ -36,6 +36,7 @@ var subcommands = map[string]func(args []string) error{
 	"consume":     consumeCmd,
 	"healthcheck": healthcheckCmd,
 	"users":       usersCmd,
+	"link":        linkCmd,
 }
 
 // errUsage is returned after a usage message was printed.

@@ -19,6 +19,7 @@ Commands:
   produce      produce records from arguments or standard input
   consume      consume records, optionally in a group
   users        add or delete SASL/SCRAM users of a data directory
+  link         mirror another Kafka cluster's topics here at the same offsets
   healthcheck  exit 0 when a broker answers
   version      print the version
   help         print this

@@ -1,0 +1,325 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gregor-broker/gregor/link"
+	"github.com/gregor-broker/gregor/protocol"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// linkOp runs one operation of the links API over the wire, as gregor link
+// does; it returns the answer's error code and JSON body.
+func linkOp(t *testing.T, addr string, op LinkOp) (int16, string, []byte) {
+	t.Helper()
+	body, err := json.Marshal(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, addr)
+	c.nc.SetDeadline(time.Now().Add(60 * time.Second))
+	c.send(7, &protocol.JSONRequest{APIKey: protocol.LinksKey, Body: body})
+	resp := &protocol.JSONResponse{APIKey: protocol.LinksKey}
+	c.recv(7, resp)
+	msg := ""
+	if resp.ErrorMessage != nil {
+		msg = *resp.ErrorMessage
+	}
+	return resp.ErrorCode, msg, resp.Body
+}
+
+// partitionDump is everything a Fetch shows of a partition, from its log
+// start to its high watermark: the batches (their partition leader epoch
+// zeroed, the one field a mirror stamps anew), and in read_committed the
+// aborted transactions, the last stable offset and the log start.
+type partitionDump struct {
+	batches          []byte
+	aborted          []string // producer id @ first offset
+	logStart, hw, ls int64
+}
+
+func dumpPartition(t *testing.T, cl *kgo.Client, topic string, p int32) partitionDump {
+	t.Helper()
+	var d partitionDump
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	md, err := mreq.RequestWith(testCtx(t), cl)
+	if err != nil || len(md.Topics) != 1 {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	starts, err := kadm.NewClient(cl).ListStartOffsets(testCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, ok := starts.Lookup(topic, p)
+	if !ok || start.Err != nil {
+		t.Fatalf("log start of %s-%d: %v", topic, p, start.Err)
+	}
+	offset := start.Offset
+	for range 1000 {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes, req.IsolationLevel = 64<<20, 1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, md.Topics[0].TopicID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, 32<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resp.Topics[0].Partitions[0]
+		if got.ErrorCode != 0 {
+			t.Fatalf("fetch %s-%d at %d: %v", topic, p, offset, kerr.ErrorForCode(got.ErrorCode))
+		}
+		d.logStart, d.hw, d.ls = got.LogStartOffset, got.HighWatermark, got.LastStableOffset
+		for _, a := range got.AbortedTransactions {
+			d.aborted = append(d.aborted, fmt.Sprintf("%d@%d", a.ProducerID, a.FirstOffset))
+		}
+		recs := got.RecordBatches
+		for len(recs) >= 61 {
+			size := 12 + int(binary.BigEndian.Uint32(recs[8:]))
+			if size > len(recs) {
+				break
+			}
+			b := slices.Clone(recs[:size])
+			binary.BigEndian.PutUint32(b[12:], 0)
+			d.batches = append(d.batches, b...)
+			offset = int64(binary.BigEndian.Uint64(b)) + int64(binary.BigEndian.Uint32(b[23:])) + 1
+			recs = recs[size:]
+		}
+		if offset >= got.LastStableOffset || len(got.RecordBatches) == 0 {
+			return d
+		}
+	}
+	t.Fatalf("%s-%d: no end after 1000 fetches", topic, p)
+	return d
+}
+
+func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
+	_, srcAddr := startBroker(t, "", nil)
+	dst, dstAddr := startBroker(t, "", nil)
+	ctx := testCtx(t)
+	src := newClient(t, srcAddr)
+	srcAdm := kadm.NewClient(src)
+	if _, err := srcAdm.CreateTopic(ctx, 2, -1, map[string]*string{"retention.ms": kmsg.StringPtr("86400000")}, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srcAdm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, "prices"); err != nil {
+		t.Fatal(err)
+	}
+	// An idempotent producer, and a transactional one that commits,
+	// aborts and commits again, with keys, headers and compression.
+	idem := newClient(t, srcAddr, kgo.ProducerBatchCompression(kgo.SnappyCompression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 40 {
+		r := &kgo.Record{Topic: "orders", Partition: int32(i % 2), Key: []byte("k" + strconv.Itoa(i%5)), Value: []byte("order-" + strconv.Itoa(i)),
+			Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(strconv.Itoa(i))}}}
+		if err := idem.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := idem.ProduceSync(ctx, &kgo.Record{Topic: "prices", Key: []byte("p" + strconv.Itoa(i%3)), Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn := newClient(t, srcAddr, kgo.TransactionalID("mirror-txn"), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, commit := range []bool{true, false, true} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			if err := txn.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, "txn-%v-%d", commit, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Records deleted on the source: the mirror starts at its log start.
+	if _, err := srcAdm.DeleteRecords(ctx, kadm.Offsets{"orders": {0: {At: 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A group that consumed part of orders.
+	if _, err := srcAdm.CommitOffsets(ctx, "billing", kadm.Offsets{"orders": {0: {At: 10}, 1: {At: 7}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The link, through the wire API as gregor link sends it.
+	code, msg, _ := linkOp(t, dstAddr, LinkOp{Op: "create", Link: &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "orders|prices", Groups: "bill.*", SyncIntervalMs: 100}})
+	if code != 0 {
+		t.Fatalf("create: %v: %s", kerr.ErrorForCode(code), msg)
+	}
+	if code, _, _ := linkOp(t, dstAddr, LinkOp{Op: "create", Link: &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "x"}}); code != kerr.InvalidRequest.Code {
+		t.Fatalf("second create of mig: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+	if code, _, _ := linkOp(t, dstAddr, LinkOp{Op: "status", Name: "nope"}); code != kerr.ResourceNotFound.Code {
+		t.Fatalf("status of an unknown link: %v, want RESOURCE_NOT_FOUND", kerr.ErrorForCode(code))
+	}
+	caughtUp := func() bool {
+		code, _, body := linkOp(t, dstAddr, LinkOp{Op: "status", Name: "mig"})
+		var st link.Status
+		if code != 0 || json.Unmarshal(body, &st) != nil || len(st.Mirrors) != 2 {
+			return false
+		}
+		for _, m := range st.Mirrors {
+			for _, p := range m.Partitions {
+				if p.Lag != 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	waitFor(t, 20*time.Second, "the mirror caught up", caughtUp)
+
+	dstCl := newClient(t, dstAddr)
+	compare := func(topic string, p int32) {
+		t.Helper()
+		a, b := dumpPartition(t, src, topic, p), dumpPartition(t, dstCl, topic, p)
+		if !bytes.Equal(a.batches, b.batches) || len(a.batches) == 0 {
+			t.Fatalf("%s-%d: the mirror's batches differ from the source's (%d and %d bytes)", topic, p, len(a.batches), len(b.batches))
+		}
+		if a.logStart != b.logStart || a.hw != b.hw || a.ls != b.ls || !slices.Equal(a.aborted, b.aborted) {
+			t.Fatalf("%s-%d: source log start %d hw %d lso %d aborted %v; mirror %d %d %d %v", topic, p, a.logStart, a.hw, a.ls, a.aborted, b.logStart, b.hw, b.ls, b.aborted)
+		}
+	}
+	compare("orders", 0)
+	compare("orders", 1)
+	compare("prices", 0)
+	if got := dumpPartition(t, dstCl, "orders", 0); got.logStart != 3 || len(got.aborted) != 1 {
+		t.Fatalf("orders-0 on the mirror: log start %d, aborted %v; want 3 and one aborted transaction", got.logStart, got.aborted)
+	}
+	dstAdm := kadm.NewClient(dstCl)
+	cfgs, err := dstAdm.DescribeTopicConfigs(ctx, "prices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := cfgs.On("prices", nil); err != nil || !slices.ContainsFunc(c.Configs, func(c kadm.Config) bool {
+		return c.Key == "cleanup.policy" && c.MaybeValue() == "compact" && c.Source == kmsg.ConfigSourceDynamicTopicConfig
+	}) {
+		t.Fatalf("prices on the mirror: cleanup.policy not compact (%v)", err)
+	}
+
+	// The group's offsets, verbatim.
+	waitFor(t, 10*time.Second, "billing's offsets copied", func() bool {
+		o, err := dstAdm.FetchOffsets(ctx, "billing")
+		if err != nil {
+			return false
+		}
+		a, _ := o.Lookup("orders", 0)
+		b, _ := o.Lookup("orders", 1)
+		return a.At == 10 && b.At == 7
+	})
+
+	// Produce is refused until promoted.
+	if err := dstCl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr(); err == nil || !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("produce to a mirror topic: %v, want POLICY_VIOLATION", err)
+	}
+
+	// The source goes on: more records, DeleteRecords, a partition added,
+	// a config changed; the mirror follows.
+	for i := range 10 {
+		if err := idem.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: int32(i % 2), Value: []byte("late-" + strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srcAdm.DeleteRecords(ctx, kadm.Offsets{"orders": {1: {At: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srcAdm.CreatePartitions(ctx, 1, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srcAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsg.StringPtr("3600000")}}, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	late := newClient(t, srcAddr, kgo.RecordPartitioner(kgo.ManualPartitioner())) // knows the third partition
+	if err := late.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 2, Value: []byte("p2")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the mirror caught up again", func() bool {
+		if !caughtUp() {
+			return false
+		}
+		n, ok := linkHost{dst}.Partitions("orders")
+		return ok && n == 3 && linkHost{dst}.TopicConfigs("orders")["retention.ms"] == "3600000"
+	})
+	compare("orders", 0)
+	compare("orders", 1)
+	compare("orders", 2)
+
+	// Consumers moved: the group commits here; the source's later commits
+	// are no longer copied.
+	if _, err := dstAdm.CommitOffsets(ctx, "billing", kadm.Offsets{"orders": {0: {At: 12}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srcAdm.CommitOffsets(ctx, "billing", kadm.Offsets{"orders": {0: {At: 15}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "billing taken over", func() bool {
+		g := dst.linkStore.State().Groups["mig"]["billing"]
+		return g != nil && g.TakenOverMs != 0
+	})
+	if o, err := dstAdm.FetchOffsets(ctx, "billing"); err != nil {
+		t.Fatal(err)
+	} else if a, _ := o.Lookup("orders", 0); a.At != 12 {
+		t.Fatalf("billing on orders-0 here: %d, want 12 (what it committed here)", a.At)
+	}
+
+	// Delete refuses while mirrors are not promoted; promote; produce.
+	if code, _, _ := linkOp(t, dstAddr, LinkOp{Op: "delete", Name: "mig"}); code != kerr.InvalidRequest.Code {
+		t.Fatalf("delete with mirror topics: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+	code, msg, body := linkOp(t, dstAddr, LinkOp{Op: "promote", Name: "mig", Topics: "orders"})
+	if code != 0 || string(body) != `{"promoted":["orders"]}` {
+		t.Fatalf("promote: %v %s %s", kerr.ErrorForCode(code), msg, body)
+	}
+	compare("orders", 0)
+	if err := dstCl.ProduceSync(ctx, &kgo.Record{Topic: "prices", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("produce to prices, still a mirror: %v", err)
+	}
+	// A producer here gets an id above every mirrored one.
+	fresh := newClient(t, dstAddr)
+	rec := &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("after")}
+	if err := fresh.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if floor := dst.linkStore.State().ProducerIDFloor; floor < 0 || rec.ProducerID <= floor {
+		t.Fatalf("a new producer's id %d, mirrored producer ids up to %d", rec.ProducerID, floor)
+	}
+	if code, msg, _ := linkOp(t, dstAddr, LinkOp{Op: "delete", Name: "mig", Force: true}); code != 0 {
+		t.Fatalf("delete --force: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if err := dstCl.ProduceSync(ctx, &kgo.Record{Topic: "prices", Key: []byte("p9"), Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to prices once its link is gone: %v", err)
+	}
+}
+
+
+// TestLink_HiddenFromApiVersions: the links API is Gregor's own, and a
+// Kafka client asking ApiVersions never sees it.
+func TestLink_HiddenFromApiVersions(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(testCtx(t), newClient(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == protocol.LinksKey {
+			t.Fatal("ApiVersions lists the links API")
+		}
+	}
+}

@@ -1,0 +1,46 @@
+// Package link mirrors topics of another Kafka cluster (Apache Kafka, or
+// any broker speaking its protocol) into this one byte for byte, at the
+// same offsets, so that consumers move between the clusters without
+// noticing: a cluster link, as Confluent's cluster linking and Redpanda's
+// shadowing call it.
+//
+// A Link names its source (bootstrap servers and a Kafka client's
+// properties), a pattern of topics and one of consumer groups. Links,
+// their mirror topics and the group offsets they copied are records of a
+// metastore collection ("links": a file under __meta on one node, etcd in
+// a cluster), kept by Store.
+//
+// Every broker runs a Manager, and the Manager one runner per link:
+//
+//   - Each mirror partition is fetched from the source's leader by the
+//     partition's leader here (read_uncommitted: aborted records and
+//     transaction markers come along), one Fetch per source broker for all
+//     the partitions led there, and its batches are appended as a
+//     follower appends them (Host's Log.AppendMirrored): at their own
+//     offsets, with their timestamps, producer ids, epochs, sequences,
+//     compression and headers, only the partition leader epoch stamped
+//     anew, so producer state and transactions are rebuilt as on the
+//     source. Followers here replicate them as any other batches. The
+//     source's log start offset is followed (DeleteRecords, retention).
+//   - On the controller (Host.Controller), every sync interval, the source
+//     topics matching the pattern become mirror topics, created with the
+//     source's partition count and the configs in SyncedConfigs, and keep
+//     following partitions added and configs changed; the committed
+//     offsets of the matching groups are copied verbatim for the mirror
+//     topics while the group does not commit here itself (once it does,
+//     its consumers have moved and the link leaves it alone).
+//   - Until promoted, a mirror topic refuses produce (the broker asks
+//     Store.ReadOnly). Promote mirrors each partition up to the source's
+//     high watermark as of the promotion, then marks the topic promoted:
+//     an ordinary topic from then on.
+//
+// Mirrored batches keep the source's producer ids, so the highest one seen
+// is recorded (State.ProducerIDFloor) and the broker hands out producer
+// ids above it: a producer moved here never shares one with a mirrored
+// producer.
+//
+// # Locks
+//
+// runner.mu and Manager.mu are leaves; nothing is called under them but
+// a mirror Log's offset getters.
+package link

@@ -1,0 +1,705 @@
+package link
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Host is what a link needs of the broker it runs in. The broker decides
+// where a request goes in a cluster (a group's commit to its coordinator,
+// a partition's offsets to its leader).
+type Host interface {
+	// Controller reports whether this broker syncs the links' topics,
+	// configs and groups: one broker of a cluster (its controller) does.
+	Controller() bool
+	// Partitions returns a topic's partition count; false when the topic
+	// does not exist.
+	Partitions(topic string) (int32, bool)
+	// TopicConfigs returns the configs set on a topic.
+	TopicConfigs(topic string) map[string]string
+	CreateTopic(ctx context.Context, topic string, partitions int32, configs map[string]string) error
+	CreatePartitions(ctx context.Context, topic string, total int32) error
+	// AlterTopicConfigs sets set and removes del on a topic.
+	AlterTopicConfigs(ctx context.Context, topic string, set map[string]string, del []string) error
+	// Lead returns this broker's log of a partition while it leads it,
+	// else nil.
+	Lead(topic string, partition int32) Log
+	// HighWatermarks returns each partition's high watermark, asked of
+	// its leader.
+	HighWatermarks(ctx context.Context, topic string, partitions int32) (map[int32]int64, error)
+	// CommittedOffsets returns a group's committed offsets on this
+	// cluster; CommitOffsets commits offsets for a group that has no
+	// member (ErrGroupActive when it has).
+	CommittedOffsets(ctx context.Context, group string) (map[string]map[int32]int64, error)
+	CommitOffsets(ctx context.Context, group string, offsets map[string]map[int32]int64) error
+}
+
+// ErrGroupActive is CommitOffsets' answer for a group with members.
+var ErrGroupActive = errors.New("group has active members")
+
+// Log is a mirror partition's log on its leader.
+type Log interface {
+	LogStartOffset() int64
+	LogEndOffset() int64
+	// AppendMirrored appends whole batches fetched from the source at
+	// their own offsets (a follower's append), stamped with the
+	// partition's current leader epoch. ErrNotLeader when this broker no
+	// longer leads the partition.
+	AppendMirrored(records []byte) error
+	// RestartAt empties the log and starts it at offset (the source's log
+	// start moved past everything mirrored); AdvanceLogStart moves the
+	// log start offset up, as DeleteRecords does.
+	RestartAt(offset int64) error
+	AdvanceLogStart(offset int64) error
+}
+
+// ErrNotLeader is a Log's answer once this broker no longer leads.
+var ErrNotLeader = errors.New("no longer the leader")
+
+// Config configures a Manager.
+type Config struct {
+	// NodeID is this broker's id.
+	NodeID int32
+	Store  *Store
+	Host   Host
+	Log    *slog.Logger
+	// Poll is how often the manager looks at the store and at which
+	// partitions it leads without being told (Kick); 1s when zero.
+	Poll time.Duration
+}
+
+// Manager runs every link on one broker: each link's mirror partitions
+// this broker leads are fetched from the source, and on the controller the
+// link's topics, configs and groups are synced.
+type Manager struct {
+	cfg  Config
+	kick chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	runners map[string]*runner
+}
+
+// NewManager returns a manager; Start runs it.
+func NewManager(cfg Config) *Manager {
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{cfg: cfg, kick: make(chan struct{}, 1), stop: make(chan struct{}), runners: map[string]*runner{}}
+}
+
+// Store is the manager's store.
+func (m *Manager) Store() *Store { return m.cfg.Store }
+
+// Start starts the manager's loop.
+func (m *Manager) Start() {
+	m.wg.Add(1)
+	go m.loop()
+}
+
+// Kick makes the manager and its links look again now: the store or the
+// leadership changed.
+func (m *Manager) Kick() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+	m.mu.Lock()
+	for _, r := range m.runners {
+		r.poke()
+	}
+	m.mu.Unlock()
+}
+
+// Close stops every link and waits for them.
+func (m *Manager) Close() {
+	close(m.stop)
+	m.wg.Wait()
+	m.mu.Lock()
+	rs := slices.Collect(maps.Values(m.runners))
+	m.runners = map[string]*runner{}
+	m.mu.Unlock()
+	for _, r := range rs {
+		r.close()
+	}
+}
+
+func (m *Manager) loop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.Poll)
+	defer t.Stop()
+	for {
+		m.reconcile()
+		select {
+		case <-m.stop:
+			return
+		case <-m.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile starts a runner for each link and stops those of links gone.
+func (m *Manager) reconcile() {
+	st := m.cfg.Store.State()
+	var gone []*runner
+	m.mu.Lock()
+	for name, r := range m.runners {
+		if l := st.Links[name]; l == nil || l.CreatedMs != r.link.CreatedMs {
+			gone = append(gone, r)
+			delete(m.runners, name)
+		}
+	}
+	for name, l := range st.Links {
+		if m.runners[name] != nil {
+			continue
+		}
+		r, err := newRunner(m, l)
+		if err != nil {
+			m.cfg.Log.Error("link: cannot start", "link", name, "err", err)
+			continue
+		}
+		m.runners[name] = r
+		go r.run()
+	}
+	m.mu.Unlock()
+	for _, r := range gone {
+		r.close()
+	}
+}
+
+func (m *Manager) runner(name string) *runner {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runners[name]
+}
+
+// tp is a topic-partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// mpart is a mirror partition this broker leads.
+type mpart struct {
+	tp
+	log Log
+	// From the source's latest answer: its high watermark and log start.
+	srcHW, srcStart int64
+	// failed holds the partition back (an error that fetching again
+	// cannot mend soon) until retryAt.
+	failed  string
+	retryAt time.Time
+}
+
+// sourceTopic is a topic in the source cluster's metadata.
+type sourceTopic struct {
+	id      [16]byte
+	leaders []int32 // by partition; -1 when none
+}
+
+// runner is one link on this broker.
+type runner struct {
+	m    *Manager
+	link *Link
+	cl   *kgo.Client
+
+	pokec chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu       sync.Mutex
+	parts    map[tp]*mpart
+	src      map[string]*sourceTopic // the source's metadata; nil until read
+	srcAt    time.Time
+	lastErr  string
+	errAt    time.Time
+	nextSync time.Time
+	pidFloor int64 // the highest producer id reserved
+
+	// Counters for metrics.
+	bytes, batches, fetchErrors atomic.Int64
+}
+
+func newRunner(m *Manager, l *Link) (*runner, error) {
+	opts, err := sourceOptions(l)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		parts: map[tp]*mpart{}, pidFloor: -1}, nil
+}
+
+func (r *runner) poke() {
+	select {
+	case r.pokec <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) close() {
+	close(r.stop)
+	<-r.done
+	r.cl.Close()
+}
+
+func (r *runner) ctx() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// fail records an error of the link for its status and logs it when it
+// is new.
+func (r *runner) fail(what string, err error) {
+	msg := what + ": " + err.Error()
+	r.mu.Lock()
+	same := r.lastErr == msg
+	r.lastErr, r.errAt = msg, time.Now()
+	r.mu.Unlock()
+	if !same {
+		r.m.cfg.Log.Warn("link: "+what, "link", r.link.Name, "err", err)
+	}
+}
+
+func (r *runner) ok() {
+	r.mu.Lock()
+	r.lastErr = ""
+	r.mu.Unlock()
+}
+
+func (r *runner) run() {
+	defer close(r.done)
+	ctx, cancel := r.ctx()
+	defer cancel()
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		if r.m.cfg.Host.Controller() && !time.Now().Before(r.nextSync) {
+			r.sync(ctx)
+			r.nextSync = time.Now().Add(r.link.SyncInterval())
+		}
+		work := r.assign()
+		if len(work) == 0 || backoff > 0 {
+			wait := min(r.m.cfg.Poll, time.Until(r.nextSync))
+			if backoff > 0 {
+				wait = backoff
+			}
+			t := time.NewTimer(max(wait, time.Millisecond))
+			select {
+			case <-r.stop:
+				t.Stop()
+				return
+			case <-r.pokec:
+			case <-t.C:
+			}
+			t.Stop()
+			if backoff > 0 && len(work) > 0 {
+				backoff = 0
+				continue
+			}
+			if len(work) == 0 {
+				continue
+			}
+		}
+		if err := r.fetchRound(ctx, work); err != nil {
+			r.fetchErrors.Add(1)
+			r.fail("fetching from the source", err)
+			r.invalidateSource()
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+// assign returns the mirror partitions of the link this broker leads and
+// has to fetch: every partition of a mirroring topic, of a promoting one
+// those below their target.
+func (r *runner) assign() []*mpart {
+	st := r.m.cfg.Store.State()
+	h := r.m.cfg.Host
+	type led struct {
+		k    tp
+		log  Log
+		skip bool // a promoting partition at its target
+	}
+	var leds []led
+	for _, mt := range st.MirrorsOf(r.link.Name) {
+		if !mt.ReadOnly() {
+			continue
+		}
+		n, ok := h.Partitions(mt.Topic)
+		if !ok {
+			continue
+		}
+		for p := range n {
+			log := h.Lead(mt.Topic, p)
+			if log == nil {
+				continue
+			}
+			skip := false
+			if mt.State == Promoting {
+				target, ok := mt.Targets[p]
+				skip = !ok || log.LogEndOffset() >= target
+			}
+			leds = append(leds, led{tp{mt.Topic, p}, log, skip})
+		}
+	}
+	now := time.Now()
+	var out []*mpart
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := make(map[tp]bool, len(leds))
+	for _, l := range leds {
+		seen[l.k] = true
+		mp := r.parts[l.k]
+		if mp == nil || mp.log != l.log {
+			mp = &mpart{tp: l.k, log: l.log, srcHW: -1, srcStart: -1}
+			r.parts[l.k] = mp
+		}
+		if l.skip || (mp.failed != "" && now.Before(mp.retryAt)) {
+			continue
+		}
+		out = append(out, mp)
+	}
+	for k := range r.parts {
+		if !seen[k] {
+			delete(r.parts, k)
+		}
+	}
+	return out
+}
+
+func (r *runner) invalidateSource() {
+	r.mu.Lock()
+	r.src = nil
+	r.mu.Unlock()
+}
+
+// source returns the source's metadata of every topic, read again when
+// older than the sync interval or invalidated.
+func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
+	r.mu.Lock()
+	src, at := r.src, r.srcAt
+	r.mu.Unlock()
+	if src != nil && time.Since(at) < r.link.SyncInterval() {
+		return src, nil
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = nil // every topic
+	resp, err := req.RequestWith(ctx, r.cl)
+	if err != nil {
+		return nil, err
+	}
+	src = map[string]*sourceTopic{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		st := &sourceTopic{id: t.TopicID, leaders: make([]int32, len(t.Partitions))}
+		for i := range st.leaders {
+			st.leaders[i] = -1
+		}
+		for _, p := range t.Partitions {
+			if p.Partition >= 0 && int(p.Partition) < len(st.leaders) && p.ErrorCode == 0 {
+				st.leaders[p.Partition] = p.Leader
+			}
+		}
+		src[*t.Topic] = st
+	}
+	r.mu.Lock()
+	r.src, r.srcAt = src, time.Now()
+	r.mu.Unlock()
+	return src, nil
+}
+
+// Fetch sizes: as a replica fetcher's, larger per partition so that a
+// partition of large batches still moves.
+const (
+	fetchMaxWait       = 500 * time.Millisecond
+	fetchMaxBytes      = 64 << 20
+	fetchPartitionMax  = 4 << 20
+	partitionRetryWait = 5 * time.Second
+)
+
+// fetchRound fetches every partition in work once, one request per source
+// leader at the same time, and appends what comes back.
+func (r *runner) fetchRound(ctx context.Context, work []*mpart) error {
+	src, err := r.source(ctx)
+	if err != nil {
+		return err
+	}
+	byLeader := map[int32][]*mpart{}
+	refresh := false
+	for _, mp := range work {
+		st := src[mp.topic]
+		if st == nil || int(mp.partition) >= len(st.leaders) || st.leaders[mp.partition] < 0 {
+			refresh = true // a topic or leader not known yet
+			continue
+		}
+		byLeader[st.leaders[mp.partition]] = append(byLeader[st.leaders[mp.partition]], mp)
+	}
+	if refresh {
+		r.invalidateSource()
+	}
+	if len(byLeader) == 0 {
+		if refresh {
+			return fmt.Errorf("no leader known in the source for %d partitions", len(work))
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 0, len(byLeader))
+	var emu sync.Mutex
+	for leader, parts := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.fetchFrom(ctx, leader, parts, src); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("source broker %d: %w", leader, err))
+				emu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	r.ok()
+	return nil
+}
+
+func (r *runner) fetchFrom(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis = int32(fetchMaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = fetchMaxBytes
+	req.IsolationLevel = 0 // read_uncommitted: aborted records and markers come along
+	byTopic := map[string]int{}
+	for _, mp := range parts {
+		i, ok := byTopic[mp.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[mp.topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = mp.topic, src[mp.topic].id
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = mp.partition
+		p.FetchOffset = mp.log.LogEndOffset()
+		p.PartitionMaxBytes = fetchPartitionMax
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	rctx, cancel := context.WithTimeout(ctx, fetchMaxWait+30*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, r.cl.Broker(int(leader)))
+	if err != nil {
+		return err
+	}
+	if resp.ErrorCode != 0 {
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	index := map[tp]*mpart{}
+	for _, mp := range parts {
+		index[mp.tp] = mp
+	}
+	for _, t := range resp.Topics {
+		name := t.Topic
+		if name == "" {
+			for n, st := range src {
+				if st.id == t.TopicID {
+					name = n
+				}
+			}
+		}
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			if mp := index[tp{name, rp.Partition}]; mp != nil {
+				r.apply(ctx, leader, mp, rp)
+			}
+		}
+	}
+	return nil
+}
+
+// apply appends one partition's answer.
+func (r *runner) apply(ctx context.Context, leader int32, mp *mpart, rp *kmsg.FetchResponseTopicPartition) {
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		r.outOfRange(ctx, leader, mp)
+		return
+	default:
+		// Leadership moved, the topic is not there yet, …: look at the
+		// source's metadata again.
+		r.invalidateSource()
+		r.partitionFailed(mp, fmt.Errorf("source %s-%d: %w", mp.topic, mp.partition, err), time.Second)
+		return
+	}
+	r.mu.Lock()
+	mp.srcHW, mp.srcStart = rp.HighWatermark, rp.LogStartOffset
+	r.mu.Unlock()
+	if len(rp.RecordBatches) > 0 {
+		if err := mp.log.AppendMirrored(rp.RecordBatches); err != nil {
+			if !errors.Is(err, ErrNotLeader) {
+				r.partitionFailed(mp, fmt.Errorf("appending to %s-%d: %w", mp.topic, mp.partition, err), partitionRetryWait)
+			}
+			return
+		}
+		r.bytes.Add(int64(len(rp.RecordBatches)))
+		if pid, n := maxProducerID(rp.RecordBatches); n > 0 {
+			r.batches.Add(int64(n))
+			r.reserve(ctx, pid)
+		}
+	}
+	// The source's log start moved (DeleteRecords, retention): so does
+	// the mirror's.
+	if s := rp.LogStartOffset; s > mp.log.LogStartOffset() && s <= mp.log.LogEndOffset() {
+		if err := mp.log.AdvanceLogStart(s); err != nil && !errors.Is(err, ErrNotLeader) {
+			r.partitionFailed(mp, fmt.Errorf("moving the log start of %s-%d to %d: %w", mp.topic, mp.partition, s, err), partitionRetryWait)
+			return
+		}
+	}
+	r.mu.Lock()
+	mp.failed = ""
+	r.mu.Unlock()
+}
+
+func (r *runner) partitionFailed(mp *mpart, err error, wait time.Duration) {
+	r.mu.Lock()
+	first := mp.failed != err.Error()
+	mp.failed, mp.retryAt = err.Error(), time.Now().Add(wait)
+	r.mu.Unlock()
+	if first {
+		r.m.cfg.Log.Warn("link: partition held back", "link", r.link.Name, "topic", mp.topic, "partition", mp.partition, "err", err, "retry_in", wait)
+	}
+}
+
+// outOfRange handles a fetch offset the source does not have: below its
+// log start (records deleted before they were mirrored, or a new mirror of
+// a topic whose log starts above 0), the mirror starts over at the
+// source's log start; above its log end, the source lost records the
+// mirror has, and the partition stops (nothing is deleted).
+func (r *runner) outOfRange(ctx context.Context, leader int32, mp *mpart) {
+	start, end, err := r.sourceOffsets(ctx, leader, mp)
+	if err != nil {
+		r.partitionFailed(mp, fmt.Errorf("offsets of source %s-%d: %w", mp.topic, mp.partition, err), time.Second)
+		return
+	}
+	leo := mp.log.LogEndOffset()
+	switch {
+	case leo < start:
+		r.m.cfg.Log.Info("link: the source's log starts past the mirror's end: starting over there", "link", r.link.Name, "topic", mp.topic, "partition", mp.partition, "mirror_log_end", leo, "source_log_start", start)
+		if err := mp.log.RestartAt(start); err != nil && !errors.Is(err, ErrNotLeader) {
+			r.partitionFailed(mp, fmt.Errorf("restarting %s-%d at %d: %w", mp.topic, mp.partition, start, err), partitionRetryWait)
+		}
+	case leo > end:
+		r.partitionFailed(mp, fmt.Errorf("%s-%d: the mirror ends at %d, past the source's log end %d: the source lost records; mirroring of this partition is held", mp.topic, mp.partition, leo, end), time.Minute)
+	default:
+		r.partitionFailed(mp, fmt.Errorf("%s-%d: offset %d out of range in the source (%d-%d)", mp.topic, mp.partition, leo, start, end), time.Second)
+	}
+}
+
+// sourceOffsets asks the source leader for a partition's log start and
+// end offsets.
+func (r *runner) sourceOffsets(ctx context.Context, leader int32, mp *mpart) (start, end int64, err error) {
+	ask := func(ts int64) (int64, error) {
+		req := kmsg.NewPtrListOffsetsRequest()
+		t := kmsg.NewListOffsetsRequestTopic()
+		t.Topic = mp.topic
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Partition, p.Timestamp = mp.partition, ts
+		t.Partitions = append(t.Partitions, p)
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, r.cl.Broker(int(leader)))
+		if err != nil {
+			return 0, err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return 0, errors.New("malformed ListOffsets answer")
+		}
+		rp := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			return 0, err
+		}
+		return rp.Offset, nil
+	}
+	if start, err = ask(-2); err != nil {
+		return
+	}
+	end, err = ask(-1)
+	return
+}
+
+// reserve makes this cluster's producer ids pass pid: mirrored batches
+// carry the source's producer ids, and a producer of this cluster must
+// never share one (the broker hands out ids above Store's floor).
+func (r *runner) reserve(ctx context.Context, pid int64) {
+	r.mu.Lock()
+	need := pid > r.pidFloor
+	r.mu.Unlock()
+	if !need {
+		return
+	}
+	if err := r.m.cfg.Store.RaiseProducerIDFloor(ctx, r.m.cfg.NodeID, pid); err != nil {
+		r.fail("reserving producer ids", err)
+		return
+	}
+	r.mu.Lock()
+	r.pidFloor = max(r.pidFloor, pid)
+	r.mu.Unlock()
+}
+
+// maxProducerID returns the highest producer id among records' whole
+// batches (-1 when none has one) and how many whole batches there are.
+func maxProducerID(records []byte) (int64, int) {
+	const (
+		lengthPos = 8
+		pidPos    = 43
+		minSize   = 61
+	)
+	pid, n := int64(-1), 0
+	for off := 0; len(records)-off >= minSize; {
+		size := 12 + int(int32(binary.BigEndian.Uint32(records[off+lengthPos:])))
+		if size < minSize || len(records)-off < size {
+			break
+		}
+		pid = max(pid, int64(binary.BigEndian.Uint64(records[off+pidPos:])))
+		n++
+		off += size
+	}
+	return pid, n
+}

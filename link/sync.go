@@ -1,0 +1,273 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// SyncedConfigs are the topic configs a mirror topic takes from its source
+// topic and follows (those that shape what the log holds and for how long;
+// not min.insync.replicas or anything else about this cluster's replicas).
+var SyncedConfigs = []string{
+	"cleanup.policy",
+	"compression.type",
+	"delete.retention.ms",
+	"max.compaction.lag.ms",
+	"max.message.bytes",
+	"message.timestamp.after.max.ms",
+	"message.timestamp.before.max.ms",
+	"message.timestamp.type",
+	"min.cleanable.dirty.ratio",
+	"min.compaction.lag.ms",
+	"retention.bytes",
+	"retention.ms",
+	"segment.bytes",
+	"segment.ms",
+}
+
+// sync is the controller's part of a link: mirror topics created and kept
+// like their sources, promotions finished, group offsets copied.
+func (r *runner) sync(ctx context.Context) {
+	if err := r.syncTopics(ctx); err != nil {
+		r.fail("syncing topics", err)
+	}
+	r.finishPromotions(ctx)
+	if r.link.Groups != "" {
+		if err := r.syncGroups(ctx); err != nil {
+			r.fail("syncing groups", err)
+		}
+	}
+}
+
+func (r *runner) syncTopics(ctx context.Context) error {
+	r.invalidateSource() // a sync reads the source's metadata afresh
+	src, err := r.source(ctx)
+	if err != nil {
+		return err
+	}
+	st := r.m.cfg.Store.State()
+	re := st.topics[r.link.Name]
+	if re == nil {
+		return nil
+	}
+	h := r.m.cfg.Host
+	var names []string
+	for name := range src {
+		if !strings.HasPrefix(name, "__") && re.MatchString(name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	configs, err := r.sourceConfigs(ctx, names)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		want := int32(len(src[name].leaders))
+		mt := st.Mirrors[name]
+		if mt != nil && (mt.Link != r.link.Name || !mt.ReadOnly()) {
+			continue // another link's, or promoted: ours no longer
+		}
+		have, exists := h.Partitions(name)
+		switch {
+		case !exists && mt == nil:
+			// The record first, so that the topic is never writable.
+			mt = &Mirror{Link: r.link.Name, Topic: name, State: Mirroring, CreatedMs: time.Now().UnixMilli()}
+			if err := r.m.cfg.Store.PutMirror(ctx, mt); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			fallthrough
+		case !exists:
+			if err := h.CreateTopic(ctx, name, want, configs[name]); err != nil {
+				errs = append(errs, fmt.Errorf("creating mirror topic %s: %w", name, err))
+				continue
+			}
+			r.m.cfg.Log.Info("link: mirror topic created", "link", r.link.Name, "topic", name, "partitions", want, "configs", configs[name])
+		case mt == nil:
+			errs = append(errs, fmt.Errorf("topic %s exists here and is not a mirror: not mirrored", name))
+			continue
+		default:
+			if want > have {
+				if err := h.CreatePartitions(ctx, name, want); err != nil {
+					errs = append(errs, fmt.Errorf("adding partitions to %s: %w", name, err))
+				} else {
+					r.m.cfg.Log.Info("link: partitions added", "link", r.link.Name, "topic", name, "partitions", want)
+				}
+			}
+			cur := h.TopicConfigs(name)
+			set, del := map[string]string{}, []string(nil)
+			for _, k := range SyncedConfigs {
+				v, ok := configs[name][k]
+				old, had := cur[k]
+				switch {
+				case ok && (!had || old != v):
+					set[k] = v
+				case !ok && had:
+					del = append(del, k)
+				}
+			}
+			if len(set) > 0 || len(del) > 0 {
+				if err := h.AlterTopicConfigs(ctx, name, set, del); err != nil {
+					errs = append(errs, fmt.Errorf("configs of %s: %w", name, err))
+				} else {
+					r.m.cfg.Log.Info("link: configs synced", "link", r.link.Name, "topic", name, "set", set, "removed", del)
+				}
+			}
+		}
+	}
+	r.poke()
+	return errors.Join(errs...)
+}
+
+// sourceConfigs returns the synced configs set on each source topic.
+func (r *runner) sourceConfigs(ctx context.Context, names []string) (map[string]map[string]string, error) {
+	rcs, err := kadm.NewClient(r.cl).DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return nil, fmt.Errorf("configs of source topic %s: %w", rc.Name, rc.Err)
+		}
+		m := map[string]string{}
+		for _, c := range rc.Configs {
+			if c.Source == 1 /* DYNAMIC_TOPIC_CONFIG */ && c.Value != nil && slices.Contains(SyncedConfigs, c.Key) {
+				m[c.Key] = *c.Value
+			}
+		}
+		out[rc.Name] = m
+	}
+	return out, nil
+}
+
+// finishPromotions marks promoted the topics whose every partition reached
+// its target.
+func (r *runner) finishPromotions(ctx context.Context) {
+	for _, mt := range r.m.cfg.Store.State().MirrorsOf(r.link.Name) {
+		if mt.State != Promoting {
+			continue
+		}
+		if _, err := r.m.finishPromotion(ctx, mt); err != nil {
+			r.fail("promoting "+mt.Topic, err)
+		}
+	}
+}
+
+// syncGroups copies the committed offsets of the source's groups that
+// match the link's groups pattern, for its mirror topics, verbatim: the
+// offsets are the same in both clusters. A group's offsets are copied only
+// while nothing else commits them here: once the group commits on this
+// cluster (its consumers moved), the link leaves it alone for good.
+func (r *runner) syncGroups(ctx context.Context) error {
+	st := r.m.cfg.Store.State()
+	re := st.groups[r.link.Name]
+	if re == nil {
+		return nil
+	}
+	mirrored := map[string]bool{}
+	for _, mt := range st.MirrorsOf(r.link.Name) {
+		if mt.ReadOnly() {
+			mirrored[mt.Topic] = true
+		}
+	}
+	adm := kadm.NewClient(r.cl)
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, g := range listed.Groups() {
+		if !re.MatchString(g) {
+			continue
+		}
+		prev := st.Groups[r.link.Name][g]
+		if prev != nil && prev.TakenOverMs != 0 {
+			continue
+		}
+		fetched, err := adm.FetchOffsets(ctx, g)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("offsets of source group %s: %w", g, err))
+			continue
+		}
+		want := map[string]map[int32]int64{}
+		fetched.Each(func(o kadm.OffsetResponse) {
+			if o.Err == nil && mirrored[o.Topic] && o.At >= 0 {
+				if want[o.Topic] == nil {
+					want[o.Topic] = map[int32]int64{}
+				}
+				want[o.Topic][o.Partition] = o.At
+			}
+		})
+		if len(want) == 0 {
+			continue
+		}
+		var last map[string]map[int32]int64
+		if prev != nil {
+			last = prev.Offsets
+		}
+		if err := r.commitGroup(ctx, g, want, last); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// commitGroup commits want for group g here unless the group committed
+// here itself since the link last wrote last.
+func (r *runner) commitGroup(ctx context.Context, g string, want, last map[string]map[int32]int64) error {
+	h := r.m.cfg.Host
+	now := time.Now().UnixMilli()
+	here, err := h.CommittedOffsets(ctx, g)
+	if err != nil {
+		return fmt.Errorf("offsets of group %s here: %w", g, err)
+	}
+	takenOver := func() error {
+		r.m.cfg.Log.Info("link: group committed here: no longer synced", "link", r.link.Name, "group", g)
+		return r.m.cfg.Store.PutGroup(ctx, &GroupSync{Link: r.link.Name, Group: g, Offsets: last, TakenOverMs: now})
+	}
+	for t, ps := range here {
+		for p, o := range ps {
+			if _, ours := want[t]; !ours {
+				continue
+			}
+			if lo, ok := last[t][p]; !ok || lo != o {
+				return takenOver()
+			}
+		}
+	}
+	if sameOffsets(want, last) {
+		return nil
+	}
+	if err := h.CommitOffsets(ctx, g, want); err != nil {
+		if errors.Is(err, ErrGroupActive) {
+			return takenOver()
+		}
+		return fmt.Errorf("committing group %s: %w", g, err)
+	}
+	return r.m.cfg.Store.PutGroup(ctx, &GroupSync{Link: r.link.Name, Group: g, Offsets: want, SyncedMs: now})
+}
+
+func sameOffsets(a, b map[string]map[int32]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for t, ps := range a {
+		if !maps.Equal(ps, b[t]) {
+			return false
+		}
+	}
+	return true
+}
