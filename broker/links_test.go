@@ -2,9 +2,9 @@ package broker
 
 import (
 	"bytes"
-	"errors"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -307,7 +307,6 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 		t.Fatalf("produce to prices once its link is gone: %v", err)
 	}
 }
-
 
 // TestLink_HiddenFromApiVersions: the links API is Gregor's own, and a
 // Kafka client asking ApiVersions never sees it.

@@ -32,12 +32,14 @@ type JSONRequest struct {
 	Body    []byte // JSON
 }
 
-func (v *JSONRequest) Key() int16                 { return v.APIKey }
-func (v *JSONRequest) MaxVersion() int16          { return 0 }
-func (v *JSONRequest) SetVersion(version int16)   { v.Version = version }
-func (v *JSONRequest) GetVersion() int16          { return v.Version }
-func (v *JSONRequest) IsFlexible() bool           { return true }
-func (v *JSONRequest) ResponseKind() kmsg.Response { return &JSONResponse{APIKey: v.APIKey, Version: v.Version} }
+func (v *JSONRequest) Key() int16               { return v.APIKey }
+func (v *JSONRequest) MaxVersion() int16        { return 0 }
+func (v *JSONRequest) SetVersion(version int16) { v.Version = version }
+func (v *JSONRequest) GetVersion() int16        { return v.Version }
+func (v *JSONRequest) IsFlexible() bool         { return true }
+func (v *JSONRequest) ResponseKind() kmsg.Response {
+	return &JSONResponse{APIKey: v.APIKey, Version: v.Version}
+}
 
 // AppendTo appends the body: compact bytes, then no tagged fields.
 func (v *JSONRequest) AppendTo(dst []byte) []byte {
