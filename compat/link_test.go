@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +58,21 @@ type rawPartition struct {
 func readRaw(t *testing.T, cl *kgo.Client, topic string, p int32) rawPartition {
 	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
-	id := topicID(t, ctx, cl, topic)
+	// The leader's view: a follower also answers a consumer's Fetch
+	// (KIP-392), with a high watermark a round behind.
+	md := metadata(t, ctx, cl, topic)
+	if len(md.Topics) != 1 {
+		t.Fatalf("metadata of %s: %d topics", topic, len(md.Topics))
+	}
+	id, leader := md.Topics[0].TopicID, int32(-1)
+	for _, mp := range md.Topics[0].Partitions {
+		if mp.Partition == p {
+			leader = mp.Leader
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("%s-%d: no leader", topic, p)
+	}
 	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +92,7 @@ func readRaw(t *testing.T, cl *kgo.Client, topic string, p int32) rawPartition {
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, 32<<20
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,3 +287,118 @@ func TestLink_FromApacheKafka(t *testing.T) {
 	}
 }
 
+
+// TestLink_LeaderKilledWhileMirroring: kill -9 of the Gregor broker leading
+// a mirror partition while Apache Kafka takes a steady stream of records
+// and the link mirrors them into three Gregor nodes (RF 3,
+// min.insync.replicas 2). Another broker takes the partition over and
+// fetches on from its own log end; once the killed broker is back and the
+// stream stops, every partition holds Kafka's batches byte for byte at the
+// same offsets: nothing lost, nothing twice.
+func TestLink_LeaderKilledWhileMirroring(t *testing.T) {
+	if err := kafkaref.Available(); err != nil {
+		t.Fatalf("Apache Kafka is needed as the source: %v", err)
+	}
+	ctx := testCtx(t, 4*time.Minute)
+	kafka, err := kafkaref.Start(ctx, kafkaref.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting Apache Kafka: %v", err)
+	}
+	t.Cleanup(func() { kafka.Stop() })
+	src := newAddrClient(t, kafka.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if _, err := kadm.NewClient(src).CreateTopic(ctx, 3, 1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, 3, withSet("default.replication.factor=3", "min.insync.replicas=2"))
+	seeds := strings.Join(c.Seeds(), ",")
+
+	// A steady stream into Kafka until stop.
+	stop := make(chan struct{})
+	streamDone := make(chan error, 1)
+	var produced atomic.Int64
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				streamDone <- nil
+				return
+			default:
+			}
+			if err := src.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: int32(i % 3), Value: []byte("e-" + strconv.Itoa(i))}).FirstErr(); err != nil {
+				streamDone <- err
+				return
+			}
+			produced.Add(1)
+		}
+	}()
+	gregorCLI(t, false, "link", "create", "mig", "--brokers", seeds, "--source", kafka.Addr, "--topics", "events", "--sync-interval", "500ms")
+	gadm := kadm.NewClient(c.Client())
+	mirrored := func(p int32) int64 {
+		ends, err := gadm.ListEndOffsets(ctx, "events")
+		if err != nil {
+			return -1
+		}
+		o, ok := ends.Lookup("events", p)
+		if !ok || o.Err != nil {
+			return -1
+		}
+		return o.Offset
+	}
+	if err := waitUntil(time.Minute, func() error {
+		if mirrored(0) < 100 {
+			return errors.New("events-0 has fewer than 100 records mirrored")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.WaitLeader("events", 0)
+	before := mirrored(0)
+	c.Node(leader).Kill()
+	t.Logf("killed node %d, leader of events-0 with %d records mirrored", leader, before)
+	// The partition moves on under another leader.
+	if err := waitUntil(time.Minute, func() error {
+		if l, err := c.Leader("events", 0); err != nil || l == leader || l < 0 {
+			return fmt.Errorf("leader %d (%v)", l, err)
+		}
+		if mirrored(0) < before+100 {
+			return errors.New("no progress under the new leader")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.Node(leader).Restart()
+	close(stop)
+	if err := <-streamDone; err != nil {
+		t.Fatalf("producing to Kafka: %v", err)
+	}
+	kends, err := kadm.NewClient(src).ListEndOffsets(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitUntil(time.Minute, func() error {
+		for p := range int32(3) {
+			k, _ := kends.Lookup("events", p)
+			if got := mirrored(p); got != k.Offset {
+				return fmt.Errorf("events-%d: %d mirrored of %d", p, got, k.Offset)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gcl := c.Client()
+	total := int64(0)
+	for p := range int32(3) {
+		a, b := readRaw(t, src, "events", p), readRaw(t, gcl, "events", p)
+		if len(a.batches) == 0 || !bytes.Equal(a.batches, b.batches) || a.hw != b.hw {
+			t.Fatalf("events-%d: the mirror differs from Kafka after the kill (%d and %d bytes, end %d and %d)", p, len(a.batches), len(b.batches), a.hw, b.hw)
+		}
+		total += a.hw
+	}
+	if total != produced.Load() {
+		t.Fatalf("Kafka holds %d records, %d were produced", total, produced.Load())
+	}
+	t.Logf("%d records mirrored across the kill, identical", total)
+}
