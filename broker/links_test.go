@@ -200,6 +200,24 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 	compare("orders", 0)
 	compare("orders", 1)
 	compare("prices", 0)
+	mfs, err := dst.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			seen[mf.GetName()] += v
+			if mf.GetName() == "gregor_link_lag" {
+				seen["lag series"]++
+			}
+		}
+	}
+	if seen["gregor_link_bytes_total"] <= 0 || seen["gregor_link_batches_total"] <= 0 || seen["lag series"] != 3 || seen["gregor_link_lag"] != 0 {
+		t.Fatalf("link metrics: bytes %v batches %v, %v lag series summing to %v; want bytes and batches, 3 partitions at lag 0",
+			seen["gregor_link_bytes_total"], seen["gregor_link_batches_total"], seen["lag series"], seen["gregor_link_lag"])
+	}
 	if got := dumpPartition(t, dstCl, "orders", 0); got.logStart != 3 || len(got.aborted) != 1 {
 		t.Fatalf("orders-0 on the mirror: log start %d, aborted %v; want 3 and one aborted transaction", got.logStart, got.aborted)
 	}

@@ -181,10 +181,14 @@ var (
 	quotaLabels   = []string{"type", "user", "client_id"}
 	descQuotaRate = prometheus.NewDesc("gregor_quota_rate", "A client quota's current rate (bytes/s for produce and fetch, percent of a thread for request), by the entity it is shared by.", quotaLabels, nil)
 	descQuotaMax  = prometheus.NewDesc("gregor_quota_limit", "The bound in force for a client quota's rate.", quotaLabels, nil)
+	descLinkLag   = prometheus.NewDesc("gregor_link_lag", "A mirror partition led here: the source's high watermark at the last fetch minus the mirror's log end offset.", []string{"link", "topic", "partition"}, nil)
+	descLinkBytes = prometheus.NewDesc("gregor_link_bytes_total", "Record batch bytes a cluster link mirrored on this broker.", []string{"link"}, nil)
+	descLinkBatch = prometheus.NewDesc("gregor_link_batches_total", "Record batches a cluster link mirrored on this broker.", []string{"link"}, nil)
+	descLinkErrs  = prometheus.NewDesc("gregor_link_fetch_errors_total", "Fetch rounds from a link's source that failed on this broker (each retried with backoff).", []string{"link"}, nil)
 )
 
 func (g gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConns, descParked, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean, descQuotaRate, descQuotaMax} {
+	for _, d := range []*prometheus.Desc{descConns, descParked, descLEO, descHW, descLSO, descSize, descCommitted, descLag, descMembers, descFaults, descCleanRead, descCleanWrit, descCleanRuns, descDirty, descLastClean, descQuotaRate, descQuotaMax, descLinkLag, descLinkBytes, descLinkBatch, descLinkErrs} {
 		ch <- d
 	}
 }
@@ -199,6 +203,23 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 	pk := b.srv.parker
 	b.srv.mu.Unlock()
 	gauge(descParked, float64(pk.parked()))
+	if m := b.links.Load(); m != nil {
+		counter := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+		}
+		for name, c := range m.Counters() {
+			counter(descLinkBytes, float64(c.Bytes), name)
+			counter(descLinkBatch, float64(c.Batches), name)
+			counter(descLinkErrs, float64(c.FetchErrors), name)
+		}
+		for name, topics := range m.Lags() {
+			for topic, parts := range topics {
+				for p, lag := range parts {
+					gauge(descLinkLag, float64(lag), name, topic, strconv.Itoa(int(p)))
+				}
+			}
+		}
+	}
 	for _, t := range b.Topics() {
 		for _, p := range t.Partitions {
 			ps := strconv.Itoa(int(p.Partition))
