@@ -84,10 +84,11 @@ type Config struct {
 // this broker leads are fetched from the source, and on the controller the
 // link's topics, configs and groups are synced.
 type Manager struct {
-	cfg  Config
-	kick chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
+	cfg    Config
+	kick   chan struct{}
+	stop   chan struct{}
+	closed atomic.Bool
+	wg     sync.WaitGroup
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -127,8 +128,11 @@ func (m *Manager) Kick() {
 	m.mu.Unlock()
 }
 
-// Close stops every link and waits for them.
+// Close stops every link and waits for them; again, it does nothing.
 func (m *Manager) Close() {
+	if !m.closed.CompareAndSwap(false, true) {
+		return
+	}
 	close(m.stop)
 	m.wg.Wait()
 	m.mu.Lock()
