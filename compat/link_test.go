@@ -287,7 +287,6 @@ func TestLink_FromApacheKafka(t *testing.T) {
 	}
 }
 
-
 // TestLink_LeaderKilledWhileMirroring: kill -9 of the Gregor broker leading
 // a mirror partition while Apache Kafka takes a steady stream of records
 // and the link mirrors them into three Gregor nodes (RF 3,
