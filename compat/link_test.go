@@ -2,6 +2,7 @@ package compat
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// startKafkaSource starts Apache Kafka (compat/kafkaref), stopped at
+// cleanup; a test that needs it fails without it.
+func startKafkaSource(t *testing.T, ctx context.Context) *kafkaref.Broker {
+	t.Helper()
+	if err := kafkaref.Available(); err != nil {
+		t.Fatalf("Apache Kafka is needed as the source: %v", err)
+	}
+	kafka, err := kafkaref.Start(ctx, kafkaref.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting Apache Kafka: %v", err)
+	}
+	t.Cleanup(func() { kafka.Stop() })
+	return kafka
+}
 
 // newAddrClient is a kgo client of the brokers at addr, closed at cleanup.
 func newAddrClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
@@ -132,15 +148,8 @@ func readRaw(t *testing.T, cl *kgo.Client, topic string, p int32) rawPartition {
 // and reads every record exactly once across the switch; after promotion
 // the topic takes produce.
 func TestLink_FromApacheKafka(t *testing.T) {
-	if err := kafkaref.Available(); err != nil {
-		t.Fatalf("Apache Kafka is needed as the source: %v", err)
-	}
 	ctx := testCtx(t, 4*time.Minute)
-	kafka, err := kafkaref.Start(ctx, kafkaref.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting Apache Kafka: %v", err)
-	}
-	t.Cleanup(func() { kafka.Stop() })
+	kafka := startKafkaSource(t, ctx)
 	g := newBroker(t)
 
 	src := newAddrClient(t, kafka.Addr)
@@ -295,15 +304,8 @@ func TestLink_FromApacheKafka(t *testing.T) {
 // stream stops, every partition holds Kafka's batches byte for byte at the
 // same offsets: nothing lost, nothing twice.
 func TestLink_LeaderKilledWhileMirroring(t *testing.T) {
-	if err := kafkaref.Available(); err != nil {
-		t.Fatalf("Apache Kafka is needed as the source: %v", err)
-	}
 	ctx := testCtx(t, 4*time.Minute)
-	kafka, err := kafkaref.Start(ctx, kafkaref.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting Apache Kafka: %v", err)
-	}
-	t.Cleanup(func() { kafka.Stop() })
+	kafka := startKafkaSource(t, ctx)
 	src := newAddrClient(t, kafka.Addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if _, err := kadm.NewClient(src).CreateTopic(ctx, 3, 1, nil, "events"); err != nil {
 		t.Fatal(err)
