@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -297,6 +298,7 @@ func (s *Server) routes() *http.ServeMux {
 	})
 	s.registerConsole(mux)
 	s.registerActions(mux)
+	s.registerLinks(mux)
 	return mux
 }
 
@@ -440,4 +442,61 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// registerLinks serves the cluster links' operations (broker.Links, as
+// gregor link sends them over the Kafka port) as JSON:
+//
+//	GET    /admin/links                       the links
+//	POST   /admin/links                       create: a link.Link as body
+//	GET    /admin/links/{name}                status: lag per mirror partition, groups synced
+//	POST   /admin/links/{name}/promote[?topics=REGEX]
+//	DELETE /admin/links/{name}[?force=true]
+//
+// ALTER on the cluster is needed to change a link, DESCRIBE to read one.
+// Errors are {"error": …} with 400 (invalid), 403, 404 (no such link) or
+// 500.
+func (s *Server) registerLinks(mux *http.ServeMux) {
+	run := func(w http.ResponseWriter, r *http.Request, op broker.LinkOp) {
+		c := callerOf(r)
+		if op.Op != "list" && op.Op != "status" {
+			s.log.Info("admin link endpoint", "principal", c.Principal, "host", c.Host, "method", r.Method, "path", r.URL.Path)
+		}
+		code, msg, body := s.b.Links(r.Context(), c, op)
+		if code != 0 {
+			status := http.StatusInternalServerError
+			switch code {
+			case kerr.InvalidRequest.Code:
+				status = http.StatusBadRequest
+			case kerr.ResourceNotFound.Code:
+				status = http.StatusNotFound
+			case kerr.ClusterAuthorizationFailed.Code:
+				status = http.StatusForbidden
+			}
+			writeJSON(w, status, map[string]string{"error": msg})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}
+	mux.HandleFunc("GET /admin/links", func(w http.ResponseWriter, r *http.Request) {
+		run(w, r, broker.LinkOp{Op: "list"})
+	})
+	mux.HandleFunc("POST /admin/links", func(w http.ResponseWriter, r *http.Request) {
+		var l link.Link
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&l); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		run(w, r, broker.LinkOp{Op: "create", Link: &l})
+	})
+	mux.HandleFunc("GET /admin/links/{name}", func(w http.ResponseWriter, r *http.Request) {
+		run(w, r, broker.LinkOp{Op: "status", Name: r.PathValue("name")})
+	})
+	mux.HandleFunc("POST /admin/links/{name}/promote", func(w http.ResponseWriter, r *http.Request) {
+		run(w, r, broker.LinkOp{Op: "promote", Name: r.PathValue("name"), Topics: r.URL.Query().Get("topics")})
+	})
+	mux.HandleFunc("DELETE /admin/links/{name}", func(w http.ResponseWriter, r *http.Request) {
+		run(w, r, broker.LinkOp{Op: "delete", Name: r.PathValue("name"), Force: r.URL.Query().Get("force") == "true"})
+	})
 }

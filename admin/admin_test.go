@@ -11,6 +11,7 @@ import (
 
 	"github.com/gregor-broker/gregor/broker"
 	"github.com/gregor-broker/gregor/gregortest"
+	"github.com/gregor-broker/gregor/link"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -238,5 +239,63 @@ func TestFaults_OverHTTP(t *testing.T) {
 	}
 	if recs, err := b.ReadRecords("f", 0, 0, 10); err != nil || len(recs) != 1 {
 		t.Fatalf("f-0 holds %d records (%v), want 1", len(recs), err)
+	}
+}
+
+func TestLinks_OverHTTP(t *testing.T) {
+	src := gregortest.Start(t, gregortest.Topic("t", 1, nil))
+	dst := gregortest.Start(t, gregortest.HTTP())
+	ctx := testCtx(t)
+	if err := newClient(t, src.Addr()).ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte("a")}, &kgo.Record{Topic: "t", Value: []byte("b")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + dst.HTTPAddr() + "/admin/links"
+	call := func(method, url, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	if code, body := call("POST", base, `{"name":"bad name","source":["`+src.Addr()+`"],"topics":"t"}`); code != 400 {
+		t.Fatalf("create with a bad name: %d %s", code, body)
+	}
+	if code, body := call("POST", base, `{"name":"mig","source":["`+src.Addr()+`"],"topics":"t","sync_interval_ms":100}`); code != 200 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := call("GET", base, ""); code != 200 || !strings.Contains(body, `"name":"mig"`) {
+		t.Fatalf("list: %d %s", code, body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := call("GET", base+"/mig", "")
+		var st link.Status
+		if code == 200 && json.Unmarshal([]byte(body), &st) == nil && len(st.Mirrors) == 1 && len(st.Mirrors[0].Partitions) == 1 &&
+			st.Mirrors[0].Partitions[0].MirrorEnd == 2 && st.Mirrors[0].Partitions[0].Lag == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed t-0 mirrored to 2: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := call("DELETE", base+"/mig", ""); code != 400 || !strings.Contains(body, "MIRRORING") {
+		t.Fatalf("delete with a mirror topic: %d %s", code, body)
+	}
+	if code, body := call("POST", base+"/mig/promote", ""); code != 200 || body != `{"promoted":["t"]}` {
+		t.Fatalf("promote: %d %s", code, body)
+	}
+	if code, body := call("DELETE", base+"/mig", ""); code != 200 {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	if code, body := call("GET", base+"/mig", ""); code != 404 {
+		t.Fatalf("status after delete: %d %s", code, body)
 	}
 }

@@ -42,37 +42,50 @@ const maxLinkOpTimeout = 10 * time.Minute
 func (b *Broker) handleLinks(r *request) (kmsg.Response, error) {
 	req := r.msg.(*protocol.JSONRequest)
 	resp := req.ResponseKind().(*protocol.JSONResponse)
-	fail := func(code int16, msg string) (kmsg.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = code, kmsg.StringPtr(msg)
-		return resp, nil
-	}
 	var op LinkOp
 	if err := json.Unmarshal(req.Body, &op); err != nil {
-		return fail(kerr.InvalidRequest.Code, "links: malformed request: "+err.Error())
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("links: malformed request: "+err.Error())
+		return resp, nil
 	}
+	allowed := func(a acl.Operation) bool { return b.allowed(r, a, acl.Cluster, acl.ClusterName) }
+	var msg string
+	resp.ErrorCode, msg, resp.Body = b.linkOp(r.ctx, allowed, op)
+	if resp.ErrorCode != 0 {
+		resp.ErrorMessage = kmsg.StringPtr(msg)
+	}
+	return resp, nil
+}
+
+// Links runs one links operation as c would over the wire (the admin
+// HTTP API's entry): the error code and message, or the JSON result.
+func (b *Broker) Links(ctx context.Context, c Caller, op LinkOp) (code int16, msg string, body []byte) {
+	return b.linkOp(ctx, func(a acl.Operation) bool { return b.Authorize(c, a, acl.Cluster, acl.ClusterName) }, op)
+}
+
+func (b *Broker) linkOp(ctx context.Context, allowed func(acl.Operation) bool, op LinkOp) (int16, string, []byte) {
 	need := acl.Alter
 	if op.Op == "list" || op.Op == "status" {
 		need = acl.Describe
 	}
-	if !b.allowed(r, need, acl.Cluster, acl.ClusterName) {
-		return fail(kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description)
+	if !allowed(need) {
+		return kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description, nil
 	}
 	m := b.links.Load()
 	if m == nil {
-		return fail(kerr.BrokerNotAvailable.Code, "links: the broker is starting")
+		return kerr.BrokerNotAvailable.Code, "links: the broker is starting", nil
 	}
 	timeout := time.Minute
 	if op.TimeoutMs > 0 {
 		timeout = min(time.Duration(op.TimeoutMs)*time.Millisecond, maxLinkOpTimeout)
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out any
 	var err error
 	switch op.Op {
 	case "create":
 		if op.Link == nil {
-			return fail(kerr.InvalidRequest.Code, "links: create without a link")
+			return kerr.InvalidRequest.Code, "links: create without a link", nil
 		}
 		err = m.Create(ctx, op.Link)
 		out = op.Link
@@ -88,19 +101,20 @@ func (b *Broker) handleLinks(r *request) (kmsg.Response, error) {
 		err = m.Delete(ctx, op.Name, op.Force)
 		out = map[string]any{}
 	default:
-		return fail(kerr.InvalidRequest.Code, fmt.Sprintf("links: unknown operation %q", op.Op))
+		return kerr.InvalidRequest.Code, fmt.Sprintf("links: unknown operation %q", op.Op), nil
 	}
 	switch {
 	case errors.Is(err, link.ErrNotFound):
-		return fail(kerr.ResourceNotFound.Code, err.Error())
+		return kerr.ResourceNotFound.Code, err.Error(), nil
 	case errors.Is(err, link.ErrInvalid), errors.Is(err, link.ErrExists), errors.Is(err, link.ErrActiveMirrors):
-		return fail(kerr.InvalidRequest.Code, err.Error())
+		return kerr.InvalidRequest.Code, err.Error(), nil
 	case err != nil:
 		b.log.Warn("links: operation failed", "op", op.Op, "name", op.Name, "err", err)
-		return fail(kerr.UnknownServerError.Code, err.Error())
+		return kerr.UnknownServerError.Code, err.Error(), nil
 	}
-	if resp.Body, err = json.Marshal(out); err != nil {
-		return nil, err
+	body, err := json.Marshal(out)
+	if err != nil {
+		return kerr.UnknownServerError.Code, err.Error(), nil
 	}
-	return resp, nil
+	return 0, "", body
 }
