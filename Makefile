@@ -9,7 +9,7 @@ TESTFLAGS ?=
 
 RACEFLAG := $(if $(RACE),-race,)
 
-.PHONY: test-stress race screenshot conformance bench-kafka bench-cluster bench-scale cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -o bin/gregor ./cmd/gregor
@@ -197,6 +197,13 @@ bench-cluster:
 BENCH_SCALE_FLAGS ?=
 bench-scale: build
 	cd bench && $(GO) run ./cmd/scale-bench -bin ../bin/gregor $(BENCH_SCALE_FLAGS)
+
+## bench-link: mirroring from Apache Kafka 4.4 into Gregor, a cluster link
+## (gregor link) beside MirrorMaker 2 (compat/java's connect classpath);
+## needs java and mvn. Knobs: BENCH_LINK_FLAGS="-mb 512 -partitions 8 -targets link,mm2"
+BENCH_LINK_FLAGS ?=
+bench-link: build
+	cd bench && $(GO) run ./cmd/link-bench -bin ../bin/gregor $(BENCH_LINK_FLAGS)
 
 ## bench-compare: Gregor, kfake and Apache Kafka 4.4 (compat/kafkaref; needs
 ## java and mvn, else it is left out with a note) as processes on loopback,
