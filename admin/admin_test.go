@@ -286,6 +286,11 @@ func TestLinks_OverHTTP(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The console's page: the link, and its partition with its lag.
+	if code, body := get(t, "http://"+dst.HTTPAddr()+"/links"); code != 200 || !strings.Contains(body, `data-link="mig"`) ||
+		!strings.Contains(body, `data-partition="t-0"`) || !strings.Contains(body, `<td class="num lag">0</td>`) || !strings.Contains(body, "MIRRORING") {
+		t.Fatalf("console /links: %d\n%s", code, body)
+	}
 	if code, body := call("DELETE", base+"/mig", ""); code != 400 || !strings.Contains(body, "MIRRORING") {
 		t.Fatalf("delete with a mirror topic: %d %s", code, body)
 	}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/link"
 )
 
 //go:embed templates/*.html
@@ -31,6 +33,8 @@ var pages = sync.OnceValue(func() *template.Template {
 		"retention": retention,
 		"ts":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000Z") },
 		"add2":      func(a, b int) int { return a + b },
+		"ms":        func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05Z") },
+		"joins":     func(s []string) string { return strings.Join(s, ",") },
 		"join": func(ids []int32) string {
 			var parts []string
 			for _, id := range ids {
@@ -152,6 +156,30 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			}
 		}
 		render(w, r, "index.html", "Gregor", o)
+	})
+	mux.HandleFunc("GET /links", func(w http.ResponseWriter, r *http.Request) {
+		type linksPage struct {
+			Links []*link.Status
+			Err   string
+		}
+		var page linksPage
+		c := callerOf(r)
+		code, msg, body := b.Links(r.Context(), c, broker.LinkOp{Op: "list"})
+		var list struct{ Links []*link.Link }
+		if code == 0 {
+			json.Unmarshal(body, &list)
+		} else {
+			page.Err = msg
+		}
+		for _, l := range list.Links {
+			code, msg, body := b.Links(r.Context(), c, broker.LinkOp{Op: "status", Name: l.Name})
+			var st link.Status
+			if code != 0 || json.Unmarshal(body, &st) != nil {
+				st = link.Status{Link: l, Error: msg}
+			}
+			page.Links = append(page.Links, &st)
+		}
+		render(w, r, "links.html", "Cluster links", page)
 	})
 	mux.HandleFunc("GET /topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
 		for _, t := range b.Topics() {
