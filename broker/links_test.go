@@ -157,9 +157,12 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 	if _, err := srcAdm.CommitOffsets(ctx, "billing", kadm.Offsets{"orders": {0: {At: 10}, 1: {At: 7}}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := srcAdm.CommitOffsets(ctx, "audit", kadm.Offsets{"orders": {0: {At: 20}, 1: {At: 11}}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The link, through the wire API as gregor link sends it.
-	code, msg, _ := linkOp(t, dstAddr, LinkOp{Op: "create", Link: &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "orders|prices", Groups: "bill.*", SyncIntervalMs: 100}})
+	code, msg, _ := linkOp(t, dstAddr, LinkOp{Op: "create", Link: &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "orders|prices", Groups: "bill.*|audit", SyncIntervalMs: 100}})
 	if code != 0 {
 		t.Fatalf("create: %v: %s", kerr.ErrorForCode(code), msg)
 	}
@@ -242,6 +245,30 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 		b, _ := o.Lookup("orders", 1)
 		return a.At == 10 && b.At == 7
 	})
+
+	// A KIP-848 consumer of a group the link copied starts at its offsets.
+	waitFor(t, 10*time.Second, "audit's offsets copied", func() bool {
+		o, err := dstAdm.FetchOffsets(ctx, "audit")
+		a, _ := o.Lookup("orders", 0)
+		return err == nil && a.At == 20
+	})
+	audit := newClient(t, dstAddr, kgo.ConsumerGroup("audit"), kgo.ConsumeTopics("orders"), kgo.ServerSideBalancer(), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	first := map[int32]int64{}
+	for len(first) < 2 {
+		fs := audit.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, ok := first[r.Partition]; !ok {
+				first[r.Partition] = r.Offset
+			}
+		})
+	}
+	if first[0] != 20 || first[1] != 11 {
+		t.Fatalf("a KIP-848 consumer of audit here started at %v, want 0:20 1:11", first)
+	}
+	audit.Close()
 
 	// Produce is refused until promoted.
 	if err := dstCl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr(); err == nil || !errors.Is(err, kerr.PolicyViolation) {
