@@ -25,6 +25,7 @@ import (
 type Caller struct {
 	Principal string
 	Host      string
+	internal  bool // the broker itself (linkCaller): every operation allowed
 }
 
 // ACLOperation is an ACL operation, numbered as on the wire.

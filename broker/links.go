@@ -112,7 +112,10 @@ func (b *Broker) produceReadOnly(topic string) (int16, string) {
 // linkHost is the broker as link.Host.
 type linkHost struct{ b *Broker }
 
-var linkCaller = Caller{Principal: "User:gregor-link", Host: "localhost"}
+// linkCaller is the links' identity in Execute: the broker itself, allowed
+// everything (a forwarded request runs as the inter-broker listener's
+// principal, which a secured cluster makes a super user, as Kafka's).
+var linkCaller = Caller{Principal: "User:gregor-link", Host: "localhost", internal: true}
 
 func (h linkHost) Controller() bool {
 	_, controller := h.b.brokersView()
@@ -426,4 +429,20 @@ func stampLeaderEpoch(records []byte, epoch int32) {
 		binary.BigEndian.PutUint32(records[off+epochPos:], uint32(epoch))
 		off += size
 	}
+}
+
+func (h linkHost) CreateACLs(ctx context.Context, bindings []kmsg.CreateACLsRequestCreation) error {
+	req := kmsg.NewPtrCreateACLsRequest()
+	req.Creations = bindings
+	resp, err := h.execute(ctx, req)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range resp.(*kmsg.CreateACLsResponse).Results {
+		if err := kerrMessage(r.ErrorCode, r.ErrorMessage); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -194,7 +194,8 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 		t.Helper()
 		a, b := dumpPartition(t, src, topic, p), dumpPartition(t, dstCl, topic, p)
 		if !bytes.Equal(a.batches, b.batches) || len(a.batches) == 0 {
-			t.Fatalf("%s-%d: the mirror's batches differ from the source's (%d and %d bytes)", topic, p, len(a.batches), len(b.batches))
+			_, _, st := linkOp(t, dstAddr, LinkOp{Op: "status", Name: "mig"})
+			t.Fatalf("%s-%d: the mirror's batches differ from the source's (%d and %d bytes); hw %d and %d; status %s", topic, p, len(a.batches), len(b.batches), a.hw, b.hw, st)
 		}
 		if a.logStart != b.logStart || a.hw != b.hw || a.ls != b.ls || !slices.Equal(a.aborted, b.aborted) {
 			t.Fatalf("%s-%d: source log start %d hw %d lso %d aborted %v; mirror %d %d %d %v", topic, p, a.logStart, a.hw, a.ls, a.aborted, b.logStart, b.hw, b.ls, b.aborted)
@@ -296,11 +297,10 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the mirror caught up again", func() bool {
-		if !caughtUp() {
-			return false
-		}
+		// The third partition first: a status taken before it exists
+		// here would not list it.
 		n, ok := linkHost{dst}.Partitions("orders")
-		return ok && n == 3 && linkHost{dst}.TopicConfigs("orders")["retention.ms"] == "3600000"
+		return ok && n == 3 && linkHost{dst}.TopicConfigs("orders")["retention.ms"] == "3600000" && caughtUp()
 	})
 	compare("orders", 0)
 	compare("orders", 1)
@@ -365,5 +365,59 @@ func TestLink_HiddenFromApiVersions(t *testing.T) {
 		if k.ApiKey == protocol.LinksKey {
 			t.Fatal("ApiVersions lists the links API")
 		}
+	}
+}
+
+// TestLink_CopiesACLs: the source's literal ACLs on the link's topics and
+// groups are created here; others are not.
+func TestLink_CopiesACLs(t *testing.T) {
+	props := map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users": "User:ANONYMOUS"}
+	_, srcAddr := startBroker(t, "", props)
+	dst, dstAddr := startBroker(t, "", props)
+	ctx := testCtx(t)
+	srcAdm := kadm.NewClient(newClient(t, srcAddr))
+	if _, err := srcAdm.CreateTopic(ctx, 1, -1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpRead, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Allow("User:alice").Groups("billing").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Allow("User:bob").Topics("other").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+	} {
+		res, err := srcAdm.CreateACLs(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	if err := dst.links.Load().Create(ctx, &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "orders", Groups: "billing", SyncIntervalMs: 100}); err != nil {
+		t.Fatal(err)
+	}
+	dstCl := newClient(t, dstAddr)
+	var got []string
+	waitFor(t, 10*time.Second, "alice's ACLs copied", func() bool {
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		resp, err := req.RequestWith(ctx, dstCl)
+		if err != nil || resp.ErrorCode != 0 {
+			return false
+		}
+		got = got[:0]
+		for _, r := range resp.Resources {
+			for _, a := range r.ACLs {
+				got = append(got, fmt.Sprintf("%v:%s:%s:%v", r.ResourceType, r.ResourceName, a.Principal, a.Operation))
+			}
+		}
+		slices.Sort(got)
+		return len(got) >= 3
+	})
+	want := []string{"GROUP:billing:User:alice:READ", "TOPIC:orders:User:alice:DESCRIBE", "TOPIC:orders:User:alice:READ"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ACLs here: %v, want %v", got, want)
 	}
 }

@@ -44,6 +44,9 @@ type Host interface {
 	// member (ErrGroupActive when it has).
 	CommittedOffsets(ctx context.Context, group string) (map[string]map[int32]int64, error)
 	CommitOffsets(ctx context.Context, group string, offsets map[string]map[int32]int64) error
+	// CreateACLs adds ACL bindings (kerr.SecurityDisabled without an
+	// authorizer).
+	CreateACLs(ctx context.Context, bindings []kmsg.CreateACLsRequestCreation) error
 }
 
 // ErrGroupActive is CommitOffsets' answer for a group with members.
@@ -236,6 +239,8 @@ type runner struct {
 	errAt    time.Time
 	nextSync time.Time
 	pidFloor int64 // the highest producer id reserved
+	// aclsCopied are the bindings copied from the source (syncACLs).
+	aclsCopied map[string]bool
 
 	// Counters for metrics.
 	bytes, batches, fetchErrors atomic.Int64
@@ -251,7 +256,7 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 		return nil, err
 	}
 	return &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		parts: map[tp]*mpart{}, pidFloor: -1}, nil
+		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}}, nil
 }
 
 func (r *runner) poke() {

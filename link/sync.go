@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // SyncedConfigs are the topic configs a mirror topic takes from its source
@@ -43,6 +45,9 @@ func (r *runner) sync(ctx context.Context) {
 		if err := r.syncGroups(ctx); err != nil {
 			r.fail("syncing groups", err)
 		}
+	}
+	if err := r.syncACLs(ctx); err != nil {
+		r.fail("copying ACLs", err)
 	}
 }
 
@@ -270,4 +275,67 @@ func sameOffsets(a, b map[string]map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// syncACLs copies the source's literal ACLs on the link's topics (those
+// matching its topics pattern) and groups (its groups pattern) here, once
+// each: bindings are added, never removed (a binding removed on the source
+// stays here; Kafka's prefixed and wildcard bindings are not copied). A
+// source without an authorizer, or this cluster without one, has nothing
+// to copy. SCRAM credentials cannot be read from a source at all.
+func (r *runner) syncACLs(ctx context.Context) error {
+	st := r.m.cfg.Store.State()
+	topics, groups := st.topics[r.link.Name], st.groups[r.link.Name]
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, r.cl)
+	if err != nil {
+		return err
+	}
+	if resp.ErrorCode == kerr.SecurityDisabled.Code {
+		return nil
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	var add []kmsg.CreateACLsRequestCreation
+	for _, res := range resp.Resources {
+		switch {
+		case res.ResourceType == kmsg.ACLResourceTypeTopic && topics != nil && topics.MatchString(res.ResourceName):
+		case res.ResourceType == kmsg.ACLResourceTypeGroup && groups != nil && groups.MatchString(res.ResourceName):
+		default:
+			continue
+		}
+		for _, a := range res.ACLs {
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = res.ResourceType, res.ResourceName, kmsg.ACLResourcePatternTypeLiteral
+			c.Principal, c.Host, c.Operation, c.PermissionType = a.Principal, a.Host, a.Operation, a.PermissionType
+			key := fmt.Sprintf("%v|%s|%s|%s|%v|%v", c.ResourceType, c.ResourceName, c.Principal, c.Host, c.Operation, c.PermissionType)
+			r.mu.Lock()
+			done := r.aclsCopied[key]
+			r.mu.Unlock()
+			if !done {
+				add = append(add, c)
+			}
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if err := r.m.cfg.Host.CreateACLs(ctx, add); err != nil {
+		if errors.Is(err, kerr.SecurityDisabled) {
+			return nil
+		}
+		return err
+	}
+	r.mu.Lock()
+	for _, c := range add {
+		r.aclsCopied[fmt.Sprintf("%v|%s|%s|%s|%v|%v", c.ResourceType, c.ResourceName, c.Principal, c.Host, c.Operation, c.PermissionType)] = true
+	}
+	r.mu.Unlock()
+	r.m.cfg.Log.Info("link: ACLs copied", "link", r.link.Name, "bindings", len(add))
+	return nil
 }
