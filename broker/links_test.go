@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // linkOp runs one operation of the links API over the wire, as gregor link
@@ -419,5 +420,54 @@ func TestLink_CopiesACLs(t *testing.T) {
 	want := []string{"GROUP:billing:User:alice:READ", "TOPIC:orders:User:alice:DESCRIBE", "TOPIC:orders:User:alice:READ"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ACLs here: %v, want %v", got, want)
+	}
+}
+
+// TestLink_SchemasFromAnotherRegistry: a link that mirrors another
+// registry's _schemas topic: this broker's registry serves its schemas
+// under the same ids, refuses to register while the topic is a mirror, and
+// registers after the promotion with the next id.
+func TestLink_SchemasFromAnotherRegistry(t *testing.T) {
+	props := map[string]string{"schema.registry.listeners": "http://127.0.0.1:0"}
+	src, srcAddr := startBroker(t, "", props)
+	dst, _ := startBroker(t, "", props)
+	ctx := testCtx(t)
+	srcReg, err := sr.NewClient(sr.URLs("http://" + src.SchemaRegistryAddr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{"users-value", "orders-value"} {
+		if _, err := srcReg.CreateSchema(ctx, subject, sr.Schema{Schema: srUserSchema}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orders, err := srcReg.SchemaByVersion(ctx, "orders-value", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := dst.links.Load()
+	if err := m.Create(ctx, &link.Link{Name: "reg", Source: []string{srcAddr}, Topics: "_schemas", SyncIntervalMs: 100}); err != nil {
+		t.Fatal(err)
+	}
+	dstReg, err := sr.NewClient(sr.URLs("http://" + dst.SchemaRegistryAddr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "orders-value served here", func() bool {
+		got, err := dstReg.SchemaByVersion(ctx, "orders-value", 1)
+		return err == nil && got.ID == orders.ID
+	})
+	if _, err := dstReg.CreateSchema(ctx, "new-value", sr.Schema{Schema: `"string"`}); err == nil {
+		t.Fatal("registered a schema into a mirrored _schemas")
+	}
+	if _, err := m.Promote(ctx, "reg", ""); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := dstReg.CreateSchema(ctx, "new-value", sr.Schema{Schema: `"string"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss.ID <= orders.ID {
+		t.Fatalf("a schema registered after the promotion got id %d; the mirrored ones go up to %d", ss.ID, orders.ID)
 	}
 }

@@ -225,6 +225,12 @@ func (l *schemasLog) topic() (*topic, error) {
 
 // Append implements schemaregistry.Log.
 func (l *schemasLog) Append(ctx context.Context, expectedEnd int64, key, value []byte) (int64, error) {
+	// A _schemas mirrored by a cluster link (another registry's, brought
+	// over) is served as it is and written only by its source until
+	// promoted.
+	if _, msg := l.b.produceReadOnly(schemasTopicName); msg != "" {
+		return 0, errors.New(msg)
+	}
 	p, err := l.partition()
 	if err != nil {
 		return 0, err

@@ -101,8 +101,24 @@ func (r *runner) syncTopics(ctx context.Context) error {
 			}
 			r.m.cfg.Log.Info("link: mirror topic created", "link", r.link.Name, "topic", name, "partitions", want, "configs", configs[name])
 		case mt == nil:
-			errs = append(errs, fmt.Errorf("topic %s exists here and is not a mirror: not mirrored", name))
-			continue
+			// A topic here that never held a record (one a schema
+			// registry created at its start, say) becomes the mirror;
+			// any other is left alone.
+			if empty, err := r.emptyTopic(ctx, name, have); err != nil || !empty || have > want {
+				errs = append(errs, fmt.Errorf("topic %s exists here and is not a mirror (and not empty): not mirrored", name))
+				continue
+			}
+			mt = &Mirror{Link: r.link.Name, Topic: name, State: Mirroring, CreatedMs: time.Now().UnixMilli()}
+			if err := r.m.cfg.Store.PutMirror(ctx, mt); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.m.cfg.Log.Info("link: an empty topic here becomes the mirror", "link", r.link.Name, "topic", name)
+			if want > have {
+				if err := h.CreatePartitions(ctx, name, want); err != nil {
+					errs = append(errs, fmt.Errorf("adding partitions to %s: %w", name, err))
+				}
+			}
 		default:
 			if want > have {
 				if err := h.CreatePartitions(ctx, name, want); err != nil {
@@ -134,6 +150,21 @@ func (r *runner) syncTopics(ctx context.Context) error {
 	}
 	r.poke()
 	return errors.Join(errs...)
+}
+
+// emptyTopic reports whether no partition of a topic here ever held a
+// record: every one ends at 0.
+func (r *runner) emptyTopic(ctx context.Context, topic string, partitions int32) (bool, error) {
+	hws, err := r.m.cfg.Host.HighWatermarks(ctx, topic, partitions)
+	if err != nil {
+		return false, err
+	}
+	for p := range partitions {
+		if hw, ok := hws[p]; !ok || hw != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // sourceConfigs returns the synced configs set on each source topic.
