@@ -342,6 +342,9 @@ func (r *runner) run() {
 			}
 		}
 		if err := r.fetchRound(ctx, work); err != nil {
+			if ctx.Err() != nil {
+				return // stopping: the fetch was cut short, not failed
+			}
 			r.fetchErrors.Add(1)
 			r.fail("fetching from the source", err)
 			r.invalidateSource()

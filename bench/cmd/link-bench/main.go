@@ -16,8 +16,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log"
@@ -54,7 +54,9 @@ func main() {
 		log.Fatalf("Apache Kafka: %v", err)
 	}
 	defer kafka.Stop()
-	src, err := kgo.NewClient(kgo.SeedBrokers(kafka.Addr), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond))
+	// Uncompressed, incompressible values: the MiB are the bytes moved.
+	src, err := kgo.NewClient(kgo.SeedBrokers(kafka.Addr), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +65,8 @@ func main() {
 		log.Fatal(err)
 	}
 	n := *mb << 20 / *size
-	value := bytes.Repeat([]byte("x"), *size)
+	value := make([]byte, *size)
+	rand.Read(value)
 	start := time.Now()
 	for range n {
 		src.Produce(ctx, &kgo.Record{Topic: "bench", Value: value}, func(_ *kgo.Record, err error) {
@@ -82,7 +85,7 @@ func main() {
 	for _, target := range strings.Split(*targets, ",") {
 		dir := filepath.Join(root, target)
 		addr, stop := startGregor(ctx, *bin, dir)
-		dst, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		dst, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(20*time.Millisecond)) // the topic appears while we poll
 		if err != nil {
 			log.Fatal(err)
 		}
