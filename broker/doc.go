@@ -139,6 +139,19 @@
 // registry's URL, and the others forward each request to the registry of
 // the leader of _schemas-0, as Confluent's followers forward to its leader.
 //
+// # Cluster links
+//
+// Every broker runs a link.Manager (links.go) over the links' metastore
+// collection and is its link.Host: it fetches from a link's source the
+// mirror partitions it leads and appends the source's batches at their
+// offsets (mirrorLog.AppendMirrored), and on the controller it creates
+// mirror topics and copies group offsets and ACLs through Execute, as the
+// broker itself (Caller.internal). A mirror topic refuses produce with
+// POLICY_VIOLATION until promoted (produceReadOnly), producer ids are
+// handed out above every mirrored one (producerIDs.floor), and `gregor
+// link` reaches the manager with Gregor's own, unadvertised API key 32000
+// (32000_links.go); the admin listener with Broker.Links.
+//
 // # Transactions and markers
 //
 // Transactional state lives in coordinator.TxnCoordinator (txns.go opens
