@@ -107,11 +107,13 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 		r.mu.Lock()
 		s.Error = r.lastErr
 		r.mu.Unlock()
-		s.Metrics = &RunnerCounters{Bytes: r.bytes.Load(), Batches: r.batches.Load(), FetchErrors: r.fetchErrors.Load()}
+		c := r.counters()
+		s.Metrics = &c
 		adm = kadm.NewClient(r.cl)
 	}
+	mirrors := st.MirrorsOf(name)
 	var topics []string
-	for _, mt := range st.MirrorsOf(name) {
+	for _, mt := range mirrors {
 		topics = append(topics, mt.Topic)
 	}
 	var srcEnds kadm.ListedOffsets
@@ -121,7 +123,7 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 			s.Error = "source end offsets: " + err.Error()
 		}
 	}
-	for _, mt := range st.MirrorsOf(name) {
+	for _, mt := range mirrors {
 		ms := MirrorStatus{Topic: mt.Topic, State: mt.State}
 		n, ok := m.cfg.Host.Partitions(mt.Topic)
 		if !ok {
@@ -276,9 +278,13 @@ func (m *Manager) Counters() map[string]RunnerCounters {
 	defer m.mu.Unlock()
 	out := map[string]RunnerCounters{}
 	for n, r := range m.runners {
-		out[n] = RunnerCounters{Bytes: r.bytes.Load(), Batches: r.batches.Load(), FetchErrors: r.fetchErrors.Load()}
+		out[n] = r.counters()
 	}
 	return out
+}
+
+func (r *runner) counters() RunnerCounters {
+	return RunnerCounters{Bytes: r.bytes.Load(), Batches: r.batches.Load(), FetchErrors: r.fetchErrors.Load()}
 }
 
 // Lags returns, for each mirror partition this broker leads, the source's
