@@ -207,8 +207,8 @@ type tp struct {
 type mpart struct {
 	tp
 	log Log
-	// From the source's latest answer: its high watermark and log start.
-	srcHW, srcStart int64
+	// srcHW is the source's high watermark in its latest answer.
+	srcHW int64
 	// failed holds the partition back (an error that fetching again
 	// cannot mend soon) until retryAt.
 	failed  string
@@ -307,7 +307,9 @@ func (r *runner) run() {
 	defer close(r.done)
 	ctx, cancel := r.ctx()
 	defer cancel()
-	backoff := time.Duration(0)
+	// backoff grows while fetch rounds fail, up to 5s, and is reset by
+	// one that succeeds; retry says the next wait is the backoff.
+	backoff, retry := time.Duration(0), false
 	for {
 		select {
 		case <-r.stop:
@@ -319,9 +321,9 @@ func (r *runner) run() {
 			r.nextSync = time.Now().Add(r.link.SyncInterval())
 		}
 		work := r.assign()
-		if len(work) == 0 || backoff > 0 {
+		if len(work) == 0 || retry {
 			wait := min(r.m.cfg.Poll, time.Until(r.nextSync))
-			if backoff > 0 {
+			if retry {
 				wait = backoff
 			}
 			t := time.NewTimer(max(wait, time.Millisecond))
@@ -329,17 +331,12 @@ func (r *runner) run() {
 			case <-r.stop:
 				t.Stop()
 				return
-			case <-r.pokec:
+			case <-r.pokec: // leadership or the links changed: look again now
 			case <-t.C:
 			}
 			t.Stop()
-			if backoff > 0 && len(work) > 0 {
-				backoff = 0
-				continue
-			}
-			if len(work) == 0 {
-				continue
-			}
+			retry = false
+			continue
 		}
 		if err := r.fetchRound(ctx, work); err != nil {
 			if ctx.Err() != nil {
@@ -348,7 +345,7 @@ func (r *runner) run() {
 			r.fetchErrors.Add(1)
 			r.fail("fetching from the source", err)
 			r.invalidateSource()
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			backoff, retry = min(max(2*backoff, 100*time.Millisecond), 5*time.Second), true
 			continue
 		}
 		backoff = 0
@@ -397,7 +394,7 @@ func (r *runner) assign() []*mpart {
 		seen[l.k] = true
 		mp := r.parts[l.k]
 		if mp == nil || mp.log != l.log {
-			mp = &mpart{tp: l.k, log: l.log, srcHW: -1, srcStart: -1}
+			mp = &mpart{tp: l.k, log: l.log, srcHW: -1}
 			r.parts[l.k] = mp
 		}
 		if l.skip || (mp.failed != "" && now.Before(mp.retryAt)) {
@@ -582,7 +579,7 @@ func (r *runner) apply(ctx context.Context, leader int32, mp *mpart, rp *kmsg.Fe
 		return
 	}
 	r.mu.Lock()
-	mp.srcHW, mp.srcStart = rp.HighWatermark, rp.LogStartOffset
+	mp.srcHW = rp.HighWatermark
 	r.mu.Unlock()
 	if len(rp.RecordBatches) > 0 {
 		if err := mp.log.AppendMirrored(rp.RecordBatches); err != nil {
