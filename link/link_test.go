@@ -94,12 +94,12 @@ func TestMaxProducerID(t *testing.T) {
 	}
 }
 
-func TestParseProperties(t *testing.T) {
-	p := ParseProperties("# source\nsecurity.protocol=SASL_SSL\n sasl.mechanism : SCRAM-SHA-512\n! c\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"p=1\";\n")
-	if p["security.protocol"] != "SASL_SSL" || p["sasl.mechanism"] != "SCRAM-SHA-512" || len(p) != 3 {
-		t.Fatalf("%v", p)
-	}
-	if _, err := sourceOptions(&Link{Source: []string{"h:1"}, SourceConfig: map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": p["sasl.jaas.config"]}}); err != nil {
+func TestSourceOptions_SCRAM(t *testing.T) {
+	jaas := `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p=1";`
+	if _, err := sourceOptions(&Link{Source: []string{"h:1"}, SourceConfig: map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas}}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := sourceOptions(&Link{Source: []string{"h:1"}, SourceConfig: map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI", "sasl.jaas.config": jaas}}); err == nil {
+		t.Fatal("GSSAPI accepted")
 	}
 }

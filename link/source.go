@@ -106,22 +106,3 @@ func sourceTLS(p map[string]string) (*tls.Config, error) {
 	}
 	return tc, nil
 }
-
-// ParseProperties reads a Kafka properties file's KEY=VALUE (or KEY: VALUE)
-// lines; # and ! start comments.
-func ParseProperties(data string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(data, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		i := strings.IndexAny(line, "=:")
-		if i < 0 {
-			out[line] = ""
-			continue
-		}
-		out[strings.TrimSpace(line[:i])] = strings.TrimSpace(line[i+1:])
-	}
-	return out
-}

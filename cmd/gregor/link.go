@@ -86,11 +86,16 @@ func linkCmd(args []string) error {
 			}
 		}
 		if *sourceConfig != "" {
-			data, err := os.ReadFile(*sourceConfig)
+			f, err := os.Open(*sourceConfig)
 			if err != nil {
 				return err
 			}
-			l.SourceConfig = link.ParseProperties(string(data))
+			l.SourceConfig = map[string]string{}
+			err = broker.ParseProperties(f, l.SourceConfig)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("--source-config %s: %w", *sourceConfig, err)
+			}
 		}
 		op.Link = l
 	case "promote":
