@@ -530,7 +530,13 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("LeaderlessUntilLastISRMemberReturns", func(t *testing.T) {
-		p, _ := c.node(1).Metadata().Partition("orders", 2)
+		// Read from etcd: node 1's mirror may not have seen the ISR
+		// changes rejoinISR just wrote, and a change conditioned on a
+		// stale partition epoch is refused (INVALID_UPDATE_VERSION).
+		p, err := c.node(1).readPartition(ctx(t), "orders", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
 		last := p.Leader
 		np, err := c.node(last).AlterPartition(ctx(t), "orders", 2, p.LeaderEpoch, p.PartitionEpoch, []int32{last})
 		if err != nil {
