@@ -200,7 +200,7 @@ func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResourc
 		return cur, nil, ""
 	}
 	if validateOnly {
-		cur := maps.Clone(b.groupConfigsOf(rr.ResourceName))
+		cur := maps.Clone(b.groupConfigs.of(rr.ResourceName))
 		if cur == nil {
 			cur = map[string]string{}
 		}

@@ -66,9 +66,10 @@ type Broker struct {
 
 	obs observer // metrics (metrics.go)
 
-	cleaner cleanerState // the log cleaner threads (cleaner.go)
-	dyn     dynState     // dynamic broker configs (dynconfig.go)
-	faults  faultSet     // fault injection (faults.go)
+	cleaner      cleanerState   // the log cleaner threads (cleaner.go)
+	dyn          dynState       // dynamic broker configs (dynconfig.go)
+	groupConfigs configMapStore // resource type GROUP: share groups' configs (shares.go)
+	faults       faultSet       // fault injection (faults.go)
 
 	userStore userState                    // SASL users (users.go)
 	sec       securityStats                // TLS and SASL counts (sasl.go)
@@ -158,23 +159,19 @@ func New(cfg Config) (*Broker, error) {
 	// In a cluster the topics come from etcd once the broker has joined
 	// (Listen); the files under __meta/topics are a single node's. So are
 	// the dynamic broker configs, read first: they set the topic defaults.
-	b.dyn.path = filepath.Join(cfg.DataDir, metaDirName, brokerConfigsFileName)
+	if err := b.initBrokerConfigs(); err != nil {
+		return nil, err
+	}
 	if !cfg.clusterConfigured() {
-		if err := b.loadBrokerConfigs(); err != nil {
-			return nil, err
-		}
 		if err := b.loadTopics(); err != nil {
 			b.closeLogs()
 			return nil, err
 		}
 	}
 	b.shares.init()
-	b.shares.cfgPath = filepath.Join(cfg.DataDir, metaDirName, groupConfigsFileName)
-	if !cfg.clusterConfigured() {
-		if err := b.loadGroupConfigs(); err != nil {
-			b.closeLogs()
-			return nil, err
-		}
+	if err := b.initGroupConfigs(); err != nil {
+		b.closeLogs()
+		return nil, err
 	}
 	if b.groups, err = b.openGroups(); err != nil {
 		b.closeLogs()

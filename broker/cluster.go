@@ -74,9 +74,6 @@ type Cluster interface {
 	// metadata: "acls" (ACL bindings), "quotas" (client quotas),
 	// "users" (SASL users), "links" (cluster links).
 	Collection(name string) metastore.Collection
-	UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error)
-	DeleteGroupConfigs(ctx context.Context, group string, rev int64) error
-	UpdateBrokerConfigs(ctx context.Context, resource string, update func(current map[string]string) (map[string]string, error)) (int64, error)
 }
 
 // clusterState is what a broker knows of a cluster, nil on a single node.
@@ -168,6 +165,8 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
 	b.userStore.use(node.Collection("users"))
+	b.dyn.store.use(node.Collection("broker-configs"))
+	b.groupConfigs.use(node.Collection("group-configs"))
 	b.useLinkStore(link.NewStore(node.Collection("links")))
 	b.pids.reserve = func(floor int64) (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
@@ -293,7 +292,7 @@ func (b *Broker) applyMetadata(md *metadata.Image) {
 	if prev := b.cl.applied.Load(); prev != nil && prev.Revision >= md.Revision {
 		return
 	}
-	dynChanged := b.syncDynamicConfigs(md)
+	dynChanged := b.syncDynamicConfigs()
 	var rc roleChanges
 	var local []*partition
 	for name, mt := range md.Topics {

@@ -23,14 +23,15 @@ package broker
 // (sensitive, as Kafka treats configs of unknown type) without effect, as
 // Kafka keeps custom configs.
 //
-// Stored in etcd in a cluster (Cluster.UpdateBrokerConfigs, one key
-// for the defaults and one per broker, in every broker's snapshot), in
-// __meta/broker-configs.json on a single node.
+// Stored as a configMaps collection: etcd's /gregor/broker-configs/<name>
+// in a cluster (one key for the defaults and one per broker, in every
+// broker's snapshot), __meta/broker-configs.json on a single node.
 
 import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,17 +39,15 @@ import (
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/config"
-	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // dynState holds the dynamic broker configs this broker applies.
 type dynState struct {
-	cur  atomic.Pointer[dynLevels]
-	mu   sync.Mutex // single node: serializes updates of the file
-	path string     // single node: __meta/broker-configs.json
-	all  map[string]map[string]string
+	store configMapStore
+	cur   atomic.Pointer[dynLevels] // the levels applied, from store
+	mu    sync.Mutex                // serialises applying them
 }
 
 // dynLevels are the dynamic configs in force: the cluster-wide defaults and
@@ -58,10 +57,6 @@ type dynLevels struct {
 }
 
 const brokerConfigsFileName = "broker-configs.json"
-
-type brokerConfigsFile struct {
-	Brokers map[string]map[string]string `json:"brokers"`
-}
 
 // dynamicBrokerConfigs are the broker configs that AlterConfigs may change.
 var dynamicBrokerConfigs = map[string]bool{}
@@ -212,30 +207,30 @@ func anyDynamic(names []string) bool {
 	return slices.ContainsFunc(names, func(n string) bool { return dynamicBrokerConfigs[n] })
 }
 
-// loadBrokerConfigs reads a single node's dynamic broker configs.
-func (b *Broker) loadBrokerConfigs() error {
-	var f brokerConfigsFile
-	found, err := readJSONFile(b.dyn.path, &f)
+// initBrokerConfigs opens a single node's dynamic broker configs and
+// applies them; a cluster's are its collection, once joined (startCluster).
+func (b *Broker) initBrokerConfigs() error {
+	if b.cfg.clusterConfigured() {
+		return nil
+	}
+	f, err := openConfigMapsFile(filepath.Join(b.cfg.DataDir, metaDirName, brokerConfigsFileName), "brokers")
 	if err != nil {
 		return err
 	}
-	if !found {
-		b.dyn.all = map[string]map[string]string{}
-		return nil
-	}
-	if f.Brokers == nil {
-		f.Brokers = map[string]map[string]string{}
-	}
-	b.dyn.all = f.Brokers
-	b.dyn.cur.Store(&dynLevels{def: f.Brokers[""], node: f.Brokers[strconv.Itoa(int(b.nodeID))]})
+	b.dyn.store.use(f)
+	b.syncDynamicConfigs()
 	return nil
 }
 
-// syncDynamicConfigs takes the dynamic broker configs of a cluster metadata
-// snapshot; it reports whether they changed. It runs on the metadata loop,
-// before the topics are applied.
-func (b *Broker) syncDynamicConfigs(md *metadata.Image) bool {
-	next := &dynLevels{def: md.BrokerConfigs[""], node: md.BrokerConfigs[strconv.Itoa(int(b.nodeID))]}
+// syncDynamicConfigs takes the dynamic broker configs of the store, as
+// they are now; it reports whether they changed, and the caller then
+// reapplies the topic defaults. It runs after this broker's own changes
+// and on the metadata loop, before the topics are applied.
+func (b *Broker) syncDynamicConfigs() bool {
+	b.dyn.mu.Lock()
+	defer b.dyn.mu.Unlock()
+	all := b.dyn.store.all()
+	next := &dynLevels{def: all[""], node: all[strconv.Itoa(int(b.nodeID))]}
 	cur := b.dynamicLevels()
 	if maps.Equal(cur.def, next.def) && maps.Equal(cur.node, next.node) {
 		return false
@@ -399,54 +394,27 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 		}
 		return nil, ""
 	}
-	if b.cl != nil && b.cl.node != nil {
-		var rejected *errBrokerConfig
-		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
-		defer cancel()
-		rev, err := b.cl.node.UpdateBrokerConfigs(ctx, name, func(cur map[string]string) (map[string]string, error) {
-			next, e := apply(cur)
-			if e != nil {
-				rejected = e
-				return nil, errConfigRejected
-			}
-			return next, nil
-		})
-		if rejected != nil {
-			return rejected.code, rejected.msg
+	var rejected *errBrokerConfig
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	rev, err := b.dyn.store.modify(ctx, name, func(cur map[string]string) (map[string]string, error) {
+		next, e := apply(cur)
+		if e != nil {
+			rejected = e
+			return nil, errConfigRejected
 		}
-		if err != nil {
-			b.log.Error("alter broker configs", "resource", name, "err", err)
-			return kerr.KafkaStorageError, err.Error()
-		}
-		if rev > 0 {
-			b.awaitMetadata(metadataTimeout, func() bool {
-				md := b.cl.applied.Load()
-				return md != nil && md.Revision >= rev
-			})
-		}
-		b.log.Info("altered dynamic broker configs", "resource", name)
-		return nil, ""
+		return next, nil
+	})
+	if rejected != nil {
+		return rejected.code, rejected.msg
 	}
-	s := &b.dyn
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	next, e := apply(maps.Clone(s.all[name]))
-	if e != nil {
-		return e.code, e.msg
-	}
-	all := maps.Clone(s.all)
-	if len(next) == 0 {
-		delete(all, name)
-	} else {
-		all[name] = next
-	}
-	if err := writeJSONFile(s.path, brokerConfigsFile{Brokers: all}); err != nil {
+	if err != nil {
 		b.log.Error("alter broker configs", "resource", name, "err", err)
 		return kerr.KafkaStorageError, err.Error()
 	}
-	s.all = all
-	s.cur.Store(&dynLevels{def: all[""], node: all[strconv.Itoa(int(b.nodeID))]})
-	b.reapplyTopicDefaults()
-	b.log.Info("altered dynamic broker configs", "resource", name, "configs", next)
+	if rev > 0 && b.syncDynamicConfigs() {
+		b.reapplyTopicDefaults()
+	}
+	b.log.Info("altered dynamic broker configs", "resource", name, "configs", b.dyn.store.of(name))
 	return nil, ""
 }

@@ -239,7 +239,7 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the group's state and configs to go on both brokers", func() bool {
 		for _, b := range brokers {
-			if len(b.shareStates("sg")) != 0 || b.groupConfigsOf("sg") != nil {
+			if len(b.shareStates("sg")) != 0 || b.groupConfigs.of("sg") != nil {
 				return false
 			}
 		}

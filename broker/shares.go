@@ -23,13 +23,14 @@ package broker
 // expire (share.record.lock.duration.ms) or its share session closes; on a
 // single node they are released at once (onShareMemberLeave).
 //
-// Group configs are cluster metadata: in etcd (Cluster.UpdateGroupConfigs,
-// in every broker's snapshot) in a cluster, in __meta/group-configs.json on
-// a single node.
+// Group configs are cluster metadata, a configMaps collection: etcd's
+// /gregor/group-configs/<group> in a cluster (in every broker's snapshot),
+// __meta/group-configs.json on a single node.
 
 import (
 	"context"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -83,12 +84,6 @@ type shareState struct {
 	parts    map[shareKey]*coordinator.SharePartition
 	meta     map[shareKey]shareMeta
 	sessions map[shareSessionKey]*shareSession
-	// groupCfg are a single node's group configs (a cluster's are in its
-	// metadata), loaded from and written whole to cfgPath; the maps are
-	// replaced, never modified. cfgMu serialises their changes.
-	groupCfg map[string]map[string]string
-	cfgPath  string
-	cfgMu    sync.Mutex
 }
 
 func (s *shareState) init() {
@@ -98,14 +93,13 @@ func (s *shareState) init() {
 		s.parts = map[shareKey]*coordinator.SharePartition{}
 		s.meta = map[shareKey]shareMeta{}
 		s.sessions = map[shareSessionKey]*shareSession{}
-		s.groupCfg = map[string]map[string]string{}
 	}
 }
 
 // groupConfigValue returns a group config's value and whether the group
 // sets it.
 func (b *Broker) groupConfigValue(group, name string) (string, bool) {
-	if v, ok := b.groupConfigsOf(group)[name]; ok {
+	if v, ok := b.groupConfigs.of(group)[name]; ok {
 		return v, true
 	}
 	d := config.Group(name)
@@ -124,35 +118,17 @@ func (b *Broker) groupConfigInt(group, name string) int64 {
 	return n
 }
 
-// groupConfigsOf returns a group's configs, which the caller must not
-// modify: in a cluster those of the newest metadata snapshot (etcd), on a
-// single node those of __meta/group-configs.json.
-func (b *Broker) groupConfigsOf(group string) map[string]string {
-	if b.cl != nil && b.cl.node != nil {
-		if md := b.cl.node.Metadata(); md != nil {
-			return md.GroupConfigs[group]
-		}
+// initGroupConfigs opens a single node's group configs; a cluster's are
+// its collection, once joined (startCluster).
+func (b *Broker) initGroupConfigs() error {
+	if b.cfg.clusterConfigured() {
 		return nil
 	}
-	b.shares.mu.Lock()
-	defer b.shares.mu.Unlock()
-	return b.shares.groupCfg[group]
-}
-
-// loadGroupConfigs reads a single node's group configs.
-func (b *Broker) loadGroupConfigs() error {
-	s := &b.shares
-	var f groupConfigsFile
-	if found, err := readJSONFile(s.cfgPath, &f); !found || err != nil {
+	f, err := openConfigMapsFile(filepath.Join(b.cfg.DataDir, metaDirName, groupConfigsFileName), "groups")
+	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for g, cfg := range f.Groups {
-		if len(cfg) > 0 {
-			s.groupCfg[g] = cfg
-		}
-	}
+	b.groupConfigs.use(f)
 	return nil
 }
 
@@ -160,110 +136,56 @@ func (b *Broker) loadGroupConfigs() error {
 // __meta.
 const groupConfigsFileName = "group-configs.json"
 
-type groupConfigsFile struct {
-	Groups map[string]map[string]string `json:"groups"`
-}
-
 // updateGroupConfigs replaces a group's configs by what change makes of
-// the current ones (a copy the change may modify; nil or empty removes
-// them), in the store in use: etcd in a cluster (compare-and-set, so a
-// concurrent change through another broker is not lost; the change is
-// visible here when this returns), __meta/group-configs.json on a single
-// node.
+// the current ones (a copy the change may modify; empty removes them),
+// conditioned on them, so a concurrent change through another broker is
+// not lost; the change is visible here when this returns.
 func (b *Broker) updateGroupConfigs(group string, change func(cur map[string]string) (map[string]string, *kerr.Error, string)) (*kerr.Error, string) {
-	if b.cl != nil && b.cl.node != nil {
-		var rejected *kerr.Error
-		var rejectMsg string
-		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
-		defer cancel()
-		rev, err := b.cl.node.UpdateGroupConfigs(ctx, group, func(cur map[string]string) (map[string]string, error) {
-			next, e, msg := change(cur)
-			if e != nil {
-				rejected, rejectMsg = e, msg
-				return nil, errConfigRejected
-			}
-			return next, nil
-		})
-		if rejected != nil {
-			return rejected, rejectMsg
+	var rejected *kerr.Error
+	var rejectMsg string
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	_, err := b.groupConfigs.modify(ctx, group, func(cur map[string]string) (map[string]string, error) {
+		next, e, msg := change(cur)
+		if e != nil {
+			rejected, rejectMsg = e, msg
+			return nil, errConfigRejected
 		}
-		if err == nil && rev > 0 {
-			_, err = b.cl.node.WaitForRevision(ctx, rev)
-		}
-		if err != nil {
-			b.log.Error("alter group configs", "group", group, "err", err)
-			return kerr.KafkaStorageError, err.Error()
-		}
-		return nil, ""
+		return next, nil
+	})
+	if rejected != nil {
+		return rejected, rejectMsg
 	}
-	s := &b.shares
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	s.mu.Lock()
-	cur := maps.Clone(s.groupCfg[group])
-	s.mu.Unlock()
-	if cur == nil {
-		cur = map[string]string{}
-	}
-	next, e, msg := change(cur)
-	if e != nil {
-		return e, msg
-	}
-	if err := b.storeGroupConfigs(group, next); err != nil {
+	if err != nil {
 		b.log.Error("alter group configs", "group", group, "err", err)
 		return kerr.KafkaStorageError, err.Error()
 	}
 	return nil, ""
 }
 
-// storeGroupConfigs sets a group's configs on a single node and rewrites
-// the file. Lock shares.cfgMu should be held.
-func (b *Broker) storeGroupConfigs(group string, cfg map[string]string) error {
-	s := &b.shares
-	s.mu.Lock()
-	all := maps.Clone(s.groupCfg)
-	s.mu.Unlock()
-	if len(cfg) == 0 {
-		if _, ok := all[group]; !ok {
-			return nil
-		}
-		delete(all, group)
-	} else {
-		all[group] = cfg
-	}
-	if err := writeJSONFile(s.cfgPath, groupConfigsFile{Groups: all}); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.groupCfg = all
-	s.mu.Unlock()
-	return nil
-}
-
-// dropGroupConfigs removes a deleted group's configs. It runs under the
-// group coordinator's lock: in a cluster the etcd write is made in the
-// background, and only removes configs no newer than the metadata seen
-// now.
+// dropGroupConfigs removes a deleted group's configs, in the background:
+// it runs under the group coordinator's lock. Only the configs seen now
+// are removed, never a newer setting.
 func (b *Broker) dropGroupConfigs(group string) {
-	if b.cl != nil && b.cl.node != nil {
-		md := b.cl.node.Metadata()
-		if md == nil || md.GroupConfigs[group] == nil {
-			return
-		}
-		go func() {
-			ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
-			defer cancel()
-			if err := b.cl.node.DeleteGroupConfigs(ctx, group, md.Revision); err != nil {
-				b.log.Warn("deleting a deleted group's configs", "group", group, "err", err)
-			}
-		}()
+	seen := b.groupConfigs.of(group)
+	if seen == nil {
 		return
 	}
-	b.shares.cfgMu.Lock()
-	defer b.shares.cfgMu.Unlock()
-	if err := b.storeGroupConfigs(group, nil); err != nil {
-		b.log.Warn("deleting a deleted group's configs", "group", group, "err", err)
-	}
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+		defer cancel()
+		_, err := b.groupConfigs.modify(ctx, group, func(cur map[string]string) (map[string]string, error) {
+			if !maps.Equal(cur, seen) {
+				return cur, nil
+			}
+			return nil, nil
+		})
+		if err != nil {
+			b.log.Warn("deleting a deleted group's configs", "group", group, "err", err)
+		}
+	}()
 }
 
 // shareTimeouts gives the coordinator a group's session timeout and

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -26,7 +27,10 @@ import (
 //	                          synced (<link>, <link>/topics/<topic>,
 //	                          <link>/groups/<group>), a broker's highest
 //	                          mirrored producer id (@producer-ids/<node>)
-var collectionNames = []string{"acls", "quotas", "users", "links"}
+//	/gregor/broker-configs/<name>  the dynamic broker configs of a BROKER resource ("" the
+//	                          cluster-wide defaults, a node id one broker's), a JSON object
+//	/gregor/group-configs/<group>  a group's dynamic configs, a JSON object
+var collectionNames = []string{"acls", "quotas", "users", "links", "broker-configs", "group-configs"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 
@@ -91,4 +95,45 @@ func (c *collection) Update(ctx context.Context, put metastore.Records, del []st
 		return 0, err
 	}
 	return resp.Header.Revision, nil
+}
+
+// Modify implements metastore.Collection: the record is read from etcd
+// (not the mirror, which may be behind), and the write is conditioned on
+// its mod revision, then waited for as Update's is.
+func (c *collection) Modify(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) (int64, error) {
+	k := collectionPrefix(c.name) + key
+	for range maxAttempts {
+		resp, err := c.n.cli.Get(ctx, k)
+		if err != nil {
+			return 0, fmt.Errorf("cluster: update %s: %w", c.name, err)
+		}
+		var cur []byte
+		var modRev int64
+		if len(resp.Kvs) > 0 {
+			cur, modRev = resp.Kvs[0].Value, resp.Kvs[0].ModRevision
+		}
+		next, err := fn(cur)
+		if err != nil {
+			return 0, err
+		}
+		if (next == nil && modRev == 0) || (next != nil && modRev != 0 && bytes.Equal(next, cur)) {
+			return 0, nil
+		}
+		op := clientv3.OpPut(k, string(next))
+		if next == nil {
+			op = clientv3.OpDelete(k)
+		}
+		tr, err := c.n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(k), "=", modRev)).Then(op).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("cluster: update %s: %w", c.name, err)
+		}
+		if !tr.Succeeded {
+			continue
+		}
+		if _, err := c.n.WaitForRevision(ctx, tr.Header.Revision); err != nil {
+			return 0, err
+		}
+		return tr.Header.Revision, nil
+	}
+	return 0, metastore.ErrConflict
 }

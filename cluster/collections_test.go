@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/gregor-broker/gregor/metastore"
@@ -54,5 +56,61 @@ func TestCollection_RevisionMovesWithItsOwnChanges(t *testing.T) {
 	}
 	if r, err := acls1.Update(ctx(t), nil, nil); r != 0 || err != nil {
 		t.Fatalf("an empty update: %d, %v", r, err)
+	}
+}
+
+// Modify is a compare-and-set on one record: writers on two nodes that
+// each add one to a counter many times at once lose none of their
+// increments, and fn returning nil removes the record.
+func TestCollection_ModifyLosesNoConcurrentChange(t *testing.T) {
+	c := newTestCluster(t, 2)
+	cols := []metastore.Collection{c.node(1).Collection("group-configs"), c.node(2).Collection("group-configs")}
+	const writers, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := cols[w%2].Modify(ctx(t), "g", func(cur []byte) ([]byte, error) {
+					n := 0
+					if cur != nil {
+						var err error
+						if n, err = strconv.Atoi(string(cur)); err != nil {
+							return nil, err
+						}
+					}
+					return []byte(strconv.Itoa(n + 1)), nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, col := range cols {
+		waitMeta(t, c.node(int32(i+1)), "the last increment", func(m *Metadata) bool {
+			return string(m.Collections["group-configs"].Records["g"]) == strconv.Itoa(writers*each)
+		})
+		if recs, _ := col.Snapshot(); string(recs["g"]) != strconv.Itoa(writers*each) {
+			t.Fatalf("node %d: %q, want %d", i+1, recs["g"], writers*each)
+		}
+	}
+	rev, err := cols[1].Modify(ctx(t), "g", func([]byte) ([]byte, error) { return nil, nil })
+	if err != nil || rev == 0 {
+		t.Fatalf("remove: %d, %v", rev, err)
+	}
+	if recs, _ := cols[1].Snapshot(); recs["g"] != nil {
+		t.Fatalf("still there after remove: %q", recs["g"])
+	}
+	if r, err := cols[0].Modify(ctx(t), "g", func([]byte) ([]byte, error) { return nil, nil }); err != nil || r != 0 {
+		t.Fatalf("remove what is gone: %d, %v", r, err)
 	}
 }

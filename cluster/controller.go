@@ -58,9 +58,13 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	uncleanDefault, set := dynamicUnclean(m, n.cfg.NodeID)
+	if !set {
+		uncleanDefault = n.cfg.UncleanLeaderElection
+	}
 	var changes []partitionChange
 	for _, name := range names {
-		unclean := uncleanLeaderElection(m, name, n.cfg.NodeID, n.cfg.UncleanLeaderElection)
+		unclean := uncleanLeaderElection(m, name, uncleanDefault)
 		for _, p := range m.Topics[name].Partitions {
 			if np, changed := decide(p, live, unclean); changed {
 				changes = append(changes, partitionChange{topic: name, old: p, new: np})

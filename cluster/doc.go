@@ -38,7 +38,8 @@
 //	                                  cluster-wide defaults, a node id that broker's own
 //	/gregor/users/<name>              a SASL user's SCRAM credentials (the broker's JSON, opaque here)
 //
-// The ACLs, quotas and users are collections (collections.go): Node.Collection
+// The ACLs, quotas, users, links, broker configs and group configs are
+// collections (collections.go): Node.Collection
 // gives each to the broker as a metastore.Collection, whose revision moves
 // only with the collection's own changes.
 //

@@ -172,22 +172,6 @@ func (s *state) snapshot(rev int64) *Metadata {
 					ctrlRev, m.ControllerID = kv.CreateRevision, int32(id)
 				}
 			}
-		case strings.HasPrefix(k, keyGroupConfigs):
-			var cfg map[string]string
-			if json.Unmarshal(kv.Value, &cfg) == nil && len(cfg) > 0 {
-				if m.GroupConfigs == nil {
-					m.GroupConfigs = map[string]map[string]string{}
-				}
-				m.GroupConfigs[k[len(keyGroupConfigs):]] = cfg
-			}
-		case strings.HasPrefix(k, keyBrokerConfigs):
-			var cfg map[string]string
-			if json.Unmarshal(kv.Value, &cfg) == nil && len(cfg) > 0 {
-				if m.BrokerConfigs == nil {
-					m.BrokerConfigs = map[string]map[string]string{}
-				}
-				m.BrokerConfigs[k[len(keyBrokerConfigs):]] = cfg
-			}
 		case strings.HasPrefix(k, keyTopics):
 			name := k[len(keyTopics):]
 			if t, err := parseTopic(name, kv); err == nil {

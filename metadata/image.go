@@ -84,14 +84,10 @@ type Image struct {
 	Brokers      map[int32]Broker
 	Topics       map[string]*Topic
 	// Collections are the record collections the broker keeps as cluster
-	// metadata (ACL bindings under "acls", client quotas under "quotas"),
-	// by name.
+	// metadata (ACL bindings under "acls", client quotas under "quotas",
+	// dynamic broker and group configs under "broker-configs" and
+	// "group-configs", …), by name.
 	Collections map[string]RecordSet
-	// GroupConfigs are the dynamic group configs by group id.
-	GroupConfigs map[string]map[string]string
-	// BrokerConfigs are the dynamic broker configs by resource name: ""
-	// for the cluster-wide defaults, a node id for one broker's.
-	BrokerConfigs map[string]map[string]string
 }
 
 // RecordSet is one collection of records: opaque values by key (their

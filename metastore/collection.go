@@ -1,6 +1,9 @@
 package metastore
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Records are a collection's records by key. Values are opaque here (their
 // owner's JSON); a Records returned by a Collection is shared and must not
@@ -16,4 +19,15 @@ type Collection interface {
 	// once Snapshot reflects the change, with the revision it produced:
 	// 0 when there was nothing to do.
 	Update(ctx context.Context, put Records, del []string) (int64, error)
+	// Modify replaces the record at key by what fn makes of it: cur is
+	// the record (nil when there is none), and fn returning nil removes
+	// it. The write is conditioned on the record being as fn saw it; if it
+	// changed meanwhile, fn is called again on the new one, a few times at
+	// most (then ErrConflict). An error from fn is returned as is and
+	// nothing is written. It returns like Update: 0 when fn gave back the
+	// record unchanged.
+	Modify(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) (int64, error)
 }
+
+// ErrConflict is returned by Modify when the record kept changing under it.
+var ErrConflict = errors.New("metastore: the record kept changing; try again")

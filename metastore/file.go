@@ -1,6 +1,7 @@
 package metastore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -150,15 +151,50 @@ func (f *File) Update(ctx context.Context, put Records, del []string) (int64, er
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cur := f.snap.Load()
-	if f.cfg.Reread {
-		cur = f.rereadLocked() // keep what another program wrote
-	}
+	cur := f.current()
 	next := maps.Clone(cur.recs)
 	for _, k := range del {
 		delete(next, k)
 	}
 	maps.Copy(next, put)
+	return f.store(cur, next)
+}
+
+// Modify implements Collection. Updates are serialised, so fn is called
+// once, on the record as it is.
+func (f *File) Modify(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.current()
+	old, had := cur.recs[key]
+	v, err := fn(old)
+	if err != nil {
+		return 0, err
+	}
+	if (v == nil && !had) || (v != nil && had && bytes.Equal(v, old)) {
+		return 0, nil
+	}
+	next := maps.Clone(cur.recs)
+	if v == nil {
+		delete(next, key)
+	} else {
+		next[key] = v
+	}
+	return f.store(cur, next)
+}
+
+// current is the snapshot an update starts from (f.mu held): the file as
+// another program may have left it, when Reread is set.
+func (f *File) current() *fileSnapshot {
+	if f.cfg.Reread {
+		return f.rereadLocked() // keep what another program wrote
+	}
+	return f.snap.Load()
+}
+
+// store writes next, the records that follow cur, and makes them the
+// snapshot (f.mu held).
+func (f *File) store(cur *fileSnapshot, next Records) (int64, error) {
 	if f.cfg.Path != "" {
 		data, err := f.cfg.Encode(next)
 		if err != nil {

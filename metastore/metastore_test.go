@@ -170,3 +170,47 @@ func TestFile_RereadSeesAnotherWriter(t *testing.T) {
 		t.Fatalf("a removed file: %v at %d (from %d)", recs, rev, rev2)
 	}
 }
+
+// Modify sees the record as it is, writes only a change, and removes the
+// record when fn returns nil; an error from fn writes nothing.
+func TestFile_Modify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "names.json")
+	var writes int
+	f, err := OpenFile(namesFile(path, &writes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var saw []string
+	put := func(v string) func([]byte) ([]byte, error) {
+		return func(cur []byte) ([]byte, error) {
+			saw = append(saw, string(cur))
+			if v == "" {
+				return nil, nil
+			}
+			return []byte(v), nil
+		}
+	}
+	if rev, err := f.Modify(ctx, "a", put(`"a"`)); err != nil || rev != 2 {
+		t.Fatalf("create: rev %d, %v", rev, err)
+	}
+	if rev, err := f.Modify(ctx, "a", put(`"a"`)); err != nil || rev != 0 || writes != 1 {
+		t.Fatalf("the same again: rev %d, %v, %d writes", rev, err, writes)
+	}
+	boom := errors.New("refused")
+	if rev, err := f.Modify(ctx, "b", func([]byte) ([]byte, error) { return []byte(`"b"`), boom }); !errors.Is(err, boom) || rev != 0 || writes != 1 {
+		t.Fatalf("refused: rev %d, %v, %d writes", rev, err, writes)
+	}
+	if rev, err := f.Modify(ctx, "a", put("")); err != nil || rev != 3 {
+		t.Fatalf("remove: rev %d, %v", rev, err)
+	}
+	if rev, err := f.Modify(ctx, "a", put("")); err != nil || rev != 0 {
+		t.Fatalf("remove what is not there: rev %d, %v", rev, err)
+	}
+	if want := []string{"", `"a"`, `"a"`, ""}; !slices.Equal(saw, want) {
+		t.Fatalf("fn saw %q, want %q", saw, want)
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"Names":null}` {
+		t.Fatalf("file: %s", data)
+	}
+}
