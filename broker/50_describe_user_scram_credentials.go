@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,20 +21,20 @@ func init() {
 func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	describe := func(name string, rec *userRecord) kmsg.DescribeUserSCRAMCredentialsResponseResult {
+	describe := func(name string, rec *authn.User) kmsg.DescribeUserSCRAMCredentialsResponseResult {
 		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 		res.User = name
 		for _, mech := range []string{config.ScramSHA256, config.ScramSHA512} {
 			if c, ok := rec.Scram[mech]; ok {
 				ci := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
-				ci.Mechanism, ci.Iterations = scramMechanismByte(mech), int32(c.Iterations)
+				ci.Mechanism, ci.Iterations = authn.MechanismByte(mech), int32(c.Iterations)
 				res.CredentialInfos = append(res.CredentialInfos, ci)
 			}
 		}
 		return res
 	}
 	if len(req.Users) == 0 { // null or empty: every user, as Kafka answers (the Java client sends an empty list)
-		all, err := b.users()
+		all, err := b.users.All()
 		if err != nil {
 			resp.ErrorCode = kerr.UnknownServerError.Code
 			resp.ErrorMessage = kmsg.StringPtr(err.Error())
@@ -67,7 +68,7 @@ func (b *Broker) handleDescribeUserScramCredentials(r *request) (kmsg.Response, 
 			resp.Results = append(resp.Results, res)
 			continue
 		}
-		rec, err := b.user(u.Name)
+		rec, err := b.users.User(u.Name)
 		switch {
 		case err != nil:
 			res.ErrorCode = kerr.UnknownServerError.Code

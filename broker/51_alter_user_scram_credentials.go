@@ -12,6 +12,7 @@ package broker
 import (
 	"context"
 
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -42,15 +43,13 @@ func (b *Broker) handleAlterUserScramCredentials(r *request) (kmsg.Response, err
 		byUser[name] = append(byUser[name], a)
 	}
 	for _, d := range req.Deletions {
-		add(d.Name, scramAlteration{mech: scramMechanismName(d.Mechanism), mechByte: d.Mechanism, deletion: true})
+		add(d.Name, scramAlteration{mech: authn.MechanismName(d.Mechanism), mechByte: d.Mechanism, deletion: true})
 	}
 	for _, u := range req.Upsertions {
-		add(u.Name, scramAlteration{mech: scramMechanismName(u.Mechanism), mechByte: u.Mechanism, iterations: u.Iterations, salt: u.Salt, salted: u.SaltedPassword})
+		add(u.Name, scramAlteration{mech: authn.MechanismName(u.Mechanism), mechByte: u.Mechanism, iterations: u.Iterations, salt: u.Salt, salted: u.SaltedPassword})
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, userAlterTimeout)
 	defer cancel()
-	b.userStore.alterMu.Lock()
-	defer b.userStore.alterMu.Unlock()
 	for _, name := range order {
 		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		res.User = name
@@ -79,9 +78,9 @@ func (b *Broker) alterUser(ctx context.Context, name string, alts []scramAlterat
 			continue
 		}
 		switch {
-		case a.iterations < minScramIterations:
+		case a.iterations < authn.MinScramIterations:
 			return fail(kerr.UnacceptableCredential, "Too few iterations")
-		case a.iterations > maxScramIterations:
+		case a.iterations > authn.MaxScramIterations:
 			return fail(kerr.UnacceptableCredential, "Too many iterations")
 		case len(a.salt) == 0:
 			return fail(kerr.UnacceptableCredential, "Salt must not be empty")
@@ -89,28 +88,28 @@ func (b *Broker) alterUser(ctx context.Context, name string, alts []scramAlterat
 			return fail(kerr.UnacceptableCredential, "Salted password must not be empty")
 		}
 	}
-	rec, err := b.user(name)
-	if err != nil {
-		return fail(kerr.UnknownServerError, err.Error())
-	}
-	if rec == nil {
-		rec = &userRecord{}
-	}
-	next := &userRecord{Scram: map[string]scramCredential{}}
-	for m, c := range rec.Scram {
-		next.Scram[m] = c
-	}
-	for _, a := range alts {
-		if a.deletion {
-			if _, ok := next.Scram[a.mech]; !ok {
-				return fail(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
+	// Conditioned on the user as read: a concurrent change through
+	// another broker is applied to, not overwritten.
+	var missing bool
+	err := b.users.Modify(ctx, name, func(u *authn.User) error {
+		missing = false
+		for _, a := range alts {
+			if a.deletion {
+				if _, ok := u.Scram[a.mech]; !ok {
+					missing = true
+					return errConfigRejected
+				}
+				delete(u.Scram, a.mech)
+				continue
 			}
-			delete(next.Scram, a.mech)
-			continue
+			u.Scram[a.mech] = authn.CredentialFromSalted(a.mech, a.salt, a.salted, int(a.iterations))
 		}
-		next.Scram[a.mech] = credentialFromSalted(a.mech, a.salt, a.salted, int(a.iterations))
+		return nil
+	})
+	if missing {
+		return fail(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
 	}
-	if err := b.putUser(ctx, name, next); err != nil {
+	if err != nil {
 		return fail(kerr.UnknownServerError, err.Error())
 	}
 	b.log.Info("SCRAM credentials altered", "user", name)

@@ -13,9 +13,9 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/security/acl"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -78,25 +78,14 @@ func (b *Broker) CheckPassword(user, password string) error {
 	if user == "" || password == "" {
 		return ErrBadCredentials
 	}
-	rec, err := b.user(user)
+	rec, err := b.users.User(user)
 	if err != nil {
 		return err
 	}
-	if rec == nil || !rec.checkPassword(password) {
+	if rec == nil || !rec.CheckPassword(password) {
 		return ErrBadCredentials
 	}
 	return nil
-}
-
-// checkPassword checks password against the first of the user's SCRAM
-// credentials (SHA-256, else SHA-512).
-func (rec *userRecord) checkPassword(password string) bool {
-	for _, mech := range []string{config.ScramSHA256, config.ScramSHA512} {
-		if c, has := rec.Scram[mech]; has {
-			return c.checkPassword(mech, password)
-		}
-	}
-	return false
 }
 
 // Prop returns a broker property as configured (--config, --set), and
@@ -108,7 +97,7 @@ func (b *Broker) Prop(name string) (string, bool) {
 
 // ServerTLS is a TLS server configuration loaded from Kafka-named ssl.*
 // properties (see tls.go), reloading its files when they change.
-type ServerTLS struct{ ts *tlsState }
+type ServerTLS struct{ ts *authn.TLS }
 
 // LoadServerTLS reads the ssl.* properties found under prefix in props
 // (prefix "admin." reads admin.ssl.keystore.location, …) as a TLS
@@ -124,7 +113,7 @@ func LoadServerTLS(props map[string]string, prefix string, log *slog.Logger) (*S
 			sub[rest] = v
 		}
 	}
-	ts, err := newTLSState(sub, func(string) bool { return true }, false, log)
+	ts, err := authn.NewTLS(sub, func(string) bool { return true }, false, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
@@ -132,7 +121,7 @@ func LoadServerTLS(props map[string]string, prefix string, log *slog.Logger) (*S
 }
 
 // Config returns the tls.Config to serve with.
-func (s *ServerTLS) Config() *tls.Config { return s.ts.serverConfig() }
+func (s *ServerTLS) Config() *tls.Config { return s.ts.ServerConfig() }
 
 // Principal is the principal of a TLS client: its verified certificate's
 // subject mapped by ssl.principal.mapping.rules ("User:CN=alice,…"), and
@@ -141,7 +130,7 @@ func (s *ServerTLS) Principal(cs tls.ConnectionState) (string, bool) {
 	if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
 		return "", false
 	}
-	return s.ts.tlsPrincipal(cs), true
+	return s.ts.Principal(cs), true
 }
 
 // Execute runs msg in-process as c, with the handler a Kafka client's

@@ -14,8 +14,10 @@ import (
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/link"
+	"github.com/gregor-broker/gregor/metastore"
 	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -71,13 +73,14 @@ type Broker struct {
 	groupConfigs configMapStore // resource type GROUP: share groups' configs (shares.go)
 	faults       faultSet       // fault injection (faults.go)
 
-	userStore userState                    // SASL users (users.go)
-	sec       securityStats                // TLS and SASL counts (sasl.go)
-	acl       *acl.Authorizer              // the authorizer (acl.go, package security/acl)
-	quotas    *quota.Manager               // client quotas and connection rates (package quota; quotas.go)
-	linkStore *link.Store                  // cluster links' records (links.go, package link)
-	links     atomic.Pointer[link.Manager] // runs the links on this broker, from Listen
-	registry  *schemaRegistry              // the schema registry's listener; nil without one (schema_registry.go)
+	users      *authn.Users                 // SASL users (users.go, package security/authn)
+	localUsers *metastore.File              // __meta/users.json, the store on a single node
+	sec        securityStats                // TLS and SASL counts (sasl.go)
+	acl        *acl.Authorizer              // the authorizer (acl.go, package security/acl)
+	quotas     *quota.Manager               // client quotas and connection rates (package quota; quotas.go)
+	linkStore  *link.Store                  // cluster links' records (links.go, package link)
+	links      atomic.Pointer[link.Manager] // runs the links on this broker, from Listen
+	registry   *schemaRegistry              // the schema registry's listener; nil without one (schema_registry.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release

@@ -164,7 +164,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.cl = cs
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
-	b.userStore.use(node.Collection("users"))
+	b.users.Use(node.Collection("users"))
 	b.dyn.store.use(node.Collection("broker-configs"))
 	b.groupConfigs.use(node.Collection("group-configs"))
 	b.useLinkStore(link.NewStore(node.Collection("links")))

@@ -49,15 +49,17 @@
 // FindCoordinator and the KIP-951 leader hints are rewritten to the
 // addresses of that listener (rewriteEndpoints, from the listeners every
 // broker registers in etcd). SSL and SASL_SSL listeners wrap connections in
-// TLS (tls.go: PEM key and trust stores, reloaded when their files change,
-// ssl.client.auth, ssl.principal.mapping.rules in principal.go); responses
-// then go through Out.WriteToWriter and a buffer, since sendfile cannot
-// cross TLS. SASL_PLAINTEXT and SASL_SSL connections must authenticate
-// first (sasl.go: the states, SaslHandshake and SaslAuthenticate, KIP-368
-// re-authentication; sasl_mechs.go: PLAIN and SCRAM; oauth.go:
-// OAUTHBEARER) against the user store (users.go: a metastore collection,
-// a file under __meta on one node, etcd in a cluster), managed with DescribeUserScramCredentials and
-// AlterUserScramCredentials. Inter-broker clients use the inter-broker
+// TLS (package security/authn's TLS: PEM, PKCS12 and JKS key and trust
+// stores, reloaded when their files change, ssl.client.auth,
+// ssl.principal.mapping.rules); responses then go through
+// Out.WriteToWriter and a buffer, since sendfile cannot cross TLS.
+// SASL_PLAINTEXT and SASL_SSL connections must authenticate first
+// (sasl.go: the states, SaslHandshake and SaslAuthenticate, KIP-368
+// re-authentication; the mechanisms' server sides are security/authn's)
+// against the user store (authn.Users over a metastore collection: users.go
+// opens a file under __meta on one node, etcd in a cluster), managed with
+// DescribeUserScramCredentials and AlterUserScramCredentials (a change
+// conditioned on the user as read, so two brokers' changes both land). Inter-broker clients use the inter-broker
 // listener's TLS and SASL settings (interbroker.go). With
 // authorizer.class.name set, the authorizer (package security/acl; its
 // settings and store: acl.go) checks each request

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -49,7 +50,7 @@ func (b *Broker) interBrokerOpts() ([]kgo.Opt, error) {
 	props, _ := b.listenerProps(l.name)
 	var opts []kgo.Opt
 	if l.usesTLS() {
-		cfg, err := clientTLSConfig(props)
+		cfg, err := authn.ClientTLSConfig(props)
 		if err != nil {
 			return nil, fmt.Errorf("inter-broker TLS: %w", err)
 		}

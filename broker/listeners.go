@@ -32,6 +32,7 @@ import (
 
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/metadata"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -43,7 +44,7 @@ type listener struct {
 	ln       net.Listener
 	advHost  string
 	advPort  int32
-	tls      *tlsState  // SSL and SASL_SSL
+	tls      *authn.TLS // SSL and SASL_SSL
 	sasl     *saslState // SASL_PLAINTEXT and SASL_SSL
 }
 
@@ -180,7 +181,7 @@ func (b *Broker) buildListeners() (ls []*listener, inter string, ctrl *listenerS
 		l := &listener{name: s.name, protocol: proto, bind: net.JoinHostPort(s.host, s.port)}
 		if l.usesTLS() {
 			props, prefixed := b.listenerProps(l.name)
-			if l.tls, err = newTLSState(props, prefixed, l.protocol == config.SASLSSL, b.log.With("listener", l.name)); err != nil {
+			if l.tls, err = authn.NewTLS(props, prefixed, l.protocol == config.SASLSSL, b.log.With("listener", l.name)); err != nil {
 				return nil, "", nil, fmt.Errorf("listener %s: %w", l.name, err)
 			}
 		}

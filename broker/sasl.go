@@ -33,12 +33,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -49,7 +50,7 @@ type saslState struct {
 	maxReceive  int32
 	authTimeout time.Duration
 	reauth      time.Duration // 0: sessions do not expire
-	oauth       *oauthValidator
+	oauth       *authn.OAuthValidator
 }
 
 func (b *Broker) newSASLState(name string) (*saslState, error) {
@@ -71,12 +72,12 @@ func (b *Broker) newSASLState(name string) (*saslState, error) {
 	if len(st.mechanisms) == 0 {
 		return nil, errors.New("sasl.enabled.mechanisms is empty")
 	}
-	st.maxReceive = int32(parseIntDefault(get("sasl.server.max.receive.size", "524288"), 524288))
-	st.authTimeout = time.Duration(parseIntDefault(get("sasl.server.authentication.timeout.ms", "10000"), 10000)) * time.Millisecond
-	st.reauth = time.Duration(parseIntDefault(get("connections.max.reauth.ms", "0"), 0)) * time.Millisecond
+	st.maxReceive = int32(config.IntOr(get("sasl.server.max.receive.size", "524288"), 524288))
+	st.authTimeout = time.Duration(config.IntOr(get("sasl.server.authentication.timeout.ms", "10000"), 10000)) * time.Millisecond
+	st.reauth = time.Duration(config.IntOr(get("connections.max.reauth.ms", "0"), 0)) * time.Millisecond
 	if slices.Contains(st.mechanisms, config.OAuthBearer) {
 		var err error
-		if st.oauth, err = newOAuthValidator(props, b.cfg.Now, b.log); err != nil {
+		if st.oauth, err = authn.NewOAuthValidator(props, b.cfg.Now, b.log); err != nil {
 			return nil, err
 		}
 	}
@@ -98,44 +99,11 @@ const (
 type connAuth struct {
 	phase     authPhase
 	mech      string
-	session   saslSession
+	session   authn.Session
 	reauth    bool      // a re-authentication is under way
 	principal string    // set once authenticated
 	expiry    time.Time // zero: the session does not expire
 	deadline  time.Time // authenticate by then
-}
-
-// saslSession is one mechanism's server side of an exchange.
-type saslSession interface {
-	// step takes the client's next message and returns the answer; done
-	// once the client is authenticated. An error fails the exchange; a
-	// *saslError carries Kafka's message for the client.
-	step(in []byte) (out []byte, done bool, err error)
-	// result is the authenticated user and when its credential expires
-	// (zero: never).
-	result() (user string, expiry time.Time)
-}
-
-// saslError fails an exchange with a message for the client.
-type saslError struct{ msg string }
-
-func (e *saslError) Error() string { return e.msg }
-
-func invalidCredentials(mech string) error {
-	return &saslError{"Authentication failed during authentication due to invalid credentials with SASL mechanism " + mech}
-}
-
-// newSession starts mech's server side.
-func (b *Broker) newSession(st *saslState, mech string) saslSession {
-	switch mech {
-	case config.Plain:
-		return &plainSession{b: b}
-	case config.ScramSHA256, config.ScramSHA512:
-		return newScramSession(b, mech)
-	case config.OAuthBearer:
-		return &oauthSession{v: st.oauth}
-	}
-	return nil
 }
 
 // authenticated tells whether requests beyond the SASL ones may be served.
@@ -171,12 +139,12 @@ func (c *conn) frameLimit() int32 {
 
 // complete ends a successful exchange: the principal, and the session's
 // lifetime in milliseconds (0: unlimited).
-func (c *conn) completeAuth(sess saslSession) (int64, error) {
+func (c *conn) completeAuth(sess authn.Session) (int64, error) {
 	a := c.auth
-	user, credExpiry := sess.result()
+	user, credExpiry := sess.Result()
 	principal := "User:" + user
 	if a.principal != "" && a.principal != principal {
-		return 0, &saslError{fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", a.principal, principal)}
+		return 0, &authn.Error{Msg: fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", a.principal, principal)}
 	}
 	now := c.b.cfg.Now()
 	var lifetime int64
@@ -205,9 +173,9 @@ func (c *conn) completeAuth(sess saslSession) (int64, error) {
 func (c *conn) failAuth(err error) string {
 	c.b.sec.noteAuth(false)
 	msg := "Authentication failed due to an unexpected error"
-	var se *saslError
+	var se *authn.Error
 	if errors.As(err, &se) {
-		msg = se.msg
+		msg = se.Msg
 	}
 	c.logger().Info("SASL authentication failed", "mechanism", c.auth.mech, "err", err)
 	return msg
@@ -217,7 +185,7 @@ func (c *conn) failAuth(err error) string {
 // closes the connection without an answer, as Kafka does.
 func (c *conn) handleRawToken(frame []byte) (*pending, error) {
 	a := c.auth
-	out, done, err := a.session.step(frame)
+	out, done, err := a.session.Step(frame)
 	if err == nil && done {
 		_, err = c.completeAuth(a.session)
 	}
@@ -266,7 +234,7 @@ func (b *Broker) handleSaslHandshake(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	a.mech = mech
-	a.session = b.newSession(st, mech)
+	a.session = authn.NewSession(mech, b.users, st.oauth)
 	a.phase = authToken
 	if req.Version == 0 {
 		a.phase = authRaw
@@ -286,7 +254,7 @@ func (b *Broker) handleSaslAuthenticate(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	a := c.auth
-	out, done, err := a.session.step(req.SASLAuthBytes)
+	out, done, err := a.session.Step(req.SASLAuthBytes)
 	var lifetime int64
 	if err == nil && done {
 		lifetime, err = c.completeAuth(a.session)
@@ -358,10 +326,10 @@ func (b *Broker) SecurityStats() SecurityStats {
 	}
 }
 
-func parseIntDefault(s string, def int64) int64 {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		return def
-	}
-	return n
+// rawFrame is a bare SASL token as a response frame (after SaslHandshake
+// v0): its size, then the token.
+func rawFrame(tok []byte) *protocol.Out {
+	o := protocol.NewOut(make([]byte, 4))
+	o.AppendBytes(tok)
+	return o
 }

@@ -336,31 +336,6 @@ func TestTLS_CertificatesReloadedWhenFilesChange(t *testing.T) {
 	}
 }
 
-func TestPrincipalMappingRules(t *testing.T) {
-	for _, tc := range []struct{ rules, dn, want string }{
-		{"", "CN=alice,OU=eng,O=Example", "CN=alice,OU=eng,O=Example"},
-		{"DEFAULT", "CN=alice,OU=eng", "CN=alice,OU=eng"},
-		{`RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT`, "CN=kafka-app,OU=ServiceUsers,O=Example", "kafka-app"},
-		{`RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,DEFAULT`, "CN=bob,OU=eng", "CN=bob,OU=eng"},
-		{`RULE:^CN=(.*?),OU=(.*?),O=(.*?)$/$1@$2/L`, "CN=Alice,OU=ENG,O=x", "alice@eng"},
-		{`RULE:^CN=(.*)$/$1/U`, "CN=alice", "ALICE"},
-		{`RULE:^CN=([^,]*)$/svc\/$1/`, "CN=a", "svc/a"},
-	} {
-		rules, err := parsePrincipalRules(tc.rules)
-		if err != nil {
-			t.Fatalf("%q: %v", tc.rules, err)
-		}
-		if got := mapPrincipal(rules, tc.dn); got != tc.want {
-			t.Errorf("%q on %q: %q, want %q", tc.rules, tc.dn, got, tc.want)
-		}
-	}
-	for _, bad := range []string{"RULE:abc", "RULE:a/b", "NOPE", "RULE:(/x/"} {
-		if _, err := parsePrincipalRules(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
 func TestSASL_MechanismsAndBadCredentials(t *testing.T) {
 	pki := newTestPKI(t)
 	dir := t.TempDir()

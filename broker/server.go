@@ -296,7 +296,7 @@ func (b *Broker) accept(l *listener) error {
 	maxConns := b.cfg.int64Prop("max.connections")
 	var tlsCfg *tls.Config
 	if l.tls != nil {
-		tlsCfg = l.tls.serverConfig()
+		tlsCfg = l.tls.ServerConfig()
 	}
 	for {
 		nc, err := l.ln.Accept()
@@ -544,7 +544,7 @@ func (c *conn) handshakeTLS() bool {
 	}
 	c.b.sec.noteTLSHandshake(true)
 	if c.auth == nil {
-		p := c.ls.tls.tlsPrincipal(tc.ConnectionState())
+		p := c.ls.tls.Principal(tc.ConnectionState())
 		c.principal.Store(&p)
 	}
 	return true

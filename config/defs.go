@@ -88,6 +88,18 @@ func ratio(s string) error {
 
 func anyString(string) error { return nil }
 
+// IntOr is s as an integer (spaces around it ignored), def when it is not
+// one: how the security settings read their numbers.
+func IntOr(s string, def int64) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// SplitList splits a comma-separated list, dropping empty elements and
+// the spaces around each.
 func SplitList(s string) []string {
 	var out []string
 	for _, e := range strings.Split(s, ",") {

@@ -1,4 +1,4 @@
-package broker
+package authn
 
 // ssl.principal.mapping.rules, Kafka's syntax: a comma-separated list of
 // rules tried in order, the first whose pattern matches the whole

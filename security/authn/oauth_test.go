@@ -1,4 +1,4 @@
-package broker
+package authn
 
 import (
 	"crypto/ecdsa"
@@ -41,7 +41,7 @@ func TestOAuth_SignedTokensAgainstJWKS(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	v, err := newOAuthValidator(map[string]string{
+	v, err := NewOAuthValidator(map[string]string{
 		"sasl.oauthbearer.jwks.endpoint.url":  "file://" + path,
 		"sasl.oauthbearer.expected.audience":  "kafka",
 		"sasl.oauthbearer.expected.issuer":    "https://idp.example",

@@ -1,4 +1,4 @@
-package broker
+package authn
 
 // OAUTHBEARER (RFC 7628) with two validators, as Kafka has:
 //
@@ -47,8 +47,8 @@ import (
 
 const oauthInvalidToken = `{"status":"invalid_token"}`
 
-// oauthValidator validates bearer tokens for one listener.
-type oauthValidator struct {
+// OAuthValidator validates bearer tokens for one listener.
+type OAuthValidator struct {
 	now      func() time.Time
 	log      *slog.Logger
 	subClaim string
@@ -58,8 +58,8 @@ type oauthValidator struct {
 	jwks     *jwksCache // nil: the unsecured validator
 }
 
-func newOAuthValidator(props map[string]string, now func() time.Time, log *slog.Logger) (*oauthValidator, error) {
-	v := &oauthValidator{now: now, log: log, subClaim: "sub"}
+func NewOAuthValidator(props map[string]string, now func() time.Time, log *slog.Logger) (*OAuthValidator, error) {
+	v := &OAuthValidator{now: now, log: log, subClaim: "sub"}
 	if s := props["sasl.oauthbearer.sub.claim.name"]; s != "" {
 		v.subClaim = s
 	}
@@ -80,7 +80,7 @@ func newOAuthValidator(props map[string]string, now func() time.Time, log *slog.
 	}
 	v.skew = time.Duration(n) * time.Second
 	if url != "" {
-		refresh := time.Duration(parseIntDefault(props["sasl.oauthbearer.jwks.endpoint.refresh.ms"], 3_600_000)) * time.Millisecond
+		refresh := time.Duration(config.IntOr(props["sasl.oauthbearer.jwks.endpoint.refresh.ms"], 3_600_000)) * time.Millisecond
 		v.jwks = &jwksCache{url: url, refresh: refresh, now: now}
 		if err := v.jwks.load(); err != nil {
 			return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
@@ -90,7 +90,7 @@ func newOAuthValidator(props map[string]string, now func() time.Time, log *slog.
 }
 
 // validate checks a token and returns its principal and expiry.
-func (v *oauthValidator) validate(token string) (string, time.Time, error) {
+func (v *OAuthValidator) validate(token string) (string, time.Time, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return "", time.Time{}, errors.New("not a JWS compact serialization")
@@ -168,20 +168,20 @@ func decodeJWTPart(s string, into any) error {
 
 // oauthSession is one OAUTHBEARER exchange.
 type oauthSession struct {
-	v      *oauthValidator
+	v      *OAuthValidator
 	failed bool
 	user   string
 	expiry time.Time
 }
 
-func (s *oauthSession) step(in []byte) ([]byte, bool, error) {
+func (s *oauthSession) Step(in []byte) ([]byte, bool, error) {
 	if s.failed {
 		// The client's acknowledgement of the error challenge.
-		return nil, false, &saslError{oauthInvalidToken}
+		return nil, false, &Error{oauthInvalidToken}
 	}
 	token, authz, err := parseOAuthInitial(in)
 	if err != nil {
-		return nil, false, &saslError{"Invalid OAUTHBEARER client first message: " + err.Error()}
+		return nil, false, &Error{"Invalid OAUTHBEARER client first message: " + err.Error()}
 	}
 	user, exp, err := s.v.validate(token)
 	if err == nil && authz != "" && authz != user {
@@ -196,7 +196,7 @@ func (s *oauthSession) step(in []byte) ([]byte, bool, error) {
 	return []byte{}, true, nil
 }
 
-func (s *oauthSession) result() (string, time.Time) { return s.user, s.expiry }
+func (s *oauthSession) Result() (string, time.Time) { return s.user, s.expiry }
 
 // parseOAuthInitial parses the client's initial response,
 // gs2-header 0x01 *(key=value 0x01) 0x01, and returns the bearer token and

@@ -1,7 +1,9 @@
-package broker
+package authn
 
-// The PLAIN (RFC 4616) and SCRAM (RFC 5802, RFC 7677) server sides, over
-// the user store.
+// The server side of SASL's mechanisms: PLAIN (RFC 4616) and SCRAM
+// (RFC 5802, RFC 7677) over a user store, OAUTHBEARER (RFC 7628, oauth.go)
+// over a validator. The connection states around an exchange (handshake,
+// tokens, re-authentication) are the broker's.
 
 import (
 	"bytes"
@@ -13,42 +15,85 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gregor-broker/gregor/protocol"
+	"github.com/gregor-broker/gregor/config"
 )
+
+// A Session is one mechanism's server side of an exchange.
+type Session interface {
+	// Step takes the client's next message and returns the answer; done
+	// once the client is authenticated. An error fails the exchange; an
+	// *Error carries Kafka's message for the client.
+	Step(in []byte) (out []byte, done bool, err error)
+	// Result is the authenticated user and when its credential expires
+	// (zero: never).
+	Result() (user string, expiry time.Time)
+}
+
+// Error fails an exchange with a message for the client.
+type Error struct{ Msg string }
+
+func (e *Error) Error() string { return e.Msg }
+
+// InvalidCredentials is Kafka's failure of an exchange whose credentials
+// do not match.
+func InvalidCredentials(mech string) error {
+	return &Error{"Authentication failed during authentication due to invalid credentials with SASL mechanism " + mech}
+}
+
+// UserLookup finds a user of the user store: nil, nil for an unknown one.
+// *Users is one.
+type UserLookup interface {
+	User(name string) (*User, error)
+}
+
+// NewSession starts mech's server side; nil for a mechanism it does not
+// know (config.Mechanisms lists those it does). oauth validates
+// OAUTHBEARER tokens.
+func NewSession(mech string, users UserLookup, oauth *OAuthValidator) Session {
+	switch mech {
+	case config.Plain:
+		return &plainSession{users: users}
+	case config.ScramSHA256, config.ScramSHA512:
+		return &scramSession{users: users, mech: mech}
+	case config.OAuthBearer:
+		return &oauthSession{v: oauth}
+	}
+	return nil
+}
 
 // plainSession checks "authzid NUL authcid NUL password" against the user
 // store (see users.go for how a PLAIN password is checked).
 type plainSession struct {
-	b    *Broker
-	user string
+	users UserLookup
+	user  string
 }
 
-func (s *plainSession) step(in []byte) ([]byte, bool, error) {
+func (s *plainSession) Step(in []byte) ([]byte, bool, error) {
 	parts := bytes.Split(in, []byte{0})
 	if len(parts) != 3 {
-		return nil, false, &saslError{"Invalid SASL/PLAIN response: expected 3 tokens, got " + strconv.Itoa(len(parts))}
+		return nil, false, &Error{"Invalid SASL/PLAIN response: expected 3 tokens, got " + strconv.Itoa(len(parts))}
 	}
 	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
 	switch {
 	case user == "":
-		return nil, false, &saslError{"Authentication failed: username not specified"}
+		return nil, false, &Error{"Authentication failed: username not specified"}
 	case pass == "":
-		return nil, false, &saslError{"Authentication failed: password not specified"}
+		return nil, false, &Error{"Authentication failed: password not specified"}
 	case authz != "" && authz != user:
-		return nil, false, &saslError{"Authentication failed: Client requested an authorization id that is different from username"}
+		return nil, false, &Error{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
-	rec, err := s.b.user(user)
+	rec, err := s.users.User(user)
 	if err != nil {
 		return nil, false, err
 	}
-	if rec == nil || !rec.checkPassword(pass) {
-		return nil, false, &saslError{"Authentication failed: Invalid username or password"}
+	if rec == nil || !rec.CheckPassword(pass) {
+		return nil, false, &Error{"Authentication failed: Invalid username or password"}
 	}
 	s.user = user
 	return []byte{}, true, nil
 }
 
-func (s *plainSession) result() (string, time.Time) { return s.user, time.Time{} }
+func (s *plainSession) Result() (string, time.Time) { return s.user, time.Time{} }
 
 // scramSession is the server side of one SCRAM exchange (RFC 5802):
 // client-first, server-first, client-final, server-final. It is written
@@ -59,7 +104,7 @@ func (s *plainSession) result() (string, time.Time) { return s.user, time.Time{}
 // client-first (found by FuzzSASLExchanges). Channel binding is not
 // supported (a "p=" flag fails), as in Kafka.
 type scramSession struct {
-	b     *Broker
+	users UserLookup
 	mech  string
 	state int // 0: expect client-first, 1: expect client-final, 2: done
 	user  string
@@ -67,14 +112,10 @@ type scramSession struct {
 	bare  string // client-first-message-bare
 	first string // server-first-message
 	nonce string // client nonce + server nonce
-	cred  scramCredential
+	cred  Credential
 }
 
-func newScramSession(b *Broker, mech string) *scramSession {
-	return &scramSession{b: b, mech: mech}
-}
-
-func (s *scramSession) step(in []byte) ([]byte, bool, error) {
+func (s *scramSession) Step(in []byte) ([]byte, bool, error) {
 	switch s.state {
 	case 0:
 		s.state = 2 // a failure ends the exchange
@@ -92,11 +133,11 @@ func (s *scramSession) step(in []byte) ([]byte, bool, error) {
 		}
 		return []byte(out), true, nil
 	}
-	return nil, false, &saslError{"Unexpected SCRAM message after the exchange"}
+	return nil, false, &Error{"Unexpected SCRAM message after the exchange"}
 }
 
 func (s *scramSession) fail(why string) error {
-	return fmt.Errorf("%w (%s)", invalidCredentials(s.mech), why)
+	return fmt.Errorf("%w (%s)", InvalidCredentials(s.mech), why)
 }
 
 func (s *scramSession) clientFirst(msg string) (string, error) {
@@ -130,14 +171,14 @@ func (s *scramSession) clientFirst(msg string) (string, error) {
 	}
 	if authz != "" {
 		if an, err := scramUnescape(authz); err != nil || an != user {
-			return "", &saslError{"Authentication failed: Client requested an authorization id that is different from username"}
+			return "", &Error{"Authentication failed: Client requested an authorization id that is different from username"}
 		}
 	}
-	rec, err := s.b.user(user)
+	rec, err := s.users.User(user)
 	if err != nil {
 		return "", err
 	}
-	cred, ok := scramCredential{}, false
+	cred, ok := Credential{}, false
 	if rec != nil {
 		cred, ok = rec.Scram[s.mech]
 	}
@@ -192,7 +233,7 @@ func (s *scramSession) clientFinal(msg string) (string, error) {
 	return "v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
-func (s *scramSession) result() (string, time.Time) { return s.user, time.Time{} }
+func (s *scramSession) Result() (string, time.Time) { return s.user, time.Time{} }
 
 // scramUnescape decodes a SCRAM saslname ("=2C" is ',', "=3D" is '=').
 func scramUnescape(s string) (string, error) {
@@ -226,12 +267,4 @@ func alphanumericNonce() string {
 		b[i] = chars[int(b[i])%len(chars)]
 	}
 	return string(b)
-}
-
-// rawFrame is a bare SASL token as a response frame (after SaslHandshake
-// v0): its size, then the token.
-func rawFrame(tok []byte) *protocol.Out {
-	o := protocol.NewOut(make([]byte, 4))
-	o.AppendBytes(tok)
-	return o
 }

@@ -1,4 +1,4 @@
-package broker
+package authn
 
 // Key and trust stores in Kafka's three formats, with Kafka's rules
 // (DefaultSslEngineFactory):

@@ -1,4 +1,4 @@
-package broker
+package authn
 
 // TLS for the SSL and SASL_SSL listeners, configured with Kafka's names:
 //
@@ -37,8 +37,8 @@ import (
 	"github.com/gregor-broker/gregor/config"
 )
 
-// tlsState is one listener's TLS configuration and the files it came from.
-type tlsState struct {
+// TLS is one listener's TLS configuration and the files it came from.
+type TLS struct {
 	props      map[string]string
 	clientAuth tls.ClientAuthType
 	minVersion uint16
@@ -50,8 +50,8 @@ type tlsState struct {
 	stamp string // size and mtime of every file read
 }
 
-func newTLSState(props map[string]string, prefixed func(string) bool, saslSSL bool, log *slog.Logger) (*tlsState, error) {
-	ts := &tlsState{props: props, log: log, clientAuth: tls.NoClientCert, minVersion: tls.VersionTLS12}
+func NewTLS(props map[string]string, prefixed func(string) bool, saslSSL bool, log *slog.Logger) (*TLS, error) {
+	ts := &TLS{props: props, log: log, clientAuth: tls.NoClientCert, minVersion: tls.VersionTLS12}
 	if ca := props["ssl.client.auth"]; ca != "" && (!saslSSL || prefixed("ssl.client.auth")) {
 		switch strings.ToLower(ca) {
 		case "none":
@@ -101,7 +101,7 @@ func fileStamp(path string) string {
 	return fmt.Sprintf("%s:%d:%d", path, fi.Size(), fi.ModTime().UnixNano())
 }
 
-func (ts *tlsState) stampNow() string {
+func (ts *TLS) stampNow() string {
 	var s []string
 	for _, k := range []string{"ssl.keystore.location", "ssl.truststore.location"} {
 		if p := ts.props[k]; p != "" {
@@ -112,7 +112,7 @@ func (ts *tlsState) stampNow() string {
 }
 
 // load reads the key, chain and trust store.
-func (ts *tlsState) load() (*tls.Config, string, error) {
+func (ts *TLS) load() (*tls.Config, string, error) {
 	stamp := ts.stampNow()
 	cert, err := loadKeyStore(ts.props)
 	if err != nil {
@@ -131,13 +131,13 @@ func (ts *tlsState) load() (*tls.Config, string, error) {
 
 // serverConfig is the listener's tls.Config: its GetConfigForClient serves
 // the current certificates, reloading them when their files changed.
-func (ts *tlsState) serverConfig() *tls.Config {
+func (ts *TLS) ServerConfig() *tls.Config {
 	return &tls.Config{MinVersion: ts.minVersion, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		return ts.current(), nil
 	}}
 }
 
-func (ts *tlsState) current() *tls.Config {
+func (ts *TLS) current() *tls.Config {
 	stamp := ts.stampNow()
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -154,9 +154,9 @@ func (ts *tlsState) current() *tls.Config {
 	return ts.cfg
 }
 
-// tlsPrincipal is the principal of a TLS client: its certificate's subject
+// Principal is the principal of a TLS client: its certificate's subject
 // mapped by ssl.principal.mapping.rules, ANONYMOUS without one.
-func (ts *tlsState) tlsPrincipal(cs tls.ConnectionState) string {
+func (ts *TLS) Principal(cs tls.ConnectionState) string {
 	if len(cs.PeerCertificates) == 0 {
 		return "User:ANONYMOUS"
 	}
@@ -164,10 +164,10 @@ func (ts *tlsState) tlsPrincipal(cs tls.ConnectionState) string {
 	return "User:" + mapPrincipal(ts.rules, dn)
 }
 
-// clientTLSConfig is the configuration an inter-broker client uses to reach
+// ClientTLSConfig is the configuration an inter-broker client uses to reach
 // a TLS listener: the trust store to verify the peer, and this broker's own
 // certificate when it has one (for ssl.client.auth=required).
-func clientTLSConfig(props map[string]string) (*tls.Config, error) {
+func ClientTLSConfig(props map[string]string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	pool, err := loadTrustStore(props)
 	if err != nil {
