@@ -26,7 +26,9 @@ cluster: build
 	trap 'kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
 	for n in 1 2 3; do \
 		./bin/gregor --listen 127.0.0.1:909$$((n+1)) --data-dir $(CLUSTER_DATA_DIR)/node-$$n \
-			--set node.id=$$n --set controller.quorum.voters=$$V & \
+			--http 127.0.0.1:964$$((n+3)) \
+			--set node.id=$$n --set controller.quorum.voters=$$V \
+			--set default.replication.factor=3 --set min.insync.replicas=2 & \
 	done; wait
 
 ## screenshot: docs/img/console.png and docs/img/console-group.png, the

@@ -138,6 +138,7 @@ func (it *internalTopic) sync() {
 		load      bool
 	}
 	var changes []change
+	inlineUnloads := 0
 	it.mu.Lock()
 	if it.loaded == nil {
 		it.loaded = map[int32]int32{}
@@ -163,19 +164,55 @@ func (it *internalTopic) sync() {
 			delete(it.loaded, p.index)
 			if it.unloadInline {
 				coord.UnloadPartition(p.index)
-				b.log.Info("unloaded "+it.coordinator+" partition", "partition", p.index)
+				b.log.Debug("unloaded "+it.coordinator+" partition", "partition", p.index)
+				inlineUnloads++
 			} else {
 				changes = append(changes, change{p.index, cur, false})
 			}
 		}
 	}
 	it.mu.Unlock()
-	for _, c := range changes {
-		if b.cl == nil {
-			it.apply(coord, c.pi, c.epoch, c.load) // quick: no replicas to wait for
-		} else {
-			go it.apply(coord, c.pi, c.epoch, c.load)
+	if inlineUnloads > 0 {
+		b.log.Info("unloaded "+it.coordinator+" partitions", "partitions", inlineUnloads)
+	}
+	if len(changes) == 0 {
+		return
+	}
+	// One line for the changes of this pass, once they are all done: a
+	// start or a leadership move loads tens of partitions at once.
+	run := func(parallel bool) {
+		start := time.Now()
+		var loads, unloads atomic.Int32
+		var wg sync.WaitGroup
+		for _, c := range changes {
+			one := func() {
+				if it.apply(coord, c.pi, c.epoch, c.load) {
+					if c.load {
+						loads.Add(1)
+					} else {
+						unloads.Add(1)
+					}
+				}
+			}
+			if !parallel {
+				one()
+				continue
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); one() }()
 		}
+		wg.Wait()
+		if n := loads.Load(); n > 0 {
+			b.log.Info("loaded "+it.coordinator+" partitions", "partitions", n, "took", time.Since(start).Round(time.Millisecond))
+		}
+		if n := unloads.Load(); n > 0 {
+			b.log.Info("unloaded "+it.coordinator+" partitions", "partitions", n)
+		}
+	}
+	if b.cl == nil {
+		run(false) // quick: no replicas to wait for
+	} else {
+		go run(true)
 	}
 }
 
@@ -184,8 +221,8 @@ func (it *internalTopic) sync() {
 // earlier epoch left (a coordinator's LoadPartition keeps a partition
 // already loaded as it is), so it always starts from the log; an unload
 // that finds the partition led again leaves it to that load, which may
-// have run already.
-func (it *internalTopic) apply(coord partitionLoader, pi, epoch int32, load bool) {
+// have run already. It reports whether it loaded or unloaded pi.
+func (it *internalTopic) apply(coord partitionLoader, pi, epoch int32, load bool) bool {
 	b := it.b
 	it.mu.Lock()
 	mu := it.loadMu[pi]
@@ -197,11 +234,11 @@ func (it *internalTopic) apply(coord partitionLoader, pi, epoch int32, load bool
 		_, ledAgain := it.loaded[pi]
 		it.mu.Unlock()
 		if ledAgain {
-			return
+			return false
 		}
 		coord.UnloadPartition(pi)
-		b.log.Info("unloaded "+it.coordinator+" partition", "partition", pi)
-		return
+		b.log.Debug("unloaded "+it.coordinator+" partition", "partition", pi)
+		return true
 	}
 	coord.UnloadPartition(pi)
 	for attempt := 0; ; attempt++ {
@@ -209,18 +246,18 @@ func (it *internalTopic) apply(coord partitionLoader, pi, epoch int32, load bool
 		cur, ok := it.loaded[pi]
 		it.mu.Unlock()
 		if !ok || cur != epoch || b.ctx.Err() != nil {
-			return
+			return false
 		}
 		start := time.Now()
 		err := coord.LoadPartition(pi)
 		if err == nil {
-			b.log.Info("loaded "+it.coordinator+" partition", "partition", pi, "leader_epoch", epoch, "took", time.Since(start))
-			return
+			b.log.Debug("loaded "+it.coordinator+" partition", "partition", pi, "leader_epoch", epoch, "took", time.Since(start))
+			return true
 		}
 		b.log.Warn("loading "+it.coordinator+" partition", "partition", pi, "err", err, "attempt", attempt)
 		select {
 		case <-b.ctx.Done():
-			return
+			return false
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

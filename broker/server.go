@@ -630,7 +630,7 @@ func (c *conn) dispatch(frame []byte) (*pending, error) {
 	p := c.takeSpare(frame)
 	h, hdr, msg, err := decodeRequestInto(frame, &p.keep, &c.clientID)
 	if err == errUnsupportedApiVersions {
-		c.logger().Info("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION", "version", hdr.Version)
+		c.logger().Debug("unsupported ApiVersions version, answering v0 with UNSUPPORTED_VERSION (a client that then downgrades)", "version", hdr.Version)
 		p.out = protocol.EncodeResponse(hdr.CorrelationID, apiVersionsUnsupported())
 		return p, nil
 	}

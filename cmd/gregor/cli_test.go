@@ -123,6 +123,11 @@ func TestCLI_Topics(t *testing.T) {
 	if !strings.Contains(out, "retention.ms=1000") || !hasRow(out, "2", "0", "[0]", "[0]", "0", "0", "0") {
 		t.Fatalf("describe:\n%s", out)
 	}
+	// The topic id as Kafka's tools print it: 22 characters of URL-safe
+	// base64, no padding.
+	if !regexp.MustCompile(`\tID: [A-Za-z0-9_-]{22}\t`).MatchString(out) {
+		t.Fatalf("describe: topic id not in Kafka's form:\n%s", out)
+	}
 	out, _ = run(t, "", false, "topics", "delete", "orders", br)
 	if !strings.Contains(out, "deleted topic orders") {
 		t.Fatalf("delete: %s", out)

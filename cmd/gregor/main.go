@@ -151,6 +151,12 @@ func serve(args []string) error {
 	for k, v := range sets {
 		props[k] = v
 	}
+	if id := strings.TrimSpace(props["node.id"]); id != "" && strings.TrimSpace(props["controller.quorum.voters"]) != "" {
+		// A cluster's nodes often log to one terminal (make cluster):
+		// every line says whose it is.
+		log = log.With("node", id)
+		slog.SetDefault(log)
+	}
 	b, err := broker.New(broker.Config{Listen: *listen, Advertise: *advertise, DataDir: *dataDir, Props: props, Logger: log, JoinCluster: joinCluster})
 	if err != nil {
 		return err

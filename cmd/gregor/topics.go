@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -163,7 +164,7 @@ func topicsDescribe(args []string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", t.Topic, t.Err))
 			continue
 		}
-		fmt.Printf("Topic: %s\tID: %s\tPartitions: %d\tReplication: %d\n", t.Topic, t.ID, len(t.Partitions), t.Partitions.NumReplicas())
+		fmt.Printf("Topic: %s\tID: %s\tPartitions: %d\tReplication: %d\n", t.Topic, kafkaUUID(t.ID), len(t.Partitions), t.Partitions.NumReplicas())
 		if rc, err := rcs.On(t.Topic, nil); err == nil {
 			var over []string
 			for _, c := range rc.Configs {
@@ -281,3 +282,7 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// kafkaUUID is a topic id as Kafka's tools print it (Uuid.toString: URL-safe
+// base64 without padding), not kadm's padded standard base64.
+func kafkaUUID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
