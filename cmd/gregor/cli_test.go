@@ -236,10 +236,10 @@ func TestCLI_Groups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: "gt", Partition: 0, At: 2})
-	os.Add(kadm.Offset{Topic: "gt", Partition: 1, At: 1})
-	if r, err := kadm.NewClient(cl).CommitOffsets(ctx, "cli-group", os); err != nil || r.Error() != nil {
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "gt", Partition: 0, At: 2})
+	offs.Add(kadm.Offset{Topic: "gt", Partition: 1, At: 1})
+	if r, err := kadm.NewClient(cl).CommitOffsets(ctx, "cli-group", offs); err != nil || r.Error() != nil {
 		t.Fatalf("commit: %v %v", err, r.Error())
 	}
 	out, _ := run(t, "", false, "groups", "list", br)
@@ -272,6 +272,48 @@ func TestCLI_Groups(t *testing.T) {
 	if !strings.Contains(out, "Total lag: 0") {
 		t.Fatalf("after --to-latest:\n%s", out)
 	}
+	// The rest of kafka-consumer-groups' reset specs, each checked with
+	// the committed offsets; an offset outside the log goes to its end.
+	reset := func(want0, want1 string, spec ...string) {
+		t.Helper()
+		run(t, "", false, append(append([]string{"groups", "reset-offsets", "cli-group"}, spec...), "--execute", br)...)
+		out, _ := run(t, "", false, "groups", "describe", "cli-group", br)
+		if !hasRow(out, "gt", "0", want0) || !hasRow(out, "gt", "1", want1) {
+			t.Fatalf("after %v, want %s and %s:\n%s", spec, want0, want1, out)
+		}
+	}
+	reset("4", "4", "--shift-by", "-3")
+	reset("7", "7", "--to-offset", "100")
+	reset("0", "0", "--shift-by", "-100")
+	offsetsFile := filepath.Join(t.TempDir(), "offsets.csv")
+	if err := os.WriteFile(offsetsFile, []byte("gt,0,1\ngt,1,3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reset("1", "3", "--from-file", offsetsFile)
+	reset("1", "3", "--to-current")
+	reset("0", "0", "--by-duration", "PT1H")
+	reset("7", "7", "--by-duration", "0s")
+	// A group with a member is refused before any plan is printed.
+	live, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.ConsumerGroup("cli-group"), kgo.ConsumeTopics("gt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	stable := testCtx(t)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for gs := b.Groups(); len(gs) != 1 || gs[0].State != "Stable"; gs = b.Groups() {
+		select {
+		case <-stable.Done():
+			t.Fatalf("cli-group not Stable with its member: %+v", gs)
+		case <-tick.C:
+		}
+	}
+	out, stderr = run(t, "", true, "groups", "reset-offsets", "cli-group", "--to-earliest", br)
+	if out != "" || !strings.Contains(stderr, "assignments can only be reset if the group 'cli-group' is inactive, but the current state is Stable") {
+		t.Fatalf("active group: stdout %q, stderr %q", out, stderr)
+	}
+	live.Close()
 	out, _ = run(t, "", false, "groups", "delete", "cli-group", br)
 	if !strings.Contains(out, "deleted group cli-group") {
 		t.Fatalf("delete: %s", out)

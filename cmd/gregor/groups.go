@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -100,19 +102,29 @@ func groupsCmd(args []string) error {
 			case l.Protocol == "":
 				proto = l.ProtocolType
 			}
-			fmt.Printf("Group: %s\tState: %s\tProtocol: %s\tMembers: %d\tTotal lag: %d\n", l.Group, l.State, proto, len(l.Members), l.Lag.Total())
+			// Lag as Kafka defines it (kafka-consumer-groups, the
+			// console): the log end offset minus the committed offset,
+			// for partitions the group committed; one it did not commit
+			// has no lag ("-"), where kadm would count the whole log.
+			var total int64
+			for _, m := range l.Lag.Sorted() {
+				if m.Commit.At >= 0 && m.Lag > 0 {
+					total += m.Lag
+				}
+			}
+			fmt.Printf("Group: %s\tState: %s\tProtocol: %s\tMembers: %d\tTotal lag: %d\n", l.Group, l.State, proto, len(l.Members), total)
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "TOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
 			for _, m := range l.Lag.Sorted() {
-				cur := "-"
+				cur, lag := "-", "-"
 				if m.Commit.At >= 0 {
-					cur = fmt.Sprint(m.Commit.At)
+					cur, lag = fmt.Sprint(m.Commit.At), fmt.Sprint(max(m.Lag, 0))
 				}
 				id, host, client := "-", "-", "-"
 				if m.Member != nil {
 					id, host, client = m.Member.MemberID, m.Member.ClientHost, m.Member.ClientID
 				}
-				fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Topic, m.Partition, cur, m.End.Offset, m.Lag, id, host, client)
+				fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Topic, m.Partition, cur, m.End.Offset, lag, id, host, client)
 			}
 			w.Flush()
 		}
@@ -156,14 +168,21 @@ func groupsCmd(args []string) error {
 
 // resetOffsets is "groups reset-offsets", after kafka-consumer-groups.sh
 // --reset-offsets: a plan (the new offset of every partition) printed as a
-// table, committed only with --execute.
+// table, committed only with --execute. As Kafka's tool, it refuses a
+// group with members before printing anything, and keeps every new offset
+// within the partition's log (start to end).
 func resetOffsets(cf *clientFlags, args []string) error {
-	fs := newFlagSet("groups reset-offsets", "GROUP (--to-earliest|--to-latest|--to-datetime TIME) [--topic T…] [--execute]",
-		"Resets a group's committed offsets. TIME is RFC 3339 (2024-05-01T12:00:00Z) or milliseconds since the epoch.")
+	fs := newFlagSet("groups reset-offsets", "GROUP (--to-earliest|--to-latest|--to-current|--to-datetime TIME|--by-duration D|--to-offset N|--shift-by N|--from-file F) [--topic T…] [--execute]",
+		"Resets a group's committed offsets. TIME is RFC 3339 (2024-05-01T12:00:00Z) or milliseconds since the epoch; D is ISO 8601 (PT1H30M, P1DT2H) or Go's (90m); F holds topic,partition,offset lines.")
 	cf.register(fs)
 	earliest := fs.Bool("to-earliest", false, "reset to the log start offsets")
 	latest := fs.Bool("to-latest", false, "reset to the log end offsets")
+	current := fs.Bool("to-current", false, "reset to the committed offsets (partitions without one: the log end)")
 	datetime := fs.String("to-datetime", "", "reset to the first offsets at or after this time")
+	duration := fs.String("by-duration", "", "reset to the first offsets at or after this long ago")
+	toOffset := fs.String("to-offset", "", "reset every partition to this offset")
+	shiftBy := fs.String("shift-by", "", "move each committed offset by this many (negative: back)")
+	fromFile := fs.String("from-file", "", "reset to the offsets of this CSV file (topic,partition,offset per line)")
 	execute := fs.Bool("execute", false, "commit the new offsets (default: only print the plan)")
 	var topics multiFlag
 	fs.Var(&topics, "topic", "topic to reset (repeatable; default: every topic the group has committed)")
@@ -176,18 +195,44 @@ func resetOffsets(cf *clientFlags, args []string) error {
 	}
 	group := pos[0]
 	n := 0
-	for _, b := range []bool{*earliest, *latest, *datetime != ""} {
+	for _, b := range []bool{*earliest, *latest, *current, *datetime != "", *duration != "", *toOffset != "", *shiftBy != "", *fromFile != ""} {
 		if b {
 			n++
 		}
 	}
 	if n != 1 {
-		return errors.New("groups reset-offsets: give exactly one of --to-earliest, --to-latest, --to-datetime")
+		return errors.New("groups reset-offsets: give exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, --by-duration, --to-offset, --shift-by, --from-file")
 	}
-	var millis int64
-	if *datetime != "" {
+	var millis, offset, shift int64
+	var fileOffsets map[string]map[int32]int64
+	switch {
+	case *datetime != "":
 		if millis, err = parseTime(*datetime); err != nil {
 			return fmt.Errorf("--to-datetime: %w", err)
+		}
+	case *duration != "":
+		d, err := parseDuration(*duration)
+		if err != nil {
+			return fmt.Errorf("--by-duration: %w", err)
+		}
+		millis = time.Now().Add(-d).UnixMilli()
+	case *toOffset != "":
+		if offset, err = strconv.ParseInt(*toOffset, 10, 64); err != nil || offset < 0 {
+			return fmt.Errorf("--to-offset: %q is not an offset", *toOffset)
+		}
+	case *shiftBy != "":
+		if shift, err = strconv.ParseInt(*shiftBy, 10, 64); err != nil {
+			return fmt.Errorf("--shift-by: %q is not a number", *shiftBy)
+		}
+	case *fromFile != "":
+		if fileOffsets, err = readOffsetsFile(*fromFile); err != nil {
+			return fmt.Errorf("--from-file: %w", err)
+		}
+		if len(topics) == 0 {
+			for t := range fileOffsets {
+				topics = append(topics, t)
+			}
+			slices.Sort(topics)
 		}
 	}
 	adm, ctx, done, err := cf.adminContext()
@@ -196,14 +241,22 @@ func resetOffsets(cf *clientFlags, args []string) error {
 	}
 	defer done()
 
+	// As kafka-consumer-groups: only an inactive group, checked first.
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return err
+	}
+	if g, ok := described[group]; ok && g.Err == nil && g.State != "Empty" && g.State != "Dead" && g.State != "" {
+		return fmt.Errorf("assignments can only be reset if the group '%s' is inactive, but the current state is %s", group, g.State)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return err
+	}
+	if err := committed.Error(); err != nil {
+		return err
+	}
 	if len(topics) == 0 {
-		committed, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return err
-		}
-		if err := committed.Error(); err != nil {
-			return err
-		}
 		for t := range committed.Offsets() {
 			topics = append(topics, t)
 		}
@@ -212,33 +265,85 @@ func resetOffsets(cf *clientFlags, args []string) error {
 			return fmt.Errorf("group %s has no committed offsets: name topics with --topic", group)
 		}
 	}
-	var listed kadm.ListedOffsets
-	switch {
-	case *earliest:
-		listed, err = adm.ListStartOffsets(ctx, topics...)
-	case *latest:
-		listed, err = adm.ListEndOffsets(ctx, topics...)
-	default:
-		listed, err = adm.ListOffsetsAfterMilli(ctx, millis, topics...)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
 	}
 	if err != nil {
 		return err
 	}
-	if err := listed.Error(); err != nil {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
 		return err
 	}
-	var sorted []kadm.ListedOffset
-	listed.Each(func(o kadm.ListedOffset) { sorted = append(sorted, o) })
-	slices.SortFunc(sorted, func(a, b kadm.ListedOffset) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+	var byTime kadm.ListedOffsets
+	if *datetime != "" || *duration != "" {
+		if byTime, err = adm.ListOffsetsAfterMilli(ctx, millis, topics...); err == nil {
+			err = byTime.Error()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	type planned struct {
+		topic     string
+		partition int32
+		offset    int64
+	}
+	var plan []planned
+	var errs []error
+	ends.Each(func(end kadm.ListedOffset) {
+		start, _ := starts.Lookup(end.Topic, end.Partition)
+		c, hasCommit := committed.Lookup(end.Topic, end.Partition)
+		var at int64
+		switch {
+		case *earliest:
+			at = start.Offset
+		case *latest:
+			at = end.Offset
+		case *current:
+			at = end.Offset
+			if hasCommit {
+				at = c.At
+			}
+		case *datetime != "" || *duration != "":
+			o, _ := byTime.Lookup(end.Topic, end.Partition)
+			at = o.Offset
+		case *toOffset != "":
+			at = offset
+		case *shiftBy != "":
+			if !hasCommit {
+				errs = append(errs, fmt.Errorf("%s-%d has no committed offset to shift", end.Topic, end.Partition))
+				return
+			}
+			at = c.At + shift
+		case *fromFile != "":
+			o, ok := fileOffsets[end.Topic][end.Partition]
+			if !ok {
+				return // not in the file: left as it is
+			}
+			at = o
+		}
+		// Kafka's tool moves an offset outside the log to its nearest end.
+		at = min(max(at, start.Offset), end.Offset)
+		plan = append(plan, planned{end.Topic, end.Partition, at})
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	slices.SortFunc(plan, func(a, b planned) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
 			return c
 		}
-		return int(a.Partition) - int(b.Partition)
+		return int(a.partition) - int(b.partition)
 	})
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TOPIC\tPARTITION\tNEW-OFFSET")
-	for _, o := range sorted {
-		fmt.Fprintf(w, "%s\t%d\t%d\n", o.Topic, o.Partition, o.Offset)
+	for _, o := range plan {
+		fmt.Fprintf(w, "%s\t%d\t%d\n", o.topic, o.partition, o.offset)
 	}
 	w.Flush()
 	if !*execute {
@@ -247,12 +352,12 @@ func resetOffsets(cf *clientFlags, args []string) error {
 	}
 	// Commit in chunks so that progress can be shown for many partitions.
 	prog := newProgress()
-	total, committed := len(sorted), 0
+	total, reset := len(plan), 0
 	const chunk = 500
 	for i := 0; i < total; i += chunk {
 		var part kadm.Offsets
-		for _, o := range sorted[i:min(i+chunk, total)] {
-			part.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+		for _, o := range plan[i:min(i+chunk, total)] {
+			part.Add(kadm.Offset{Topic: o.topic, Partition: o.partition, At: o.offset, LeaderEpoch: -1})
 		}
 		resps, err := adm.CommitOffsets(ctx, group, part)
 		if err != nil {
@@ -261,12 +366,71 @@ func resetOffsets(cf *clientFlags, args []string) error {
 		if err := resps.Error(); err != nil {
 			return fmt.Errorf("commit (is the group still active?): %w", err)
 		}
-		committed += len(sorted[i:min(i+chunk, total)])
-		prog.update("reset %d/%d partitions", committed, total)
+		reset += len(plan[i:min(i+chunk, total)])
+		prog.update("reset %d/%d partitions", reset, total)
 	}
-	prog.done("reset %d/%d partitions", committed, total)
+	prog.done("reset %d/%d partitions", reset, total)
 	fmt.Fprintf(os.Stderr, "committed new offsets for %s of group %s\n", plural(total, "partition"), group)
 	return nil
+}
+
+// readOffsetsFile reads kafka-consumer-groups' --from-file CSV: one
+// topic,partition,offset per line (blank lines skipped).
+func readOffsetsFile(path string) (map[string]map[int32]int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int32]int64{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("line %d: want topic,partition,offset: %q", i+1, line)
+		}
+		p, err1 := strconv.ParseInt(strings.TrimSpace(f[1]), 10, 32)
+		o, err2 := strconv.ParseInt(strings.TrimSpace(f[2]), 10, 64)
+		if err1 != nil || err2 != nil || p < 0 || o < 0 {
+			return nil, fmt.Errorf("line %d: want topic,partition,offset: %q", i+1, line)
+		}
+		t := strings.TrimSpace(f[0])
+		if out[t] == nil {
+			out[t] = map[int32]int64{}
+		}
+		out[t][int32(p)] = o
+	}
+	return out, nil
+}
+
+// isoDuration is ISO 8601's PnDTnHnMnS (what --by-duration takes in
+// Kafka's tool; seconds may have a fraction).
+var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+
+// parseDuration reads an ISO 8601 duration (PT1H30M, P1DT2H) or Go's
+// (90m, 1h30m).
+func parseDuration(s string) (time.Duration, error) {
+	if m := isoDuration.FindStringSubmatch(strings.ToUpper(s)); m != nil && s != "P" && !strings.HasSuffix(strings.ToUpper(s), "T") {
+		var d time.Duration
+		for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute} {
+			if m[i+1] != "" {
+				n, _ := strconv.ParseInt(m[i+1], 10, 64)
+				d += time.Duration(n) * unit
+			}
+		}
+		if m[4] != "" {
+			sec, _ := strconv.ParseFloat(m[4], 64)
+			d += time.Duration(sec * float64(time.Second))
+		}
+		return d, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("cannot parse %q: want ISO 8601 (PT1H) or Go's (1h)", s)
+	}
+	return d, nil
 }
 
 // parseTime reads RFC 3339 (with or without seconds' fraction, or a bare
