@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/clientconfig"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -44,8 +46,9 @@ var errUsage = errors.New("usage")
 
 // clientFlags are the flags every client command has.
 type clientFlags struct {
-	brokers string
-	timeout time.Duration
+	brokers       string
+	timeout       time.Duration
+	commandConfig string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -55,6 +58,8 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&c.brokers, "brokers", def, "bootstrap brokers, host:port[,host:port…]")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "overall timeout of the command (0: none)")
+	fs.StringVar(&c.commandConfig, "command-config", os.Getenv("GREGOR_COMMAND_CONFIG"),
+		"Kafka client properties file, as kafka-*.sh take it: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*")
 }
 
 func (c *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
@@ -67,7 +72,34 @@ func (c *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	if len(seeds) == 0 {
 		return nil, errors.New("--brokers is empty")
 	}
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, opts...)...)
+	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}
+	if c.commandConfig != "" {
+		props, err := readProperties(c.commandConfig)
+		if err != nil {
+			return nil, err
+		}
+		sec, err := clientconfig.Options(props)
+		if err != nil {
+			return nil, fmt.Errorf("--command-config %s: %w", c.commandConfig, err)
+		}
+		base = append(base, sec...)
+	}
+	return kgo.NewClient(append(base, opts...)...)
+}
+
+// readProperties reads a Java properties file (--command-config,
+// --source-config).
+func readProperties(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	props := map[string]string{}
+	if err := broker.ParseProperties(f, props); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return props, nil
 }
 
 func (c *clientFlags) admin() (*kadm.Client, *kgo.Client, error) {

@@ -444,6 +444,27 @@ func TestCLI_UsersAddOffline(t *testing.T) {
 	if err := cl.Ping(testCtx(t)); err != nil {
 		t.Fatalf("alice cannot authenticate: %v", err)
 	}
+	// The CLI reaches it with Kafka's client properties (--command-config).
+	props := func(pw string) string {
+		p := filepath.Join(t.TempDir(), "client.properties")
+		body := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n" +
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="` + pw + `";` + "\n"
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	br := "--brokers=" + addr.String()
+	if out, _ := run(t, "", false, "topics", "create", "secured", br, "--command-config", props("s3cret-pw")); !strings.Contains(out, "created topic secured") {
+		t.Fatalf("create through SASL: %s", out)
+	}
+	if out, _ := run(t, "", false, "topics", "list", br, "--command-config", props("s3cret-pw")); !hasRow(out, "secured", "1") {
+		t.Fatalf("list through SASL:\n%s", out)
+	}
+	_, stderr := run(t, "", true, "topics", "list", br, "--command-config", props("wrong"), "--timeout", "5s")
+	if !strings.Contains(stderr, "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("a wrong password: %s", stderr)
+	}
 }
 
 // TestCLI_HelpAndVersion: help, in every spelling, lists the commands and

@@ -164,9 +164,11 @@ func (ts *TLS) Principal(cs tls.ConnectionState) string {
 	return "User:" + mapPrincipal(ts.rules, dn)
 }
 
-// ClientTLSConfig is the configuration an inter-broker client uses to reach
-// a TLS listener: the trust store to verify the peer, and this broker's own
-// certificate when it has one (for ssl.client.auth=required).
+// ClientTLSConfig is the configuration a client (an inter-broker one, the
+// CLI, a cluster link's) uses to reach a TLS listener from Kafka's client
+// ssl.* properties: the trust store to verify the peer (the system's roots
+// when none is set), and its own certificate when it has one (for
+// ssl.client.auth=required).
 func ClientTLSConfig(props map[string]string) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	pool, err := loadTrustStore(props)
