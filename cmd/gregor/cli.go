@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -195,4 +196,26 @@ func (p *progress) done(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(p.w, "\r\033[K"+format+"\n", args...)
+}
+
+// formatFlag registers --format on a list or describe command: "text"
+// (the default, tables for a person) or "json" (one JSON document on
+// standard output, for a program).
+func formatFlag(fs *flag.FlagSet) *string {
+	return fs.String("format", "text", "output: text or json")
+}
+
+// checkFormat refuses a --format other than text or json.
+func checkFormat(f string) error {
+	if f != "text" && f != "json" {
+		return fmt.Errorf("--format %q: want text or json", f)
+	}
+	return nil
+}
+
+// printJSON writes v as indented JSON to standard output.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

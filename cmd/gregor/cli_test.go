@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,6 +130,28 @@ func TestCLI_Topics(t *testing.T) {
 	if !regexp.MustCompile(`\tID: [A-Za-z0-9_-]{22}\t`).MatchString(out) {
 		t.Fatalf("describe: topic id not in Kafka's form:\n%s", out)
 	}
+	out, _ = run(t, "", false, "topics", "describe", "orders", br, "--format", "json")
+	var described []struct {
+		Topic      string
+		ID         string
+		Configs    map[string]string
+		Partitions []struct {
+			Partition    int32
+			Leader       int32
+			Replicas     []int32
+			LogEndOffset int64 `json:"log_end_offset"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &described); err != nil || len(described) != 1 || described[0].Topic != "orders" ||
+		len(described[0].ID) != 22 || described[0].Configs["retention.ms"] != "1000" || len(described[0].Partitions) != 3 ||
+		described[0].Partitions[2].Partition != 2 || !slices.Equal(described[0].Partitions[2].Replicas, []int32{0}) {
+		t.Fatalf("describe --format json (%v):\n%s", err, out)
+	}
+	out, _ = run(t, "", false, "topics", "list", br, "--format", "json")
+	if !strings.Contains(out, `"topic": "orders"`) || !strings.Contains(out, `"partitions": 3`) {
+		t.Fatalf("list --format json:\n%s", out)
+	}
+	run(t, "", true, "topics", "list", br, "--format", "yaml")
 	out, _ = run(t, "", false, "topics", "delete", "orders", br)
 	if !strings.Contains(out, "deleted topic orders") {
 		t.Fatalf("delete: %s", out)
@@ -249,6 +273,24 @@ func TestCLI_Groups(t *testing.T) {
 	out, _ = run(t, "", false, "groups", "describe", "cli-group", br)
 	if !strings.Contains(out, "Total lag: 11") || !hasRow(out, "gt", "0", "2", "7", "5") || !hasRow(out, "gt", "1", "1", "7", "6") {
 		t.Fatalf("describe:\n%s", out)
+	}
+	out, _ = run(t, "", false, "groups", "describe", "cli-group", br, "--format", "json")
+	var groups []struct {
+		Group    string
+		State    string
+		TotalLag int64 `json:"total_lag"`
+		Offsets  []struct {
+			Partition     int32
+			CurrentOffset *int64 `json:"current_offset"`
+			Lag           *int64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &groups); err != nil || len(groups) != 1 || groups[0].State != "Empty" || groups[0].TotalLag != 11 ||
+		len(groups[0].Offsets) != 2 || *groups[0].Offsets[1].CurrentOffset != 1 || *groups[0].Offsets[1].Lag != 6 {
+		t.Fatalf("describe --format json (%v):\n%s", err, out)
+	}
+	if out, _ = run(t, "", false, "groups", "list", br, "--format", "json"); !strings.Contains(out, `"group": "cli-group"`) {
+		t.Fatalf("groups list --format json:\n%s", out)
 	}
 	out, stderr := run(t, "", false, "groups", "reset-offsets", "cli-group", "--to-earliest", br)
 	if !hasRow(out, "gt", "0", "0") || !strings.Contains(stderr, "dry run") {

@@ -21,12 +21,15 @@ const groupsUsage = `usage: gregor groups COMMAND [flags]
   describe GROUP…               members, and per partition the committed
                                 offset, log end offset and lag
   delete GROUP…
-  reset-offsets GROUP (--to-earliest | --to-latest | --to-datetime TIME)
-                [--topic T…] [--execute]
+  reset-offsets GROUP (--to-earliest | --to-latest | --to-current |
+                --to-datetime TIME | --by-duration D | --to-offset N |
+                --shift-by N | --from-file CSV) [--topic T…] [--execute]
                                 moves the committed offsets of an inactive group;
                                 without --execute only prints the plan
 
-Every command takes --brokers HOST:PORT[,…] and --timeout.`
+Every command takes --brokers HOST:PORT[,…], --timeout and --command-config
+FILE (Kafka client properties: security.protocol, sasl.*, ssl.*); list and
+describe take --format json.`
 
 func groupsCmd(args []string) error {
 	if len(args) > 0 && isHelp(args[0]) {
@@ -43,7 +46,11 @@ func groupsCmd(args []string) error {
 	case "list":
 		fs := newFlagSet("groups list", "", "Lists consumer groups.")
 		cf.register(fs)
+		format := formatFlag(fs)
 		if _, err := parseInterleaved(fs, args); err != nil {
+			return err
+		}
+		if err := checkFormat(*format); err != nil {
 			return err
 		}
 		adm, ctx, done, err := cf.adminContext()
@@ -55,6 +62,18 @@ func groupsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
+		if *format == "json" {
+			type groupJSON struct {
+				Group        string `json:"group"`
+				State        string `json:"state"`
+				ProtocolType string `json:"protocol_type"`
+			}
+			out := []groupJSON{}
+			for _, g := range lg.Sorted() {
+				out = append(out, groupJSON{g.Group, g.State, g.ProtocolType})
+			}
+			return printJSON(out)
+		}
 		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "GROUP\tSTATE\tPROTOCOL-TYPE")
 		for _, g := range lg.Sorted() {
@@ -65,8 +84,12 @@ func groupsCmd(args []string) error {
 	case "describe":
 		fs := newFlagSet("groups describe", "GROUP…", "Describes groups with their lag.")
 		cf.register(fs)
+		format := formatFlag(fs)
 		names, err := parseInterleaved(fs, args)
 		if err != nil {
+			return err
+		}
+		if err := checkFormat(*format); err != nil {
 			return err
 		}
 		if len(names) == 0 {
@@ -81,6 +104,26 @@ func groupsCmd(args []string) error {
 		if err != nil {
 			return err
 		}
+		type offsetJSON struct {
+			Topic         string `json:"topic"`
+			Partition     int32  `json:"partition"`
+			CurrentOffset *int64 `json:"current_offset"` // null: not committed
+			LogEndOffset  int64  `json:"log_end_offset"`
+			Lag           *int64 `json:"lag"` // null: not committed
+			ConsumerID    string `json:"consumer_id,omitempty"`
+			Host          string `json:"host,omitempty"`
+			ClientID      string `json:"client_id,omitempty"`
+		}
+		type groupJSON struct {
+			Group        string       `json:"group"`
+			State        string       `json:"state"`
+			ProtocolType string       `json:"protocol_type"`
+			Protocol     string       `json:"protocol"`
+			Members      int          `json:"members"`
+			TotalLag     int64        `json:"total_lag"`
+			Offsets      []offsetJSON `json:"offsets"`
+		}
+		jsonOut := []groupJSON{}
 		var errs []error
 		for i, name := range names {
 			l, ok := lags[name]
@@ -90,6 +133,23 @@ func groupsCmd(args []string) error {
 			}
 			if err := l.Error(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+				continue
+			}
+			if *format == "json" {
+				g := groupJSON{Group: l.Group, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol, Members: len(l.Members), Offsets: []offsetJSON{}}
+				for _, m := range l.Lag.Sorted() {
+					o := offsetJSON{Topic: m.Topic, Partition: m.Partition, LogEndOffset: m.End.Offset}
+					if m.Commit.At >= 0 {
+						at, lag := m.Commit.At, max(m.Lag, 0)
+						o.CurrentOffset, o.Lag = &at, &lag
+						g.TotalLag += lag
+					}
+					if m.Member != nil {
+						o.ConsumerID, o.Host, o.ClientID = m.Member.MemberID, m.Member.ClientHost, m.Member.ClientID
+					}
+					g.Offsets = append(g.Offsets, o)
+				}
+				jsonOut = append(jsonOut, g)
 				continue
 			}
 			if i > 0 {
@@ -127,6 +187,11 @@ func groupsCmd(args []string) error {
 				fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Topic, m.Partition, cur, m.End.Offset, lag, id, host, client)
 			}
 			w.Flush()
+		}
+		if *format == "json" {
+			if err := printJSON(jsonOut); err != nil {
+				return err
+			}
 		}
 		return errors.Join(errs...)
 

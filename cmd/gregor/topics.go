@@ -21,7 +21,9 @@ const topicsUsage = `usage: gregor topics COMMAND [flags]
   delete TOPIC…
   alter-config TOPIC… [--set k=v…] [--delete k…]
 
-Every command takes --brokers HOST:PORT[,…] and --timeout.`
+Every command takes --brokers HOST:PORT[,…], --timeout and --command-config
+FILE (Kafka client properties: security.protocol, sasl.*, ssl.*); list and
+describe take --format json.`
 
 func topicsCmd(args []string) error {
 	if len(args) > 0 && isHelp(args[0]) {
@@ -55,7 +57,11 @@ func topicsList(args []string) error {
 	fs := newFlagSet("topics list", "[--internal]", "Lists topics.")
 	cf.register(fs)
 	internal := fs.Bool("internal", false, "include internal topics")
+	format := formatFlag(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
+		return err
+	}
+	if err := checkFormat(*format); err != nil {
 		return err
 	}
 	adm, ctx, done, err := cf.adminContext()
@@ -71,6 +77,27 @@ func topicsList(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *format == "json" {
+		type topicJSON struct {
+			Topic       string `json:"topic"`
+			ID          string `json:"id"`
+			Partitions  int    `json:"partitions"`
+			Replication int    `json:"replication_factor"`
+			Internal    bool   `json:"internal"`
+			Error       string `json:"error,omitempty"`
+		}
+		out := []topicJSON{}
+		for _, t := range td.Sorted() {
+			j := topicJSON{Topic: t.Topic, ID: kafkaUUID(t.ID), Internal: t.IsInternal}
+			if t.Err != nil {
+				j.Error = t.Err.Error()
+			} else {
+				j.Partitions, j.Replication = len(t.Partitions), t.Partitions.NumReplicas()
+			}
+			out = append(out, j)
+		}
+		return printJSON(out)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TOPIC\tPARTITIONS\tREPLICATION")
@@ -133,8 +160,12 @@ func topicsDescribe(args []string) error {
 	var cf clientFlags
 	fs := newFlagSet("topics describe", "TOPIC…", "Describes topics: partitions, offsets, config overrides.")
 	cf.register(fs)
+	format := formatFlag(fs)
 	names, err := parseInterleaved(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := checkFormat(*format); err != nil {
 		return err
 	}
 	adm, ctx, done, err := cf.adminContext()
@@ -158,10 +189,45 @@ func topicsDescribe(args []string) error {
 	if err != nil {
 		return err
 	}
+	type partitionJSON struct {
+		Partition      int32   `json:"partition"`
+		Leader         int32   `json:"leader"`
+		LeaderEpoch    int32   `json:"leader_epoch"`
+		Replicas       []int32 `json:"replicas"`
+		ISR            []int32 `json:"isr"`
+		OfflineReplica []int32 `json:"offline_replicas"`
+		LogStartOffset int64   `json:"log_start_offset"`
+		LogEndOffset   int64   `json:"log_end_offset"`
+	}
+	type topicJSON struct {
+		Topic       string            `json:"topic"`
+		ID          string            `json:"id"`
+		Replication int               `json:"replication_factor"`
+		Configs     map[string]string `json:"configs"`
+		Partitions  []partitionJSON   `json:"partitions"`
+	}
 	var errs []error
+	jsonOut := []topicJSON{}
 	for _, t := range td.Sorted() {
 		if t.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", t.Topic, t.Err))
+			continue
+		}
+		if *format == "json" {
+			j := topicJSON{Topic: t.Topic, ID: kafkaUUID(t.ID), Replication: t.Partitions.NumReplicas(), Configs: map[string]string{}, Partitions: []partitionJSON{}}
+			if rc, err := rcs.On(t.Topic, nil); err == nil {
+				for _, c := range rc.Configs {
+					if c.Source == 1 { // DYNAMIC_TOPIC_CONFIG
+						j.Configs[c.Key] = c.MaybeValue()
+					}
+				}
+			}
+			for _, p := range t.Partitions.Sorted() {
+				st, _ := starts.Lookup(t.Topic, p.Partition)
+				e, _ := ends.Lookup(t.Topic, p.Partition)
+				j.Partitions = append(j.Partitions, partitionJSON{p.Partition, p.Leader, p.LeaderEpoch, nonNil(p.Replicas), nonNil(p.ISR), nonNil(p.OfflineReplicas), st.Offset, e.Offset})
+			}
+			jsonOut = append(jsonOut, j)
 			continue
 		}
 		fmt.Printf("Topic: %s\tID: %s\tPartitions: %d\tReplication: %d\n", t.Topic, kafkaUUID(t.ID), len(t.Partitions), t.Partitions.NumReplicas())
@@ -186,7 +252,20 @@ func topicsDescribe(args []string) error {
 		}
 		w.Flush()
 	}
+	if *format == "json" {
+		if err := printJSON(jsonOut); err != nil {
+			return err
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// nonNil is s, or an empty slice for nil (JSON [] rather than null).
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
 }
 
 // topicsDelete deletes topics.
