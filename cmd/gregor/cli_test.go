@@ -539,3 +539,26 @@ func TestCLI_HelpAndVersion(t *testing.T) {
 	run(t, "", true, "topics")
 	run(t, "", true, "--no-such-flag")
 }
+
+// TestCLI_Completion: the bash completion script completes commands,
+// actions, and flags read from the command's own --help.
+func TestCLI_Completion(t *testing.T) {
+	script, _ := run(t, "", false, "completion", "bash")
+	path := filepath.Join(t.TempDir(), "gregor.bash")
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	probe := `source "$1"; shift
+t() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _gregor; echo "${COMPREPLY[*]}"; }
+t "$GREGOR" to; t "$GREGOR" topics d; t "$GREGOR" groups reset-offsets --to-c; t "$GREGOR" link p`
+	cmd := exec.Command("bash", "-c", probe, "bash", path)
+	cmd.Env = append(os.Environ(), "GREGOR="+gregorBin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := "topics\ndescribe delete\n--to-current\npromote\n"; string(out) != want {
+		t.Fatalf("completions:\n%s\nwant:\n%s", out, want)
+	}
+	run(t, "", true, "completion", "fish")
+}

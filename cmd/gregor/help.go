@@ -21,6 +21,7 @@ Commands:
   users        add or delete SASL/SCRAM users of a data directory
   link         mirror another Kafka cluster's topics here at the same offsets
   healthcheck  exit 0 when a broker answers
+  completion   print a bash or zsh completion script
   version      print the version
   help         print this
 
