@@ -177,7 +177,11 @@ func (c *conn) failAuth(err error) string {
 	if errors.As(err, &se) {
 		msg = se.Msg
 	}
-	c.logger().Info("SASL authentication failed", "mechanism", c.auth.mech, "err", err)
+	var user string
+	if c.auth.session != nil {
+		user, _ = c.auth.session.Result()
+	}
+	c.logger().Info("SASL authentication failed", "mechanism", c.auth.mech, "user", user, "err", err)
 	return msg
 }
 

@@ -170,3 +170,24 @@ func FuzzSASLExchanges(f *testing.F) {
 		}
 	})
 }
+
+// A failed exchange still names the user the client gave, for the
+// broker's log line; a successful one the authenticated user.
+func TestSession_ResultNamesTheUserAfterAFailure(t *testing.T) {
+	users, _ := usersWithAlice(t)
+	for _, tc := range []struct {
+		msg, user string
+		done      bool
+	}{
+		{"\x00alice\x00wrong", "alice", false},
+		{"\x00mallory\x00x", "mallory", false},
+		{"\x00alice\x00alice-secret", "alice", true},
+		{"garbage", "", false},
+	} {
+		s := NewSession(config.Plain, users, nil)
+		_, done, err := s.Step([]byte(tc.msg))
+		if user, _ := s.Result(); user != tc.user || done != tc.done || (err == nil) != tc.done {
+			t.Errorf("%q: user %q done %v err %v", tc.msg, user, done, err)
+		}
+	}
+}

@@ -25,7 +25,8 @@ type Session interface {
 	// *Error carries Kafka's message for the client.
 	Step(in []byte) (out []byte, done bool, err error)
 	// Result is the authenticated user and when its credential expires
-	// (zero: never).
+	// (zero: never). After a failed exchange the user is the one the
+	// client named, if it got that far (for the log), else "".
 	Result() (user string, expiry time.Time)
 }
 
@@ -82,6 +83,7 @@ func (s *plainSession) Step(in []byte) ([]byte, bool, error) {
 	case authz != "" && authz != user:
 		return nil, false, &Error{"Authentication failed: Client requested an authorization id that is different from username"}
 	}
+	s.user = user // Result names it after a failure too, for the log
 	rec, err := s.users.User(user)
 	if err != nil {
 		return nil, false, err
@@ -89,7 +91,6 @@ func (s *plainSession) Step(in []byte) ([]byte, bool, error) {
 	if rec == nil || !rec.CheckPassword(pass) {
 		return nil, false, &Error{"Authentication failed: Invalid username or password"}
 	}
-	s.user = user
 	return []byte{}, true, nil
 }
 
