@@ -69,6 +69,10 @@ type Cluster interface {
 	AlterPartitionReassignments(ctx context.Context, targets map[metadata.TopicPartition][]int32) map[metadata.TopicPartition]error
 	ListPartitionReassignments(ctx context.Context, parts []metadata.TopicPartition) ([]metadata.Reassignment, error)
 	AllocateProducerIDBlock(ctx context.Context, floor int64) (first, size int64, err error)
+	// DescribeQuorum describes the metadata quorum (the store's
+	// consensus group) as Kafka's DescribeQuorum does; see
+	// 55_describe_quorum.go.
+	DescribeQuorum(ctx context.Context) (*metadata.QuorumState, error)
 
 	// Collection is one of the record collections kept as cluster
 	// metadata: "acls" (ACL bindings), "quotas" (client quotas),
