@@ -76,7 +76,8 @@ type Cluster interface {
 
 	// Collection is one of the record collections kept as cluster
 	// metadata: "acls" (ACL bindings), "quotas" (client quotas),
-	// "users" (SASL users), "links" (cluster links).
+	// "users" (SASL users), "links" (cluster links), "client-metrics"
+	// (KIP-714 client metrics subscriptions).
 	Collection(name string) metastore.Collection
 	UpdateGroupConfigs(ctx context.Context, group string, update func(current map[string]string) (map[string]string, error)) (int64, error)
 	DeleteGroupConfigs(ctx context.Context, group string, rev int64) error
@@ -171,6 +172,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.cl = cs
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
+	b.cm.Use(node.Collection("client-metrics"))
 	b.userStore.use(node.Collection("users"))
 	b.useLinkStore(link.NewStore(node.Collection("links")))
 	b.pids.reserve = func(floor int64) (int64, int64, error) {

@@ -26,7 +26,8 @@ import (
 //	                          synced (<link>, <link>/topics/<topic>,
 //	                          <link>/groups/<group>), a broker's highest
 //	                          mirrored producer id (@producer-ids/<node>)
-var collectionNames = []string{"acls", "quotas", "users", "links"}
+//	/gregor/client-metrics/<name>  a KIP-714 client metrics subscription
+var collectionNames = []string{"acls", "quotas", "users", "links", "client-metrics"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 
