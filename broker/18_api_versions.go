@@ -32,6 +32,9 @@ func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	if req.Version >= 3 && r.conn != nil {
+		r.conn.softwareName, r.conn.softwareVersion = req.ClientSoftwareName, req.ClientSoftwareVersion
+	}
 	if req.Version >= 5 {
 		switch {
 		case (req.ClusterID == nil) != (req.NodeID == -1):

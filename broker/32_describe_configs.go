@@ -13,7 +13,8 @@ package broker
 // as log.retention.hours for log.retention.ms) is dynamic. Unknown topics are
 // UNKNOWN_TOPIC_OR_PARTITION; another node id, or a resource type Gregor
 // does not serve, INVALID_REQUEST. Groups: the share group configs
-// (shares.go), the group's own values or the broker defaults.
+// (shares.go), the group's own values or the broker defaults. Client
+// metrics: a KIP-714 subscription's configs (clientmetrics.go).
 
 import (
 	"slices"
@@ -92,6 +93,9 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				}
 				sr.Configs = append(sr.Configs, c)
 			}
+		case kmsg.ConfigResourceTypeClientMetrics:
+			// KIP-714 subscriptions (clientmetrics.go), for any name.
+			sr.Configs = b.describeClientMetricsConfigs(req, rr.ResourceName, want)
 		default:
 			fail(kerr.InvalidRequest, "Unsupported resource type "+rr.ResourceType.String())
 		}

@@ -7,7 +7,8 @@ package broker
 // INVALID_CONFIG on other types. A name given twice for one resource, or a
 // resource given twice, is INVALID_REQUEST. Validated, persisted and
 // applied live, like AlterConfigs. BROKER resources: the dynamic broker
-// configs (dynconfig.go).
+// configs (dynconfig.go). CLIENT_METRICS resources: KIP-714 subscriptions
+// (clientmetrics.go).
 
 import (
 	"maps"
@@ -33,6 +34,15 @@ func (b *Broker) handleIncrementalAlterConfigs(r *request) (kmsg.Response, error
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		if rr.ResourceType == kmsg.ConfigResourceTypeBroker && seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] == 1 {
 			if e, msg := b.incrementalAlterBrokerConfigs(rr, req.ValidateOnly); e != nil {
+				sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
+			}
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
+		if rr.ResourceType == kmsg.ConfigResourceTypeClientMetrics {
+			if seen[[2]string{rr.ResourceType.String(), rr.ResourceName}] > 1 {
+				sr.ErrorCode, sr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Error due to duplicate resources in the request")
+			} else if e, msg := b.alterClientMetrics(rr, req.ValidateOnly); e != nil {
 				sr.ErrorCode, sr.ErrorMessage = e.Code, kmsg.StringPtr(msg)
 			}
 			resp.Resources = append(resp.Resources, sr)

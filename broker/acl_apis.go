@@ -56,6 +56,8 @@ var aclChecks = map[kmsg.Key]aclCheck{
 	kmsg.ElectLeaders:                 checkCluster(acl.Alter),
 	kmsg.AlterPartitionAssignments:    checkCluster(acl.Alter),
 	kmsg.ListPartitionReassignments:   checkCluster(acl.Describe),
+	kmsg.DescribeQuorum:               checkCluster(acl.Describe),
+	kmsg.ListConfigResources:          checkCluster(acl.DescribeConfigs),
 	kmsg.DescribeLogDirs:              checkDescribeLogDirs,
 	kmsg.DescribeUserSCRAMCredentials: checkDescribeUserScram,
 	kmsg.AlterUserSCRAMCredentials:    checkAlterUserScram,

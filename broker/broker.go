@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/clientmetrics"
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/link"
@@ -78,6 +79,7 @@ type Broker struct {
 	sec        securityStats                // TLS and SASL counts (sasl.go)
 	acl        *acl.Authorizer              // the authorizer (acl.go, package security/acl)
 	quotas     *quota.Manager               // client quotas and connection rates (package quota; quotas.go)
+	cm         *clientmetrics.Manager       // KIP-714 client metrics (package clientmetrics; clientmetrics.go)
 	linkStore  *link.Store                  // cluster links' records (links.go, package link)
 	links      atomic.Pointer[link.Manager] // runs the links on this broker, from Listen
 	registry   *schemaRegistry              // the schema registry's listener; nil without one (schema_registry.go)
@@ -148,6 +150,9 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.initQuotas(); err != nil {
+		return nil, err
+	}
+	if err := b.initClientMetrics(); err != nil {
 		return nil, err
 	}
 	if err := b.initLinks(); err != nil {

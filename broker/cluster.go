@@ -69,10 +69,15 @@ type Cluster interface {
 	AlterPartitionReassignments(ctx context.Context, targets map[metadata.TopicPartition][]int32) map[metadata.TopicPartition]error
 	ListPartitionReassignments(ctx context.Context, parts []metadata.TopicPartition) ([]metadata.Reassignment, error)
 	AllocateProducerIDBlock(ctx context.Context, floor int64) (first, size int64, err error)
+	// DescribeQuorum describes the metadata quorum (the store's
+	// consensus group) as Kafka's DescribeQuorum does; see
+	// 55_describe_quorum.go.
+	DescribeQuorum(ctx context.Context) (*metadata.QuorumState, error)
 
 	// Collection is one of the record collections kept as cluster
 	// metadata: "acls" (ACL bindings), "quotas" (client quotas),
-	// "users" (SASL users), "links" (cluster links).
+	// "users" (SASL users), "links" (cluster links), "client-metrics"
+	// (KIP-714 client metrics subscriptions).
 	Collection(name string) metastore.Collection
 }
 
@@ -164,6 +169,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.cl = cs
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
+	b.cm.Use(node.Collection("client-metrics"))
 	b.users.Use(node.Collection("users"))
 	b.dyn.store.use(node.Collection("broker-configs"))
 	b.groupConfigs.use(node.Collection("group-configs"))

@@ -130,6 +130,21 @@
 // the broker that can, and keeps ACLs, quotas, users, dynamic broker and
 // group configs in the store rather than under __meta.
 //
+// # Metadata quorum and client metrics
+//
+// DescribeQuorum (55_describe_quorum.go) describes etcd's raft group as
+// Kafka describes its KRaft quorum (Cluster.DescribeQuorum: the raft
+// leader, term, commit index and members' raft indexes), forwarded to the
+// broker whose member leads, which knows its followers' progress; a single
+// node answers as a single-node KRaft combined broker. KIP-714 client
+// metrics (clientmetrics.go, package clientmetrics): CLIENT_METRICS
+// subscriptions are a metastore collection (__meta/client-metrics.json or
+// etcd), set and described through IncrementalAlterConfigs and
+// DescribeConfigs and listed by ListConfigResources;
+// GetTelemetrySubscriptions and PushTelemetry are answered by a
+// clientmetrics.Manager, whose pushed metrics are series of the broker's
+// registry (Metrics), served on the admin listener's /metrics.
+//
 // # Schema registry
 //
 // With schema.registry.listeners set (http://HOST:PORT) the broker serves

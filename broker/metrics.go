@@ -94,7 +94,7 @@ func (b *Broker) metrics() *observer {
 		for k := range quota.NumKinds {
 			o.throttle[k] = throttle.WithLabelValues(k.String())
 		}
-		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b}, clusterGauges{b})
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b}, clusterGauges{b}, b.cm)
 	})
 	return o
 }

@@ -83,10 +83,13 @@ type server struct {
 // goroutines of their own, so they delay only the responses queued behind
 // them, never the reading or handling of further requests.
 type conn struct {
-	b      *Broker
-	nc     net.Conn
-	ctx    context.Context
-	cancel context.CancelFunc
+	b *Broker
+	// softwareName and softwareVersion are what the client's ApiVersions
+	// (v3+) said; set and read on the reader (KIP-714 matching).
+	softwareName, softwareVersion string
+	nc                            net.Conn
+	ctx                           context.Context
+	cancel                        context.CancelFunc
 	// queue holds the responses the writer sends, in request order. The
 	// reader makes it, and starts the writer, the first time it has a
 	// response it cannot send itself: a connection that only ever gets

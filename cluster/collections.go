@@ -30,7 +30,8 @@ import (
 //	/gregor/broker-configs/<name>  the dynamic broker configs of a BROKER resource ("" the
 //	                          cluster-wide defaults, a node id one broker's), a JSON object
 //	/gregor/group-configs/<group>  a group's dynamic configs, a JSON object
-var collectionNames = []string{"acls", "quotas", "users", "links", "broker-configs", "group-configs"}
+//	/gregor/client-metrics/<name>  a KIP-714 client metrics subscription
+var collectionNames = []string{"acls", "quotas", "users", "links", "broker-configs", "group-configs", "client-metrics"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 

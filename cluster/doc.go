@@ -37,6 +37,7 @@
 //	/gregor/broker-configs/<res>      dynamic broker configs, {"name": "value", ...}: res "" the
 //	                                  cluster-wide defaults, a node id that broker's own
 //	/gregor/users/<name>              a SASL user's SCRAM credentials (the broker's JSON, opaque here)
+//	/gregor/client-metrics/<name>     a KIP-714 client metrics subscription (the broker's JSON, opaque here)
 //
 // The ACLs, quotas, users, links, broker configs and group configs are
 // collections (collections.go): Node.Collection

@@ -38,6 +38,8 @@ type (
 	ISRChange      = metadata.ISRChange
 	ISRResult      = metadata.ISRResult
 	Voter          = metadata.Voter
+	QuorumState    = metadata.QuorumState
+	ReplicaState   = metadata.ReplicaState
 	Config         = metadata.JoinConfig
 )
 

@@ -120,3 +120,36 @@ func ParseVoters(s string) ([]Voter, error) {
 	}
 	return vs, nil
 }
+
+// QuorumState is the metadata quorum as Kafka's DescribeQuorum describes
+// its KRaft quorum, in etcd's terms: the raft leader and term, the commit
+// index as the high watermark, and each member's raft index as its log
+// end offset.
+type QuorumState struct {
+	// LeaderID is the node id of the raft leader's member, -1 if there is
+	// none (an election is under way).
+	LeaderID int32
+	// LeaderEpoch is the raft term.
+	LeaderEpoch int64
+	// HighWatermark is the raft commit index as the answering member
+	// knows it (the leader's, when the leader answers).
+	HighWatermark int64
+	// Voters are the raft members (learners excluded), by node id;
+	// Observers the registered brokers that are not members.
+	Voters, Observers []ReplicaState
+}
+
+// ReplicaState is one member or observer of the quorum.
+type ReplicaState struct {
+	NodeID int32
+	// LogEndOffset is the member's raft index, -1 if unknown.
+	LogEndOffset int64
+	// LastFetch is when the leader last heard from the member and
+	// LastCaughtUp when the member was last known to hold everything
+	// committed; zero if unknown.
+	LastFetch, LastCaughtUp time.Time
+	// Host and Port are the member's raft peer address (a voter's
+	// CONTROLLER endpoint), empty for observers.
+	Host string
+	Port int32
+}
