@@ -235,9 +235,21 @@ func (h linkHost) Lead(topic string, index int32) link.Log {
 // request answered here, then one per partition led elsewhere (Execute
 // sends it to the leader).
 func (h linkHost) HighWatermarks(ctx context.Context, topic string, partitions int32) (map[int32]int64, error) {
+	return h.latestOffsets(ctx, topic, partitions, 0)
+}
+
+func (h linkHost) StableOffsets(ctx context.Context, topic string, partitions int32) (map[int32]int64, error) {
+	return h.latestOffsets(ctx, topic, partitions, 1)
+}
+
+// latestOffsets asks each partition's leader for its latest offset at
+// isolation (0 read_uncommitted: the high watermark; 1 read_committed:
+// the last stable offset).
+func (h linkHost) latestOffsets(ctx context.Context, topic string, partitions int32, isolation int8) (map[int32]int64, error) {
 	ask := func(ps []int32) (*kmsg.ListOffsetsResponse, error) {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.SetVersion(7)
+		req.IsolationLevel = isolation
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = topic
 		for _, p := range ps {
@@ -400,6 +412,32 @@ func (m mirrorLog) AppendMirrored(records []byte) error {
 		m.ldr.MaybeAdvanceHighWatermark()
 	}
 	return nil
+}
+
+// AbortOpenTransactions writes an ABORT marker for every producer with a
+// transaction open in the log (its coordinator epoch 0: the source's
+// coordinator is gone for it), stamped with this leader's epoch.
+func (m mirrorLog) AbortOpenTransactions() ([]link.AbortedTxn, error) {
+	if !m.leading() {
+		return nil, link.ErrNotLeader
+	}
+	var out []link.AbortedTxn
+	for _, ps := range m.p.log.ProducerStates() {
+		if ps.TxnStartOffset < 0 {
+			continue
+		}
+		if _, err := m.p.log.AppendMarker(ps.ProducerID, ps.Epoch, false, 0, m.epoch); err != nil {
+			if !errors.Is(err, storage.ErrInvalidProducerEpoch) {
+				m.b.noteWriteError(err)
+			}
+			return out, err
+		}
+		out = append(out, link.AbortedTxn{ProducerID: ps.ProducerID, Epoch: ps.Epoch, FirstOffset: ps.TxnStartOffset})
+	}
+	if len(out) > 0 && m.ldr != nil {
+		m.ldr.MaybeAdvanceHighWatermark()
+	}
+	return out, nil
 }
 
 func (m mirrorLog) RestartAt(offset int64) error {

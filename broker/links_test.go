@@ -354,6 +354,78 @@ func TestLink_MirrorsAtTheSameOffsets(t *testing.T) {
 	}
 }
 
+// TestLink_PromotionAbortsOpenTransactions: a transaction still open on the
+// source at the promotion point (its producer died, or never ended it)
+// would hold the promoted topic's last stable offset, and every
+// read_committed consumer, forever: the promotion aborts it with a marker,
+// and finishes only once the last stable offset passed it.
+func TestLink_PromotionAbortsOpenTransactions(t *testing.T) {
+	_, srcAddr := startBroker(t, "", nil)
+	_, dstAddr := startBroker(t, "", nil)
+	ctx := testCtx(t)
+	src := newClient(t, srcAddr)
+	if _, err := kadm.NewClient(src).CreateTopic(ctx, 1, -1, nil, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Two producers leave a transaction open: the promotion point falls
+	// inside both.
+	var pids []int64
+	for _, id := range []string{"hanging-a", "hanging-b"} {
+		txn := newClient(t, srcAddr, kgo.TransactionalID(id), kgo.TransactionTimeout(time.Minute))
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Topic: "payments", Value: []byte("in " + id)}
+		if err := txn.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, r.ProducerID)
+	}
+	code, msg, _ := linkOp(t, dstAddr, LinkOp{Op: "create", Link: &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "payments", SyncIntervalMs: 100}})
+	if code != 0 {
+		t.Fatalf("create: %v: %s", kerr.ErrorForCode(code), msg)
+	}
+	dst := newClient(t, dstAddr)
+	waitFor(t, 20*time.Second, "the three records mirrored", func() bool {
+		o, err := kadm.NewClient(dst).ListEndOffsets(ctx, "payments")
+		e, _ := o.Lookup("payments", 0)
+		return err == nil && e.Offset == 3
+	})
+	if d := dumpPartition(t, dst, "payments", 0); d.ls != 1 {
+		t.Fatalf("before the promotion the mirror's last stable offset is %d, want 1 (as the source's)", d.ls)
+	}
+	code, msg, body := linkOp(t, dstAddr, LinkOp{Op: "promote", Name: "mig"})
+	if code != 0 || string(body) != `{"promoted":["payments"]}` {
+		t.Fatalf("promote: %v %s %s", kerr.ErrorForCode(code), msg, body)
+	}
+	d := dumpPartition(t, dst, "payments", 0)
+	want := []string{fmt.Sprintf("%d@1", pids[0]), fmt.Sprintf("%d@2", pids[1])}
+	slices.Sort(d.aborted)
+	slices.Sort(want)
+	if d.hw != 5 || d.ls != 5 || !slices.Equal(d.aborted, want) {
+		t.Fatalf("after the promotion: hw %d, last stable %d, aborted %v; want 5, 5, %v", d.hw, d.ls, d.aborted, want)
+	}
+	// A read_committed consumer reads the committed record and is not held.
+	cons := newClient(t, dstAddr, kgo.ConsumeTopics("payments"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err := dst.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read_committed read %q: %v", got, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, []string{"plain", "after"}) {
+		t.Fatalf("read_committed after the promotion: %q", got)
+	}
+}
+
 // TestLink_HiddenFromApiVersions: the links API is Gregor's own, and a
 // Kafka client asking ApiVersions never sees it.
 func TestLink_HiddenFromApiVersions(t *testing.T) {

@@ -32,8 +32,11 @@
 //     source's literal ACLs on those topics and groups are added here.
 //   - Until promoted, a mirror topic refuses produce (the broker asks
 //     Store.ReadOnly). Promote mirrors each partition up to the source's
-//     high watermark as of the promotion, then marks the topic promoted:
-//     an ordinary topic from then on.
+//     high watermark as of the promotion, aborts the transactions still
+//     open there (Log.AbortOpenTransactions: their producers cannot end
+//     them here, and they would hold the last stable offset), then, once
+//     every partition's last stable offset reached the target, marks the
+//     topic promoted: an ordinary topic from then on.
 //
 // Mirrored batches keep the source's producer ids, so the highest one seen
 // is recorded (State.ProducerIDFloor) and the broker hands out producer

@@ -37,8 +37,10 @@ type Host interface {
 	// else nil.
 	Lead(topic string, partition int32) Log
 	// HighWatermarks returns each partition's high watermark, asked of
-	// its leader.
+	// its leader; StableOffsets its last stable offset (the high
+	// watermark, or the first offset of an open transaction below it).
 	HighWatermarks(ctx context.Context, topic string, partitions int32) (map[int32]int64, error)
+	StableOffsets(ctx context.Context, topic string, partitions int32) (map[int32]int64, error)
 	// CommittedOffsets returns a group's committed offsets on this
 	// cluster; CommitOffsets commits offsets for a group that has no
 	// member (ErrGroupActive when it has).
@@ -66,6 +68,18 @@ type Log interface {
 	// log start offset up, as DeleteRecords does.
 	RestartAt(offset int64) error
 	AdvanceLogStart(offset int64) error
+	// AbortOpenTransactions ends every transaction still open in the log
+	// with an ABORT marker, as kafka-transactions abort does, and returns
+	// what it aborted.
+	AbortOpenTransactions() ([]AbortedTxn, error)
+}
+
+// AbortedTxn is a transaction a promotion aborted: its producer and the
+// offset of its first record.
+type AbortedTxn struct {
+	ProducerID  int64
+	Epoch       int16
+	FirstOffset int64
 }
 
 // ErrNotLeader is a Log's answer once this broker no longer leads.
@@ -381,6 +395,9 @@ func (r *runner) assign() []*mpart {
 			if mt.State == Promoting {
 				target, ok := mt.Targets[p]
 				skip = !ok || log.LogEndOffset() >= target
+				if skip {
+					r.abortOpen(mt.Topic, p, log)
+				}
 			}
 			leds = append(leds, led{tp{mt.Topic, p}, log, skip})
 		}
@@ -408,6 +425,24 @@ func (r *runner) assign() []*mpart {
 		}
 	}
 	return out
+}
+
+// abortOpen aborts the transactions left open in a promoting partition
+// that reached its target: their producers cannot end them here (a
+// producer that moves to this cluster starts again with a new producer
+// id), and an open one would hold the last stable offset, and every
+// read_committed consumer, where it is forever. The promotion waits for
+// it (finishPromotion checks the last stable offsets).
+func (r *runner) abortOpen(topic string, p int32, log Log) {
+	aborted, err := log.AbortOpenTransactions()
+	if err != nil {
+		r.m.cfg.Log.Warn("link: aborting the open transactions of a promoted partition", "link", r.link.Name, "topic", topic, "partition", p, "err", err)
+		return
+	}
+	for _, a := range aborted {
+		r.m.cfg.Log.Warn("link: aborted a transaction left open at the promotion (its commit, if any, was written to the source after the promotion point)",
+			"link", r.link.Name, "topic", topic, "partition", p, "producer_id", a.ProducerID, "producer_epoch", a.Epoch, "first_offset", a.FirstOffset)
+	}
 }
 
 func (r *runner) invalidateSource() {

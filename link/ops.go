@@ -240,8 +240,9 @@ func (m *Manager) Promote(ctx context.Context, name, topics string) ([]string, e
 	}
 }
 
-// finishPromotion marks a promoting topic promoted once the high watermark
-// of each partition reached its target; true once it is promoted.
+// finishPromotion marks a promoting topic promoted once the last stable
+// offset of each partition reached its target (the high watermark did, and
+// the transactions open there were aborted); true once it is promoted.
 func (m *Manager) finishPromotion(ctx context.Context, mt *Mirror) (bool, error) {
 	switch mt.State {
 	case Promoted:
@@ -253,12 +254,12 @@ func (m *Manager) finishPromotion(ctx context.Context, mt *Mirror) (bool, error)
 	if !ok {
 		return false, fmt.Errorf("topic %s does not exist", mt.Topic)
 	}
-	hws, err := m.cfg.Host.HighWatermarks(ctx, mt.Topic, n)
+	lsos, err := m.cfg.Host.StableOffsets(ctx, mt.Topic, n)
 	if err != nil {
 		return false, nil // a leader moving: asked again
 	}
 	for p, target := range mt.Targets {
-		if hw, ok := hws[p]; !ok || hw < target {
+		if lso, ok := lsos[p]; !ok || lso < target {
 			return false, nil
 		}
 	}
