@@ -426,6 +426,77 @@ func TestLink_PromotionAbortsOpenTransactions(t *testing.T) {
 	}
 }
 
+// TestLink_SourceTopicDeleted: a source topic deleted under its mirror
+// stops the mirroring and keeps every mirrored record; one created again
+// under the same name (another topic, other records at the same offsets)
+// is not mirrored into it; the mirror can still be promoted, at its own
+// end, and written.
+func TestLink_SourceTopicDeleted(t *testing.T) {
+	_, srcAddr := startBroker(t, "", nil)
+	_, dstAddr := startBroker(t, "", nil)
+	ctx := testCtx(t)
+	src := newClient(t, srcAddr)
+	srcAdm := kadm.NewClient(src)
+	if _, err := srcAdm.CreateTopic(ctx, 1, -1, nil, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := src.ProduceSync(ctx, &kgo.Record{Topic: "gone", Value: fmt.Appendf(nil, "old-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, msg, _ := linkOp(t, dstAddr, LinkOp{Op: "create", Link: &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "gone", SyncIntervalMs: 50}})
+	if code != 0 {
+		t.Fatalf("create: %v: %s", kerr.ErrorForCode(code), msg)
+	}
+	status := func() link.MirrorStatus {
+		t.Helper()
+		code, _, body := linkOp(t, dstAddr, LinkOp{Op: "status", Name: "mig"})
+		var st link.Status
+		if code != 0 || json.Unmarshal(body, &st) != nil || len(st.Mirrors) != 1 {
+			return link.MirrorStatus{}
+		}
+		return st.Mirrors[0]
+	}
+	waitFor(t, 20*time.Second, "the five records mirrored", func() bool {
+		ms := status()
+		return len(ms.Partitions) == 1 && ms.Partitions[0].MirrorEnd == 5
+	})
+	if _, err := srcAdm.DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the mirror's source seen deleted", func() bool { return status().SourceDeleted })
+	// Created again with other records: not mirrored into the old one.
+	if _, err := srcAdm.CreateTopic(ctx, 1, -1, nil, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if err := src.ProduceSync(ctx, &kgo.Record{Topic: "gone", Value: fmt.Appendf(nil, "new-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, msg, body := linkOp(t, dstAddr, LinkOp{Op: "promote", Name: "mig"})
+	if code != 0 || string(body) != `{"promoted":["gone"]}` {
+		t.Fatalf("promote: %v %s %s", kerr.ErrorForCode(code), msg, body)
+	}
+	dst := newClient(t, dstAddr)
+	if err := dst.ProduceSync(ctx, &kgo.Record{Topic: "gone", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cons := newClient(t, dstAddr, kgo.ConsumeTopics("gone"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < 6 {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %q: %v", got, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%d:%s", r.Offset, r.Value)) })
+	}
+	if want := []string{"0:old-0", "1:old-1", "2:old-2", "3:old-3", "4:old-4", "5:after"}; !slices.Equal(got, want) {
+		t.Fatalf("the promoted mirror holds %q, want %q", got, want)
+	}
+}
+
 // TestLink_HiddenFromApiVersions: the links API is Gregor's own, and a
 // Kafka client asking ApiVersions never sees it.
 func TestLink_HiddenFromApiVersions(t *testing.T) {

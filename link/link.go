@@ -110,6 +110,14 @@ type Mirror struct {
 	Targets    map[int32]int64 `json:"targets,omitempty"`
 	CreatedMs  int64           `json:"created_ms"`
 	PromotedMs int64           `json:"promoted_ms,omitempty"`
+	// SourceTopicID is the source topic's id (hex), learned at the first
+	// sync that sees it: a source topic of that name with another id is
+	// another topic.
+	SourceTopicID string `json:"source_topic_id,omitempty"`
+	// SourceDeletedMs is when the source topic was found deleted (or
+	// deleted and created again): mirroring stopped there, what was
+	// mirrored stays, and a promotion takes the mirror's own ends.
+	SourceDeletedMs int64 `json:"source_deleted_ms,omitempty"`
 }
 
 // ReadOnly reports whether the topic refuses produce: until promoted.

@@ -255,6 +255,9 @@ type runner struct {
 	pidFloor int64 // the highest producer id reserved
 	// aclsCopied are the bindings copied from the source (syncACLs).
 	aclsCopied map[string]bool
+	// missing counts the syncs in a row that found no source topic for a
+	// mirror (noteDeletedSources; the sync's goroutine only).
+	missing map[string]int
 
 	// Counters for metrics.
 	bytes, batches, fetchErrors atomic.Int64
@@ -270,7 +273,7 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 		return nil, err
 	}
 	return &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}}, nil
+		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}}, nil
 }
 
 func (r *runner) poke() {
@@ -383,6 +386,9 @@ func (r *runner) assign() []*mpart {
 			continue
 		}
 		n, ok := h.Partitions(mt.Topic)
+		if mt.SourceDeletedMs != 0 && mt.State == Mirroring {
+			ok = false // nothing to fetch any more
+		}
 		if !ok {
 			continue
 		}

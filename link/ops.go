@@ -70,10 +70,11 @@ type Status struct {
 
 // MirrorStatus is one mirror topic's state and lag.
 type MirrorStatus struct {
-	Topic      string            `json:"topic"`
-	State      MirrorState       `json:"state"`
-	Partitions []PartitionStatus `json:"partitions"`
-	Error      string            `json:"error,omitempty"`
+	Topic         string            `json:"topic"`
+	State         MirrorState       `json:"state"`
+	SourceDeleted bool              `json:"source_deleted,omitempty"`
+	Partitions    []PartitionStatus `json:"partitions"`
+	Error         string            `json:"error,omitempty"`
 }
 
 // PartitionStatus is one mirror partition: the source's high watermark,
@@ -114,7 +115,9 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 	mirrors := st.MirrorsOf(name)
 	var topics []string
 	for _, mt := range mirrors {
-		topics = append(topics, mt.Topic)
+		if mt.SourceDeletedMs == 0 {
+			topics = append(topics, mt.Topic)
+		}
 	}
 	var srcEnds kadm.ListedOffsets
 	if adm != nil && len(topics) > 0 {
@@ -124,7 +127,7 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 		}
 	}
 	for _, mt := range mirrors {
-		ms := MirrorStatus{Topic: mt.Topic, State: mt.State}
+		ms := MirrorStatus{Topic: mt.Topic, State: mt.State, SourceDeleted: mt.SourceDeletedMs != 0}
 		n, ok := m.cfg.Host.Partitions(mt.Topic)
 		if !ok {
 			ms.Error = "topic does not exist here"
@@ -188,16 +191,22 @@ func (m *Manager) Promote(ctx context.Context, name, topics string) ([]string, e
 		return nil, fmt.Errorf("link %s is not running on this broker yet", name)
 	}
 	adm := kadm.NewClient(r.cl)
-	var names []string
+	var names, fromSource []string
 	for _, mt := range todo {
 		names = append(names, mt.Topic)
+		if mt.SourceDeletedMs == 0 {
+			fromSource = append(fromSource, mt.Topic)
+		}
 	}
-	ends, err := adm.ListEndOffsets(ctx, names...)
-	if err != nil {
-		return nil, fmt.Errorf("the source's high watermarks: %w", err)
-	}
-	if err := ends.Error(); err != nil {
-		return nil, fmt.Errorf("the source's high watermarks: %w", err)
+	var ends kadm.ListedOffsets
+	if len(fromSource) > 0 {
+		var err error
+		if ends, err = adm.ListEndOffsets(ctx, fromSource...); err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the source's high watermarks: %w", err)
+		}
 	}
 	for _, mt := range todo {
 		if mt.State == Promoting {
@@ -205,11 +214,24 @@ func (m *Manager) Promote(ctx context.Context, name, topics string) ([]string, e
 		}
 		c := *mt
 		c.State, c.Targets = Promoting, map[int32]int64{}
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Topic == mt.Topic {
-				c.Targets[o.Partition] = o.Offset
+		if mt.SourceDeletedMs != 0 {
+			// Nothing more will come: the mirror's own ends.
+			n, ok := m.cfg.Host.Partitions(mt.Topic)
+			if !ok {
+				return nil, fmt.Errorf("topic %s does not exist", mt.Topic)
 			}
-		})
+			hws, err := m.cfg.Host.HighWatermarks(ctx, mt.Topic, n)
+			if err != nil {
+				return nil, fmt.Errorf("the mirror's high watermarks: %w", err)
+			}
+			maps.Copy(c.Targets, hws)
+		} else {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Topic == mt.Topic {
+					c.Targets[o.Partition] = o.Offset
+				}
+			})
+		}
 		if err := m.cfg.Store.PutMirror(ctx, &c); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package link
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -69,20 +70,21 @@ func (r *runner) syncTopics(ctx context.Context) error {
 			names = append(names, name)
 		}
 	}
+	errs := []error{r.noteDeletedSources(ctx, src)}
 	if len(names) == 0 {
-		return nil
+		return errors.Join(errs...)
 	}
 	slices.Sort(names)
 	configs, err := r.sourceConfigs(ctx, names)
 	if err != nil {
 		return err
 	}
-	var errs []error
+	st = r.m.cfg.Store.State() // with what noteDeletedSources wrote
 	for _, name := range names {
 		want := int32(len(src[name].leaders))
 		mt := st.Mirrors[name]
-		if mt != nil && (mt.Link != r.link.Name || !mt.ReadOnly()) {
-			continue // another link's, or promoted: ours no longer
+		if mt != nil && (mt.Link != r.link.Name || !mt.ReadOnly() || mt.SourceDeletedMs != 0) {
+			continue // another link's, promoted (ours no longer), or its source gone
 		}
 		have, exists := h.Partitions(name)
 		switch {
@@ -149,6 +151,59 @@ func (r *runner) syncTopics(ctx context.Context) error {
 		}
 	}
 	r.poke()
+	return errors.Join(errs...)
+}
+
+// sourceGoneSyncs is how many syncs in a row must miss a mirror's source
+// topic before it counts as deleted: a topic that a metadata answer leaves
+// out once (an ACL change on the source, a broker catching up) is not
+// given up at once.
+const sourceGoneSyncs = 3
+
+// noteDeletedSources records the source topic id of each of the link's
+// mirrors, and marks a mirror's source deleted when its topic is missing
+// from the source for sourceGoneSyncs syncs in a row, or is there with
+// another id (deleted and created again: other records at the same
+// offsets). Mirroring such a topic stops; what was mirrored stays.
+func (r *runner) noteDeletedSources(ctx context.Context, src map[string]*sourceTopic) error {
+	var errs []error
+	for _, mt := range r.m.cfg.Store.State().MirrorsOf(r.link.Name) {
+		if !mt.ReadOnly() || mt.SourceDeletedMs != 0 {
+			continue
+		}
+		st := src[mt.Topic]
+		id := ""
+		if st != nil {
+			id = hex.EncodeToString(st.id[:])
+			delete(r.missing, mt.Topic)
+		} else {
+			r.missing[mt.Topic]++
+		}
+		var why string
+		switch {
+		case st == nil && r.missing[mt.Topic] >= sourceGoneSyncs:
+			why = "deleted"
+		case st != nil && mt.SourceTopicID != "" && mt.SourceTopicID != id:
+			why = "deleted and created again with another id"
+		case st != nil && mt.SourceTopicID == "":
+			c := *mt
+			c.SourceTopicID = id
+			errs = append(errs, r.m.cfg.Store.PutMirror(ctx, &c))
+		}
+		if why == "" {
+			continue
+		}
+		c := *mt
+		c.SourceDeletedMs = time.Now().UnixMilli()
+		if err := r.m.cfg.Store.PutMirror(ctx, &c); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(r.missing, mt.Topic)
+		r.m.cfg.Log.Warn("link: the source topic was "+why+"; mirroring it stopped, what was mirrored stays: promote it to make it writable, or delete it",
+			"link", r.link.Name, "topic", mt.Topic, "source_topic_id", mt.SourceTopicID)
+		r.m.Kick()
+	}
 	return errors.Join(errs...)
 }
 

@@ -177,11 +177,15 @@ func printLinkStatus(st *link.Status) {
 		return fmt.Sprint(n)
 	}
 	for _, m := range st.Mirrors {
+		state := string(m.State)
+		if m.SourceDeleted {
+			state += "/SOURCE_DELETED"
+		}
 		if m.Error != "" {
-			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t- (%s)\n", m.Topic, m.State, m.Error)
+			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t- (%s)\n", m.Topic, state, m.Error)
 		}
 		for _, p := range m.Partitions {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", m.Topic, m.State, p.Partition, num(p.SourceEnd), num(p.MirrorEnd), num(p.Lag))
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", m.Topic, state, p.Partition, num(p.SourceEnd), num(p.MirrorEnd), num(p.Lag))
 		}
 	}
 	w.Flush()
