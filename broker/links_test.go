@@ -527,6 +527,10 @@ func TestLink_CopiesACLs(t *testing.T) {
 		kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpRead, kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral),
 		kadm.NewACLs().Allow("User:alice").Groups("billing").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
 		kadm.NewACLs().Allow("User:bob").Topics("other").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+		// Prefixed: copied when it covers a mirror topic or a synced group.
+		kadm.NewACLs().Allow("User:carol").Topics("ord").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternPrefixed),
+		kadm.NewACLs().Allow("User:carol").Groups("bill").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed),
+		kadm.NewACLs().Allow("User:dave").Topics("oth").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternPrefixed),
 	} {
 		res, err := srcAdm.CreateACLs(ctx, b)
 		if err != nil {
@@ -537,6 +541,9 @@ func TestLink_CopiesACLs(t *testing.T) {
 				t.Fatal(r.Err)
 			}
 		}
+	}
+	if _, err := srcAdm.CommitOffsets(ctx, "billing", kadm.Offsets{"orders": {0: {At: 0}}}); err != nil {
+		t.Fatal(err)
 	}
 	if err := dst.links.Load().Create(ctx, &link.Link{Name: "mig", Source: []string{srcAddr}, Topics: "orders", Groups: "billing", SyncIntervalMs: 100}); err != nil {
 		t.Fatal(err)
@@ -554,13 +561,14 @@ func TestLink_CopiesACLs(t *testing.T) {
 		got = got[:0]
 		for _, r := range resp.Resources {
 			for _, a := range r.ACLs {
-				got = append(got, fmt.Sprintf("%v:%s:%s:%v", r.ResourceType, r.ResourceName, a.Principal, a.Operation))
+				got = append(got, fmt.Sprintf("%v:%v:%s:%s:%v", r.ResourceType, r.ResourcePatternType, r.ResourceName, a.Principal, a.Operation))
 			}
 		}
 		slices.Sort(got)
-		return len(got) >= 3
+		return len(got) >= 5
 	})
-	want := []string{"GROUP:billing:User:alice:READ", "TOPIC:orders:User:alice:DESCRIBE", "TOPIC:orders:User:alice:READ"}
+	want := []string{"GROUP:LITERAL:billing:User:alice:READ", "GROUP:PREFIXED:bill:User:carol:READ",
+		"TOPIC:LITERAL:orders:User:alice:DESCRIBE", "TOPIC:LITERAL:orders:User:alice:READ", "TOPIC:PREFIXED:ord:User:carol:WRITE"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ACLs here: %v, want %v", got, want)
 	}

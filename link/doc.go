@@ -29,7 +29,8 @@
 //     offsets of the matching groups are copied verbatim for the mirror
 //     topics while the group does not commit here itself (once it does,
 //     its consumers have moved and the link leaves it alone), and the
-//     source's literal ACLs on those topics and groups are added here.
+//     source's literal ACLs on those topics and groups, and its prefixed ones
+//     that cover one of them, are added here.
 //   - Until promoted, a mirror topic refuses produce (the broker asks
 //     Store.ReadOnly). Promote mirrors each partition up to the source's
 //     high watermark as of the promotion, aborts the transactions still

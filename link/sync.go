@@ -374,7 +374,7 @@ func (r *runner) syncACLs(ctx context.Context) error {
 	topics, groups := st.topics[r.link.Name], st.groups[r.link.Name]
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType = kmsg.ACLResourceTypeAny
-	req.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny // literal and prefixed
 	req.Operation = kmsg.ACLOperationAny
 	req.PermissionType = kmsg.ACLPermissionTypeAny
 	resp, err := req.RequestWith(ctx, r.cl)
@@ -387,19 +387,37 @@ func (r *runner) syncACLs(ctx context.Context) error {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return err
 	}
+	// A prefixed binding is copied when it covers one of the link's mirror
+	// topics or synced groups: it then grants here what it granted there
+	// on them (and on any other name with that prefix, as on the source).
+	var mirrored, synced []string
+	for _, mt := range st.MirrorsOf(r.link.Name) {
+		mirrored = append(mirrored, mt.Topic)
+	}
+	for g := range st.Groups[r.link.Name] {
+		synced = append(synced, g)
+	}
+	covers := func(names []string, prefix string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, prefix) })
+	}
 	var add []kmsg.CreateACLsRequestCreation
 	for _, res := range resp.Resources {
+		prefixed := res.ResourcePatternType == kmsg.ACLResourcePatternTypePrefixed
 		switch {
-		case res.ResourceType == kmsg.ACLResourceTypeTopic && topics != nil && topics.MatchString(res.ResourceName):
-		case res.ResourceType == kmsg.ACLResourceTypeGroup && groups != nil && groups.MatchString(res.ResourceName):
+		case res.ResourcePatternType != kmsg.ACLResourcePatternTypeLiteral && !prefixed:
+			continue
+		case res.ResourceType == kmsg.ACLResourceTypeTopic && !prefixed && topics != nil && topics.MatchString(res.ResourceName):
+		case res.ResourceType == kmsg.ACLResourceTypeGroup && !prefixed && groups != nil && groups.MatchString(res.ResourceName):
+		case res.ResourceType == kmsg.ACLResourceTypeTopic && prefixed && covers(mirrored, res.ResourceName):
+		case res.ResourceType == kmsg.ACLResourceTypeGroup && prefixed && covers(synced, res.ResourceName):
 		default:
 			continue
 		}
 		for _, a := range res.ACLs {
 			c := kmsg.NewCreateACLsRequestCreation()
-			c.ResourceType, c.ResourceName, c.ResourcePatternType = res.ResourceType, res.ResourceName, kmsg.ACLResourcePatternTypeLiteral
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = res.ResourceType, res.ResourceName, res.ResourcePatternType
 			c.Principal, c.Host, c.Operation, c.PermissionType = a.Principal, a.Host, a.Operation, a.PermissionType
-			key := fmt.Sprintf("%v|%s|%s|%s|%v|%v", c.ResourceType, c.ResourceName, c.Principal, c.Host, c.Operation, c.PermissionType)
+			key := fmt.Sprintf("%v|%v|%s|%s|%s|%v|%v", c.ResourceType, c.ResourcePatternType, c.ResourceName, c.Principal, c.Host, c.Operation, c.PermissionType)
 			r.mu.Lock()
 			done := r.aclsCopied[key]
 			r.mu.Unlock()
@@ -419,7 +437,7 @@ func (r *runner) syncACLs(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	for _, c := range add {
-		r.aclsCopied[fmt.Sprintf("%v|%s|%s|%s|%v|%v", c.ResourceType, c.ResourceName, c.Principal, c.Host, c.Operation, c.PermissionType)] = true
+		r.aclsCopied[fmt.Sprintf("%v|%v|%s|%s|%s|%v|%v", c.ResourceType, c.ResourcePatternType, c.ResourceName, c.Principal, c.Host, c.Operation, c.PermissionType)] = true
 	}
 	r.mu.Unlock()
 	r.m.cfg.Log.Info("link: ACLs copied", "link", r.link.Name, "bindings", len(add))
