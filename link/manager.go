@@ -259,6 +259,15 @@ type runner struct {
 	// mirror (noteDeletedSources; the sync's goroutine only).
 	missing map[string]int
 
+	// gen moves with every poke; assign's last scan of the partitions led
+	// (the run goroutine's only) is kept while gen and the store's state
+	// stay as they were.
+	gen       atomic.Uint64
+	scan      []led
+	scanGen   uint64
+	scanState *State
+	scanAt    time.Time
+
 	// Counters for metrics.
 	bytes, batches, fetchErrors atomic.Int64
 }
@@ -277,6 +286,7 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 }
 
 func (r *runner) poke() {
+	r.gen.Add(1)
 	select {
 	case r.pokec <- struct{}{}:
 	default:
@@ -369,44 +379,46 @@ func (r *runner) run() {
 	}
 }
 
+// led is a mirror partition this broker leads, as assign last found it.
+type led struct {
+	k         tp
+	log       Log
+	promoting bool  // the topic is being promoted: fetched up to target
+	target    int64 // its target; -1 when it has none
+}
+
+// rescanEvery bounds how long assign trusts its last scan without a poke
+// (leadership, the links' records or a partition's leader changing all
+// poke it): a topic deleted under a mirror, say.
+const rescanEvery = time.Second
+
 // assign returns the mirror partitions of the link this broker leads and
 // has to fetch: every partition of a mirroring topic, of a promoting one
-// those below their target.
+// those below their target. The scan of every mirror partition (which
+// asks the broker whether it leads each) is kept and done again only when
+// the runner was poked, the links' records changed, or rescanEvery
+// passed: a fetch round costs nothing per mirror partition beyond the
+// ones it fetches.
 func (r *runner) assign() []*mpart {
 	st := r.m.cfg.Store.State()
-	h := r.m.cfg.Host
-	type led struct {
-		k    tp
-		log  Log
+	gen := r.gen.Load()
+	if r.scan == nil || r.scanGen != gen || r.scanState != st || time.Since(r.scanAt) >= rescanEvery {
+		r.scan, r.scanGen, r.scanState, r.scanAt = r.rescan(st), gen, st, time.Now()
+	}
+	type work struct {
+		led
 		skip bool // a promoting partition at its target
 	}
-	var leds []led
-	for _, mt := range st.MirrorsOf(r.link.Name) {
-		if !mt.ReadOnly() {
-			continue
-		}
-		n, ok := h.Partitions(mt.Topic)
-		if mt.SourceDeletedMs != 0 && mt.State == Mirroring {
-			ok = false // nothing to fetch any more
-		}
-		if !ok {
-			continue
-		}
-		for p := range n {
-			log := h.Lead(mt.Topic, p)
-			if log == nil {
-				continue
+	leds := make([]work, 0, len(r.scan))
+	for _, l := range r.scan {
+		skip := false
+		if l.promoting {
+			skip = l.target < 0 || l.log.LogEndOffset() >= l.target
+			if skip {
+				r.abortOpen(l.k.topic, l.k.partition, l.log)
 			}
-			skip := false
-			if mt.State == Promoting {
-				target, ok := mt.Targets[p]
-				skip = !ok || log.LogEndOffset() >= target
-				if skip {
-					r.abortOpen(mt.Topic, p, log)
-				}
-			}
-			leds = append(leds, led{tp{mt.Topic, p}, log, skip})
 		}
+		leds = append(leds, work{l, skip})
 	}
 	now := time.Now()
 	var out []*mpart
@@ -449,6 +461,39 @@ func (r *runner) abortOpen(topic string, p int32, log Log) {
 		r.m.cfg.Log.Warn("link: aborted a transaction left open at the promotion (its commit, if any, was written to the source after the promotion point)",
 			"link", r.link.Name, "topic", topic, "partition", p, "producer_id", a.ProducerID, "producer_epoch", a.Epoch, "first_offset", a.FirstOffset)
 	}
+}
+
+// rescan lists the mirror partitions of the link this broker leads.
+func (r *runner) rescan(st *State) []led {
+	h := r.m.cfg.Host
+	var out []led
+	for _, mt := range st.MirrorsOf(r.link.Name) {
+		if !mt.ReadOnly() {
+			continue
+		}
+		n, ok := h.Partitions(mt.Topic)
+		if mt.SourceDeletedMs != 0 && mt.State == Mirroring {
+			ok = false // nothing to fetch any more
+		}
+		if !ok {
+			continue
+		}
+		for p := range n {
+			log := h.Lead(mt.Topic, p)
+			if log == nil {
+				continue
+			}
+			l := led{k: tp{mt.Topic, p}, log: log, target: -1}
+			if mt.State == Promoting {
+				l.promoting = true
+				if t, ok := mt.Targets[p]; ok {
+					l.target = t
+				}
+			}
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func (r *runner) invalidateSource() {
@@ -624,7 +669,9 @@ func (r *runner) apply(ctx context.Context, leader int32, mp *mpart, rp *kmsg.Fe
 	r.mu.Unlock()
 	if len(rp.RecordBatches) > 0 {
 		if err := mp.log.AppendMirrored(rp.RecordBatches); err != nil {
-			if !errors.Is(err, ErrNotLeader) {
+			if errors.Is(err, ErrNotLeader) {
+				r.gen.Add(1) // leads no more: scan again
+			} else {
 				r.partitionFailed(mp, fmt.Errorf("appending to %s-%d: %w", mp.topic, mp.partition, err), partitionRetryWait)
 			}
 			return
