@@ -121,3 +121,31 @@ func TestAssign_ScansOnlyAfterAChange(t *testing.T) {
 		t.Fatalf("t1-1, below its target, aborted %d times", a)
 	}
 }
+
+// Mirrored producer ids raise the floor a block ahead: the source's next
+// producers, with ids just above, cost no write of the store.
+func TestReserve_ABlockAhead(t *testing.T) {
+	ctx := context.Background()
+	s := memStore(t)
+	l := &Link{Name: "mig", Source: []string{"127.0.0.1:1"}, Topics: "t"}
+	if err := s.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(Config{NodeID: 1, Store: s, Host: &fakeHost{}})
+	r, err := newRunner(m, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.cl.Close()
+	rev := s.Revision()
+	for _, pid := range []int64{5, 6, 7, 900, 1005} {
+		r.reserve(ctx, pid)
+	}
+	if writes := s.Revision() - rev; writes != 1 || s.State().ProducerIDFloor != 1005 {
+		t.Fatalf("pids 5-1005: %d writes, floor %d; want 1, 1005", writes, s.State().ProducerIDFloor)
+	}
+	r.reserve(ctx, 1006)
+	if writes := s.Revision() - rev; writes != 2 || s.State().ProducerIDFloor != 2006 {
+		t.Fatalf("pid 1006: %d writes, floor %d; want 2, 2006", writes, s.State().ProducerIDFloor)
+	}
+}

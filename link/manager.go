@@ -771,14 +771,21 @@ func (r *runner) reserve(ctx context.Context, pid int64) {
 	if !need {
 		return
 	}
-	if err := r.m.cfg.Store.RaiseProducerIDFloor(ctx, r.m.cfg.NodeID, pid); err != nil {
+	// A block ahead, as Kafka's brokers take producer ids a block at a
+	// time: the source's next producers (ids just above) cost no write.
+	floor := pid + pidReserveAhead
+	if err := r.m.cfg.Store.RaiseProducerIDFloor(ctx, r.m.cfg.NodeID, floor); err != nil {
 		r.fail("reserving producer ids", err)
 		return
 	}
 	r.mu.Lock()
-	r.pidFloor = max(r.pidFloor, pid)
+	r.pidFloor = max(r.pidFloor, floor)
 	r.mu.Unlock()
 }
+
+// pidReserveAhead is how far above a mirrored producer id the floor is
+// raised: Kafka's producer id block size.
+const pidReserveAhead = 1000
 
 // maxProducerID returns the highest producer id among records' whole
 // batches (-1 when none has one) and how many whole batches there are.
