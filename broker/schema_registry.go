@@ -9,6 +9,19 @@ package broker
 // the log end is the one the registry read, so two writers never give out
 // the same id, and returns once the record is committed.
 //
+// TLS and authentication, as on the admin listener:
+//
+//	schema.registry.listeners=https://HOST:PORT   HTTPS, with
+//	schema.registry.ssl.*                          the listener ssl.* settings (key and trust
+//	                                               stores in PEM, PKCS12 or JKS, client.auth, …)
+//	schema.registry.auth=none|basic|mtls|basic,mtls
+//
+// basic checks HTTP Basic credentials against the SCRAM users as SASL/PLAIN
+// does; mtls takes a client certificate verified against the trust store.
+// A request that authenticates by neither gets Confluent's 401 answer,
+// {"error_code":401,"message":"Unauthorized"}. Any authenticated user may
+// use the whole API (Confluent's open-source registry has no finer rule).
+//
 // On a single node this broker serves every request. In a cluster the
 // registry of the leader of _schemas-0 does, as Confluent's leader does:
 // each broker registers its registry's URL with its registration, and the
@@ -18,8 +31,10 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -32,6 +47,7 @@ import (
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/schemaregistry"
+	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -40,9 +56,11 @@ const schemasTopicName = "_schemas"
 
 // schemaRegistry is the registry's listener and state; nil without one.
 type schemaRegistry struct {
-	ln  net.Listener
-	srv *http.Server
-	log *schemasLog
+	ln     net.Listener
+	srv    *http.Server
+	log    *schemasLog
+	scheme string          // http or https
+	fwd    *http.Transport // to the leader's registry: TLS as this one's
 }
 
 // listenSchemaRegistry binds schema.registry.listeners; nil when unset.
@@ -55,22 +73,94 @@ func (b *Broker) listenSchemaRegistry() (*schemaRegistry, error) {
 		return nil, fmt.Errorf("schema.registry.listeners %q: one listener only", v)
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("schema.registry.listeners %q: want http://HOST:PORT", v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("schema.registry.listeners %q: want http://HOST:PORT or https://HOST:PORT", v)
+	}
+	log := b.log.With("component", "schema-registry")
+	var basic, mtls bool
+	for _, m := range strings.Split(b.cfg.Props["schema.registry.auth"], ",") {
+		switch strings.TrimSpace(m) {
+		case "", "none":
+		case "basic":
+			basic = true
+		case "mtls":
+			mtls = true
+		default:
+			return nil, fmt.Errorf("schema.registry.auth %q: want none, basic, mtls or basic,mtls", b.cfg.Props["schema.registry.auth"])
+		}
+	}
+	var st *ServerTLS
+	fwd := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}
+	switch {
+	case u.Scheme == "https":
+		if st, err = LoadServerTLS(b.cfg.Props, "schema.registry.", log); err != nil {
+			return nil, err
+		}
+		sub := map[string]string{}
+		for k, v := range b.cfg.Props {
+			if rest, ok := strings.CutPrefix(k, "schema.registry."); ok && strings.HasPrefix(rest, "ssl.") {
+				sub[rest] = v
+			}
+		}
+		if fwd.TLSClientConfig, err = authn.ClientTLSConfig(sub); err != nil {
+			return nil, fmt.Errorf("schema.registry.ssl.*: %w", err)
+		}
+	case mtls:
+		return nil, errors.New("schema.registry.auth=mtls needs an https:// listener")
+	case basic:
+		log.Warn("schema.registry.auth=basic over plain HTTP sends passwords in the clear; use an https:// listener")
 	}
 	ln, err := net.Listen("tcp", u.Host)
 	if err != nil {
 		return nil, fmt.Errorf("schema.registry.listeners: %w", err)
 	}
 	sl := &schemasLog{b: b}
-	reg, err := schemaregistry.New(schemaregistry.Config{Log: sl, Logger: b.log.With("component", "schema-registry")})
+	reg, err := schemaregistry.New(schemaregistry.Config{Log: sl, Logger: log})
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	r := &schemaRegistry{ln: ln, log: sl}
-	r.srv = &http.Server{Handler: r.forwarding(reg.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	r := &schemaRegistry{ln: ln, log: sl, scheme: u.Scheme, fwd: fwd}
+	h := r.forwarding(reg.Handler())
+	if basic || mtls {
+		h = registryAuth(b, st, basic, mtls, h)
+	}
+	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if st != nil {
+		r.srv.TLSConfig = st.Config()
+		r.ln = tls.NewListener(ln, r.srv.TLSConfig)
+	}
 	return r, nil
+}
+
+// registryAuth lets through a request that authenticates: a verified
+// client certificate (mtls) or HTTP Basic credentials of a SCRAM user
+// (basic); else Confluent's 401.
+func registryAuth(b *Broker, st *ServerTLS, basic, mtls bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if mtls && req.TLS != nil && st != nil {
+			if _, ok := st.Principal(*req.TLS); ok {
+				next.ServeHTTP(w, req)
+				return
+			}
+		}
+		if basic {
+			if user, pass, ok := req.BasicAuth(); ok {
+				err := b.CheckPassword(user, pass)
+				if err == nil {
+					next.ServeHTTP(w, req)
+					return
+				}
+				if !errors.Is(err, ErrBadCredentials) {
+					b.log.Warn("schema registry: checking a password", "user", user, "err", err)
+				}
+			}
+			w.Header().Set("WWW-Authenticate", `Basic realm="SchemaRegistry"`)
+		}
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error_code":401,"message":"Unauthorized"}`)
+	})
 }
 
 // url is the registry's URL for the other brokers: its bound address, with
@@ -84,7 +174,7 @@ func (r *schemaRegistry) url(host string) string {
 	if a.IP.IsUnspecified() {
 		h = host
 	}
-	return "http://" + net.JoinHostPort(h, strconv.Itoa(a.Port))
+	return r.scheme + "://" + net.JoinHostPort(h, strconv.Itoa(a.Port))
 }
 
 // forwardedHeader marks a request one broker forwarded to another.
@@ -108,7 +198,7 @@ func (r *schemaRegistry) forwarding(local http.Handler) http.Handler {
 			local.ServeHTTP(w, req)
 			return
 		}
-		rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		rp := &httputil.ReverseProxy{Transport: r.fwd, Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Header.Set(forwardedHeader, "1")
 		}}

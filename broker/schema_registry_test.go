@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -162,5 +165,83 @@ func TestSchemaRegistry_Cluster(t *testing.T) {
 	}
 	if got, err := client(3-leader-other).SchemaByID(ctx, 1); err != nil || got.Schema == "" {
 		t.Fatalf("schema 1 through the third broker: %+v %v", got, err)
+	}
+}
+
+// TestSchemaRegistry_TLSAndAuth: on two brokers serving the registry over
+// HTTPS with schema.registry.auth=basic,mtls, a request with no
+// credentials or a wrong password gets Confluent's 401; a SCRAM user's
+// password or a client certificate of the trusted CA gets in; a
+// registration through either broker (one of them forwards, over TLS, to
+// the leader of _schemas-0) gets the next id and is served by both.
+func TestSchemaRegistry_TLSAndAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	pki := newTestPKI(t)
+	serverStore, _ := pki.keystore(t, "registry", "registry")
+	_, clientCert := pki.keystore(t, "client", "app")
+	brokers, _, _ := startEtcdBrokers(t, 2, func(_ int, dir string) map[string]string {
+		if err := AddUser(dir, "alice", "SCRAM-SHA-256", "alice-pw", 0); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{
+			"schema.registry.listeners":               "https://127.0.0.1:0",
+			"schema.registry.auth":                    "basic,mtls",
+			"schema.registry.ssl.keystore.location":   serverStore,
+			"schema.registry.ssl.truststore.location": pki.caPath,
+			"schema.registry.ssl.client.auth":         "requested",
+		}
+	})
+	ctx := testCtx(t)
+	url := func(i int) string { return "https://" + brokers[i].SchemaRegistryAddr().String() }
+	httpClient := func(certs ...tls.Certificate) *http.Client {
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pki.clientTLS(certs...)}}
+	}
+	get := func(c *http.Client, target, user, pass string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", target, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, tc := range []struct{ user, pass string }{{"", ""}, {"alice", "wrong"}, {"mallory", "x"}} {
+		if code, body := get(httpClient(), url(0)+"/subjects", tc.user, tc.pass); code != 401 || body != `{"error_code":401,"message":"Unauthorized"}` {
+			t.Fatalf("%q/%q: %d %s, want Confluent's 401", tc.user, tc.pass, code, body)
+		}
+	}
+	if code, body := get(httpClient(), url(1)+"/subjects", "alice", "alice-pw"); code != 200 || body != "[]" {
+		t.Fatalf("alice: %d %s", code, body)
+	}
+	if code, body := get(httpClient(clientCert), url(0)+"/subjects", "", ""); code != 200 || body != "[]" {
+		t.Fatalf("a client certificate: %d %s", code, body)
+	}
+	// Plain HTTP to the HTTPS port: Go's TLS server answers 400.
+	if code, _ := get(&http.Client{Timeout: 5 * time.Second}, "http://"+brokers[0].SchemaRegistryAddr().String()+"/subjects", "alice", "alice-pw"); code != 400 {
+		t.Fatalf("plain HTTP to the HTTPS listener: %d, want 400", code)
+	}
+	for i := range brokers {
+		cl, err := sr.NewClient(sr.URLs(url(i)), sr.HTTPClient(httpClient()), sr.BasicAuth("alice", "alice-pw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := cl.CreateSchema(ctx, fmt.Sprintf("s%d", i), sr.Schema{Schema: fmt.Sprintf(`{"type":"record","name":"R","fields":[{"name":"f%d","type":"string"}]}`, i)})
+		if err != nil || ss.ID != i+1 {
+			t.Fatalf("register through broker %d: %+v %v", i+1, ss, err)
+		}
+		other, err := sr.NewClient(sr.URLs(url(1-i)), sr.HTTPClient(httpClient(clientCert)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := other.SchemaByID(ctx, ss.ID); err != nil || got.Schema == "" {
+			t.Fatalf("schema %d through broker %d: %+v %v", ss.ID, 2-i, got, err)
+		}
 	}
 }
