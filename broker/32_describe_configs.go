@@ -54,6 +54,11 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 					sr.Configs = append(sr.Configs, b.describeTopicConfig(req, overrides, &d))
 				}
 			}
+			for _, d := range config.ConfluentTopicDefs {
+				if _, set := overrides[d.Name]; set && want(d.Name) {
+					sr.Configs = append(sr.Configs, b.describeTopicConfig(req, overrides, &d))
+				}
+			}
 		case kmsg.ConfigResourceTypeBroker:
 			switch rr.ResourceName {
 			case "":

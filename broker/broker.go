@@ -83,6 +83,7 @@ type Broker struct {
 	linkStore  *link.Store                  // cluster links' records (links.go, package link)
 	links      atomic.Pointer[link.Manager] // runs the links on this broker, from Listen
 	registry   *schemaRegistry              // the schema registry's listener; nil without one (schema_registry.go)
+	schemaIDs  schemaIDCache                // schema ids' subjects for schema validation (schema_validation.go)
 }
 
 // dataDirLockTimeout is how long New waits for another broker to release

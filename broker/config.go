@@ -195,6 +195,9 @@ type produceSettings struct {
 	tsAfterMaxMs      int64
 	tsBeforeMaxMs     int64
 	compacted         bool // cleanup.policy has compact: records need keys
+	// schemas checks keys or values against the schema registry
+	// (confluent.*.schema.validation); nil when neither is on.
+	schemas *schemaCheck
 }
 
 func (b *Broker) produceSettingsFor(overrides map[string]string) produceSettings {
@@ -206,5 +209,6 @@ func (b *Broker) produceSettingsFor(overrides map[string]string) produceSettings
 		tsAfterMaxMs:      b.topicInt(overrides, "message.timestamp.after.max.ms"),
 		tsBeforeMaxMs:     b.topicInt(overrides, "message.timestamp.before.max.ms"),
 		compacted:         isCompacted(b.topicValue(overrides, "cleanup.policy")),
+		schemas:           b.schemaCheckFor(overrides),
 	}
 }

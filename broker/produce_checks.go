@@ -33,7 +33,7 @@ func checkRecords(settings produceSettings, p *partition, records []byte, hdr st
 	checkTimes := !settings.logAppendTime
 	badTime := func(ts int64) bool { return checkTimes && ts != -1 && (ts < lo || ts > hi) }
 	headerBad := badTime(hdr.MaxTimestamp) || hdr.BaseTimestamp >= 0 && badTime(hdr.BaseTimestamp)
-	if !settings.compacted && !headerBad {
+	if !settings.compacted && !headerBad && settings.schemas == nil {
 		return 0, "", nil
 	}
 	tp := p.topic.name + "-" + strconv.Itoa(int(p.index))
@@ -47,6 +47,12 @@ func checkRecords(settings produceSettings, p *partition, records []byte, hdr st
 		case badTime(r.Timestamp):
 			timeErrors = true
 			e.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]", r.Timestamp, r.Index, lo, hi))
+		case settings.schemas != nil:
+			msg := settings.schemas.check(p.topic.name, r)
+			if msg == "" {
+				return
+			}
+			e.ErrorMessage = kmsg.StringPtr(msg)
 		default:
 			return
 		}

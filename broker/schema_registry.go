@@ -61,6 +61,7 @@ type schemaRegistry struct {
 	log    *schemasLog
 	scheme string          // http or https
 	fwd    *http.Transport // to the leader's registry: TLS as this one's
+	reg    *schemaregistry.Registry
 }
 
 // listenSchemaRegistry binds schema.registry.listeners; nil when unset.
@@ -120,7 +121,7 @@ func (b *Broker) listenSchemaRegistry() (*schemaRegistry, error) {
 		ln.Close()
 		return nil, err
 	}
-	r := &schemaRegistry{ln: ln, log: sl, scheme: u.Scheme, fwd: fwd}
+	r := &schemaRegistry{ln: ln, log: sl, scheme: u.Scheme, fwd: fwd, reg: reg}
 	h := r.forwarding(reg.Handler())
 	if basic || mtls {
 		h = registryAuth(b, st, basic, mtls, h)

@@ -3,14 +3,19 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 )
 
@@ -242,6 +247,95 @@ func TestSchemaRegistry_TLSAndAuth(t *testing.T) {
 		}
 		if got, err := other.SchemaByID(ctx, ss.ID); err != nil || got.Schema == "" {
 			t.Fatalf("schema %d through broker %d: %+v %v", ss.ID, 2-i, got, err)
+		}
+	}
+}
+
+// TestSchemaValidation_RefusesUnregisteredIDs: a topic with
+// confluent.value.schema.validation=true takes values in Confluent's wire
+// format whose schema id is registered under <topic>-value, and null
+// values; a batch with a plain value, an unknown id or an id of another
+// subject is refused whole with INVALID_RECORD; a schema registered
+// afterwards is accepted at once; a topic without the config takes
+// anything, and lists no confluent.* config.
+func TestSchemaValidation_RefusesUnregisteredIDs(t *testing.T) {
+	b, addr := startBroker(t, "", map[string]string{"schema.registry.listeners": "http://127.0.0.1:0"})
+	ctx := testCtx(t)
+	reg, err := sr.NewClient(sr.URLs("http://" + b.SchemaRegistryAddr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(subject, field string) int {
+		t.Helper()
+		ss, err := reg.CreateSchema(ctx, subject, sr.Schema{Schema: `{"type":"record","name":"R","fields":[{"name":"` + field + `","type":"string","default":""}]}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss.ID
+	}
+	ordersID, otherID := register("orders-value", "a"), register("other-value", "b")
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0))
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"confluent.value.schema.validation": kmsg.StringPtr("true")}, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "free"); err != nil {
+		t.Fatal(err)
+	}
+	wire := func(id int, payload string) []byte {
+		return append([]byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}, payload...)
+	}
+	produce := func(topic string, values ...[]byte) error {
+		t.Helper()
+		var rs []*kgo.Record
+		for _, v := range values {
+			rs = append(rs, &kgo.Record{Topic: topic, Value: v})
+		}
+		return cl.ProduceSync(ctx, rs...).FirstErr()
+	}
+	if err := produce("orders", wire(ordersID, "x"), nil, wire(ordersID, "y")); err != nil {
+		t.Fatalf("registered id and a tombstone: %v", err)
+	}
+	for name, v := range map[string][]byte{
+		"plain value":      []byte("hello"),
+		"unknown id":       wire(999, "x"),
+		"another subject":  wire(otherID, "x"),
+		"too short":        {0, 0, 1},
+		"wrong magic byte": append([]byte{1}, wire(ordersID, "x")[1:]...),
+	} {
+		if err := produce("orders", wire(ordersID, "ok"), v); !errors.Is(err, kerr.InvalidRecord) {
+			t.Errorf("%s: %v, want INVALID_RECORD", name, err)
+		}
+	}
+	if ends, err := adm.ListEndOffsets(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	} else if o, _ := ends.Lookup("orders", 0); o.Offset != 3 {
+		t.Fatalf("orders ends at %d after the refused batches, want 3", o.Offset)
+	}
+	// The other schema registered under orders-value too: accepted now.
+	if id := register("orders-value", "b"); id != otherID {
+		t.Fatalf("the same schema under orders-value got id %d, want %d", id, otherID)
+	}
+	if err := produce("orders", wire(otherID, "z")); err != nil {
+		t.Fatalf("id %d once registered under orders-value: %v", otherID, err)
+	}
+	if err := produce("free", []byte("hello"), wire(999, "x")); err != nil {
+		t.Fatalf("a topic without validation: %v", err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "orders", "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range rcs {
+		var got []string
+		for _, c := range rc.Configs {
+			if strings.HasPrefix(c.Key, "confluent.") {
+				got = append(got, c.Key+"="+c.MaybeValue())
+			}
+		}
+		want := map[string]string{"orders": "confluent.value.schema.validation=true", "free": ""}[rc.Name]
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s lists %v, want %q", rc.Name, got, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -208,4 +209,22 @@ func (r *Registry) globalMode(v *view) string {
 		return v.globalMode
 	}
 	return r.mode
+}
+
+// SubjectsOf returns the subjects under which schema id is registered and
+// not deleted, sorted; none for an unknown id. It reads the log up to its
+// end first, as a request does (a broker validating records with it sees
+// every schema registered before the record was produced).
+func (r *Registry) SubjectsOf(ctx context.Context, id int) ([]string, error) {
+	var out []string
+	err := r.read(ctx, func(v *view) error {
+		for k := range v.users[id] {
+			if sv := v.subjects[k.subject].versions[k.version]; sv != nil && !sv.Deleted && !slices.Contains(out, k.subject) {
+				out = append(out, k.subject)
+			}
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
 }

@@ -395,6 +395,7 @@ type rawRecord struct {
 	offsetDelta int32
 	tsDelta     int64
 	key         []byte // nil for a null key
+	value       []byte // nil for a null value
 	nullValue   bool
 }
 
@@ -432,6 +433,12 @@ func walkRecords(records []byte, count int32, fn func(rawRecord)) error {
 			return bad("bad value")
 		}
 		r.nullValue = vlen < 0
+		if vlen >= 0 {
+			if int64(vlen) > int64(len(body)-n) {
+				return bad("bad value")
+			}
+			r.value = body[n : n+int(vlen) : n+int(vlen)]
+		}
 		fn(r)
 	}
 	return nil
@@ -1093,6 +1100,9 @@ type RecordCheck struct {
 	Index     int32 // position in the batch, from 0 (Kafka's batchIndex)
 	NullKey   bool
 	Timestamp int64 // the batch's firstTimestamp plus the record's delta
+	// Key and Value are the record's (nil when null), valid only during
+	// the call.
+	Key, Value []byte
 }
 
 // WalkBatchRecords calls fn for each record of the v2 batch b (already
@@ -1113,7 +1123,7 @@ func WalkBatchRecords(b []byte, decompress func(codec int8, compressed []byte) (
 	}
 	i := int32(0)
 	return walkRecords(recs, h.RecordCount, func(r rawRecord) {
-		fn(RecordCheck{Index: i, NullKey: r.key == nil, Timestamp: h.BaseTimestamp + r.tsDelta})
+		fn(RecordCheck{Index: i, NullKey: r.key == nil, Timestamp: h.BaseTimestamp + r.tsDelta, Key: r.key, Value: r.value})
 		i++
 	})
 }

@@ -340,10 +340,12 @@ func TestCleaner_Cleanable(t *testing.T) {
 // compressed batch.
 func TestWalkBatchRecords(t *testing.T) {
 	recs := []rec{{key: []byte("k"), value: []byte("a"), ts: 1000}, {value: []byte("b"), ts: 1500}, {key: []byte{}, value: []byte("c"), ts: 900}}
-	want := []RecordCheck{{0, false, 1000}, {1, true, 1500}, {2, false, 900}}
+	want := []string{"0 false 1000 k a", "1 true 1500  b", "2 false 900  c"}
 	for _, gz := range []bool{false, true} {
-		var got []RecordCheck
-		if err := WalkBatchRecords(makeBatch(batchOpts{gzip: gz}, recs...), gunzip, func(r RecordCheck) { got = append(got, r) }); err != nil {
+		var got []string
+		if err := WalkBatchRecords(makeBatch(batchOpts{gzip: gz}, recs...), gunzip, func(r RecordCheck) {
+			got = append(got, fmt.Sprintf("%d %v %d %s %s", r.Index, r.NullKey, r.Timestamp, r.Key, r.Value))
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {

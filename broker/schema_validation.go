@@ -1,0 +1,157 @@
+package broker
+
+// Broker-side schema ID validation, as Confluent Server has it: with
+// confluent.value.schema.validation=true on a topic (and
+// confluent.key.schema.validation for keys), a produced record whose value
+// is not in Confluent's wire format (magic byte 0, then a 4-byte schema
+// id) or whose schema id is not registered, under the subject its
+// strategy names (confluent.value.subject.name.strategy:
+// TopicNameStrategy <topic>-value, TopicRecordNameStrategy <topic>-…,
+// RecordNameStrategy any subject), in this broker's schema registry
+// (schema.registry.listeners) is refused: the batch gets INVALID_RECORD
+// with a record error per offending record. Null keys and values (a
+// tombstone) pass. The schema itself is not decoded: only the id is
+// checked, as Confluent does.
+//
+// The ids are looked up in this broker's registry (its view of
+// _schemas-0, read up to the log end) and their subjects cached for a
+// minute (schemaCacheTTL) with the high watermark of _schemas-0 they were
+// read at; a record that fails against cached subjects is checked again
+// only when _schemas has grown since, so a schema just registered is
+// accepted at once while a producer sending bad ids costs no read.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/storage"
+)
+
+// schemaCheck is what a topic validates: keys, values, and the subject
+// strategy of each.
+type schemaCheck struct {
+	b                        *Broker
+	keys, values             bool
+	keyStrategy, valStrategy string
+}
+
+// schemaCheckFor returns the validation a topic's configs ask for; nil
+// when none.
+func (b *Broker) schemaCheckFor(overrides map[string]string) *schemaCheck {
+	keys := b.topicValue(overrides, "confluent.key.schema.validation") == "true"
+	values := b.topicValue(overrides, "confluent.value.schema.validation") == "true"
+	if !keys && !values {
+		return nil
+	}
+	return &schemaCheck{b: b, keys: keys, values: values,
+		keyStrategy: b.topicValue(overrides, "confluent.key.subject.name.strategy"),
+		valStrategy: b.topicValue(overrides, "confluent.value.subject.name.strategy")}
+}
+
+// check returns why a record fails validation, "" when it passes.
+func (c *schemaCheck) check(topic string, r storage.RecordCheck) string {
+	if c.keys && r.Key != nil {
+		if why := c.b.schemaIDs.check(c.b, topic, "key", c.keyStrategy, r.Key); why != "" {
+			return why
+		}
+	}
+	if c.values && r.Value != nil {
+		return c.b.schemaIDs.check(c.b, topic, "value", c.valStrategy, r.Value)
+	}
+	return ""
+}
+
+// schemaIDCache caches the subjects of schema ids (every broker has one).
+type schemaIDCache struct {
+	mu      sync.Mutex
+	entries map[int]schemaIDEntry
+}
+
+type schemaIDEntry struct {
+	subjects []string
+	at       time.Time
+	hw       int64 // _schemas-0's high watermark when read
+}
+
+const (
+	schemaCacheTTL        = time.Minute
+	maxSchemaCacheEntries = 10000
+)
+
+// check returns why data (a key or value, per part) fails validation.
+func (s *schemaIDCache) check(b *Broker, topic, part, strategy string, data []byte) string {
+	if len(data) < 5 || data[0] != 0 {
+		return fmt.Sprintf("Log record %s of topic %s is not in the schema registry's wire format (magic byte 0 and a schema id): schema validation is on for it", part, topic)
+	}
+	id := int(int32(binary.BigEndian.Uint32(data[1:5])))
+	subjects, fresh, err := s.subjects(b, id, false)
+	if err == nil && !fresh && !matches(topic, part, strategy, subjects) {
+		subjects, _, err = s.subjects(b, id, true)
+	}
+	if err != nil {
+		return fmt.Sprintf("Log record %s of topic %s could not be validated: %v", part, topic, err)
+	}
+	if !matches(topic, part, strategy, subjects) {
+		return fmt.Sprintf("Log record %s of topic %s has schema id %d, which is not registered under a subject of %s for it", part, topic, id, strategy[strings.LastIndexByte(strategy, '.')+1:])
+	}
+	return ""
+}
+
+// matches reports whether one of subjects is one strategy names for a
+// topic's key or value (part).
+func matches(topic, part, strategy string, subjects []string) bool {
+	ok := false
+	switch strategy {
+	case config.RecordNameStrategy:
+		ok = len(subjects) > 0
+	case config.TopicRecordNameStrategy:
+		for _, sub := range subjects {
+			ok = ok || strings.HasPrefix(sub, topic+"-")
+		}
+	default: // TopicNameStrategy
+		for _, sub := range subjects {
+			ok = ok || sub == topic+"-"+part
+		}
+	}
+	return ok
+}
+
+// subjects returns the subjects of schema id, cached unless refresh asks
+// for them again and _schemas has grown since; fresh says nothing newer
+// could be read.
+func (s *schemaIDCache) subjects(b *Broker, id int, refresh bool) (subjects []string, fresh bool, err error) {
+	r := b.registry
+	if r == nil {
+		return nil, false, fmt.Errorf("this broker serves no schema registry (schema.registry.listeners)")
+	}
+	hw := int64(-1) // no replica here: every refresh reads
+	if t := b.lookupTopic(schemasTopicName); t != nil {
+		if p := partitionAt(b.partitionsOf(t), 0); p != nil && p.log != nil {
+			hw = p.log.HighWatermark()
+		}
+	}
+	now := time.Now()
+	s.mu.Lock()
+	e, ok := s.entries[id]
+	s.mu.Unlock()
+	if ok && now.Sub(e.at) < schemaCacheTTL && (!refresh || (hw >= 0 && hw <= e.hw)) {
+		return e.subjects, hw >= 0 && hw <= e.hw, nil
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	if subjects, err = r.reg.SubjectsOf(ctx, id); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	if s.entries == nil || len(s.entries) >= maxSchemaCacheEntries {
+		s.entries = map[int]schemaIDEntry{}
+	}
+	s.entries[id] = schemaIDEntry{subjects: subjects, at: now, hw: hw}
+	s.mu.Unlock()
+	return subjects, true, nil
+}
