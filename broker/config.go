@@ -34,6 +34,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the broker's clock; nil means time.Now.
 	Now func() time.Time
+	// Version is the version gregor_build_info reports (cmd/gregor's
+	// gregor version); empty means the main module's from the build info.
+	Version string
 	// JoinCluster starts this broker's part of the cluster's metadata
 	// store when the properties ask for cluster mode
 	// (controller.quorum.voters or etcd.endpoints). cmd/gregor sets it to

@@ -37,6 +37,8 @@ package broker
 //	log_dir_size_bytes, log_dir_total_bytes, log_dir_usable_bytes  gauges (metrics_cluster.go)
 
 import (
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -94,7 +96,11 @@ func (b *Broker) metrics() *observer {
 		for k := range quota.NumKinds {
 			o.throttle[k] = throttle.WithLabelValues(k.String())
 		}
-		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b}, clusterGauges{b}, b.cm)
+		buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "gregor", Name: "build_info",
+			Help: "1, labelled with the broker's version, VCS revision and Go version, as Prometheus' own *_build_info."}, []string{"version", "revision", "goversion"})
+		v, rev := buildVersion(b.cfg.Version)
+		buildInfo.WithLabelValues(v, rev, runtime.Version()).Set(1)
+		o.reg.MustRegister(o.requests, o.latency, o.bytesIn, o.recordsIn, o.bytesOut, throttle, gauges{b}, clusterGauges{b}, b.cm, buildInfo)
 	})
 	return o
 }
@@ -277,4 +283,25 @@ func (b *Broker) collectQuotas(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQuotaRate, prometheus.GaugeValue, rate, labels...)
 		ch <- prometheus.MustNewConstMetric(descQuotaMax, prometheus.GaugeValue, bound, labels...)
 	})
+}
+
+// buildVersion is v (the version a program gave), else the main module's
+// version from the build info ("(devel)" when it has none), and the VCS
+// revision when the build recorded it ("" else).
+func buildVersion(v string) (version, revision string) {
+	version = v
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if version == "" && bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	if version == "" {
+		version = "(devel)"
+	}
+	return version, revision
 }
