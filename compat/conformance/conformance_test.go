@@ -32,6 +32,12 @@ var shortSet = []string{
 	"OffsetCommit: unknown group with generation -1, then OffsetFetch",
 	"AddPartitionsToTxn: fenced epoch after a second InitProducerId",
 	"EndTxn: commit without AddPartitionsToTxn",
+	"CreatePartitions: fewer and as many partitions: messages",
+	"AlterConfigs: retention.ms=abc: messages of AlterConfigs, IncrementalAlterConfigs and CreateTopics",
+	"IncrementalAlterConfigs: broker: configs that are not dynamic: messages",
+	"DescribeConfigs: topic with retention.ms set: synonyms",
+	"DescribeConfigs: share group configs with synonyms",
+	"IncrementalAlterConfigs: share group configs: messages",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built

@@ -465,5 +465,6 @@ func All() []Scenario {
 	out = append(out, dataScenarios()...)
 	out = append(out, groupScenarios()...)
 	out = append(out, moreScenarios()...)
+	out = append(out, textScenarios()...)
 	return out
 }
