@@ -38,6 +38,10 @@ var shortSet = []string{
 	"DescribeConfigs: topic with retention.ms set: synonyms",
 	"DescribeConfigs: share group configs with synonyms",
 	"IncrementalAlterConfigs: share group configs: messages",
+	"UpdateFeatures: validate only: refusals and their messages (v2)",
+	"UpdateFeatures: validate only: accepted updates (v1 with results, v2 without)",
+	"ListConfigResources: v0 and v1: client metrics subscriptions and group configs",
+	"IncrementalAlterConfigs: CLIENT_METRICS: validation errors and their messages",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built

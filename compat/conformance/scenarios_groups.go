@@ -466,5 +466,6 @@ func All() []Scenario {
 	out = append(out, groupScenarios()...)
 	out = append(out, moreScenarios()...)
 	out = append(out, textScenarios()...)
+	out = append(out, featureScenarios()...)
 	return out
 }
