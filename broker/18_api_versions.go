@@ -46,7 +46,7 @@ func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 		}
 	}
 	resp.ApiKeys = apiKeys()
-	setFeatures(resp)
+	b.setFeatures(resp)
 	return resp, nil
 }
 

@@ -84,11 +84,16 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				}
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
 				v, set := b.groupConfigValue(rr.ResourceName, d.Name)
-				c.Name, c.Value, c.Source = d.Name, kmsg.StringPtr(v), kmsg.ConfigSourceDefaultConfig
+				syns := b.groupConfigSynonyms(&d)
+				c.Name, c.Value, c.Source = d.Name, kmsg.StringPtr(v), syns[0].Source
 				if set {
 					c.Source = kmsg.ConfigSourceGroupConfig
+					syns = append([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{config.Synonym(d.Name, v, kmsg.ConfigSourceGroupConfig)}, syns...)
 				}
-				c.IsDefault = !set
+				c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+				if req.IncludeSynonyms {
+					c.ConfigSynonyms = syns
+				}
 				c.ConfigType = kmsg.ConfigTypeInt
 				if d.Enum != nil {
 					c.ConfigType = kmsg.ConfigTypeString
@@ -109,6 +114,19 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// groupConfigSynonyms are the synonyms of a group config below the group's
+// own setting, as Kafka 4.4 lists them: the broker property that supplies
+// its default (dynamic, static, default), or the config's own default
+// when no broker property does (share.auto.offset.reset).
+func (b *Broker) groupConfigSynonyms(d *config.GroupDef) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	if d.BrokerProp != "" {
+		if list := b.synonymChain([]string{d.BrokerProp}, true); len(list) > 0 {
+			return list
+		}
+	}
+	return []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{config.Synonym(d.Name, d.Default, kmsg.ConfigSourceDefaultConfig)}
+}
+
 func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides map[string]string, d *config.Def) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	v, src := b.topicConfigValue(overrides, d.Name)
@@ -123,9 +141,12 @@ func (b *Broker) describeTopicConfig(req *kmsg.DescribeConfigsRequest, overrides
 			c.ConfigSynonyms = append(c.ConfigSynonyms, config.Synonym(d.Name, ov, kmsg.ConfigSourceDynamicTopicConfig))
 		}
 		// The broker properties Kafka maps the topic config to
-		// (ServerTopicConfigSynonyms): the dynamic ones.
+		// (ServerTopicConfigSynonyms): the dynamic ones, from the first
+		// setting of the property itself (ConfigHelper.configSynonyms'
+		// dropWhile): with log.retention.ms set nowhere, retention.ms
+		// lists no log.retention.hours=168, as in Kafka 4.4.
 		if dynamicBrokerConfigs[d.Synonym] {
-			c.ConfigSynonyms = append(c.ConfigSynonyms, b.synonymChain(brokerSynonyms(d.Synonym), true)...)
+			c.ConfigSynonyms = append(c.ConfigSynonyms, dropUntil(b.synonymChain(brokerSynonyms(d.Synonym), true), d.Synonym)...)
 		}
 	}
 	return c

@@ -51,9 +51,9 @@ func (b *Broker) createPartitions(rt kmsg.CreatePartitionsRequestTopic, duplicat
 	current := int32(len(b.partitionsOf(t)))
 	switch {
 	case rt.Count < current:
-		return kerr.InvalidPartitions, fmt.Sprintf("Topic currently has %d partitions, which is higher than the requested %d.", current, rt.Count)
+		return kerr.InvalidPartitions, fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", rt.Topic, current, rt.Count)
 	case rt.Count == current:
-		return kerr.InvalidPartitions, fmt.Sprintf("Topic already has %d partitions.", current)
+		return kerr.InvalidPartitions, fmt.Sprintf("Topic already has %d partition(s).", current)
 	}
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != rt.Count-current {

@@ -57,6 +57,7 @@ var aclChecks = map[kmsg.Key]aclCheck{
 	kmsg.AlterPartitionAssignments:    checkCluster(acl.Alter),
 	kmsg.ListPartitionReassignments:   checkCluster(acl.Describe),
 	kmsg.DescribeQuorum:               checkCluster(acl.Describe),
+	kmsg.UpdateFeatures:               checkCluster(acl.Alter),
 	kmsg.ListConfigResources:          checkCluster(acl.DescribeConfigs),
 	kmsg.DescribeLogDirs:              checkDescribeLogDirs,
 	kmsg.DescribeUserSCRAMCredentials: checkDescribeUserScram,

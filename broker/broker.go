@@ -72,6 +72,7 @@ type Broker struct {
 	cleaner      cleanerState   // the log cleaner threads (cleaner.go)
 	dyn          dynState       // dynamic broker configs (dynconfig.go)
 	groupConfigs configMapStore // resource type GROUP: share groups' configs (shares.go)
+	features     configMapStore // the finalized feature levels (features.go)
 	faults       faultSet       // fault injection (faults.go)
 
 	users      *authn.Users                 // SASL users (users.go, package security/authn)
@@ -179,6 +180,10 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.shares.init()
 	if err := b.initGroupConfigs(); err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	if err := b.initFeatures(); err != nil {
 		b.closeLogs()
 		return nil, err
 	}

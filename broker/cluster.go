@@ -173,6 +173,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.users.Use(node.Collection("users"))
 	b.dyn.store.use(node.Collection("broker-configs"))
 	b.groupConfigs.use(node.Collection("group-configs"))
+	b.features.use(node.Collection("features"))
 	b.useLinkStore(link.NewStore(node.Collection("links")))
 	b.pids.reserve = func(floor int64) (int64, int64, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)

@@ -24,6 +24,9 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 	if !h.coordinated {
 		return nil
 	}
+	if req, ok := msg.(*kmsg.OffsetFetchRequest); ok {
+		return b.offsetFetchNotCoordinator(req)
+	}
 	if groups, ok := requestGroups(msg); ok {
 		for _, g := range groups {
 			if code := b.groupCoordinatorCode(g); code != 0 {
@@ -86,4 +89,72 @@ func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p 
 		}
 	}
 	return 0
+}
+
+// offsetFetchNotCoordinator answers an OffsetFetch for groups this broker
+// does not serve (yet) as Kafka 4.4's GroupCoordinatorService does
+// (OffsetFetchResponse.groupError): v8+ gives each such group its error
+// (COORDINATOR_LOAD_IN_PROGRESS while its partition loads, NOT_COORDINATOR)
+// with no topics, and answers the other groups of the request as usual;
+// v2-7 carry the error in the top-level ErrorCode alone; only v1, which has
+// no top-level error, repeats it on every partition asked for. The Java
+// consumer retries those errors at the group and top level but treats them
+// as fatal on a partition, so a consumer started with the cluster must not
+// see them per partition. nil when every group is served here.
+func (b *Broker) offsetFetchNotCoordinator(req *kmsg.OffsetFetchRequest) kmsg.Response {
+	if req.Version < 8 {
+		code := b.groupCoordinatorCode(req.Group)
+		if code == 0 {
+			return nil
+		}
+		resp := kmsg.NewPtrOffsetFetchResponse()
+		resp.SetVersion(req.Version)
+		if req.Version >= 2 {
+			resp.ErrorCode = code
+			return resp
+		}
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	codes := make([]int16, len(req.Groups))
+	var served []kmsg.OffsetFetchRequestGroup
+	failed := false
+	for i, g := range req.Groups {
+		if codes[i] = b.groupCoordinatorCode(g.Group); codes[i] != 0 {
+			failed = true
+		} else {
+			served = append(served, g)
+		}
+	}
+	if !failed {
+		return nil
+	}
+	var answered []kmsg.OffsetFetchResponseGroup
+	if len(served) > 0 {
+		sub := *req
+		sub.Groups = served
+		answered = b.groups.OffsetFetch(&sub).Groups
+	}
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.SetVersion(req.Version)
+	for i, g := range req.Groups {
+		if codes[i] == 0 && len(answered) > 0 {
+			resp.Groups = append(resp.Groups, answered[0])
+			answered = answered[1:]
+			continue
+		}
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group, rg.ErrorCode = g.Group, codes[i]
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
 }

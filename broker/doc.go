@@ -130,7 +130,12 @@
 // the broker that can, and keeps ACLs, quotas, users, dynamic broker and
 // group configs in the store rather than under __meta.
 //
-// # Metadata quorum and client metrics
+// # Metadata quorum, features and client metrics
+//
+// UpdateFeatures (57_update_features.go) finalizes feature levels
+// (features.go) as Kafka 4.4's controller validates them; the levels and
+// their epoch are a metastore collection (__meta/features.json or etcd's
+// features), which ApiVersions reports on every broker.
 //
 // DescribeQuorum (55_describe_quorum.go) describes etcd's raft group as
 // Kafka describes its KRaft quorum (Cluster.DescribeQuorum: the raft

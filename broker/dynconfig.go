@@ -297,7 +297,7 @@ func (b *Broker) validateBrokerConfigs(props map[string]string) *errBrokerConfig
 	}
 	if len(static) > 0 {
 		slices.Sort(static)
-		return invalidBrokerConfig("Cannot update these configs dynamically: Set(%s)", strings.Join(static, ", "))
+		return invalidBrokerConfig("Cannot update these configs dynamically: [%s]", strings.Join(static, ", "))
 	}
 	for _, n := range slices.Sorted(maps.Keys(props)) {
 		d := config.Broker(n)
@@ -305,7 +305,7 @@ func (b *Broker) validateBrokerConfigs(props map[string]string) *errBrokerConfig
 			continue // custom config
 		}
 		v := props[n]
-		if reason := typeError(d.Type, v); reason != "" {
+		if reason := config.TypeError(d.Type, v); reason != "" {
 			return invalidBrokerConfig("Invalid value %s for configuration %s: %s", v, n, reason)
 		}
 		if err := d.Validate(strings.TrimSpace(v)); err != nil {
@@ -333,34 +333,6 @@ func (b *Broker) validateBrokerConfigs(props map[string]string) *errBrokerConfig
 func (b *Broker) brokerValueString(name string) string {
 	v, _ := b.brokerValue(name)
 	return v
-}
-
-// typeError is Kafka's ConfigDef parse error for a value of type t, or "".
-func typeError(t kmsg.ConfigType, v string) string {
-	s := strings.TrimSpace(v)
-	switch t {
-	case kmsg.ConfigTypeLong:
-		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-			return "Not a number of type LONG"
-		}
-	case kmsg.ConfigTypeInt:
-		if _, err := strconv.ParseInt(s, 10, 32); err != nil {
-			return "Not a number of type INT"
-		}
-	case kmsg.ConfigTypeShort:
-		if _, err := strconv.ParseInt(s, 10, 16); err != nil {
-			return "Not a number of type SHORT"
-		}
-	case kmsg.ConfigTypeDouble:
-		if _, err := strconv.ParseFloat(s, 64); err != nil {
-			return "Not a number of type DOUBLE"
-		}
-	case kmsg.ConfigTypeBoolean:
-		if !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
-			return "Expected value to be either true or false"
-		}
-	}
-	return ""
 }
 
 // alterBrokerConfigs applies change to the dynamic configs of a BROKER

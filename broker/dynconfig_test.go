@@ -160,11 +160,11 @@ func TestDynamicBrokerConfigs_AlterAndDescribe(t *testing.T) {
 		{"not dynamic", func() string {
 			return incAlterBroker(t, rc, "", false, set("num.partitions", "3"), set("log.retention.hours", "1"))
 		},
-			"INVALID_REQUEST: Cannot update these configs dynamically: Set(log.retention.hours, num.partitions)", nil},
+			"INVALID_REQUEST: Cannot update these configs dynamically: [log.retention.hours, num.partitions]", nil},
 		{"not a number", func() string { return incAlterBroker(t, rc, "", false, set("log.retention.ms", "forever")) },
 			"INVALID_REQUEST: Invalid value forever for configuration log.retention.ms: Not a number of type LONG", nil},
 		{"out of range", func() string { return incAlterBroker(t, rc, "", false, set("min.insync.replicas", "0")) },
-			"INVALID_REQUEST: Invalid value 0 for configuration min.insync.replicas: value 0 must be at least 1", nil},
+			"INVALID_REQUEST: Invalid value 0 for configuration min.insync.replicas: Value must be at least 1", nil},
 		{"not a boolean", func() string { return incAlterBroker(t, rc, "", false, set("unclean.leader.election.enable", "yes")) },
 			"INVALID_REQUEST: Invalid value yes for configuration unclean.leader.election.enable: Expected value to be either true or false", nil},
 		{"thread count too high", func() string { return incAlterBroker(t, rc, "", false, set("num.io.threads", "40")) },

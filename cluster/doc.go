@@ -38,6 +38,7 @@
 //	                                  cluster-wide defaults, a node id that broker's own
 //	/gregor/users/<name>              a SASL user's SCRAM credentials (the broker's JSON, opaque here)
 //	/gregor/client-metrics/<name>     a KIP-714 client metrics subscription (the broker's JSON, opaque here)
+//	/gregor/features/finalized        the finalized feature levels UpdateFeatures changed and their epoch
 //
 // The ACLs, quotas, users, links, broker configs and group configs are
 // collections (collections.go): Node.Collection

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -43,19 +42,46 @@ func TestDefs_Consistent(t *testing.T) {
 	}
 }
 
+// TestValidateTopic asserts the messages Kafka 4.4 gives for the same
+// values (kafka-topics --create --config, kafka-configs --alter).
 func TestValidateTopic(t *testing.T) {
 	for _, c := range []struct{ name, value, err string }{
 		{"retention.ms", "-1", ""},
-		{"retention.ms", "-2", "must be at least -1"},
+		{"retention.ms", "abc", "Invalid value abc for configuration retention.ms: Not a number of type LONG"},
+		{"retention.ms", "-5", "Invalid value -5 for configuration retention.ms: Value must be at least -1"},
 		{"cleanup.policy", "compact,delete", ""},
-		{"cleanup.policy", "compact,nope", "must be a list of delete, compact"},
-		{"min.cleanable.dirty.ratio", "1.5", "invalid value 1.5 for configuration min.cleanable.dirty.ratio"},
-		{"max.message.bytes", "2147483648", "out of range for an int"},
+		{"cleanup.policy", "foo", "Invalid value foo for configuration cleanup.policy: String must be one of: compact, delete"},
+		{"compression.type", "foo", "Invalid value foo for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
+		{"min.cleanable.dirty.ratio", "1.5", "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value must be no more than 1"},
+		{"max.message.bytes", "99999999999", "Invalid value 99999999999 for configuration max.message.bytes: Not a number of type INT"},
+		{"segment.bytes", "x", "Invalid value x for configuration segment.bytes: Not a number of type INT"},
+		{"segment.bytes", "100", "Invalid value 100 for configuration segment.bytes: Value must be at least 1048576"},
+		{"preallocate", "maybe", "Invalid value maybe for configuration preallocate: Expected value to be either true or false"},
 		{"no.such.config", "1", "unknown topic config name: no.such.config"},
 	} {
 		err := ValidateTopic(c.name, c.value)
-		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+		if c.err == "" && err != nil || c.err != "" && (err == nil || err.Error() != c.err) {
 			t.Errorf("ValidateTopic(%s, %s) = %v, want %q", c.name, c.value, err, c.err)
+		}
+	}
+}
+
+// TestValidateGroup asserts Kafka 4.4's messages (kafka-configs --alter
+// --entity-type groups --add-config).
+func TestValidateGroup(t *testing.T) {
+	for _, c := range []struct{ name, value, err string }{
+		{"share.delivery.count.limit", "abc", "Invalid value abc for configuration share.delivery.count.limit: Not a number of type INT"},
+		{"share.delivery.count.limit", "50", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+		{"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
+		{"share.record.lock.duration.ms", "999", "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"},
+		{"share.record.lock.duration.ms", "14000", "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
+		{"share.session.timeout.ms", "1", "share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"share.heartbeat.interval.ms", "0", "Invalid value 0 for configuration share.heartbeat.interval.ms: Value must be at least 1"},
+		{"share.auto.offset.reset", "foo", "Invalid value foo for configuration share.auto.offset.reset: Invalid value `foo` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
+	} {
+		err := ValidateGroup(Group(c.name), c.value)
+		if err == nil || err.Error() != c.err {
+			t.Errorf("ValidateGroup(%s, %s) = %v, want %q", c.name, c.value, err, c.err)
 		}
 	}
 }

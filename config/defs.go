@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -29,10 +30,10 @@ func atLeast(lo int64) func(string) error {
 	return func(s string) error {
 		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return fmt.Errorf("not a number: %q", s)
+			return errors.New("Not a number of type LONG")
 		}
 		if v < lo {
-			return fmt.Errorf("value %d must be at least %d", v, lo)
+			return fmt.Errorf("Value must be at least %d", lo)
 		}
 		return nil
 	}
@@ -45,7 +46,7 @@ func intAtLeast(lo int64) func(string) error {
 			return err
 		}
 		if v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64); v > math.MaxInt32 {
-			return fmt.Errorf("value %d is out of range for an int", v)
+			return errors.New("Not a number of type INT")
 		}
 		return nil
 	}
@@ -56,7 +57,7 @@ func oneOf(vals ...string) func(string) error {
 		if slices.Contains(vals, s) {
 			return nil
 		}
-		return fmt.Errorf("value %q must be one of %s", s, strings.Join(vals, ", "))
+		return fmt.Errorf("String must be one of: %s", strings.Join(vals, ", "))
 	}
 }
 
@@ -64,7 +65,7 @@ func listOf(vals ...string) func(string) error {
 	return func(s string) error {
 		for _, e := range SplitList(s) {
 			if !slices.Contains(vals, e) {
-				return fmt.Errorf("value %q must be a list of %s", s, strings.Join(vals, ", "))
+				return fmt.Errorf("String must be one of: %s", strings.Join(vals, ", "))
 			}
 		}
 		return nil
@@ -73,15 +74,20 @@ func listOf(vals ...string) func(string) error {
 
 func boolean(s string) error {
 	if s != "true" && s != "false" {
-		return fmt.Errorf("value %q must be true or false", s)
+		return errors.New("Expected value to be either true or false")
 	}
 	return nil
 }
 
 func ratio(s string) error {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v < 0 || v > 1 {
-		return fmt.Errorf("value %q must be a number between 0 and 1", s)
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	switch {
+	case err != nil:
+		return errors.New("Not a number of type DOUBLE")
+	case v < 0:
+		return errors.New("Value must be at least 0")
+	case v > 1:
+		return errors.New("Value must be no more than 1")
 	}
 	return nil
 }
@@ -119,7 +125,7 @@ const WeekMs = "604800000"
 // TopicDefs are the per-topic configs Gregor knows, with Kafka 4's
 // defaults and the broker properties that override those defaults.
 var TopicDefs = []Def{
-	{"cleanup.policy", kmsg.ConfigTypeList, "delete", "log.cleanup.policy", false, listOf("delete", "compact"), "The retention policy to use on log segments: delete or compact."},
+	{"cleanup.policy", kmsg.ConfigTypeList, "delete", "log.cleanup.policy", false, listOf("compact", "delete"), "The retention policy to use on log segments: delete or compact."},
 	{"compression.type", kmsg.ConfigTypeString, "producer", "compression.type", false, oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), "The final compression type for the topic; 'producer' keeps what the producer sent."},
 	{"delete.retention.ms", kmsg.ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms", false, atLeast(0), "How long delete tombstones are retained for compacted topics."},
 	{"file.delete.delay.ms", kmsg.ConfigTypeLong, "60000", "log.segment.delete.delay.ms", false, atLeast(0), "The time to wait before deleting a file from the filesystem."},
@@ -272,10 +278,42 @@ func ValidateTopic(name, value string) error {
 	if !ok {
 		return fmt.Errorf("unknown topic config name: %s", name)
 	}
+	if reason := TypeError(d.Type, value); reason != "" {
+		return fmt.Errorf("Invalid value %s for configuration %s: %s", value, name, reason)
+	}
 	if err := d.Validate(value); err != nil {
-		return fmt.Errorf("invalid value %s for configuration %s: %w", value, name, err)
+		return fmt.Errorf("Invalid value %s for configuration %s: %w", value, name, err)
 	}
 	return nil
+}
+
+// TypeError is why v is not a value of type t, as Kafka's ConfigDef.parseType
+// words it ("Not a number of type LONG"), or "" when it is one.
+func TypeError(t kmsg.ConfigType, v string) string {
+	s := strings.TrimSpace(v)
+	switch t {
+	case kmsg.ConfigTypeLong:
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+			return "Not a number of type LONG"
+		}
+	case kmsg.ConfigTypeInt:
+		if _, err := strconv.ParseInt(s, 10, 32); err != nil {
+			return "Not a number of type INT"
+		}
+	case kmsg.ConfigTypeShort:
+		if _, err := strconv.ParseInt(s, 10, 16); err != nil {
+			return "Not a number of type SHORT"
+		}
+	case kmsg.ConfigTypeDouble:
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			return "Not a number of type DOUBLE"
+		}
+	case kmsg.ConfigTypeBoolean:
+		if !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+			return "Expected value to be either true or false"
+		}
+	}
+	return ""
 }
 
 // Synonym is one entry of a DescribeConfigs synonym list.

@@ -32,6 +32,16 @@ var shortSet = []string{
 	"OffsetCommit: unknown group with generation -1, then OffsetFetch",
 	"AddPartitionsToTxn: fenced epoch after a second InitProducerId",
 	"EndTxn: commit without AddPartitionsToTxn",
+	"CreatePartitions: fewer and as many partitions: messages",
+	"AlterConfigs: retention.ms=abc: messages of AlterConfigs, IncrementalAlterConfigs and CreateTopics",
+	"IncrementalAlterConfigs: broker: configs that are not dynamic: messages",
+	"DescribeConfigs: topic with retention.ms set: synonyms",
+	"DescribeConfigs: share group configs with synonyms",
+	"IncrementalAlterConfigs: share group configs: messages",
+	"UpdateFeatures: validate only: refusals and their messages (v2)",
+	"UpdateFeatures: validate only: accepted updates (v1 with results, v2 without)",
+	"ListConfigResources: v0 and v1: client metrics subscriptions and group configs",
+	"IncrementalAlterConfigs: CLIENT_METRICS: validation errors and their messages",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built

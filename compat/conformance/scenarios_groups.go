@@ -465,5 +465,7 @@ func All() []Scenario {
 	out = append(out, dataScenarios()...)
 	out = append(out, groupScenarios()...)
 	out = append(out, moreScenarios()...)
+	out = append(out, textScenarios()...)
+	out = append(out, featureScenarios()...)
 	return out
 }
