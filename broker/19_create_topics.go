@@ -202,7 +202,7 @@ func (b *Broker) createTopicsPartitions(rt kmsg.CreateTopicsRequestTopic) (int32
 				}
 				seen[r] = true
 				if !live[r] {
-					if b.cl == nil {
+					if b.cluster == nil {
 						return 0, 0, nil, fmt.Sprintf("Replica assignment %v for partition %d names brokers other than the only one, %d.", a.Replicas, a.Partition, b.nodeID), kerr.InvalidReplicaAssignment
 					}
 					return 0, 0, nil, fmt.Sprintf("Unknown broker %d in replica assignment %v for partition %d.", r, a.Replicas, a.Partition), kerr.InvalidReplicaAssignment

@@ -42,7 +42,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else if sp.ErrorCode = b.leadership(p); sp.ErrorCode != 0 {
 			} else if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.epoch.Load()); sp.ErrorCode != 0 {
-			} else if b.cl != nil {
+			} else if b.cluster != nil {
 				// Followers truncating after a leader change (KIP-101) and
 				// consumers detecting truncation (KIP-320) ask where an
 				// epoch ends in the leader's log.

@@ -104,7 +104,7 @@ func (b *Broker) alterConfigs(typ kmsg.ConfigResourceType, name string, duplicat
 	if t == nil {
 		return kerr.UnknownTopicOrPartition, "Topic '" + name + "' does not exist."
 	}
-	if b.cl != nil && !validateOnly {
+	if b.cluster != nil && !validateOnly {
 		return b.clusterAlterConfigs(t, change)
 	}
 	current, _ := b.topicSnapshot(t)

@@ -47,10 +47,10 @@ func (b *Broker) handleElectLeaders(r *request) (kmsg.Response, error) {
 		}
 	}
 	var results map[metadata.TopicPartition]error
-	if b.cl != nil {
+	if b.cluster != nil {
 		timeout := time.Duration(max(req.TimeoutMillis, 1000)) * time.Millisecond
 		ctx, cancel := context.WithTimeout(r.ctx, timeout)
-		results = b.cl.node.ElectLeaders(ctx, preferred, parts)
+		results = b.cluster.node.ElectLeaders(ctx, preferred, parts)
 		cancel()
 	}
 	byTopic := map[string]int{}
@@ -66,7 +66,7 @@ func (b *Broker) handleElectLeaders(r *request) (kmsg.Response, error) {
 		rp := kmsg.NewElectLeadersResponseTopicPartition()
 		rp.Partition = tp.Partition
 		var err error
-		if b.cl == nil {
+		if b.cluster == nil {
 			err = metadata.ErrElectionNotNeeded
 			if partitionAt(b.topicPartitions(tp.Topic), tp.Partition) == nil {
 				err = metadata.ErrUnknownTopicOrPartition
@@ -80,7 +80,7 @@ func (b *Broker) handleElectLeaders(r *request) (kmsg.Response, error) {
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}
-	if b.cl != nil {
+	if b.cluster != nil {
 		b.awaitMetadata(time.Second, func() bool { return true })
 	}
 	return resp, nil

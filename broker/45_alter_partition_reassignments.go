@@ -66,10 +66,10 @@ func (b *Broker) handleAlterPartitionReassignments(r *request) (kmsg.Response, e
 			targets[tp] = rp.Replicas
 		}
 	}
-	if b.cl != nil && len(targets) > 0 {
+	if b.cluster != nil && len(targets) > 0 {
 		timeout := time.Duration(max(req.TimeoutMillis, 1000)) * time.Millisecond
 		ctx, cancel := context.WithTimeout(r.ctx, timeout)
-		for tp, err := range b.cl.node.AlterPartitionReassignments(ctx, targets) {
+		for tp, err := range b.cluster.node.AlterPartitionReassignments(ctx, targets) {
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w: %w", errReassignmentTimedOut, err)
 			}
@@ -104,7 +104,7 @@ var (
 // everything; in a cluster, (v1) the replication factor, from this
 // broker's metadata.
 func (b *Broker) precheckReassignment(tp metadata.TopicPartition, target []int32, allowRF bool) error {
-	if b.cl == nil {
+	if b.cluster == nil {
 		if partitionAt(b.topicPartitions(tp.Topic), tp.Partition) == nil {
 			return metadata.ErrUnknownTopicOrPartition
 		}
@@ -121,7 +121,7 @@ func (b *Broker) precheckReassignment(tp metadata.TopicPartition, target []int32
 	}
 	// A partition missing from the snapshot is left to etcd to answer: it
 	// may have just been created through another broker.
-	p, ok := b.cl.node.Metadata().Partition(tp.Topic, tp.Partition)
+	p, ok := b.cluster.node.Metadata().Partition(tp.Topic, tp.Partition)
 	if ok && target != nil && !allowRF {
 		if rf := len(p.OriginalReplicas()); rf != len(target) {
 			return fmt.Errorf("%w: from %d to %d", errReplicationFactor, rf, len(target))

@@ -25,7 +25,7 @@ func init() {
 func (b *Broker) handleListPartitionReassignments(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	if b.cl == nil {
+	if b.cluster == nil {
 		return resp, nil
 	}
 	var parts []metadata.TopicPartition
@@ -39,7 +39,7 @@ func (b *Broker) handleListPartitionReassignments(r *request) (kmsg.Response, er
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 1000)) * time.Millisecond
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
-	rs, err := b.cl.node.ListPartitionReassignments(ctx, parts)
+	rs, err := b.cluster.node.ListPartitionReassignments(ctx, parts)
 	cancel()
 	if err != nil {
 		resp.ErrorCode = kerr.UnknownServerError.Code

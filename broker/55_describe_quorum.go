@@ -84,13 +84,13 @@ func (b *Broker) handleDescribeQuorum(r *request) (kmsg.Response, error) {
 		q         *metadata.QuorumState
 		endpoints map[int32]map[string]metadata.Endpoint
 	)
-	if b.cl == nil {
+	if b.cluster == nil {
 		q, endpoints = b.singleNodeQuorum()
 	} else {
 		ctx, cancel := context.WithTimeout(r.ctx, quorumForwardTimeout)
 		defer cancel()
 		var err error
-		q, err = b.cl.node.DescribeQuorum(ctx)
+		q, err = b.cluster.node.DescribeQuorum(ctx)
 		if err != nil {
 			b.log.Warn("describe quorum", "err", err)
 			resp.ErrorCode = kerr.UnknownServerError.Code

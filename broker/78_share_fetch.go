@@ -106,7 +106,7 @@ func (b *Broker) shareTarget(id [16]byte, partition int32) (*partition, int16) {
 	if p == nil {
 		return nil, kerr.UnknownTopicOrPartition.Code
 	}
-	if b.cl != nil && p.log == nil {
+	if b.cluster != nil && p.log == nil {
 		return p, kerr.NotLeaderForPartition.Code
 	}
 	if code := b.leadership(p); code != 0 {
@@ -179,9 +179,9 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		state   *coordinator.SharePartition // of a fetched partition
 	}
 	var answers []*answer
-	byKey := map[tidp]*answer{}
+	byKey := map[topicIDPartition]*answer{}
 	get := func(id [16]byte, partition int32) *answer {
-		k := tidp{uuid(id), partition}
+		k := topicIDPartition{uuid(id), partition}
 		if a := byKey[k]; a != nil {
 			return a
 		}
@@ -195,15 +195,15 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	b.shares.mu.Lock()
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			s.add(tidp{uuid(t.TopicID), p.Partition})
+			s.add(topicIDPartition{uuid(t.TopicID), p.Partition})
 		}
 	}
 	for _, f := range req.ForgottenTopicsData {
 		for _, p := range f.Partitions {
-			s.forget(tidp{uuid(f.TopicID), p})
+			s.forget(topicIDPartition{uuid(f.TopicID), p})
 		}
 	}
-	fetchParts := append([]tidp(nil), s.parts...)
+	fetchParts := append([]topicIDPartition(nil), s.parts...)
 	b.shares.mu.Unlock()
 
 	// Acknowledgements first.

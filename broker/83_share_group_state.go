@@ -122,8 +122,8 @@ func (b *Broker) readShareGroupStateSummary(req *kmsg.ReadShareGroupStateSummary
 
 // shareLeaders groups partitions by their leader in the metadata; those
 // without a leader are under -1.
-func (b *Broker) shareLeaders(parts []tidp) map[int32][]tidp {
-	out := map[int32][]tidp{}
+func (b *Broker) shareLeaders(parts []topicIDPartition) map[int32][]topicIDPartition {
+	out := map[int32][]topicIDPartition{}
 	for _, tp := range parts {
 		leader := int32(-1)
 		if t := b.lookupTopicID(tp.topic); t != nil {
@@ -168,10 +168,10 @@ type shareStateResult struct {
 // forEachLeader runs send for every leader's partitions concurrently and
 // gathers the results by partition; a leader that cannot be asked answers
 // its partitions with failCode.
-func (b *Broker) forEachLeader(parts []tidp, failCode int16, send func(ctx context.Context, leader int32, parts []tidp) (map[tidp]shareStateResult, error)) map[tidp]shareStateResult {
+func (b *Broker) forEachLeader(parts []topicIDPartition, failCode int16, send func(ctx context.Context, leader int32, parts []topicIDPartition) (map[topicIDPartition]shareStateResult, error)) map[topicIDPartition]shareStateResult {
 	ctx, cancel := context.WithTimeout(b.ctx, shareStateTimeout)
 	defer cancel()
-	out := map[tidp]shareStateResult{}
+	out := map[topicIDPartition]shareStateResult{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for leader, ps := range b.shareLeaders(parts) {
@@ -203,12 +203,12 @@ func (b *Broker) forEachLeader(parts []tidp, failCode int16, send func(ctx conte
 
 // shareStartOffsetsOf returns group's SPSO of parts: this broker's on a
 // single node, the leaders' in a cluster.
-func (b *Broker) shareStartOffsetsOf(group string, parts []tidp) map[tidp]shareStateResult {
-	if b.cl != nil {
+func (b *Broker) shareStartOffsetsOf(group string, parts []topicIDPartition) map[topicIDPartition]shareStateResult {
+	if b.cluster != nil {
 		return b.shareStartOffsets(group, parts)
 	}
 	states := b.shareStates(group)
-	out := make(map[tidp]shareStateResult, len(parts))
+	out := make(map[topicIDPartition]shareStateResult, len(parts))
 	for _, tp := range parts {
 		r := shareStateResult{startOffset: -1, leaderEpoch: -1}
 		if sp := states[tp]; sp != nil {
@@ -225,8 +225,8 @@ func (b *Broker) shareStartOffsetsOf(group string, parts []tidp) map[tidp]shareS
 }
 
 // shareStartOffsets asks the leaders for group's SPSO of parts.
-func (b *Broker) shareStartOffsets(group string, parts []tidp) map[tidp]shareStateResult {
-	return b.forEachLeader(parts, kerr.CoordinatorNotAvailable.Code, func(ctx context.Context, leader int32, ps []tidp) (map[tidp]shareStateResult, error) {
+func (b *Broker) shareStartOffsets(group string, parts []topicIDPartition) map[topicIDPartition]shareStateResult {
+	return b.forEachLeader(parts, kerr.CoordinatorNotAvailable.Code, func(ctx context.Context, leader int32, ps []topicIDPartition) (map[topicIDPartition]shareStateResult, error) {
 		req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
 		req.GroupID = group
 		byTopic := map[uuid]int{}
@@ -247,10 +247,10 @@ func (b *Broker) shareStartOffsets(group string, parts []tidp) map[tidp]shareSta
 		if err != nil {
 			return nil, err
 		}
-		out := map[tidp]shareStateResult{}
+		out := map[topicIDPartition]shareStateResult{}
 		for _, rt := range kresp.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
 			for _, rp := range rt.Partitions {
-				out[tidp{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode, startOffset: rp.StartOffset, leaderEpoch: rp.LeaderEpoch}
+				out[topicIDPartition{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode, startOffset: rp.StartOffset, leaderEpoch: rp.LeaderEpoch}
 			}
 		}
 		return out, nil
@@ -258,12 +258,12 @@ func (b *Broker) shareStartOffsets(group string, parts []tidp) map[tidp]shareSta
 }
 
 // setShareStartOffsets asks the leaders to set group's SPSO of parts.
-func (b *Broker) setShareStartOffsets(group string, offsets map[tidp]int64) map[tidp]shareStateResult {
-	parts := make([]tidp, 0, len(offsets))
+func (b *Broker) setShareStartOffsets(group string, offsets map[topicIDPartition]int64) map[topicIDPartition]shareStateResult {
+	parts := make([]topicIDPartition, 0, len(offsets))
 	for tp := range offsets {
 		parts = append(parts, tp)
 	}
-	return b.forEachLeader(parts, kerr.CoordinatorNotAvailable.Code, func(ctx context.Context, leader int32, ps []tidp) (map[tidp]shareStateResult, error) {
+	return b.forEachLeader(parts, kerr.CoordinatorNotAvailable.Code, func(ctx context.Context, leader int32, ps []topicIDPartition) (map[topicIDPartition]shareStateResult, error) {
 		req := kmsg.NewPtrInitializeShareGroupStateRequest()
 		req.GroupID = group
 		byTopic := map[uuid]int{}
@@ -284,10 +284,10 @@ func (b *Broker) setShareStartOffsets(group string, offsets map[tidp]int64) map[
 		if err != nil {
 			return nil, err
 		}
-		out := map[tidp]shareStateResult{}
+		out := map[topicIDPartition]shareStateResult{}
 		for _, rt := range kresp.(*kmsg.InitializeShareGroupStateResponse).Topics {
 			for _, rp := range rt.Partitions {
-				out[tidp{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode}
+				out[topicIDPartition{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode}
 			}
 		}
 		return out, nil
@@ -316,7 +316,7 @@ func (b *Broker) deleteShareStatesEverywhere(ctx context.Context, group string, 
 		return nil
 	}
 	var errs []error
-	for _, id := range b.cl.node.Metadata().BrokerIDs() {
+	for _, id := range b.cluster.node.Metadata().BrokerIDs() {
 		if _, err := b.shareStateRequest(ctx, id, req); err != nil {
 			errs = append(errs, fmt.Errorf("broker %d: %w", id, err))
 		}

@@ -45,9 +45,9 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 		// The SPSO of the partitions asked for (of all with state for null
 		// topics): this broker's state on a single node, the leaders' in a
 		// cluster (83_share_group_state.go).
-		var ask []tidp
+		var ask []topicIDPartition
 		if rg.Topics == nil {
-			if b.cl == nil {
+			if b.cluster == nil {
 				for k := range b.shareStates(rg.GroupID) {
 					ask = append(ask, k)
 				}
@@ -57,7 +57,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 						continue
 					}
 					for i := range b.partitionsOf(t) {
-						ask = append(ask, tidp{t.id, int32(i)})
+						ask = append(ask, topicIDPartition{t.id, int32(i)})
 					}
 				}
 			}
@@ -65,7 +65,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 			for _, rt := range rg.Topics {
 				if t := b.lookupTopic(rt.Topic); t != nil {
 					for _, pi := range rt.Partitions {
-						ask = append(ask, tidp{t.id, pi})
+						ask = append(ask, topicIDPartition{t.id, pi})
 					}
 				}
 			}
@@ -74,7 +74,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 		describe := func(t *topic, partition int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
 			p := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = partition, -1, -1, -1
-			res, ok := found[tidp{t.id, partition}]
+			res, ok := found[topicIDPartition{t.id, partition}]
 			part := partitionAt(b.partitionsOf(t), partition)
 			if !ok || part == nil {
 				return p
@@ -139,7 +139,7 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 		resp.ErrorCode = err.Code
 		return resp, nil
 	}
-	offsets := map[tidp]int64{}
+	offsets := map[topicIDPartition]int64{}
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		st.Topic = rt.Topic
@@ -159,10 +159,10 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case rp.StartOffset < 0:
 				sp.ErrorCode = kerr.InvalidRequest.Code
-			case b.cl == nil:
+			case b.cluster == nil:
 				sp.ErrorCode = b.setShareStart(req.GroupID, t.id, rp.Partition, rp.StartOffset)
 			default:
-				offsets[tidp{t.id, rp.Partition}] = rp.StartOffset
+				offsets[topicIDPartition{t.id, rp.Partition}] = rp.StartOffset
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -174,7 +174,7 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 		for i := range resp.Topics {
 			st := &resp.Topics[i]
 			for j := range st.Partitions {
-				if r, ok := res[tidp{uuid(st.TopicID), st.Partitions[j].Partition}]; ok && st.Partitions[j].ErrorCode == 0 {
+				if r, ok := res[topicIDPartition{uuid(st.TopicID), st.Partitions[j].Partition}]; ok && st.Partitions[j].ErrorCode == 0 {
 					st.Partitions[j].ErrorCode = r.code
 				}
 			}
@@ -197,7 +197,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(r *request) (kmsg.Response, error
 			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		} else {
 			st.TopicID = t.id
-			if b.cl == nil {
+			if b.cluster == nil {
 				b.deleteShareStates(req.GroupID, t.id)
 			} else if err := b.deleteShareStatesEverywhere(r.ctx, req.GroupID, []uuid{t.id}); err != nil {
 				b.log.Warn("deleting share-partition state on the brokers", "group", req.GroupID, "topic", t.name, "err", err)

@@ -150,7 +150,7 @@ func (b *Broker) Execute(ctx context.Context, c Caller, msg kmsg.Request) (kmsg.
 	if v := msg.GetVersion(); v < h.acceptMin || v > h.max || v == 0 {
 		msg.SetVersion(h.max)
 	}
-	if b.cl != nil {
+	if b.cluster != nil {
 		if id, forward := b.executeTarget(h, msg); forward {
 			return b.peerRequest(ctx, id, msg)
 		}

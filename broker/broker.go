@@ -65,12 +65,12 @@ type Broker struct {
 
 	srv server
 
-	cl *clusterState // nil on a single node (cluster.go)
+	cluster *clusterState // nil on a single node (cluster.go)
 
-	obs observer // metrics (metrics.go)
+	observer observer // the metrics, built on first use (metrics.go)
 
 	cleaner      cleanerState   // the log cleaner threads (cleaner.go)
-	dyn          dynState       // dynamic broker configs (dynconfig.go)
+	dynConfigs   dynState       // dynamic broker configs (dynconfig.go)
 	groupConfigs configMapStore // resource type GROUP: share groups' configs (shares.go)
 	features     configMapStore // the finalized feature levels (features.go)
 	faults       faultSet       // fault injection (faults.go)

@@ -166,12 +166,12 @@ func (b *Broker) startCluster(host string, port int32) error {
 		Logger:            b.log.With("component", "replica-fetcher"),
 		ClientOpts:        b.srv.interOpts,
 	})
-	b.cl = cs
+	b.cluster = cs
 	b.acl.Use(node.Collection("acls"))
 	b.quotas.Use(node.Collection("quotas"))
 	b.cm.Use(node.Collection("client-metrics"))
 	b.users.Use(node.Collection("users"))
-	b.dyn.store.use(node.Collection("broker-configs"))
+	b.dynConfigs.store.use(node.Collection("broker-configs"))
 	b.groupConfigs.use(node.Collection("group-configs"))
 	b.features.use(node.Collection("features"))
 	b.useLinkStore(link.NewStore(node.Collection("links")))
@@ -191,12 +191,12 @@ func (b *Broker) startCluster(host string, port int32) error {
 // stopCluster leaves the cluster: fetchers stop, the registration and any
 // controller role are given up so that others take over at once.
 func (b *Broker) stopCluster() {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return
 	}
-	b.cl.fetchers.Close()
+	b.cluster.fetchers.Close()
 	b.closePeers()
-	if err := b.cl.node.Close(); err != nil {
+	if err := b.cluster.node.Close(); err != nil {
 		b.log.Warn("leaving the cluster", "err", err)
 	}
 }
@@ -205,8 +205,8 @@ func (b *Broker) stopCluster() {
 func (b *Broker) metadataLoop() {
 	defer b.bg.Done()
 	for {
-		ch := b.cl.node.Changes()
-		b.applyMetadata(b.cl.node.Metadata())
+		ch := b.cluster.node.Changes()
+		b.applyMetadata(b.cluster.node.Metadata())
 		b.kickLinks()
 		select {
 		case <-ch:
@@ -220,14 +220,14 @@ func (b *Broker) metadataLoop() {
 // once when a follower out of the ISR has caught up.
 func (b *Broker) isrLoop() {
 	defer b.bg.Done()
-	tick := time.NewTicker(max(b.cl.lagMax/2, 50*time.Millisecond))
+	tick := time.NewTicker(max(b.cluster.lagMax/2, 50*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-tick.C:
-		case <-b.cl.isrKick:
+		case <-b.cluster.isrKick:
 		}
 		b.checkISRs()
 	}
@@ -235,13 +235,13 @@ func (b *Broker) isrLoop() {
 
 func (b *Broker) kickISR() {
 	select {
-	case b.cl.isrKick <- struct{}{}:
+	case b.cluster.isrKick <- struct{}{}:
 	default:
 	}
 }
 
 func (b *Broker) checkISRs() {
-	md := b.cl.node.Metadata()
+	md := b.cluster.node.Metadata()
 	// A broker stopping or with its log dir offline may not rejoin an ISR
 	// (KIP-841), as the controller takes them out.
 	live := func(id int32) bool {
@@ -259,7 +259,7 @@ func (b *Broker) checkISRs() {
 		if ldr == nil {
 			continue
 		}
-		change, ok := ldr.CheckISR(now, b.cl.lagMax, live)
+		change, ok := ldr.CheckISR(now, b.cluster.lagMax, live)
 		if !ok {
 			continue
 		}
@@ -272,7 +272,7 @@ func (b *Broker) checkISRs() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second+time.Duration(len(changes))*time.Millisecond)
-	res := b.cl.node.AlterPartitions(ctx, changes)
+	res := b.cluster.node.AlterPartitions(ctx, changes)
 	cancel()
 	accepted := 0
 	for i, r := range res {
@@ -294,9 +294,9 @@ func (b *Broker) checkISRs() {
 // It runs on the metadata loop, at start and after this broker's own
 // metadata writes, one call at a time.
 func (b *Broker) applyMetadata(md *metadata.Image) {
-	b.cl.applyMu.Lock()
-	defer b.cl.applyMu.Unlock()
-	if prev := b.cl.applied.Load(); prev != nil && prev.Revision >= md.Revision {
+	b.cluster.applyMu.Lock()
+	defer b.cluster.applyMu.Unlock()
+	if prev := b.cluster.applied.Load(); prev != nil && prev.Revision >= md.Revision {
 		return
 	}
 	dynChanged := b.syncDynamicConfigs()
@@ -333,7 +333,7 @@ func (b *Broker) applyMetadata(md *metadata.Image) {
 	for _, t := range gone {
 		b.dropLocalTopic(t)
 	}
-	b.cl.applied.Store(md)
+	b.cluster.applied.Store(md)
 	b.quotas.Records() // enforce a change of the quotas
 	b.offsets.sync()   // group coordinator: load and unload (internal_topic.go)
 	b.txnLog.sync()    // transaction coordinator
@@ -501,13 +501,13 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 		// epoch acknowledged.
 		p.leader.Store(nil)
 		p.epoch.Store(mp.LeaderEpoch)
-		b.cl.fetchers.Unfollow(tp)
+		b.cluster.fetchers.Unfollow(tp)
 	case mp.Leader == b.nodeID:
 		if ldr := p.leader.Load(); ldr != nil && ldr.LeaderEpoch() == mp.LeaderEpoch {
 			ldr.Update(st, time.Now())
 			return
 		}
-		b.cl.fetchers.Unfollow(tp) // no fetcher appends once this returns
+		b.cluster.fetchers.Unfollow(tp) // no fetcher appends once this returns
 		leo := p.log.LogEndOffset()
 		if err := p.log.AssignLeaderEpoch(mp.LeaderEpoch, leo); err != nil {
 			b.log.Error("recording the leader epoch", "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -523,15 +523,15 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 		p.epoch.Store(mp.LeaderEpoch)
 		lb, ok := md.Brokers[mp.Leader]
 		if !ok {
-			b.cl.fetchers.Unfollow(tp)
+			b.cluster.fetchers.Unfollow(tp)
 			return
 		}
 		addr := lb.Host + ":" + strconv.Itoa(int(lb.Port))
-		if cur, ok := b.cl.fetchers.Following(tp); ok && cur == mp.Leader && !wasLeader && p.followEpoch.Load() == mp.LeaderEpoch {
+		if cur, ok := b.cluster.fetchers.Following(tp); ok && cur == mp.Leader && !wasLeader && p.followEpoch.Load() == mp.LeaderEpoch {
 			return
 		}
 		p.followEpoch.Store(mp.LeaderEpoch)
-		if err := b.cl.fetchers.Follow(tp, p.topic.id, followerLog{p.log, b}, mp.Leader, addr, mp.LeaderEpoch); err != nil {
+		if err := b.cluster.fetchers.Follow(tp, p.topic.id, followerLog{p.log, b}, mp.Leader, addr, mp.LeaderEpoch); err != nil {
 			b.log.Error("following the leader", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "err", err)
 			return
 		}
@@ -540,15 +540,15 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 	default:
 		p.leader.Store(nil)
 		p.epoch.Store(mp.LeaderEpoch)
-		b.cl.fetchers.Unfollow(tp)
+		b.cluster.fetchers.Unfollow(tp)
 	}
 }
 
 // stopReplica ends this broker's role for p.
 func (b *Broker) stopReplica(p *partition) {
 	p.leader.Store(nil)
-	if b.cl != nil {
-		b.cl.fetchers.Unfollow(replication.TP{Topic: p.topic.name, Partition: p.index})
+	if b.cluster != nil {
+		b.cluster.fetchers.Unfollow(replication.TP{Topic: p.topic.name, Partition: p.index})
 	}
 }
 
@@ -602,7 +602,7 @@ func (b *Broker) removeStrayClusterDirs() {
 // leadership answers whether this broker may serve p as its leader: 0, or
 // NOT_LEADER_OR_FOLLOWER. On a single node it always may.
 func (b *Broker) leadership(p *partition) int16 {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return 0
 	}
 	if p.log == nil || p.leader.Load() == nil {
@@ -668,10 +668,10 @@ type brokerInfo struct {
 // brokersView returns the live brokers and the controller: this broker
 // alone on a single node.
 func (b *Broker) brokersView() ([]brokerInfo, int32) {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return []brokerInfo{{id: b.nodeID, host: b.srv.advHost, port: b.srv.advPort}}, b.nodeID
 	}
-	md := b.cl.node.Metadata()
+	md := b.cluster.node.Metadata()
 	out := make([]brokerInfo, 0, len(md.Brokers))
 	for _, id := range md.BrokerIDs() {
 		br := md.Brokers[id]
@@ -695,14 +695,14 @@ type replicaView struct {
 // on a single node; the metadata's state in a cluster, with the replicas
 // of brokers that are not live as offline.
 func (b *Broker) partitionView(p *partition) replicaView {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return replicaView{leader: b.nodeID, leaderEpoch: p.epoch.Load(), replicas: []int32{b.nodeID}, isr: []int32{b.nodeID}, offline: []int32{}}
 	}
 	mp := p.meta.Load()
 	if mp == nil {
 		return replicaView{leader: -1, leaderEpoch: -1, replicas: []int32{}, isr: []int32{}, offline: []int32{}}
 	}
-	md := b.cl.node.Metadata()
+	md := b.cluster.node.Metadata()
 	v := replicaView{leader: mp.Leader, leaderEpoch: mp.LeaderEpoch, replicas: slices.Clone(mp.Replicas), isr: slices.Clone(mp.ISR), offline: []int32{},
 		adding: slices.Clone(mp.AddingReplicas), removing: slices.Clone(mp.RemovingReplicas)}
 	for _, r := range mp.Replicas {
@@ -720,7 +720,7 @@ func (b *Broker) partitionView(p *partition) replicaView {
 // Leader records it, which may move the high watermark, and a follower out
 // of the ISR that has caught up is proposed for it at once.
 func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition) int16 {
-	if b.cl != nil && p.log == nil {
+	if b.cluster != nil && p.log == nil {
 		return kerr.NotLeaderForPartition.Code // no replica here
 	}
 	// As Kafka's Partition.getLocalLog: the client's leader epoch is
@@ -737,7 +737,7 @@ func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.
 	if code := b.leadership(p); code != 0 {
 		return code
 	}
-	if b.cl == nil || replica < 0 {
+	if b.cluster == nil || replica < 0 {
 		return 0
 	}
 	ldr := p.leader.Load()
@@ -759,8 +759,8 @@ func (b *Broker) awaitMetadata(timeout time.Duration, cond func() bool) bool {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		ch := b.cl.node.Changes()
-		b.applyMetadata(b.cl.node.Metadata())
+		ch := b.cluster.node.Changes()
+		b.applyMetadata(b.cluster.node.Metadata())
 		if cond() {
 			return true
 		}
@@ -786,7 +786,7 @@ func (b *Broker) clusterCreateTopic(name string, partitions int32, rf int16, ass
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	mt, err := b.cl.node.CreateTopic(ctx, name, partitions, rf, assignment, cloneMap(configs))
+	mt, err := b.cluster.node.CreateTopic(ctx, name, partitions, rf, assignment, cloneMap(configs))
 	if errors.Is(err, metadata.ErrTopicExists) {
 		return nil, errTopicExists
 	}
@@ -808,7 +808,7 @@ func (b *Broker) clusterCreateTopic(name string, partitions int32, rf int16, ass
 func (b *Broker) clusterDeleteTopic(t *topic) error {
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	if err := b.cl.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, metadata.ErrUnknownTopicOrPartition) {
+	if err := b.cluster.node.DeleteTopic(ctx, t.name); err != nil && !errors.Is(err, metadata.ErrUnknownTopicOrPartition) {
 		return err
 	}
 	b.awaitMetadata(metadataTimeout, func() bool { return b.lookupTopicID(t.id) == nil })
@@ -818,7 +818,7 @@ func (b *Broker) clusterDeleteTopic(t *topic) error {
 func (b *Broker) clusterAddPartitions(t *topic, count int32) error {
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	if err := b.cl.node.CreatePartitions(ctx, t.name, count, nil); err != nil {
+	if err := b.cluster.node.CreatePartitions(ctx, t.name, count, nil); err != nil {
 		return err
 	}
 	b.awaitMetadata(metadataTimeout, func() bool { return int32(len(b.partitionsOf(t))) >= count })
@@ -829,7 +829,7 @@ func (b *Broker) clusterAddPartitions(t *topic, count int32) error {
 func (b *Broker) clusterSetTopicConfigs(t *topic, configs map[string]string) error {
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	if err := b.cl.node.SetTopicConfigs(ctx, t.name, cloneMap(configs)); err != nil {
+	if err := b.cluster.node.SetTopicConfigs(ctx, t.name, cloneMap(configs)); err != nil {
 		return err
 	}
 	b.awaitMetadata(metadataTimeout, func() bool {
@@ -853,7 +853,7 @@ func (b *Broker) clusterAlterConfigs(t *topic, change func(map[string]string) (m
 	var next map[string]string
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	err := b.cl.node.UpdateTopicConfigs(ctx, t.name, func(current map[string]string) (map[string]string, error) {
+	err := b.cluster.node.UpdateTopicConfigs(ctx, t.name, func(current map[string]string) (map[string]string, error) {
 		n, e, msg := change(current)
 		if e != nil {
 			rejected, rejectMsg = e, msg

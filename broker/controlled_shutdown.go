@@ -22,26 +22,26 @@ import (
 // follows. On a single node, or with controlled.shutdown.enable=false, it
 // does nothing.
 func (b *Broker) ControlledShutdown(ctx context.Context) error {
-	if b.cl == nil || !b.cfg.boolProp("controlled.shutdown.enable") {
+	if b.cluster == nil || !b.cfg.boolProp("controlled.shutdown.enable") {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.int64Prop("controlled.shutdown.timeout.ms"))*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	md := b.cl.node.Metadata()
+	md := b.cluster.node.Metadata()
 	led := b.partitionsLedIn(md)
 	if led == 0 || !b.othersCanLead(md) {
 		return nil // nothing to hand over, or nobody to take it
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-	err := b.cl.node.SetControlledShutdown(wctx)
+	err := b.cluster.node.SetControlledShutdown(wctx)
 	wcancel()
 	if err != nil {
 		b.log.Warn("controlled shutdown: could not say so in the registration; stopping without moving leadership", "err", err)
 		return err
 	}
 	for {
-		md, changed := b.cl.node.Subscribe()
+		md, changed := b.cluster.node.Subscribe()
 		if left := b.partitionsLedIn(md); left == 0 || !b.othersCanLead(md) {
 			b.log.Info("controlled shutdown: the leadership of this broker's partitions moved, and it left their ISRs", "partitions", led, "took", time.Since(start).Round(time.Millisecond))
 			return nil

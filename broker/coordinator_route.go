@@ -51,7 +51,7 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 // it is this broker, else with an inter-broker AddPartitionsToTxn (VerifyOnly
 // for the older Produce versions), as Kafka's partition leaders do.
 func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p *partition, implicitAdd bool) int16 {
-	if b.cl == nil || b.txns.TxnError(txnID) == 0 {
+	if b.cluster == nil || b.txns.TxnError(txnID) == 0 {
 		return b.txns.CheckProduce(producerID, epoch, p.topic.name, p.index, implicitAdd)
 	}
 	c, code := b.txnCoordinator(txnID)

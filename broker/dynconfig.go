@@ -91,7 +91,7 @@ func brokerSynonyms(name string) []string {
 }
 
 func (b *Broker) dynamicLevels() *dynLevels {
-	if l := b.dyn.cur.Load(); l != nil {
+	if l := b.dynConfigs.cur.Load(); l != nil {
 		return l
 	}
 	return &dynLevels{}
@@ -217,7 +217,7 @@ func (b *Broker) initBrokerConfigs() error {
 	if err != nil {
 		return err
 	}
-	b.dyn.store.use(f)
+	b.dynConfigs.store.use(f)
 	b.syncDynamicConfigs()
 	return nil
 }
@@ -227,15 +227,15 @@ func (b *Broker) initBrokerConfigs() error {
 // reapplies the topic defaults. It runs after this broker's own changes
 // and on the metadata loop, before the topics are applied.
 func (b *Broker) syncDynamicConfigs() bool {
-	b.dyn.mu.Lock()
-	defer b.dyn.mu.Unlock()
-	all := b.dyn.store.all()
+	b.dynConfigs.mu.Lock()
+	defer b.dynConfigs.mu.Unlock()
+	all := b.dynConfigs.store.all()
 	next := &dynLevels{def: all[""], node: all[strconv.Itoa(int(b.nodeID))]}
 	cur := b.dynamicLevels()
 	if maps.Equal(cur.def, next.def) && maps.Equal(cur.node, next.node) {
 		return false
 	}
-	b.dyn.cur.Store(next)
+	b.dynConfigs.cur.Store(next)
 	return true
 }
 
@@ -369,7 +369,7 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 	var rejected *errBrokerConfig
 	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
 	defer cancel()
-	rev, err := b.dyn.store.modify(ctx, name, func(cur map[string]string) (map[string]string, error) {
+	rev, err := b.dynConfigs.store.modify(ctx, name, func(cur map[string]string) (map[string]string, error) {
 		next, e := apply(cur)
 		if e != nil {
 			rejected = e
@@ -387,6 +387,6 @@ func (b *Broker) alterBrokerConfigs(name string, validateOnly bool, change func(
 	if rev > 0 && b.syncDynamicConfigs() {
 		b.reapplyTopicDefaults()
 	}
-	b.log.Info("altered dynamic broker configs", "resource", name, "configs", b.dyn.store.of(name))
+	b.log.Info("altered dynamic broker configs", "resource", name, "configs", b.dynConfigs.store.of(name))
 	return nil, ""
 }

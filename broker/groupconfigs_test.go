@@ -197,7 +197,7 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	// The state is on each partition's leader: partition 0 on broker 1,
 	// partition 1 on broker 2.
 	for i, want := range []int64{3, 7} {
-		sp := brokers[i].shareStates("sg")[tidp{uuid(id), int32(i)}]
+		sp := brokers[i].shareStates("sg")[topicIDPartition{uuid(id), int32(i)}]
 		if sp == nil || sp.StartOffset() != want {
 			t.Fatalf("broker %d's state of partition %d: %v; broker 1 holds %v, broker 2 %v; the alter's answers:\n%s",
 				i+1, i, sp, brokers[0].shareStates("sg"), brokers[1].shareStates("sg"), strings.Join(attempts, "\n"))

@@ -126,16 +126,16 @@ type peer struct {
 
 // peerRequest sends req to broker id.
 func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return nil, errors.New("not in a cluster")
 	}
-	br, ok := b.cl.node.Metadata().Brokers[id]
+	br, ok := b.cluster.node.Metadata().Brokers[id]
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not live", id)
 	}
 	addr := br.Host + ":" + strconv.Itoa(int(br.Port))
-	b.cl.peersMu.Lock()
-	pr := b.cl.peers[id]
+	b.cluster.peersMu.Lock()
+	pr := b.cluster.peers[id]
 	if pr != nil && pr.addr != addr {
 		pr.cl.Close()
 		pr = nil
@@ -145,25 +145,25 @@ func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (k
 			kgo.DialTimeout(2 * time.Second), kgo.RequestRetries(0)}, b.srv.interOpts...)
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {
-			b.cl.peersMu.Unlock()
+			b.cluster.peersMu.Unlock()
 			return nil, err
 		}
 		pr = &peer{addr: addr, cl: cl}
-		if b.cl.peers == nil {
-			b.cl.peers = map[int32]*peer{}
+		if b.cluster.peers == nil {
+			b.cluster.peers = map[int32]*peer{}
 		}
-		b.cl.peers[id] = pr
+		b.cluster.peers[id] = pr
 	}
-	b.cl.peersMu.Unlock()
+	b.cluster.peersMu.Unlock()
 	return pr.cl.SeedBrokers()[0].Request(ctx, req)
 }
 
 // closePeers closes the inter-broker clients.
 func (b *Broker) closePeers() {
-	b.cl.peersMu.Lock()
-	defer b.cl.peersMu.Unlock()
-	for id, pr := range b.cl.peers {
+	b.cluster.peersMu.Lock()
+	defer b.cluster.peersMu.Unlock()
+	for id, pr := range b.cluster.peers {
 		pr.cl.Close()
-		delete(b.cl.peers, id)
+		delete(b.cluster.peers, id)
 	}
 }

@@ -77,13 +77,13 @@ func (it *internalTopic) minISR() int {
 // returned, so before anyone is told of the coordinator.
 func (it *internalTopic) ensure() *topic {
 	b := it.b
-	if t := b.lookupTopic(it.name); t != nil && (b.cl != nil || it.ready.Load()) {
+	if t := b.lookupTopic(it.name); t != nil && (b.cluster != nil || it.ready.Load()) {
 		return t
 	}
 	it.createMu.Lock()
 	defer it.createMu.Unlock()
 	if t := b.lookupTopic(it.name); t != nil {
-		if b.cl == nil && !it.ready.Load() {
+		if b.cluster == nil && !it.ready.Load() {
 			it.sync()
 			it.ready.Store(true)
 		}
@@ -91,7 +91,7 @@ func (it *internalTopic) ensure() *topic {
 	}
 	n := int32(b.cfg.int64Prop(it.partitionsKey))
 	rf := int16(1)
-	if b.cl != nil {
+	if b.cluster != nil {
 		rf = int16(b.cfg.int64Prop(it.replicationKey))
 		if brokers, _ := b.brokersView(); len(brokers) < int(rf) {
 			rf = int16(len(brokers))
@@ -111,7 +111,7 @@ func (it *internalTopic) ensure() *topic {
 			return nil
 		}
 	}
-	if b.cl == nil {
+	if b.cluster == nil {
 		it.sync()
 		it.ready.Store(true)
 	}
@@ -209,7 +209,7 @@ func (it *internalTopic) sync() {
 			b.log.Info("unloaded "+it.coordinator+" partitions", "partitions", n)
 		}
 	}
-	if b.cl == nil {
+	if b.cluster == nil {
 		run(false) // quick: no replicas to wait for
 	} else {
 		go run(true)

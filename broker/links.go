@@ -221,11 +221,11 @@ func (h linkHost) Lead(topic string, index int32) link.Log {
 	if p == nil || p.log == nil {
 		return nil
 	}
-	if b.cl == nil {
+	if b.cluster == nil {
 		return mirrorLog{b: b, p: p, epoch: p.epoch.Load()}
 	}
 	ldr := p.leader.Load()
-	if ldr == nil || b.cl.node.Fenced() {
+	if ldr == nil || b.cluster.node.Fenced() {
 		return nil
 	}
 	return mirrorLog{b: b, p: p, ldr: ldr, epoch: ldr.LeaderEpoch()}
@@ -390,7 +390,7 @@ func (m mirrorLog) LogStartOffset() int64 { return m.p.log.LogStartOffset() }
 func (m mirrorLog) LogEndOffset() int64   { return m.p.log.LogEndOffset() }
 
 func (m mirrorLog) leading() bool {
-	return m.ldr == nil || (m.p.leader.Load() == m.ldr && !m.b.cl.node.Fenced())
+	return m.ldr == nil || (m.p.leader.Load() == m.ldr && !m.b.cluster.node.Fenced())
 }
 
 // AppendMirrored appends the source's batches as a follower appends its

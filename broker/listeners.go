@@ -331,10 +331,10 @@ func (b *Broker) endpointOf(node int32, name string) (string, int32, bool) {
 		}
 		return "", 0, false
 	}
-	if b.cl == nil {
+	if b.cluster == nil {
 		return "", 0, false
 	}
-	br, ok := b.cl.node.Metadata().Brokers[node]
+	br, ok := b.cluster.node.Metadata().Brokers[node]
 	if !ok {
 		return "", 0, false
 	}

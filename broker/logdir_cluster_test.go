@@ -95,7 +95,7 @@ func TestCluster_OfflineLogDirMovesLeadership(t *testing.T) {
 		}
 		return true
 	})
-	if b, ok := brokers[0].cl.node.Metadata().Brokers[victim]; !ok || !b.LogDirOffline {
+	if b, ok := brokers[0].cluster.node.Metadata().Brokers[victim]; !ok || !b.LogDirOffline {
 		t.Fatalf("broker %d's registration: %+v, %v", victim, b, ok)
 	}
 	produce("moved")
@@ -111,7 +111,7 @@ func TestCluster_OfflineLogDirMovesLeadership(t *testing.T) {
 				return false
 			}
 		}
-		return !brokers[0].cl.node.Metadata().Brokers[victim].LogDirOffline
+		return !brokers[0].cluster.node.Metadata().Brokers[victim].LogDirOffline
 	})
 	produce("after")
 
@@ -136,7 +136,7 @@ func TestCluster_OfflineLogDirMovesLeadership(t *testing.T) {
 
 // topicPartitionsOf is topic's partitions in b's cluster metadata.
 func topicPartitionsOf(b *Broker, topic string) []metadata.Partition {
-	if t := b.cl.node.Metadata().Topics[topic]; t != nil {
+	if t := b.cluster.node.Metadata().Topics[topic]; t != nil {
 		return t.Partitions
 	}
 	return nil

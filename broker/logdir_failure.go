@@ -142,14 +142,14 @@ func (b *Broker) probeLogDir(f *logDirFailure) {
 // announceLogDir tells the cluster whether the log dir is offline now; it
 // reports whether that worked (always on a single node).
 func (b *Broker) announceLogDir() bool {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return true
 	}
 	b.logDir.announceMu.Lock()
 	defer b.logDir.announceMu.Unlock()
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
-	if err := b.cl.node.SetLogDirOffline(ctx, b.LogDirError() != nil); err != nil {
+	if err := b.cluster.node.SetLogDirOffline(ctx, b.LogDirError() != nil); err != nil {
 		b.log.Warn("telling the cluster about the log dir", "offline", b.LogDirError() != nil, "err", err)
 		return false
 	}

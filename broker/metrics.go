@@ -73,7 +73,7 @@ func (b *Broker) Metrics() *prometheus.Registry {
 }
 
 func (b *Broker) metrics() *observer {
-	o := &b.obs
+	o := &b.observer
 	o.once.Do(func() {
 		o.reg = prometheus.NewRegistry()
 		topicCounter := func(name, help string) *prometheus.CounterVec {

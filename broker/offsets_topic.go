@@ -63,11 +63,11 @@ func (b *Broker) leadsGroupPartition(p *partition) (bool, int32) {
 	if p.log == nil {
 		return false, 0
 	}
-	if b.cl == nil {
+	if b.cluster == nil {
 		return true, 0
 	}
 	ldr := p.leader.Load()
-	if ldr == nil || b.cl.node.Fenced() {
+	if ldr == nil || b.cluster.node.Fenced() {
 		return false, 0
 	}
 	return true, ldr.LeaderEpoch()
@@ -99,7 +99,7 @@ func (b *Broker) keyCoordinator(t *topic, key string) (brokerInfo, int16) {
 	}
 	p := parts[coordinator.PartitionFor(key, int32(len(parts)))]
 	leader := b.nodeID
-	if b.cl != nil {
+	if b.cluster != nil {
 		mp := p.meta.Load()
 		if mp == nil || mp.Leader < 0 {
 			return brokerInfo{}, kerr.CoordinatorNotAvailable.Code
@@ -245,8 +245,8 @@ func (g groupLog) appendBatch(pi int32, write func(p *partition) (int64, error))
 		return 0, nil, err
 	}
 	var ldr *replication.Leader
-	if b.cl != nil {
-		if ldr = p.leader.Load(); ldr == nil || b.cl.node.Fenced() {
+	if b.cluster != nil {
+		if ldr = p.leader.Load(); ldr == nil || b.cluster.node.Fenced() {
 			return 0, nil, kerr.NotLeaderForPartition
 		}
 	}
@@ -312,7 +312,7 @@ func (g groupLog) Replay(pi int32, from int64, fn func(offset int64, r coordinat
 	// What the previous leader appended is committed once the followers
 	// have it: wait for the high watermark to reach the log end first.
 	end := p.log.LogEndOffset()
-	if err := awaitHighWatermark(b.ctx, p.log, end, func() bool { return b.cl != nil && p.leader.Load() != ldr }); err != nil {
+	if err := awaitHighWatermark(b.ctx, p.log, end, func() bool { return b.cluster != nil && p.leader.Load() != ldr }); err != nil {
 		return 0, err
 	}
 	if from > end {
@@ -463,7 +463,7 @@ func buildBatchOf(recs []coordinator.LogRecord, nowMs int64, producerID int64, p
 // coordinator does. Either way the group coordinator appends the marker
 // to that partition.
 func (b *Broker) completeTxnOffsets(group string, producerID int64, commit bool) error {
-	if b.cl == nil {
+	if b.cluster == nil {
 		// The marker goes to the group's partition: it must exist and be
 		// loaded (a single node loads it when creating the topic).
 		if b.offsets.ensure() == nil {

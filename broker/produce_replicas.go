@@ -29,14 +29,14 @@ type replicaWait struct {
 // and 0 on a single node; in a cluster the partition's Leader, or
 // NOT_LEADER_OR_FOLLOWER.
 func (b *Broker) produceLeadership(p *partition) (*replication.Leader, int16, string) {
-	if b.cl == nil {
+	if b.cluster == nil {
 		return nil, 0, ""
 	}
 	ldr := p.leader.Load()
 	if p.log == nil || ldr == nil {
 		return nil, kerr.NotLeaderForPartition.Code, "This server is not the leader for that topic-partition."
 	}
-	if b.cl.node.Fenced() {
+	if b.cluster.node.Fenced() {
 		// Our etcd session may have expired: another broker may be
 		// elected leader at any moment, so this one takes no writes.
 		return nil, kerr.NotLeaderForPartition.Code, "This broker has lost its session with the cluster metadata."
@@ -127,14 +127,14 @@ func (b *Broker) awaitReplica(ctx context.Context, w replicaWait, deadline time.
 // NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH; false when there is none
 // to give (a single node, no leader, or this broker).
 func (b *Broker) leaderHint(p *partition) (mp *brokerInfo, leader, epoch int32, ok bool) {
-	if b.cl == nil || p == nil {
+	if b.cluster == nil || p == nil {
 		return nil, -1, -1, false
 	}
 	st := p.meta.Load()
 	if st == nil || st.Leader < 0 || st.Leader == b.nodeID {
 		return nil, -1, -1, false
 	}
-	md := b.cl.node.Metadata()
+	md := b.cluster.node.Metadata()
 	br, live := md.Brokers[st.Leader]
 	if !live {
 		return nil, -1, -1, false

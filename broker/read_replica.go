@@ -42,14 +42,14 @@ import (
 // preferredReadReplica returns the broker that should serve a consumer in
 // clientRack fetching p from fetchOffset, -1 for this broker, p's leader.
 func (b *Broker) preferredReadReplica(p *partition, clientRack string, fetchOffset int64) int32 {
-	if b.cl == nil || !b.cl.rackAwareReads || clientRack == "" || clientRack == b.cfg.Props["broker.rack"] {
+	if b.cluster == nil || !b.cluster.rackAwareReads || clientRack == "" || clientRack == b.cfg.Props["broker.rack"] {
 		return -1
 	}
 	ldr := p.leader.Load()
 	if ldr == nil {
 		return -1
 	}
-	md := b.cl.node.Metadata()
+	md := b.cluster.node.Metadata()
 	var same []replication.ReadReplica
 	for _, rr := range ldr.ReadReplicas(fetchOffset) {
 		if br, ok := md.Brokers[rr.Replica]; ok && br.Rack == clientRack {

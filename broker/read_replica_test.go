@@ -298,7 +298,7 @@ func TestCluster_FetchFromClosestReplica(t *testing.T) {
 
 	// Broker 3 stops fetching near; it stays in the ISR (30 s lag), so
 	// the high watermark stays at 100 while broker 2 copies 10 more.
-	brokers[2].cl.fetchers.Unfollow(replication.TP{Topic: "near", Partition: 0})
+	brokers[2].cluster.fetchers.Unfollow(replication.TP{Topic: "near", Partition: 0})
 	produceValues(t, addrs[0], "near", kgo.LeaderAck(), valuesN("more", 10))
 	follower := partitionOf(brokers[1], "near").log
 	waitFor(t, 20*time.Second, "broker 2 to copy offsets 100-109", func() bool { return follower.LogEndOffset() == 110 })

@@ -212,7 +212,7 @@ func (r *schemaRegistry) forwarding(local http.Handler) http.Handler {
 // no leader or URL known yet).
 func (r *schemaRegistry) leaderURL() string {
 	b := r.log.b
-	if b.cl == nil {
+	if b.cluster == nil {
 		return ""
 	}
 	if _, err := r.log.topic(); err != nil {
@@ -220,7 +220,7 @@ func (r *schemaRegistry) leaderURL() string {
 	}
 	// A topic just created has its leader elected within moments.
 	leader := func() (int32, *metadata.Image) {
-		md := b.cl.node.Metadata()
+		md := b.cluster.node.Metadata()
 		if md == nil || md.Topics[schemasTopicName] == nil || len(md.Topics[schemasTopicName].Partitions) == 0 {
 			return -1, md
 		}
@@ -280,7 +280,7 @@ func (l *schemasLog) partition() (*partition, error) {
 		}
 		return nil
 	}
-	if l.b.cl != nil && local() == nil {
+	if l.b.cluster != nil && local() == nil {
 		l.b.awaitMetadata(metadataTimeout, func() bool { return local() != nil })
 	}
 	if p := local(); p != nil {
@@ -295,7 +295,7 @@ func (l *schemasLog) topic() (*topic, error) {
 	t := b.lookupTopic(schemasTopicName)
 	if t == nil {
 		rf := int16(1)
-		if b.cl != nil {
+		if b.cluster != nil {
 			brokers, _ := b.brokersView()
 			rf = int16(min(3, len(brokers)))
 		}
@@ -303,7 +303,7 @@ func (l *schemasLog) topic() (*topic, error) {
 		if t, err = b.createTopicAssigned(schemasTopicName, 1, rf, nil, internalTopicConfigs()); err != nil {
 			// In a cluster another broker may have created it, and this
 			// broker's metadata not have it yet: wait for it a moment.
-			if b.cl != nil {
+			if b.cluster != nil {
 				b.awaitMetadata(metadataTimeout, func() bool { return b.lookupTopic(schemasTopicName) != nil })
 			}
 			if t = b.lookupTopic(schemasTopicName); t == nil {
@@ -328,7 +328,7 @@ func (l *schemasLog) Append(ctx context.Context, expectedEnd int64, key, value [
 	}
 	// Elected but not yet leading here (the metadata is being applied):
 	// wait for it a moment rather than answer NOT_LEADER.
-	if l.b.cl != nil && p.leader.Load() == nil && l.leadsInMetadata() {
+	if l.b.cluster != nil && p.leader.Load() == nil && l.leadsInMetadata() {
 		l.b.awaitMetadata(5*time.Second, func() bool { return p.leader.Load() != nil || !l.leadsInMetadata() })
 	}
 	l.mu.Lock()
@@ -354,7 +354,7 @@ func (l *schemasLog) Append(ctx context.Context, expectedEnd int64, key, value [
 // leadsInMetadata tells whether the cluster's metadata names this broker
 // the leader of _schemas-0.
 func (l *schemasLog) leadsInMetadata() bool {
-	md := l.b.cl.node.Metadata()
+	md := l.b.cluster.node.Metadata()
 	if md == nil {
 		return false
 	}

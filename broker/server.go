@@ -251,7 +251,7 @@ func (b *Broker) Listen() (net.Addr, error) {
 			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
-		err := b.seedClusterUsers(ctx, b.cl.node.Collection("users"))
+		err := b.seedClusterUsers(ctx, b.cluster.node.Collection("users"))
 		cancel()
 		if err != nil {
 			b.log.Warn("copying local users into the cluster failed", "err", err)

@@ -296,11 +296,11 @@ func TestShareStart_OlderWriteFencedKeepsNewerState(t *testing.T) {
 	if code := b.setShareStart(group, top.id, 0, 7); code != 0 { // the retry, landing first
 		t.Fatalf("second start: %v", kerr.ErrorForCode(code))
 	}
-	sp := b.shareStates(group)[tidp{top.id, 0}]
+	sp := b.shareStates(group)[topicIDPartition{top.id, 0}]
 	if code := b.persistSharePartitionAt(group, top.id, 0, sp, older); code != kerr.FencedStateEpoch.Code {
 		t.Fatalf("the older write: %v, want FENCED_STATE_EPOCH", kerr.ErrorForCode(code))
 	}
-	got := b.shareStates(group)[tidp{top.id, 0}]
+	got := b.shareStates(group)[topicIDPartition{top.id, 0}]
 	if got == nil || got.StartOffset() != 7 {
 		t.Fatalf("state after the older write was fenced: %v", got)
 	}
@@ -317,7 +317,7 @@ func TestShareStart_OlderWriteFencedKeepsNewerState(t *testing.T) {
 	if code := b.persistSharePartitionAt(group, top.id, 0, got, stale); code != kerr.FencedStateEpoch.Code {
 		t.Fatalf("a stale cache's write: %v", kerr.ErrorForCode(code))
 	}
-	if b.shareStates(group)[tidp{top.id, 0}] != nil {
+	if b.shareStates(group)[topicIDPartition{top.id, 0}] != nil {
 		t.Fatal("a fenced stale cache was kept")
 	}
 }

@@ -49,7 +49,7 @@ type shareKey struct {
 
 type shareSessionKey struct{ group, member string }
 
-type tidp struct {
+type topicIDPartition struct {
 	topic     uuid
 	partition int32
 }
@@ -58,18 +58,18 @@ type tidp struct {
 // partitions it fetches and the epoch its next request must carry.
 type shareSession struct {
 	epoch int32
-	parts []tidp // in the order added
-	owner *conn  // the connection that opened it (nil: none)
+	parts []topicIDPartition // in the order added
+	owner *conn              // the connection that opened it (nil: none)
 }
 
-func (s *shareSession) add(tp tidp) {
+func (s *shareSession) add(tp topicIDPartition) {
 	if !slices.Contains(s.parts, tp) {
 		s.parts = append(s.parts, tp)
 	}
 }
 
-func (s *shareSession) forget(tp tidp) {
-	s.parts = slices.DeleteFunc(s.parts, func(x tidp) bool { return x == tp })
+func (s *shareSession) forget(tp topicIDPartition) {
+	s.parts = slices.DeleteFunc(s.parts, func(x topicIDPartition) bool { return x == tp })
 }
 
 // shareMeta is what a leader knows of a cached share-partition: the
@@ -317,13 +317,13 @@ func (b *Broker) persistSharePartitionAt(group string, t uuid, partition int32, 
 }
 
 // shareStates returns group's share partitions by topic id and partition.
-func (b *Broker) shareStates(group string) map[tidp]*coordinator.SharePartition {
+func (b *Broker) shareStates(group string) map[topicIDPartition]*coordinator.SharePartition {
 	b.shares.mu.Lock()
 	defer b.shares.mu.Unlock()
-	out := map[tidp]*coordinator.SharePartition{}
+	out := map[topicIDPartition]*coordinator.SharePartition{}
 	for k, sp := range b.shares.parts {
 		if k.group == group {
-			out[tidp{k.topic, k.partition}] = sp
+			out[topicIDPartition{k.topic, k.partition}] = sp
 		}
 	}
 	return out
@@ -405,7 +405,7 @@ func (b *Broker) onShareMemberLeave(group, member string) {
 // here).
 func (b *Broker) onShareGroupDeleted(group string) {
 	b.deleteShareStates(group, uuid{})
-	if b.cl != nil {
+	if b.cluster != nil {
 		go func() {
 			ctx, cancel := context.WithTimeout(b.ctx, shareStateTimeout)
 			defer cancel()

@@ -277,7 +277,7 @@ func (b *Broker) createTopics(specs []newTopic) (ts []*topic, errs []error) {
 	if len(specs) == 0 {
 		return ts, errs
 	}
-	if b.cl != nil {
+	if b.cluster != nil {
 		for i, s := range specs {
 			ts[i], errs[i] = b.clusterCreateTopic(s.name, s.partitions, s.replicationFactor, s.assignment, s.configs)
 		}
@@ -395,7 +395,7 @@ func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
 
 // deleteTopic removes a topic: its metadata first, then its logs.
 func (b *Broker) deleteTopic(t *topic) error {
-	if b.cl != nil {
+	if b.cluster != nil {
 		return b.clusterDeleteTopic(t)
 	}
 	b.mu.Lock()
@@ -426,7 +426,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 
 // addPartitions grows t to count partitions.
 func (b *Broker) addPartitions(t *topic, count int32) error {
-	if b.cl != nil {
+	if b.cluster != nil {
 		return b.clusterAddPartitions(t, count)
 	}
 	b.mu.Lock()
@@ -450,7 +450,7 @@ func (b *Broker) addPartitions(t *topic, count int32) error {
 // setTopicConfigs replaces t's overrides, persists them and applies them to
 // every partition's log.
 func (b *Broker) setTopicConfigs(t *topic, configs map[string]string) error {
-	if b.cl != nil {
+	if b.cluster != nil {
 		return b.clusterSetTopicConfigs(t, configs)
 	}
 	b.mu.Lock()

@@ -110,7 +110,7 @@ func (b *Broker) writeMarkers(ctx context.Context, producerID int64, epoch int16
 				continue
 			}
 			part := parts[p]
-			if b.cl != nil && b.leadership(part) != 0 {
+			if b.cluster != nil && b.leadership(part) != 0 {
 				leader := int32(-1)
 				if mp := part.meta.Load(); mp != nil {
 					leader = mp.Leader

@@ -11,11 +11,11 @@ import (
 // the joiner needs moves), and every partition has one owner.
 func TestAssignUniform_JoinerGetsItsShare(t *testing.T) {
 	subs := map[string][]string{}
-	prev := map[string]tps{}
+	prev := map[string]partitionSet{}
 	for i := range 8 {
 		id := fmt.Sprintf("m%d", i)
 		subs[id] = []string{"t"}
-		prev[id] = tps{}
+		prev[id] = partitionSet{}
 		for p := range 8 {
 			prev[id].add("t", int32(i*8+p))
 		}
@@ -50,7 +50,7 @@ func TestAssignUniform_JoinerGetsItsShare(t *testing.T) {
 // (2) and m1 (1), and a third member: each ends with one, m1 keeps its own.
 func TestAssignUniform_FewerPartitionsThanMembers(t *testing.T) {
 	subs := map[string][]string{"m0": {"t"}, "m1": {"t"}, "m2": {"t"}}
-	prev := map[string]tps{"m0": {"t": {0, 1}}, "m1": {"t": {2}}}
+	prev := map[string]partitionSet{"m0": {"t": {0, 1}}, "m1": {"t": {2}}}
 	out := assignUniform(subs, map[string]int32{"t": 3}, prev)
 	for id, a := range out {
 		if a.size() != 1 {

@@ -88,7 +88,7 @@ func (h *harness) runConsumer(cmd string, a ddArgs) ([]string, bool) {
 		if r.ErrorCode == 0 {
 			line += fmt.Sprintf(" member=%s epoch=%d interval=%d", deref(r.MemberID), r.MemberEpoch, r.HeartbeatIntervalMillis)
 			if r.Assignment != nil {
-				as := tps{}
+				as := partitionSet{}
 				for _, at := range r.Assignment.Topics {
 					for _, p := range at.Partitions {
 						as.add(testTopicName(at.TopicID), p)
@@ -110,7 +110,7 @@ func (h *harness) runConsumer(cmd string, a ddArgs) ([]string, bool) {
 			}
 			out = append(out, fmt.Sprintf("%s state=%s epoch=%d assignment-epoch=%d assignor=%s", g.Group, g.State, g.Epoch, g.AssignmentEpoch, g.AssignorName))
 			conv := func(as kmsg.Assignment) string {
-				x := tps{}
+				x := partitionSet{}
 				for _, at := range as.TopicPartitions {
 					for _, p := range at.Partitions {
 						x.add(at.Topic, p)

@@ -50,7 +50,7 @@ import (
 type partEpochs map[string]map[int32]int32
 
 // setAssignmentEpoch records e as the assignment epoch of t/p.
-func (m *cmember) setAssignmentEpoch(t string, p, e int32) {
+func (m *consumerMember) setAssignmentEpoch(t string, p, e int32) {
 	if m.epochs == nil {
 		m.epochs = partEpochs{}
 	}
@@ -66,7 +66,7 @@ func (m *cmember) setAssignmentEpoch(t string, p, e int32) {
 // neither holds t/p nor must revoke it. A partition without a recorded
 // epoch (there should be none) has max(member epoch, 0), as a record
 // without epochs gives it.
-func (m *cmember) assignmentEpoch(t string, p int32) (int32, bool) {
+func (m *consumerMember) assignmentEpoch(t string, p int32) (int32, bool) {
 	if !m.assigned.has(t, p) && !m.revoking.has(t, p) {
 		return 0, false
 	}
@@ -78,7 +78,7 @@ func (m *cmember) assignmentEpoch(t string, p int32) (int32, bool) {
 
 // pruneAssignmentEpochs drops the epochs of partitions m neither holds nor
 // revokes.
-func (m *cmember) pruneAssignmentEpochs() {
+func (m *consumerMember) pruneAssignmentEpochs() {
 	for t, ps := range m.epochs {
 		for p := range ps {
 			if !m.assigned.has(t, p) && !m.revoking.has(t, p) {
@@ -92,9 +92,9 @@ func (m *cmember) pruneAssignmentEpochs() {
 }
 
 // resetAssignmentEpochs gives every partition m holds or revokes epoch e.
-func (m *cmember) resetAssignmentEpochs(e int32) {
+func (m *consumerMember) resetAssignmentEpochs(e int32) {
 	m.epochs = nil
-	for _, a := range []tps{m.assigned, m.revoking} {
+	for _, a := range []partitionSet{m.assigned, m.revoking} {
 		for t, ps := range a {
 			for _, p := range ps {
 				m.setAssignmentEpoch(t, p, e)
@@ -104,7 +104,7 @@ func (m *cmember) resetAssignmentEpochs(e int32) {
 }
 
 // epochOf is assignmentEpoch without its second result, for the records.
-func (m *cmember) epochOf(t string, p int32) int32 {
+func (m *consumerMember) epochOf(t string, p int32) int32 {
 	e, _ := m.assignmentEpoch(t, p)
 	return e
 }
@@ -112,7 +112,7 @@ func (m *cmember) epochOf(t string, p int32) int32 {
 // restoreAssignmentEpochs records the epochs of a current assignment
 // record's partitions in m; the partitions of a topic without epochs, or
 // whose epochs do not line up with its partitions, get def.
-func (c *Coordinator) restoreAssignmentEpochs(group string, m *cmember, in []topicPartitions, names map[[16]byte]string, def int32) {
+func (c *Coordinator) restoreAssignmentEpochs(group string, m *consumerMember, in []topicPartitions, names map[[16]byte]string, def int32) {
 	for _, tp := range in {
 		name, ok := names[tp.TopicID]
 		if !ok {

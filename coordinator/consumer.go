@@ -82,27 +82,27 @@ const (
 	msUnreleased = "UNRELEASED_PARTITIONS"
 )
 
-// tps is a set of partitions by topic name; slices are sorted.
-type tps map[string][]int32
+// partitionSet is a set of partitions by topic name; slices are sorted.
+type partitionSet map[string][]int32
 
-func (a tps) clone() tps {
-	out := make(tps, len(a))
+func (a partitionSet) clone() partitionSet {
+	out := make(partitionSet, len(a))
 	for t, ps := range a {
 		out[t] = slices.Clone(ps)
 	}
 	return out
 }
 
-func (a tps) has(t string, p int32) bool { _, ok := slices.BinarySearch(a[t], p); return ok }
+func (a partitionSet) has(t string, p int32) bool { _, ok := slices.BinarySearch(a[t], p); return ok }
 
-func (a tps) add(t string, p int32) {
+func (a partitionSet) add(t string, p int32) {
 	i, ok := slices.BinarySearch(a[t], p)
 	if !ok {
 		a[t] = slices.Insert(a[t], i, p)
 	}
 }
 
-func (a tps) size() int {
+func (a partitionSet) size() int {
 	n := 0
 	for _, ps := range a {
 		n += len(ps)
@@ -111,8 +111,8 @@ func (a tps) size() int {
 }
 
 // minus returns the partitions of a not in b.
-func (a tps) minus(b tps) tps {
-	out := tps{}
+func (a partitionSet) minus(b partitionSet) partitionSet {
+	out := partitionSet{}
 	for t, ps := range a {
 		for _, p := range ps {
 			if !b.has(t, p) {
@@ -123,8 +123,8 @@ func (a tps) minus(b tps) tps {
 	return out
 }
 
-func (a tps) intersect(b tps) tps {
-	out := tps{}
+func (a partitionSet) intersect(b partitionSet) partitionSet {
+	out := partitionSet{}
 	for t, ps := range a {
 		for _, p := range ps {
 			if b.has(t, p) {
@@ -135,9 +135,11 @@ func (a tps) intersect(b tps) tps {
 	return out
 }
 
-func (a tps) equal(b tps) bool { return a.size() == b.size() && a.minus(b).size() == 0 }
+func (a partitionSet) equal(b partitionSet) bool {
+	return a.size() == b.size() && a.minus(b).size() == 0
+}
 
-func (a tps) String() string {
+func (a partitionSet) String() string {
 	var parts []string
 	for _, t := range sortedKeys(a) {
 		if len(a[t]) == 0 {
@@ -155,13 +157,13 @@ func (a tps) String() string {
 	return strings.Join(parts, ";")
 }
 
-type cmember struct {
+type consumerMember struct {
 	id, instanceID, rackID, clientID, clientHost string
 
 	epoch, prevEpoch int32
 	state            string
-	assigned         tps // current assignment
-	revoking         tps // partitions it must still revoke
+	assigned         partitionSet // current assignment
+	revoking         partitionSet // partitions it must still revoke
 	// epochs is the assignment epoch of each partition of assigned and
 	// revoking (KIP-1251; commitfence.go).
 	epochs partEpochs
@@ -182,16 +184,16 @@ type cmember struct {
 type consumerGroup struct {
 	epoch           int32 // group epoch
 	assignmentEpoch int32 // epoch of target
-	members         map[string]*cmember
-	order           []string          // join order
-	static          map[string]string // instance id → member id
-	target          map[string]tps    // member id → target assignment
-	subscription    string            // subscribed topics and their partition counts, at epoch
-	logged          map[string][]byte // the records last written (modernlog.go), by key
+	members         map[string]*consumerMember
+	order           []string                // join order
+	static          map[string]string       // instance id → member id
+	target          map[string]partitionSet // member id → target assignment
+	subscription    string                  // subscribed topics and their partition counts, at epoch
+	logged          map[string][]byte       // the records last written (modernlog.go), by key
 }
 
 func newConsumerGroup() *consumerGroup {
-	return &consumerGroup{members: map[string]*cmember{}, static: map[string]string{}, target: map[string]tps{}, logged: map[string][]byte{}}
+	return &consumerGroup{members: map[string]*consumerMember{}, static: map[string]string{}, target: map[string]partitionSet{}, logged: map[string][]byte{}}
 }
 
 func (cg *consumerGroup) state() string {
@@ -271,7 +273,7 @@ func (c *Coordinator) topicsByName() map[string]ConsumerTopic {
 }
 
 // subscribedTopics resolves m's subscription against topics.
-func (m *cmember) subscribedTopics(topics map[string]ConsumerTopic) []string {
+func (m *consumerMember) subscribedTopics(topics map[string]ConsumerTopic) []string {
 	var out []string
 	for _, t := range m.topics {
 		if _, ok := topics[t]; ok {
@@ -428,7 +430,7 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 	}
 	before := struct {
 		epoch    int32
-		assigned tps
+		assigned partitionSet
 	}{m.epoch, m.assigned.clone()}
 
 	// Update the subscription.
@@ -465,9 +467,9 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 	}
 
 	// Reconcile the member with its target.
-	var ownedNow tps
+	var ownedNow partitionSet
 	if req.Topics != nil {
-		ownedNow = tps{}
+		ownedNow = partitionSet{}
 		byID := map[[16]byte]string{}
 		for _, t := range topics {
 			byID[t.ID] = t.Name
@@ -510,7 +512,7 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 // its epoch.
 //
 // Lock should be held.
-func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, instanceID string) (*cmember, bool, *kerr.Error) {
+func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, instanceID string) (*consumerMember, bool, *kerr.Error) {
 	cg := g.cg
 	m := cg.members[req.MemberID]
 	if req.MemberEpoch == 0 {
@@ -544,7 +546,7 @@ func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHear
 			// A rejoin with epoch 0 of a known member: it lost its state;
 			// it starts over with nothing owned.
 			c.timers.cancelLocked(&m.revokeDue)
-			m.assigned, m.revoking, m.state, m.epoch = tps{}, tps{}, msStable, 0
+			m.assigned, m.revoking, m.state, m.epoch = partitionSet{}, partitionSet{}, msStable, 0
 			m.epochs = nil
 			return m, false, nil
 		}
@@ -555,7 +557,7 @@ func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHear
 		if id == "" {
 			id = c.newUUID()
 		}
-		m = &cmember{id: id, instanceID: instanceID, assigned: tps{}, revoking: tps{}, state: msStable}
+		m = &consumerMember{id: id, instanceID: instanceID, assigned: partitionSet{}, revoking: partitionSet{}, state: msStable}
 		cg.members[id] = m
 		cg.order = append(cg.order, id)
 		if instanceID != "" {
@@ -579,7 +581,7 @@ func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHear
 	if req.MemberEpoch < m.epoch {
 		// A lost response: the previous epoch is accepted if the member
 		// owns nothing it was not given.
-		owned := tps{}
+		owned := partitionSet{}
 		for _, t := range req.Topics {
 			for name, ct := range c.topicsByName() {
 				if ct.ID == t.TopicID {
@@ -637,7 +639,7 @@ func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeart
 // removeConsumerMemberLocked removes m, bumping the group epoch.
 //
 // Lock should be held.
-func (c *Coordinator) removeConsumerMemberLocked(g *group, m *cmember) {
+func (c *Coordinator) removeConsumerMemberLocked(g *group, m *consumerMember) {
 	cg := g.cg
 	c.cancelCMemberTimersLocked(m)
 	cg.remove(m.id)
@@ -652,7 +654,7 @@ func (c *Coordinator) removeConsumerMemberLocked(g *group, m *cmember) {
 // member's own session timeout, else the group's).
 //
 // Lock should be held.
-func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *cmember) {
+func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *consumerMember) {
 	d := c.cfg.ConsumerSessionTimeout
 	if m.classic != nil && m.classic.sessionTimeout > 0 {
 		d = m.classic.sessionTimeout
@@ -689,11 +691,11 @@ func (c *Coordinator) computeTargetLocked(cg *consumerGroup, topics map[string]C
 
 // assignRange gives each topic's partitions to its subscribers sorted by
 // member id, in contiguous ranges, the first ones one larger.
-func assignRange(subs map[string][]string, parts map[string]int32) map[string]tps {
-	out := map[string]tps{}
+func assignRange(subs map[string][]string, parts map[string]int32) map[string]partitionSet {
+	out := map[string]partitionSet{}
 	bytopic := map[string][]string{}
 	for id, ts := range subs {
-		out[id] = tps{}
+		out[id] = partitionSet{}
 		for _, t := range ts {
 			bytopic[t] = append(bytopic[t], id)
 		}
@@ -721,11 +723,11 @@ func assignRange(subs map[string][]string, parts map[string]int32) map[string]tp
 // that counts differ by at most one where subscriptions allow, keeping
 // partitions with their previous target owner when that owner stays within
 // its share.
-func assignUniform(subs map[string][]string, parts map[string]int32, prev map[string]tps) map[string]tps {
-	out := map[string]tps{}
+func assignUniform(subs map[string][]string, parts map[string]int32, prev map[string]partitionSet) map[string]partitionSet {
+	out := map[string]partitionSet{}
 	ids := make([]string, 0, len(subs))
 	for id := range subs {
-		out[id] = tps{}
+		out[id] = partitionSet{}
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -792,14 +794,14 @@ func assignUniform(subs map[string][]string, parts map[string]int32, prev map[st
 // member owns, nil if it did not say.
 //
 // Lock should be held.
-func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
+func (c *Coordinator) reconcileLocked(g *group, m *consumerMember, ownedNow partitionSet) {
 	cg := g.cg
 	if m.state == msUnrevoked {
 		// Still revoking unless the member reports it owns none of them.
 		if ownedNow == nil || ownedNow.intersect(m.revoking).size() > 0 {
 			return
 		}
-		m.revoking = tps{}
+		m.revoking = partitionSet{}
 		m.pruneAssignmentEpochs()
 		c.timers.cancelLocked(&m.revokeDue)
 	}
@@ -808,7 +810,7 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 	}
 	target := cg.target[m.id]
 	if target == nil {
-		target = tps{}
+		target = partitionSet{}
 	}
 	keep := m.assigned.intersect(target)
 	revoke := m.assigned.minus(target)
@@ -849,7 +851,7 @@ func (c *Coordinator) reconcileLocked(g *group, m *cmember, ownedNow tps) {
 // partitions; a member still revoking when it fires is removed.
 //
 // Lock should be held.
-func (c *Coordinator) scheduleRevokeLocked(g *group, m *cmember) {
+func (c *Coordinator) scheduleRevokeLocked(g *group, m *consumerMember) {
 	c.scheduleLocked(&m.revokeDue, max(m.rebalanceTimeout, time.Millisecond), func() {
 		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m || m.state != msUnrevoked {
 			return
@@ -866,7 +868,7 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	topics := c.topicsByName()
-	assignment := func(a tps) kmsg.Assignment {
+	assignment := func(a partitionSet) kmsg.Assignment {
 		out := kmsg.NewAssignment()
 		for _, t := range sortedKeys(a) {
 			if len(a[t]) == 0 {

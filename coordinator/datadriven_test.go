@@ -512,7 +512,7 @@ func (h *harness) sync(a ddArgs) []string {
 	if v, ok := a.kv["cassign"]; ok {
 		for _, as := range strings.Split(v, "/") {
 			id, parts, _ := strings.Cut(as, "@")
-			x := tps{}
+			x := partitionSet{}
 			for _, tp := range parseTopicParts(parts) {
 				for _, p := range tp.partitions {
 					x.add(tp.topic, p)
@@ -637,7 +637,7 @@ func (h *harness) fetch(a ddArgs) []string {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = int16(a.int(t, "version", 7))
 	req.RequireStable = a.str("stable", "") == "true"
-	tps := parseTopicParts(a.str("topics", ""))
+	partitionSet := parseTopicParts(a.str("topics", ""))
 	fmtPart := func(topic string, p int32, off int64, epoch int32, md *string, code int16) string {
 		s := fmt.Sprintf("%s/%d=%d", topic, p, off)
 		if epoch != -1 {
@@ -656,7 +656,7 @@ func (h *harness) fetch(a ddArgs) []string {
 		for _, g := range a.list("groups") {
 			rg := kmsg.NewOffsetFetchRequestGroup()
 			rg.Group = g
-			for _, tp := range tps {
+			for _, tp := range partitionSet {
 				rg.Topics = append(rg.Topics, kmsg.OffsetFetchRequestGroupTopic{Topic: tp.topic, Partitions: tp.partitions})
 			}
 			req.Groups = append(req.Groups, rg)
@@ -673,7 +673,7 @@ func (h *harness) fetch(a ddArgs) []string {
 		return out
 	}
 	req.Group = a.str("group", "g")
-	for _, tp := range tps {
+	for _, tp := range partitionSet {
 		req.Topics = append(req.Topics, kmsg.OffsetFetchRequestTopic{Topic: tp.topic, Partitions: tp.partitions})
 	}
 	r := h.c.OffsetFetch(req)

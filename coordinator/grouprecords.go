@@ -186,9 +186,9 @@ type topicPartitions struct {
 	AssignmentEpochs []int32
 }
 
-func appendTopicPartitions(b []byte, tps []topicPartitions) []byte {
-	b = kbin.AppendCompactArrayLen(b, len(tps))
-	for _, tp := range tps {
+func appendTopicPartitions(b []byte, partitionSet []topicPartitions) []byte {
+	b = kbin.AppendCompactArrayLen(b, len(partitionSet))
+	for _, tp := range partitionSet {
 		b = kbin.AppendUuid(b, tp.TopicID)
 		b = appendInt32s(b, tp.Partitions)
 		if tp.AssignmentEpochs == nil {
@@ -441,8 +441,8 @@ func decodeShareMember(b []byte) (v shareMemberValue, err error) {
 }
 
 // encodeTargetMember is Consumer/ShareGroupTargetAssignmentMemberValue.
-func encodeTargetMember(tps []topicPartitions) []byte {
-	return appendNoTags(appendTopicPartitions(kbin.AppendInt16(nil, 0), tps))
+func encodeTargetMember(partitionSet []topicPartitions) []byte {
+	return appendNoTags(appendTopicPartitions(kbin.AppendInt16(nil, 0), partitionSet))
 }
 
 func decodeTargetMember(b []byte) ([]topicPartitions, error) {
@@ -450,9 +450,9 @@ func decodeTargetMember(b []byte) ([]topicPartitions, error) {
 	if err != nil {
 		return nil, err
 	}
-	tps := r.topicPartitions(false)
+	partitionSet := r.topicPartitions(false)
 	r.tags(nil)
-	return tps, r.done()
+	return partitionSet, r.done()
 }
 
 // currentAssignmentValue is ConsumerGroupCurrentMemberAssignmentValue and,
@@ -520,7 +520,7 @@ func decodeRegex(b []byte) (v regexValue, err error) {
 // toTopicPartitions converts an assignment by topic name to the records'
 // form by topic id, sorted by topic id; topics unknown to ids are dropped.
 // With epochOf, each partition's assignment epoch is added.
-func toTopicPartitions(a tps, ids map[string]ConsumerTopic, epochOf func(t string, p int32) int32) []topicPartitions {
+func toTopicPartitions(a partitionSet, ids map[string]ConsumerTopic, epochOf func(t string, p int32) int32) []topicPartitions {
 	out := []topicPartitions{}
 	for t, ps := range a {
 		ct, ok := ids[t]
@@ -541,8 +541,8 @@ func toTopicPartitions(a tps, ids map[string]ConsumerTopic, epochOf func(t strin
 }
 
 // fromTopicPartitions converts back; topics no longer known are dropped.
-func fromTopicPartitions(in []topicPartitions, names map[[16]byte]string) tps {
-	out := tps{}
+func fromTopicPartitions(in []topicPartitions, names map[[16]byte]string) partitionSet {
+	out := partitionSet{}
 	for _, tp := range in {
 		name, ok := names[tp.TopicID]
 		if !ok {

@@ -89,8 +89,8 @@ func (c *Coordinator) downgradeEnabled() bool {
 
 // parseAssignment decodes a consumer-protocol assignment, keeping the
 // partitions of known topics.
-func parseAssignment(b []byte, topics map[string]ConsumerTopic) (tps, error) {
-	out := tps{}
+func parseAssignment(b []byte, topics map[string]ConsumerTopic) (partitionSet, error) {
+	out := partitionSet{}
 	if len(b) == 0 {
 		return out, nil
 	}
@@ -114,7 +114,7 @@ func parseAssignment(b []byte, topics map[string]ConsumerTopic) (tps, error) {
 
 // encodeAssignment encodes a as a consumer-protocol assignment of the
 // version of the member's subscription metadata md (at most 3).
-func encodeAssignment(a tps, md []byte) []byte {
+func encodeAssignment(a partitionSet, md []byte) []byte {
 	out := kmsg.NewConsumerMemberAssignment()
 	if len(md) >= 2 {
 		out.Version = min(max(int16(md[0])<<8|int16(md[1]), 0), 3)
@@ -129,8 +129,8 @@ func encodeAssignment(a tps, md []byte) []byte {
 }
 
 // ownedOf returns the partitions a subscription says its member owns.
-func ownedOf(sub *kmsg.ConsumerMemberMetadata, topics map[string]ConsumerTopic) tps {
-	out := tps{}
+func ownedOf(sub *kmsg.ConsumerMemberMetadata, topics map[string]ConsumerTopic) partitionSet {
+	out := partitionSet{}
 	for _, o := range sub.OwnedPartitions {
 		if _, ok := topics[o.Topic]; !ok {
 			continue
@@ -183,11 +183,11 @@ func (c *Coordinator) upgradeLocked(g *group) *kerr.Error {
 			c.log.Warn("not upgrading classic group: malformed consumer protocol assignment", "group", g.id, "member", id, "err", err)
 			return kerr.GroupIDNotFound
 		}
-		cm := &cmember{
+		cm := &consumerMember{
 			id: id, instanceID: m.instanceID, rackID: deref(sub.Rack),
 			clientID: m.clientID, clientHost: m.clientHost,
 			epoch: g.generation, prevEpoch: g.generation, state: msStable,
-			assigned: assigned, revoking: tps{},
+			assigned: assigned, revoking: partitionSet{},
 			topics: sortedTopics(sub.Topics), rebalanceTimeout: m.rebalanceTimeout,
 			classic: &classicMember{sessionTimeout: m.sessionTimeout, protocols: slices.Clone(m.protocols)},
 		}
@@ -231,7 +231,7 @@ func (c *Coordinator) upgradeLocked(g *group) *kerr.Error {
 // conversion's records (nil if there was none).
 //
 // Lock should be held.
-func (c *Coordinator) fenceConsumerMemberLocked(g *group, m *cmember) (committed func() *kerr.Error) {
+func (c *Coordinator) fenceConsumerMemberLocked(g *group, m *consumerMember) (committed func() *kerr.Error) {
 	if c.canDowngradeLocked(g, m) {
 		return c.downgradeLocked(g, m)
 	}
@@ -242,7 +242,7 @@ func (c *Coordinator) fenceConsumerMemberLocked(g *group, m *cmember) (committed
 // canDowngradeLocked reports whether removing m converts g to classic.
 //
 // Lock should be held.
-func (c *Coordinator) canDowngradeLocked(g *group, m *cmember) bool {
+func (c *Coordinator) canDowngradeLocked(g *group, m *consumerMember) bool {
 	cg := g.cg
 	if m.classic != nil || len(cg.members) <= 1 {
 		return false
@@ -266,7 +266,7 @@ func (c *Coordinator) canDowngradeLocked(g *group, m *cmember) bool {
 // Stable classic group and starts a rebalance.
 //
 // Lock should be held.
-func (c *Coordinator) downgradeLocked(g *group, leaving *cmember) func() *kerr.Error {
+func (c *Coordinator) downgradeLocked(g *group, leaving *consumerMember) func() *kerr.Error {
 	cg := g.cg
 	c.log.Info("downgrading consumer group to a classic group", "group", g.id, "epoch", cg.epoch, "leaving", leaving.id)
 	c.cancelConsumerTimersLocked(cg)
@@ -309,7 +309,7 @@ func (c *Coordinator) downgradeLocked(g *group, leaving *cmember) func() *kerr.E
 // classicSessionLocked restarts a classic member's session timer.
 //
 // Lock should be held.
-func (c *Coordinator) scheduleClassicTimeoutLocked(g *group, m *cmember, slot *timerSlot, why string) {
+func (c *Coordinator) scheduleClassicTimeoutLocked(g *group, m *consumerMember, slot *timerSlot, why string) {
 	c.scheduleLocked(slot, max(m.rebalanceTimeout, time.Millisecond), func() {
 		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m {
 			return
@@ -322,8 +322,8 @@ func (c *Coordinator) scheduleClassicTimeoutLocked(g *group, m *cmember, slot *t
 
 // validateClassicMemberLocked finds the classic member a JoinGroup,
 // SyncGroup, Heartbeat or LeaveGroup names in a consumer group.
-func validateClassicMember(cg *consumerGroup, memberID, instanceID string) (*cmember, *kerr.Error) {
-	var m *cmember
+func validateClassicMember(cg *consumerGroup, memberID, instanceID string) (*consumerMember, *kerr.Error) {
+	var m *consumerMember
 	if instanceID == "" {
 		m = cg.members[memberID]
 	} else {
@@ -405,7 +405,7 @@ func (c *Coordinator) classicJoinToConsumerLocked(g *group, p joinParams) (*kmsg
 			cg.remove(oldID)
 			nm := *old
 			nm.id, nm.hb, nm.revokeDue = id, timerSlot{}, timerSlot{}
-			nm.epoch, nm.prevEpoch, nm.assigned, nm.revoking, nm.state = 0, 0, tps{}, tps{}, msStable
+			nm.epoch, nm.prevEpoch, nm.assigned, nm.revoking, nm.state = 0, 0, partitionSet{}, partitionSet{}, msStable
 			nm.epochs = nil
 			nm.classic = &classicMember{}
 			m = &nm
@@ -417,7 +417,7 @@ func (c *Coordinator) classicJoinToConsumerLocked(g *group, p joinParams) (*kmsg
 		}
 	}
 	if m == nil {
-		m = &cmember{id: id, instanceID: p.instanceID, assigned: tps{}, revoking: tps{}, state: msStable}
+		m = &consumerMember{id: id, instanceID: p.instanceID, assigned: partitionSet{}, revoking: partitionSet{}, state: msStable}
 		cg.members[id] = m
 		cg.order = append(cg.order, id)
 		if p.instanceID != "" {
@@ -460,7 +460,7 @@ func (c *Coordinator) classicJoinToConsumerLocked(g *group, p joinParams) (*kmsg
 // cancelCMemberTimersLocked stops every timer of a consumer-group member.
 //
 // Lock should be held.
-func (c *Coordinator) cancelCMemberTimersLocked(m *cmember) {
+func (c *Coordinator) cancelCMemberTimersLocked(m *consumerMember) {
 	c.timers.cancelLocked(&m.hb)
 	c.timers.cancelLocked(&m.revokeDue)
 	if m.classic != nil {
@@ -473,7 +473,7 @@ func (c *Coordinator) cancelCMemberTimersLocked(m *cmember) {
 // and then gives it its rebalance timeout to do so.
 //
 // Lock should be held.
-func (c *Coordinator) rebalanceSignalledLocked(g *group, m *cmember) bool {
+func (c *Coordinator) rebalanceSignalledLocked(g *group, m *consumerMember) bool {
 	cg := g.cg
 	rejoin := m.epoch < cg.epoch || m.state == msUnrevoked
 	if !rejoin && m.state == msUnreleased {
@@ -578,7 +578,7 @@ func (c *Coordinator) classicLeaveToConsumerLocked(g *group, members []kmsg.Leav
 }
 
 // memberType is ConsumerGroupDescribe's MemberType: 0 classic, 1 consumer.
-func (m *cmember) memberType() int8 {
+func (m *consumerMember) memberType() int8 {
 	if m.classic != nil {
 		return 0
 	}

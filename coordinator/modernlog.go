@@ -378,10 +378,10 @@ func (c *Coordinator) restoreConsumerGroupLocked(id string, recs map[recordKey][
 			c.log.Warn("skipping a malformed consumer group member record", "group", id, "member", k.Member)
 			continue
 		}
-		m := &cmember{id: k.Member, instanceID: deref(mv.InstanceID), rackID: deref(mv.RackID),
+		m := &consumerMember{id: k.Member, instanceID: deref(mv.InstanceID), rackID: deref(mv.RackID),
 			clientID: mv.ClientID, clientHost: mv.ClientHost, topics: mv.SubscribedTopicNames,
 			serverAssignor: deref(mv.ServerAssignor), rebalanceTimeout: millis(mv.RebalanceTimeoutMs),
-			assigned: tps{}, revoking: tps{}, state: msStable}
+			assigned: partitionSet{}, revoking: partitionSet{}, state: msStable}
 		if len(m.topics) == 0 {
 			m.topics = nil
 		}
@@ -441,7 +441,7 @@ func (c *Coordinator) restoreConsumerGroupLocked(id string, recs map[recordKey][
 }
 
 func (c *Coordinator) restoreShareGroupLocked(id string, recs map[recordKey][]byte, logged map[string][]byte, topics map[string]ConsumerTopic, names map[[16]byte]string) {
-	sg := &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]tps{}, logged: logged}
+	sg := &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]partitionSet{}, logged: logged}
 	md, _ := decodeShareGroupMetadata(recs[recordKey{Type: keyShareGroupMetadata, Group: id}])
 	sg.epoch = md.Epoch
 	if v, ok := recs[recordKey{Type: keyShareGroupTargetMetadata, Group: id}]; ok {
@@ -456,7 +456,7 @@ func (c *Coordinator) restoreShareGroupLocked(id string, recs map[recordKey][]by
 			continue
 		}
 		m := &shareMember{id: k.Member, rackID: deref(mv.RackID), clientID: mv.ClientID, clientHost: mv.ClientHost,
-			topics: mv.SubscribedTopicNames, assigned: tps{}}
+			topics: mv.SubscribedTopicNames, assigned: partitionSet{}}
 		if cv, ok := recs[recordKey{keyShareGroupCurrentAssignment, id, k.Member}]; ok {
 			if a, err := decodeCurrentAssignment(cv, true); err == nil {
 				m.epoch, m.prevEpoch = a.MemberEpoch, a.PreviousMemberEpoch

@@ -49,7 +49,7 @@ type shareMember struct {
 	id, rackID, clientID, clientHost string
 	epoch, prevEpoch                 int32
 	topics                           []string
-	assigned                         tps
+	assigned                         partitionSet
 	hb                               timerSlot
 }
 
@@ -59,7 +59,7 @@ type shareGroup struct {
 	assignmentEpoch int32
 	members         map[string]*shareMember
 	subscription    string
-	target          map[string]tps
+	target          map[string]partitionSet
 	logged          map[string][]byte // the records last written (modernlog.go), by key
 }
 
@@ -163,7 +163,7 @@ func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatReq
 		if len(sg.members) >= c.cfg.MaxGroupSize {
 			return fail(kerr.GroupMaxSizeReached, "")
 		}
-		m = &shareMember{id: req.MemberID, assigned: tps{}}
+		m = &shareMember{id: req.MemberID, assigned: partitionSet{}}
 		sg.members[m.id] = m
 	}
 	m.clientID, m.clientHost = clientID, clientHost
@@ -177,7 +177,7 @@ func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatReq
 	}
 	before := struct {
 		epoch    int32
-		assigned tps
+		assigned partitionSet
 	}{m.epoch, m.assigned.clone()}
 
 	topics := c.topicsByName()
@@ -194,7 +194,7 @@ func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatReq
 	}
 	m.assigned = sg.target[m.id].clone()
 	if m.assigned == nil {
-		m.assigned = tps{}
+		m.assigned = partitionSet{}
 	}
 	c.scheduleShareSessionLocked(sg, m)
 
@@ -223,7 +223,7 @@ func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatReq
 //
 // Lock should be held.
 func (c *Coordinator) newShareGroupLocked(id string) *shareGroup {
-	sg := &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]tps{}, logged: map[string][]byte{}}
+	sg := &shareGroup{id: id, members: map[string]*shareMember{}, target: map[string]partitionSet{}, logged: map[string][]byte{}}
 	c.shares[id] = sg
 	return sg
 }
@@ -245,11 +245,11 @@ func (sg *shareGroup) subscriptionOf(topics map[string]ConsumerTopic) string {
 }
 
 // assignShare is the simple share assignor; see the file comment.
-func assignShare(sg *shareGroup, topics map[string]ConsumerTopic) map[string]tps {
-	out := map[string]tps{}
+func assignShare(sg *shareGroup, topics map[string]ConsumerTopic) map[string]partitionSet {
+	out := map[string]partitionSet{}
 	subs := map[string][]string{} // topic → subscribers sorted by id
 	for _, id := range sortedKeys(sg.members) {
-		out[id] = tps{}
+		out[id] = partitionSet{}
 		for _, t := range sg.members[id].topics {
 			if _, ok := topics[t]; ok {
 				subs[t] = append(subs[t], id)

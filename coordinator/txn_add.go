@@ -81,7 +81,7 @@ func (c *TxnCoordinator) addPartitions(id string, pid int64, epoch int16, topics
 		}
 		return codes
 	}
-	var tps []topicPartition
+	var partitionSet []topicPartition
 	unknown := false
 	for i, t := range topics {
 		codes[i] = make([]int16, len(t.partitions))
@@ -91,7 +91,7 @@ func (c *TxnCoordinator) addPartitions(id string, pid int64, epoch int16, topics
 				unknown = true
 				continue
 			}
-			tps = append(tps, topicPartition{t.topic, p})
+			partitionSet = append(partitionSet, topicPartition{t.topic, p})
 		}
 	}
 	if unknown {
@@ -123,7 +123,7 @@ func (c *TxnCoordinator) addPartitions(id string, pid int64, epoch int16, topics
 		k := 0
 		for i, t := range topics {
 			for j := range t.partitions {
-				if _, ok := e.meta.partitions[tps[k]]; !ok || e.meta.state != txnOngoing {
+				if _, ok := e.meta.partitions[partitionSet[k]]; !ok || e.meta.state != txnOngoing {
 					codes[i][j] = kerr.TransactionAbortable.Code
 				}
 				k++
@@ -131,7 +131,7 @@ func (c *TxnCoordinator) addPartitions(id string, pid int64, epoch int16, topics
 		}
 		return codes
 	}
-	err := c.addLocked(e, pid, epoch, tps, nil)
+	err := c.addLocked(e, pid, epoch, partitionSet, nil)
 	return setAll(errCode(fencedFor(err, version, 2)))
 }
 
@@ -165,7 +165,7 @@ func (c *TxnCoordinator) checkProducerLocked(e *txnEntry, pid int64, epoch int16
 // Ongoing transaction.
 //
 // Lock should be held.
-func (c *TxnCoordinator) addLocked(e *txnEntry, pid int64, epoch int16, tps []topicPartition, groups []string) *kerr.Error {
+func (c *TxnCoordinator) addLocked(e *txnEntry, pid int64, epoch int16, partitionSet []topicPartition, groups []string) *kerr.Error {
 	if err := c.checkProducerLocked(e, pid, epoch); err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (c *TxnCoordinator) addLocked(e *txnEntry, pid int64, epoch int16, tps []to
 	}
 	if m.state == txnOngoing {
 		missing := false
-		for _, tp := range tps {
+		for _, tp := range partitionSet {
 			if _, ok := m.partitions[tp]; !ok {
 				missing = true
 			}
@@ -196,7 +196,7 @@ func (c *TxnCoordinator) addLocked(e *txnEntry, pid int64, epoch int16, tps []to
 		next.start = now
 	}
 	next.updated = now
-	for _, tp := range tps {
+	for _, tp := range partitionSet {
 		next.partitions[tp] = struct{}{}
 	}
 	for _, g := range groups {

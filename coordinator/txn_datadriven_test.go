@@ -283,20 +283,20 @@ func (h *txnHarness) run(line string) string {
 				out = append(out, fmt.Sprintf("%s: %s", d.TransactionalID, errName(d.ErrorCode)))
 				continue
 			}
-			var tps []string
+			var partitionSet []string
 			for _, dt := range d.Topics {
 				var ns []string
 				for _, p := range dt.Partitions {
 					ns = append(ns, strconv.Itoa(int(p)))
 				}
-				tps = append(tps, dt.Topic+":"+strings.Join(ns, ","))
+				partitionSet = append(partitionSet, dt.Topic+":"+strings.Join(ns, ","))
 			}
 			start := "-"
 			if d.StartTimestamp >= 0 {
 				start = time.UnixMilli(d.StartTimestamp).UTC().Format("15:04:05")
 			}
 			out = append(out, fmt.Sprintf("%s: state=%s pid=%d epoch=%d timeout=%dms start=%s partitions=%s",
-				d.TransactionalID, d.State, d.ProducerID, d.ProducerEpoch, d.TimeoutMillis, start, strings.Join(tps, " ")))
+				d.TransactionalID, d.State, d.ProducerID, d.ProducerEpoch, d.TimeoutMillis, start, strings.Join(partitionSet, " ")))
 		}
 	case "list":
 		req := kmsg.NewPtrListTransactionsRequest()
