@@ -6,13 +6,96 @@ DATA_DIR  ?= ./data
 CLUSTER_DATA_DIR ?= ./data-cluster
 LISTEN    ?= 127.0.0.1:9092
 TESTFLAGS ?=
+# VERSION is stamped into every binary the Makefile builds (gregor version).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# PLATFORMS: what make cross and make dist build, as GOOS/GOARCH.
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
+# LINT_CROSS: the platforms make lint (so CI) cross-builds cmd/gregor for.
+LINT_CROSS ?= linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
+# CYCLONEDX: the SBOM generator make dist runs (go run, nothing to install).
+CYCLONEDX ?= github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 
 RACEFLAG := $(if $(RACE),-race,)
+LDFLAGS  := -X main.buildVersion=$(VERSION)
+# Release builds (make dist): no cgo, no local paths, no symbol tables.
+RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: cross cross-vet dist check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
-	$(GO) build -o bin/gregor ./cmd/gregor
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
+
+## cross: cmd/gregor for each of $(PLATFORMS) (CGO_ENABLED=0), into
+## bin/cross/gregor-OS-ARCH[.exe]; make lint runs it, so CI catches a
+## Linux-only call outside a _linux.go file. Without dist's -trimpath, so
+## that its cache is reused by check-arm64 and cross-vet: with a cold build
+## cache about a minute a platform on two cores (5.6 min for all five), a
+## few seconds for all five with a warm one.
+cross:
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		echo "cross: $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -ldflags "$(LDFLAGS)" -o bin/cross/gregor-$$os-$$arch$$ext ./cmd/gregor; \
+	done
+
+## cross-vet: go vet ./... (tests included) for each of $(PLATFORMS): what
+## make cross checks, for every package and test file. Not in CI: with a
+## cold cache it compiles every test dependency once per platform.
+cross-vet:
+	@set -e; for p in $(PLATFORMS); do \
+		echo "cross-vet: $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
+	done
+
+## dist: release archives in dist/ (removed first), for each of $(PLATFORMS):
+## gregor-$(VERSION)-OS-ARCH.tar.gz (.zip for windows) holding the binary,
+## README.md and LICENSE (when there is one); beside each its CycloneDX SBOM,
+## gregor-$(VERSION)-OS-ARCH.cdx.json (cyclonedx-gomod bin: the modules
+## linked into that binary); and SHA256SUMS of them all (sha256sum -c
+## SHA256SUMS checks them). Files carry the last commit's time, so the same
+## commit gives the same archives.
+dist:
+	@command -v zip >/dev/null || { echo "make dist: zip is needed for the Windows archive (apt-get install zip)" >&2; exit 1; }
+	@set -e; rm -rf dist; mkdir -p dist; \
+	when=$$(git log -1 --format=%ct 2>/dev/null || date +%s); \
+	for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		name=gregor-$(VERSION)-$$os-$$arch; \
+		echo "dist: $$name"; \
+		mkdir -p dist/$$name; \
+		GOOS=$$os GOARCH=$$arch $(RELEASE_BUILD) -o dist/$$name/gregor$$ext ./cmd/gregor; \
+		cp README.md dist/$$name/; \
+		if [ -f LICENSE ]; then cp LICENSE dist/$$name/; fi; \
+		$(GO) run $(CYCLONEDX) bin -json -version $(VERSION) -output dist/$$name.cdx.json dist/$$name/gregor$$ext; \
+		find dist/$$name -exec touch -h -d @$$when {} +; \
+		if [ $$os = windows ]; then \
+			(cd dist && TZ=UTC zip -qrX $$name.zip $$name); \
+		else \
+			tar -C dist --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$$when -cf - $$name | gzip -n9 > dist/$$name.tar.gz; \
+		fi; \
+		rm -rf dist/$$name; \
+	done; \
+	cd dist && sha256sum gregor-* > SHA256SUMS; \
+	echo "dist: $$(ls | wc -l) files in dist/"; ls -l
+
+## check-arm64: the linux/arm64 binary (built as make cross builds it) run
+## under qemu-user, which is installed with apt-get when there is no
+## qemu-aarch64: a broker on loopback with a temporary data dir, records
+## produced and consumed with its own CLI, a restart, a clean stop
+## (scripts/check-arm64.sh); then the protocol and storage unit tests built
+## for arm64 and run under qemu too (less the crash tests that re-exec
+## their own binary, which needs binfmt_misc). About 25 s once built; not
+## in make test.
+ARM64_SKIP := TestCleaner_KilledDuringSwap|TestLog_Kill9KeepsAcknowledged
+check-arm64:
+	$(MAKE) cross PLATFORMS=linux/arm64
+	./scripts/check-arm64.sh bin/cross/gregor-linux-arm64
+	@set -e; qemu=$$(command -v qemu-aarch64-static || command -v qemu-aarch64); \
+	for pkg in protocol storage; do \
+		CGO_ENABLED=0 GOARCH=arm64 $(GO) test -c -o bin/cross/$$pkg-arm64.test ./$$pkg; \
+		echo "check-arm64: go test ./$$pkg under qemu"; \
+		(cd $$pkg && $$qemu ../bin/cross/$$pkg-arm64.test -test.count=1 -test.skip '$(ARM64_SKIP)'); \
+	done
 
 ## run: the broker on $(LISTEN) with data in $(DATA_DIR)
 run: build
@@ -173,15 +256,17 @@ bench-micro:
 ## (see bench-compare)
 bench: bench-compare
 
-## lint: gofmt, vet, staticcheck. (Not tee /dev/stderr: when stderr is a
+## lint: gofmt, vet, staticcheck, and make cross for $(LINT_CROSS) (linux/amd64
+## is built by everything else). (Not tee /dev/stderr: when stderr is a
 ## file, as .ci/run's log may be, tee reopens it with O_TRUNC and wipes it.)
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l:" >&2; echo "$$out" >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(MAKE) cross PLATFORMS="$(LINT_CROSS)"
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 ## bench-cluster: a three-node cluster on this machine: acks=all produce
 ## throughput RF=3 beside RF=1, and failover time after kill -9 of a leader;

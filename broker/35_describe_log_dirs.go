@@ -17,7 +17,7 @@ package broker
 // leader, as Kafka has it. IsFuture is always false: there are no
 // intra-broker moves (AlterReplicaLogDirs). v2 is flexible, v3 adds the
 // top-level error code, v4 the file system's TotalBytes and UsableBytes
-// (statfs; -1 if it fails).
+// (statfs, GetDiskFreeSpaceEx on Windows; -1 if it fails).
 
 import (
 	"path/filepath"
@@ -25,7 +25,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sys/unix"
 )
 
 func init() { register(kmsg.DescribeLogDirs, 1, 4, (*Broker).handleDescribeLogDirs) }
@@ -85,15 +84,4 @@ func (b *Broker) handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 	}
 	resp.Dirs = append(resp.Dirs, dir)
 	return resp, nil
-}
-
-// diskSpace returns the total and usable bytes of the file system holding
-// dir (usable: available to an unprivileged user, as Java's
-// File.getUsableSpace), or -1, -1.
-func diskSpace(dir string) (total, usable int64) {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		return -1, -1
-	}
-	return int64(fs.Blocks) * int64(fs.Bsize), int64(fs.Bavail) * int64(fs.Bsize)
 }

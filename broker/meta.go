@@ -11,14 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gregor-broker/gregor/storage"
 )
 
 // On-disk broker metadata, beside the partition directories:
 //
-//	<data-dir>/.lock                       empty; flock'ed while a broker uses the directory (Kafka's name)
+//	<data-dir>/.lock                       empty; locked (flock) while a broker uses the directory (Kafka's name)
 //	<data-dir>/meta.properties             version=1, node.id, cluster.id (Kafka's file)
 //	<data-dir>/__meta/topics/<topic-id>.json  one topic: name, id, partitions, config overrides
 //	                                       (named by id: a 249-character topic name would not fit)
@@ -170,7 +168,8 @@ func (b *Broker) loadMetaProperties() (string, error) {
 	return props["cluster.id"], nil
 }
 
-// lockDataDir takes an exclusive flock on <dir>/.lock, waiting up to
+// lockDataDir takes an exclusive lock (tryLockFile: flock, or LockFileEx on
+// Windows) on <dir>/.lock, waiting up to
 // timeout for another broker to release it, so that two brokers never
 // share a data directory. (groups.db's bbolt lock did this before that file
 // became lazily created.) The lock lasts until the file is closed or the
@@ -182,13 +181,13 @@ func lockDataDir(dir string, timeout time.Duration) (*os.File, error) {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		held, err := tryLockFile(f)
 		if err == nil {
 			return f, nil
 		}
-		if err != unix.EWOULDBLOCK || time.Now().After(deadline) {
+		if !held || time.Now().After(deadline) {
 			f.Close()
-			if err == unix.EWOULDBLOCK {
+			if held {
 				return nil, fmt.Errorf("data dir %s is in use by another broker", dir)
 			}
 			return nil, fmt.Errorf("data dir: lock %s: %w", lockFileName, err)

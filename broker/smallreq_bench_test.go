@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,15 +77,13 @@ func benchRoundTrips(b *testing.B, addr string, req kmsg.Request) {
 	for range 1000 { // warm the pools and the page cache
 		roundTrip()
 	}
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := processCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		roundTrip()
 	}
 	b.StopTimer()
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+	cpu := processCPU() - cpu0
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
 }

@@ -351,7 +351,7 @@ func (nd *clusterNode) start() {
 	}}
 	cmd := exec.Command(gregorBin, args...)
 	// The broker dies with the test process, even when a test panics.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithTest()
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("node %d: starting %s: %v", nd.id, gregorBin, err)
@@ -426,7 +426,7 @@ func (nd *clusterNode) Kill() {
 // Stop sends SIGSTOP: the process freezes with its sockets open.
 func (nd *clusterNode) Stop() {
 	nd.c.t.Helper()
-	nd.signal(syscall.SIGSTOP)
+	nd.signal(sigStop)
 	nd.mu.Lock()
 	nd.stopped = true
 	pid := nd.cmd.Process.Pid
@@ -468,7 +468,7 @@ func allThreadsStopped(pid int) bool {
 // Cont sends SIGCONT to a stopped process.
 func (nd *clusterNode) Cont() {
 	nd.c.t.Helper()
-	nd.signal(syscall.SIGCONT)
+	nd.signal(sigCont)
 	nd.mu.Lock()
 	nd.stopped = false
 	nd.mu.Unlock()

@@ -223,7 +223,7 @@ func (b *broker) start(t *testing.T) {
 	addrCh := make(chan string, 1)
 	cmd := exec.Command(gregorBin, args...)
 	// The broker dies with the test process, even when a test panics.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithTest()
 	cmd.Stdout = &lineWriter{fn: func(l string) { b.log("stdout: " + l) }}
 	cmd.Stderr = &lineWriter{fn: func(l string) {
 		b.log(l)

@@ -28,8 +28,9 @@
 //
 // A Fetch response's record bytes are not copied into the encoded response:
 // EncodeFetchResponse leaves them as file regions in an Out, which the
-// connection sends with sendfile(2). Its output is byte for byte what kmsg
-// encodes (TestEncodeFetchResponse_MatchesKmsg).
+// connection sends with sendfile(2) on Linux (other systems copy the
+// regions: out_other.go). Its output is byte for byte what kmsg encodes
+// (TestEncodeFetchResponse_MatchesKmsg).
 //
 // # Locks
 //

@@ -2,17 +2,14 @@ package protocol
 
 import (
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"os"
 	"sync/atomic"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
-// Region is a byte range of an open file, sent with sendfile(2).
+// Region is a byte range of an open file, sent with sendfile(2) on Linux
+// (out_linux.go) and copied through a buffer elsewhere (out_other.go).
 type Region struct {
 	File *os.File
 	Pos  int64
@@ -21,7 +18,8 @@ type Region struct {
 
 // Out is one encoded response frame, size prefix included: byte slices and
 // file regions in wire order. Its parts are written with writev and
-// sendfile, so record bytes never pass through user space.
+// sendfile, so record bytes never pass through user space (Linux; other
+// systems copy file regions, see sendRegion).
 type Out struct {
 	parts []outPart
 	size  int64      // bytes after the size prefix
@@ -33,7 +31,7 @@ type Out struct {
 	bufs [][]byte
 	nbuf int
 	iov  net.Buffers
-	send *regionSender // sendRegion's state, kept with the connection's raw descriptor
+	send *regionSender // sendRegion's state, kept with the connection's raw descriptor (Linux)
 }
 
 // nextBuf returns an empty byte buffer owned by o: one a previous frame
@@ -59,7 +57,8 @@ type outPart struct {
 }
 
 // sendfileBytes counts the bytes sent with sendfile(2), so that a test can
-// prove the zero-copy path was taken (TestOut_WriteToUsesSendfile).
+// prove the zero-copy path was taken (TestOut_WriteToUsesSendfile); it
+// stays 0 on systems without that path.
 var sendfileBytes atomic.Int64
 
 // NewOut returns an Out whose first part is b, which must start with four
@@ -129,7 +128,8 @@ func (o *Out) finish() {
 }
 
 // WriteTo writes the frame to conn: runs of byte parts with writev, file
-// regions with sendfile when conn exposes its descriptor.
+// regions with sendRegion (sendfile on Linux when conn exposes its
+// descriptor, else a copy).
 func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 	o.finish()
 	if len(o.parts) == 1 && o.parts[0].r.File == nil {
@@ -169,79 +169,19 @@ func (o *Out) WriteTo(conn net.Conn) (int64, error) {
 	return total, err
 }
 
-// sendRegion sends a file region with sendfile(2), using an explicit offset
-// so that concurrent readers of one segment file never share a file
-// position (Go's own sendfile path uses the file's position). Its state
-// and conn's raw descriptor are kept in o, so that an Out reused on one
-// connection sends without allocating.
-func (o *Out) sendRegion(conn net.Conn, r Region) (int64, error) {
-	s := o.send
-	if s == nil || s.conn != conn {
-		sc, ok := conn.(syscall.Conn)
-		if !ok {
-			return copyRegion(conn, r)
-		}
-		raw, err := sc.SyscallConn()
-		if err != nil {
-			return copyRegion(conn, r)
-		}
-		if s == nil {
-			s = &regionSender{}
-			s.fn = s.sendfile
-			o.send = s
-		}
-		s.conn, s.raw = conn, raw
-	}
-	s.src, s.off, s.remain, s.err = int(r.File.Fd()), r.Pos, r.Size, nil
-	for s.remain > 0 && s.err == nil {
-		if err := s.raw.Write(s.fn); err != nil {
-			s.err = err
-		}
-	}
-	n, err := r.Size-s.remain, s.err
-	s.err = nil
-	return n, err
-}
-
-// regionSender is the state of one sendRegion: the source descriptor, its
-// offset and the bytes left, and the first error.
-type regionSender struct {
-	conn net.Conn
-	raw  syscall.RawConn
-	fn   func(fd uintptr) bool // sendfile, bound once
-
-	src         int
-	off, remain int64
-	err         error
-}
-
-// sendfile sends from s.src to the socket fd until done, an error, or the
-// socket would block (false: wait until writable).
-func (s *regionSender) sendfile(fd uintptr) bool {
-	for s.remain > 0 {
-		n, err := unix.Sendfile(int(fd), s.src, &s.off, int(min(s.remain, 1<<30)))
-		if n > 0 {
-			s.remain -= int64(n)
-			sendfileBytes.Add(int64(n))
-		}
-		switch {
-		case errors.Is(err, unix.EAGAIN):
-			return false // wait until writable
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			s.err = err
-			return true
-		case n == 0:
-			s.err = io.ErrUnexpectedEOF // file shorter than the region
-			return true
-		}
-	}
-	return true
-}
-
+// copyRegion writes a file region to w by reading it (pread, at r.Pos:
+// the file's own position is never used, so concurrent readers of one
+// segment do not disturb each other). It is sendRegion where sendfile(2)
+// cannot be used: a connection without a descriptor (TLS, a test's pipe),
+// and every connection on systems other than Linux (out_other.go). A file
+// shorter than the region is io.ErrUnexpectedEOF, as with sendfile: the
+// frame's size prefix promised the whole region.
 func copyRegion(w io.Writer, r Region) (int64, error) {
-	return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Size))
+	n, err := io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Size))
+	if err == nil && n < r.Size {
+		err = io.ErrUnexpectedEOF // file shorter than the region
+	}
+	return n, err
 }
 
 // WriteToWriter writes the frame to w part by part, reading file regions
@@ -260,9 +200,6 @@ func (o *Out) WriteToWriter(w io.Writer) (int64, error) {
 			n = int64(k)
 		} else {
 			n, err = copyRegion(w, p.r)
-			if err == nil && n < p.r.Size {
-				err = io.ErrUnexpectedEOF // file shorter than the region
-			}
 		}
 		total += n
 		if err != nil {

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // Checkpoint file ("checkpoint"): one line of text, replaced atomically
@@ -142,7 +140,7 @@ func WriteFilesAtomic(files []File) error {
 	}
 	dirs := map[string]bool{}
 	for i, f := range files {
-		if err := os.Rename(f.Path+tmpSuffix, f.Path); err != nil {
+		if err := renameFile(f.Path+tmpSuffix, f.Path); err != nil {
 			for _, g := range files[i:] {
 				_ = os.Remove(g.Path + tmpSuffix)
 			}
@@ -170,7 +168,8 @@ func WriteFilesAtomic(files []File) error {
 // file (renameat2 RENAME_EXCHANGE: the old content becomes the spare), or
 // renamed to its name when there is no file yet. Nothing is freed or
 // allocated once the spares exist; a crash leaves the old file or the new
-// one, as a rename does.
+// one, as a rename does. Systems without renameat2 (everything but Linux)
+// rename the new file over the old one and keep no spare (sys_other.go).
 const spareSuffix = ".spare"
 
 // writeReusing writes data into tmp (truncated first), which it makes
@@ -184,24 +183,14 @@ func writeReusing(tmp, path, reuse string, data []byte) error {
 	return writeTemp(tmp, data, false)
 }
 
-// placeFile puts tmp in place of path: swapped with it (the old content
-// kept as path's spare with keepSpare, else removed), or renamed to it when
-// path does not exist (or the file system cannot swap). A tmp already gone
-// (a later write placed a newer one) is not an error.
-func placeFile(tmp, path string, keepSpare bool) error {
-	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
-	switch {
-	case err == nil:
-		if !keepSpare || os.Rename(tmp, path+spareSuffix) != nil {
-			_ = os.Remove(tmp)
-		}
-		return nil
-	case errors.Is(err, fs.ErrNotExist):
-		if _, serr := os.Lstat(tmp); errors.Is(serr, fs.ErrNotExist) {
-			return nil
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// placeByRename puts tmp in place of path with a rename, which replaces
+// path atomically (renameFile): no spare is kept. A tmp already gone (a
+// later write placed a newer one) is not an error. It is placeFile where
+// there is no renameat2 (sys_other.go), and Linux's placeFile after an
+// exchange was not to be had. Like placeFile it does not fsync: the
+// caller's sync makes the new entry durable.
+func placeByRename(tmp, path string) error {
+	if err := renameFile(tmp, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return ioErr("rename", tmp, err)
 	}
 	return nil
@@ -215,16 +204,4 @@ func replaceNow(path string, data []byte) error {
 		return err
 	}
 	return placeFile(tmp, path, true)
-}
-
-// SyncDir fsyncs the directory dir so that the entries created, renamed and
-// removed in it are durable. The error is a *StorageError.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return ioErr("open", dir, err)
-	}
-	err = d.Sync()
-	d.Close()
-	return ioErr("fsync", dir, err)
 }

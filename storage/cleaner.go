@@ -904,14 +904,14 @@ func (l *Log) swapIn(group []*segment, base int64, aborted []AbortedTxn) error {
 	}
 	final := func(suffix string) string { return offsetFileName(l.dir, base, suffix) }
 	for _, suffix := range segmentSuffixes {
-		if err := os.Rename(final(suffix)+cleanedSuffix, final(suffix)+swapSuffix); err != nil {
+		if err := renameFile(final(suffix)+cleanedSuffix, final(suffix)+swapSuffix); err != nil {
 			return ioErr("rename", final(suffix)+cleanedSuffix, err)
 		}
 	}
 	if err := step("clean-commit", final(logSuffix)+cleanedSuffix); err != nil {
 		return err
 	}
-	if err := os.Rename(final(logSuffix)+cleanedSuffix, final(logSuffix)+swapSuffix); err != nil {
+	if err := renameFile(final(logSuffix)+cleanedSuffix, final(logSuffix)+swapSuffix); err != nil {
 		return ioErr("rename", final(logSuffix)+cleanedSuffix, err)
 	}
 	if err := SyncDir(l.dir); err != nil {
@@ -965,12 +965,12 @@ func finishSwap(dir string, base int64) error {
 		if _, err := os.Stat(p + swapSuffix); err != nil {
 			continue // renamed before a crash
 		}
-		if err := os.Rename(p+swapSuffix, p); err != nil {
+		if err := renameFile(p+swapSuffix, p); err != nil {
 			return ioErr("rename", p+swapSuffix, err)
 		}
 	}
 	p := offsetFileName(dir, base, logSuffix)
-	if err := os.Rename(p+swapSuffix, p); err != nil {
+	if err := renameFile(p+swapSuffix, p); err != nil {
 		return ioErr("rename", p+swapSuffix, err)
 	}
 	tp := offsetFileName(dir, base, txnIndexSuffix)

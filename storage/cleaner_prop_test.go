@@ -324,7 +324,8 @@ func crashChild(spec string) {
 	cfg.BeforeIO = func(op, path string) error {
 		if op == parts[1] {
 			if count++; count == nth {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				p, _ := os.FindProcess(os.Getpid())
+				p.Kill() // SIGKILL
 				select {}
 			}
 		}

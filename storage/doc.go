@@ -104,7 +104,8 @@
 // LogDir (logdir.go), Kafka's LogManager for one log dir: the logs' fsyncs
 // are left to LogDir.Sync, one syncfs(2) for all of them (the atomic
 // replacements of checkpoints and snapshots renamed into place after it,
-// then a second one), and instead of a clean-shutdown marker per log
+// then a second one; where there is no syncfs, an fsync of every file and
+// directory under the LogDir, sys_other.go), and instead of a clean-shutdown marker per log
 // CloseLogs writes one list of the logs it closed cleanly, after the sync;
 // the next start trusts the logs it names and removes it in its first
 // Sync, before anything is appended. Parallel runs the opens and closes

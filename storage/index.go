@@ -3,12 +3,11 @@ package storage
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // Offset index (.index): a sparse map from offsets to .log file positions,
@@ -45,7 +44,8 @@ const (
 
 // indexFile is an array of fixed-size entries: kept on the heap while its
 // segment is active (appended to, written out incrementally), and mmapped
-// read-only once the segment is closed so that it lives in the page cache.
+// read-only once the segment is closed so that it lives in the page cache
+// (read onto the heap instead where there is no mmap: mmap_other.go).
 // mu guards data and is never held across I/O on the segment.
 type indexFile struct {
 	fileMu    sync.Mutex // serialises persist and mapFile (writes to the file)
@@ -67,7 +67,7 @@ func (x *indexFile) setHeap(data []byte, persisted int) {
 // unmapLocked releases an mmapped array. Lock should be held.
 func (x *indexFile) unmapLocked() {
 	if x.mapped && x.data != nil {
-		_ = unix.Munmap(x.data)
+		munmap(x.data)
 	}
 	x.data, x.mapped = nil, false
 }
@@ -149,8 +149,10 @@ func (x *indexFile) mapFile(path string) error {
 	return nil
 }
 
-// mmapFile maps a whole file read-only; an empty file gives nil.
-func mmapFile(path string) ([]byte, error) {
+// readIndexFile reads a whole index file onto the heap; an empty file
+// gives nil. It is mmapFile on systems without mmap (mmap_other.go), with
+// the same size limit.
+func readIndexFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, ioErr("open", path, err)
@@ -164,11 +166,11 @@ func mmapFile(path string) ([]byte, error) {
 		return nil, nil
 	}
 	if fi.Size() > math.MaxInt32 {
-		return nil, ioErr("mmap", path, fmt.Errorf("index of %d bytes is too large", fi.Size()))
+		return nil, ioErr("read", path, fmt.Errorf("index of %d bytes is too large", fi.Size()))
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, ioErr("mmap", path, err)
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, ioErr("read", path, err)
 	}
 	return data, nil
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // A LogDir is a data directory of many logs (one of Kafka's log.dirs): the
@@ -22,7 +20,8 @@ import (
 //
 //   - Logs opened with OpenLog, and closed with CloseLogs, leave their
 //     fsyncs to Sync, which makes everything they wrote durable with
-//     syncfs(2). Files they replace atomically (checkpoint, producer
+//     syncfs(2) (on Linux; other systems fsync every file and directory
+//     under the LogDir instead, sys_other.go). Files they replace atomically (checkpoint, producer
 //     snapshot, leader-epoch cache) are written to a temporary name and
 //     renamed into place by Sync only after that sync, so that a crash
 //     leaves the old file or the new one, never a torn one.
@@ -163,8 +162,9 @@ func (d *LogDir) CloseLogs(logs []*Log) (errs []error, err error) {
 
 // Sync makes durable what the logs opened or closed through d have written
 // since the last Sync: it removes the clean-shutdown list (the first time),
-// syncs the file system (syncfs(2)), renames the deferred atomic writes
-// into place and syncs again.
+// syncs the file system (syncfs(2); elsewhere every file and directory
+// under d, sys_other.go), renames the deferred atomic writes into place
+// and syncs again (their directories, where syncfs is not to be had).
 func (d *LogDir) Sync() error {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
@@ -200,7 +200,7 @@ func (d *LogDir) Sync() error {
 			return err
 		}
 	}
-	if err := d.syncFS(); err != nil {
+	if err := d.syncEntries(); err != nil {
 		d.pending.Store(true)
 		return err
 	}
@@ -213,16 +213,6 @@ func (d *LogDir) putBack(renames []deferredRename) {
 	d.renames = append(renames, d.renames...)
 	d.mu.Unlock()
 	d.pending.Store(true)
-}
-
-// syncFS syncs the file system holding d (syncfs(2)).
-func (d *LogDir) syncFS() error {
-	f, err := os.Open(d.path)
-	if err != nil {
-		return ioErr("open", d.path, err)
-	}
-	defer f.Close()
-	return ioErr("syncfs", d.path, unix.Syncfs(int(f.Fd())))
 }
 
 // writeDeferred writes data to a temporary file beside path, without an

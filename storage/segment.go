@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // File names in a partition directory. Segment files and producer-state
@@ -510,7 +508,7 @@ func (s *segment) loadIndexes(interval int32, heap bool, expectNext int64) (int6
 	}
 	unmap := func(b []byte) {
 		if !heap && b != nil {
-			_ = unix.Munmap(b)
+			munmap(b)
 		}
 	}
 	idx, err1 := read(s.path(indexSuffix))

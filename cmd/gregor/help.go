@@ -46,9 +46,15 @@ func printUsage(w io.Writer) {
 	fs.PrintDefaults()
 }
 
-// version is the binary's version: the module version it was built as
-// (a tag, or "(devel)"), with the VCS revision and time when known, and
-// the Go version.
+// buildVersion is the version the Makefile stamps into the binaries it
+// builds (make build, cross, dist: -ldflags "-X main.buildVersion=...",
+// git describe); empty in a plain go build.
+var buildVersion string
+
+// version is the binary's version: buildVersion when stamped, else the
+// module version it was built as (a tag, a pseudo-version or "(devel)"),
+// with the VCS revision and time when known, and the Go version and
+// platform.
 func version() string {
 	v, rev, at, dirty := "(devel)", "", "", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -67,6 +73,9 @@ func version() string {
 				}
 			}
 		}
+	}
+	if buildVersion != "" {
+		v = buildVersion
 	}
 	out := "gregor " + v
 	if rev != "" {

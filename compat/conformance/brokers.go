@@ -71,7 +71,7 @@ func StartGregor(bin, dataDir string, log io.Writer) (*Gregor, error) {
 		args = append(args, "--set", k+"="+CommonProps[k])
 	}
 	g := &Gregor{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	g.cmd.SysProcAttr = kafkaref.GroupSysProcAttr()
 	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -108,11 +108,11 @@ func StartGregor(bin, dataDir string, log io.Writer) (*Gregor, error) {
 
 // Stop sends SIGTERM, then SIGKILL after 15 s.
 func (g *Gregor) Stop() {
-	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGTERM)
+	_ = kafkaref.SignalGroup(g.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-g.exited:
 	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+		_ = kafkaref.SignalGroup(g.cmd.Process.Pid, syscall.SIGKILL)
 		<-g.exited
 	}
 }

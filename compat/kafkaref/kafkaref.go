@@ -340,7 +340,7 @@ func (b *Broker) setup(ctx context.Context, cp string, props map[string]string, 
 	format := exec.CommandContext(ctx, "java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", cp,
 		"kafka.tools.StorageTool", "format", "--ignore-formatted", "-t", b.ClusterID, "-c", b.confFile())
 	format.Stdout, format.Stderr = b.out, b.out
-	format.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	format.SysProcAttr = GroupSysProcAttr()
 	if err := format.Run(); err != nil {
 		return fmt.Errorf("kafkaref: kafka-storage format: %v (see %s)", err, b.LogFile)
 	}
@@ -376,7 +376,7 @@ func (b *Broker) launch(cp string, opts Options) (time.Time, error) {
 	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
 	// Its own process group, so Stop reaches every process it starts; and
 	// it dies with this process.
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	b.cmd.SysProcAttr = GroupSysProcAttr()
 	started := time.Now()
 	if err := b.cmd.Start(); err != nil {
 		return started, fmt.Errorf("kafkaref: starting java: %w", err)
@@ -404,7 +404,7 @@ func (b *Broker) Exited() <-chan struct{} { return b.exited }
 // for interrupted programs. Stop must still be called to clean up.
 func (b *Broker) Kill() {
 	if pid := b.Pid(); pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = SignalGroup(pid, syscall.SIGKILL)
 	}
 }
 
@@ -540,11 +540,11 @@ func (b *Broker) stop() error {
 	var err error
 	if b.cmd != nil && b.cmd.Process != nil {
 		pgid := b.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		_ = SignalGroup(pgid, syscall.SIGTERM)
 		select {
 		case <-b.exited:
 		case <-time.After(stopTimeout):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = SignalGroup(pgid, syscall.SIGKILL)
 			select {
 			case <-b.exited:
 			case <-time.After(killTimeout):
@@ -552,7 +552,7 @@ func (b *Broker) stop() error {
 			}
 		}
 		// Anything the JVM left in its group.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = SignalGroup(pgid, syscall.SIGKILL)
 	}
 	if b.logf != nil {
 		b.logf.Close()

@@ -1,0 +1,11 @@
+//go:build unix
+
+package compat
+
+import "syscall"
+
+// The signals that freeze and thaw a cluster node (clusterNode.Stop, Cont).
+const (
+	sigStop = syscall.SIGSTOP
+	sigCont = syscall.SIGCONT
+)
