@@ -95,3 +95,8 @@ func versionCmd([]string) error {
 	fmt.Fprintln(os.Stdout, version())
 	return nil
 }
+
+// versionLabel is the version gregor_build_info reports: buildVersion when
+// stamped, else "" (the broker takes the module version from the build
+// info).
+func versionLabel() string { return buildVersion }

@@ -157,7 +157,7 @@ func serve(args []string) error {
 		log = log.With("node", id)
 		slog.SetDefault(log)
 	}
-	b, err := broker.New(broker.Config{Listen: *listen, Advertise: *advertise, DataDir: *dataDir, Props: props, Logger: log, JoinCluster: joinCluster})
+	b, err := broker.New(broker.Config{Listen: *listen, Advertise: *advertise, DataDir: *dataDir, Props: props, Logger: log, JoinCluster: joinCluster, Version: versionLabel()})
 	if err != nil {
 		return err
 	}
