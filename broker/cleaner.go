@@ -157,9 +157,9 @@ func (b *Broker) cleanPartition(p *partition, m *storage.OffsetMap) {
 	case err == nil:
 		mb := float64(stats.BytesRead) / (1 << 20)
 		b.log.Info("cleaned log", "topic", p.topic.name, "partition", p.index, "passes", stats.Passes,
-			"segments", stats.SegmentsCleaned, "readMB", mb, "writtenMB", float64(stats.BytesWritten)/(1<<20),
-			"records", stats.RecordsRead, "kept", stats.RecordsKept, "firstDirtyOffset", stats.EndOffset,
-			"MBps", mb/max(stats.Elapsed.Seconds(), 1e-9))
+			"segments", stats.SegmentsCleaned, "read_mb", round2(mb), "written_mb", round2(float64(stats.BytesWritten)/(1<<20)),
+			"records", stats.RecordsRead, "kept", stats.RecordsKept, "first_dirty_offset", stats.EndOffset,
+			"took", stats.Elapsed.Round(time.Millisecond), "mb_per_s", round2(mb/max(stats.Elapsed.Seconds(), 1e-9)))
 	case errors.Is(err, storage.ErrLogClosed), errors.Is(err, storage.ErrCleanAborted):
 	default:
 		b.log.Error("cleaning log", "topic", p.topic.name, "partition", p.index, "err", err)
@@ -225,3 +225,7 @@ func (t *throttler) wait(n int64) {
 		time.Sleep(sleep)
 	}
 }
+
+// round2 rounds a figure for a log line to two decimals: 0.48 MB, not
+// 0.4812345678.
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
