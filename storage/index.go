@@ -153,26 +153,39 @@ func (x *indexFile) mapFile(path string) error {
 // gives nil. It is mmapFile on systems without mmap (mmap_other.go), with
 // the same size limit.
 func readIndexFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, ioErr("open", path, err)
+	f, size, err := openIndexFile(path, "read")
+	if f == nil {
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, ioErr("stat", path, err)
-	}
-	if fi.Size() == 0 {
-		return nil, nil
-	}
-	if fi.Size() > math.MaxInt32 {
-		return nil, ioErr("read", path, fmt.Errorf("index of %d bytes is too large", fi.Size()))
-	}
-	data := make([]byte, fi.Size())
+	data := make([]byte, size)
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, ioErr("read", path, err)
 	}
 	return data, nil
+}
+
+// openIndexFile opens an index file to map or read (op, for errors) and
+// returns its size; a nil file when it is empty, too large (over 2 GiB,
+// an error) or does not open.
+func openIndexFile(path, op string) (*os.File, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, ioErr("open", path, err)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, 0, ioErr("stat", path, err)
+	case fi.Size() == 0:
+		f.Close()
+		return nil, 0, nil
+	case fi.Size() > math.MaxInt32:
+		f.Close()
+		return nil, 0, ioErr(op, path, fmt.Errorf("index of %d bytes is too large", fi.Size()))
+	}
+	return f, int(fi.Size()), nil
 }
 
 // offsetIndex is a segment's .index.
