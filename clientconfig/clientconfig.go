@@ -28,6 +28,7 @@ import (
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -38,42 +39,58 @@ const dialTimeout = 10 * time.Second
 // Options returns the client options that props ask for: a TLS dialer
 // and a SASL mechanism, or nothing for PLAINTEXT.
 func Options(props map[string]string) ([]kgo.Opt, error) {
+	tc, mech, err := Security(props)
+	if err != nil {
+		return nil, err
+	}
+	var opts []kgo.Opt
+	if tc != nil {
+		opts = append(opts, kgo.Dialer((&tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: tc}).DialContext))
+	}
+	if mech != nil {
+		opts = append(opts, kgo.SASL(mech))
+	}
+	return opts, nil
+}
+
+// Security returns what props ask for, for a client that is not a kgo
+// client (one speaking Gregor's own requests): the TLS configuration
+// (nil without TLS) and the SASL mechanism (nil without SASL).
+func Security(props map[string]string) (*tls.Config, sasl.Mechanism, error) {
 	proto := strings.ToUpper(strings.TrimSpace(props["security.protocol"]))
 	if proto == "" {
 		proto = config.Plaintext
 	}
-	var opts []kgo.Opt
+	var tc *tls.Config
 	switch proto {
 	case config.Plaintext, config.SASLPlaintext:
 	case config.SSL, config.SASLSSL:
-		tc, err := authn.ClientTLSConfig(props)
-		if err != nil {
-			return nil, err
+		var err error
+		if tc, err = authn.ClientTLSConfig(props); err != nil {
+			return nil, nil, err
 		}
-		opts = append(opts, kgo.Dialer((&tls.Dialer{NetDialer: &net.Dialer{Timeout: dialTimeout}, Config: tc}).DialContext))
 	default:
-		return nil, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", props["security.protocol"])
+		return nil, nil, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", props["security.protocol"])
 	}
-	if proto == config.SASLPlaintext || proto == config.SASLSSL {
-		mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
-		if mech == "" {
-			mech = config.Plain // Kafka's default
-		}
-		jaas := config.ParseJAAS(props["sasl.jaas.config"])
-		user, pass := jaas["username"], jaas["password"]
-		if user == "" {
-			return nil, fmt.Errorf("sasl.jaas.config: no username and password")
-		}
-		switch mech {
-		case config.Plain:
-			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-		case config.ScramSHA256:
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-		case config.ScramSHA512:
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
-		default:
-			return nil, fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
-		}
+	if proto != config.SASLPlaintext && proto != config.SASLSSL {
+		return tc, nil, nil
 	}
-	return opts, nil
+	mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
+	if mech == "" {
+		mech = config.Plain // Kafka's default
+	}
+	jaas := config.ParseJAAS(props["sasl.jaas.config"])
+	user, pass := jaas["username"], jaas["password"]
+	if user == "" {
+		return nil, nil, fmt.Errorf("sasl.jaas.config: no username and password")
+	}
+	switch mech {
+	case config.Plain:
+		return tc, plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case config.ScramSHA256:
+		return tc, scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case config.ScramSHA512:
+		return tc, scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, nil, fmt.Errorf("sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
 }

@@ -507,6 +507,16 @@ func TestCLI_UsersAddOffline(t *testing.T) {
 	if !strings.Contains(stderr, "SASL_AUTHENTICATION_FAILED") {
 		t.Fatalf("a wrong password: %s", stderr)
 	}
+	// gregor link sends Gregor's own requests on a connection of its own:
+	// it authenticates there too.
+	run(t, "", false, "link", "list", br, "--command-config", props("s3cret-pw"))
+	_, stderr = run(t, "", true, "link", "list", br, "--command-config", props("wrong"), "--timeout", "5s")
+	if !strings.Contains(stderr, "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("gregor link with a wrong password: %s", stderr)
+	}
+	if _, stderr = run(t, "", true, "link", "list", br, "--timeout", "5s"); !strings.Contains(stderr, "closed the connection") {
+		t.Fatalf("gregor link without SASL: %s", stderr)
+	}
 }
 
 // TestCLI_HelpAndVersion: help, in every spelling, lists the commands and

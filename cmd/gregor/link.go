@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -18,10 +19,13 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/broker"
+	"github.com/gregor-broker/gregor/clientconfig"
 	"github.com/gregor-broker/gregor/link"
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 const linkUsage = `usage: gregor link COMMAND [flags]
@@ -102,18 +106,22 @@ func linkCmd(args []string) error {
 		fmt.Fprintln(os.Stderr, linkUsage)
 		return errUsage
 	}
+	var sec linkSecurity
 	if cf.commandConfig != "" {
-		// The link requests go over a bare connection (Gregor's own API
-		// key, which Kafka clients refuse to send): no TLS or SASL yet.
-		// The admin HTTP API (/admin/links) serves the same operations.
-		return errors.New("gregor link: --command-config is not supported yet; use a PLAINTEXT listener or the admin HTTP API (/admin/links)")
+		props, err := readProperties(cf.commandConfig)
+		if err != nil {
+			return err
+		}
+		if sec.tls, sec.sasl, err = clientconfig.Security(props); err != nil {
+			return fmt.Errorf("--command-config %s: %w", cf.commandConfig, err)
+		}
 	}
 	ctx, cancel := cf.context()
 	defer cancel()
 	if dl, ok := ctx.Deadline(); ok {
 		op.TimeoutMs = time.Until(dl).Milliseconds()
 	}
-	body, err := linkRequest(ctx, cf.brokers, op)
+	body, err := linkRequest(ctx, cf.brokers, sec, op)
 	if err != nil {
 		return err
 	}
@@ -210,9 +218,16 @@ func printLinkStatus(st *link.Status) {
 	}
 }
 
+// linkSecurity is how the link requests' connection is secured: TLS and
+// a SASL mechanism, from --command-config (nil: none).
+type linkSecurity struct {
+	tls  *tls.Config
+	sasl sasl.Mechanism
+}
+
 // linkRequest sends op to the first of brokers that answers and returns
 // the answer's JSON body.
-func linkRequest(ctx context.Context, brokers string, op broker.LinkOp) ([]byte, error) {
+func linkRequest(ctx context.Context, brokers string, sec linkSecurity, op broker.LinkOp) ([]byte, error) {
 	body, err := json.Marshal(op)
 	if err != nil {
 		return nil, err
@@ -222,19 +237,20 @@ func linkRequest(ctx context.Context, brokers string, op broker.LinkOp) ([]byte,
 		if addr = strings.TrimSpace(addr); addr == "" {
 			continue
 		}
-		resp, err := gregorRequest(ctx, addr, &protocol.JSONRequest{APIKey: protocol.LinksKey, Body: body})
+		resp, err := gregorRequest(ctx, addr, sec, &protocol.JSONRequest{APIKey: protocol.LinksKey, Body: body})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
-		if resp.ErrorCode != 0 {
-			msg := kerr.ErrorForCode(resp.ErrorCode).Error()
-			if resp.ErrorMessage != nil && *resp.ErrorMessage != "" {
-				msg = *resp.ErrorMessage
+		jr := resp.(*protocol.JSONResponse)
+		if jr.ErrorCode != 0 {
+			msg := kerr.ErrorForCode(jr.ErrorCode).Error()
+			if jr.ErrorMessage != nil && *jr.ErrorMessage != "" {
+				msg = *jr.ErrorMessage
 			}
 			return nil, errors.New(msg)
 		}
-		return resp.Body, nil
+		return jr.Body, nil
 	}
 	if len(errs) == 0 {
 		return nil, errors.New("--brokers is empty")
@@ -243,9 +259,9 @@ func linkRequest(ctx context.Context, brokers string, op broker.LinkOp) ([]byte,
 }
 
 // gregorRequest sends one of Gregor's own requests (which Kafka clients do
-// not know, so not through one) on a connection of its own: request
-// header v2, response header v1.
-func gregorRequest(ctx context.Context, addr string, req *protocol.JSONRequest) (*protocol.JSONResponse, error) {
+// not know, so not through one) on a connection of its own, over TLS and
+// after a SASL exchange when sec asks for them.
+func gregorRequest(ctx context.Context, addr string, sec linkSecurity, req kmsg.Request) (kmsg.Response, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -257,22 +273,94 @@ func gregorRequest(ctx context.Context, addr string, req *protocol.JSONRequest) 
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	const correlationID = 1
-	frame := make([]byte, 4, 64+len(req.Body))
+	if sec.tls != nil {
+		tc := sec.tls.Clone()
+		if tc.ServerName == "" {
+			tc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tlsConn := tls.Client(c, tc)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			return nil, err
+		}
+		c = tlsConn
+	}
+	rc := &rawConn{c: c}
+	if sec.sasl != nil {
+		if err := rc.authenticate(ctx, addr, sec.sasl); err != nil {
+			return nil, err
+		}
+	}
+	return rc.roundTrip(req)
+}
+
+// rawConn sends requests one at a time on a connection.
+type rawConn struct {
+	c    net.Conn
+	corr int32
+}
+
+// authenticate runs a SASL exchange as Kafka clients do: SaslHandshake v1,
+// then SaslAuthenticate until the mechanism is done.
+func (rc *rawConn) authenticate(ctx context.Context, addr string, m sasl.Mechanism) error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, m.Name()
+	resp, err := rc.roundTrip(hs)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.(*kmsg.SASLHandshakeResponse).ErrorCode); err != nil {
+		return fmt.Errorf("SASL handshake: %w", err)
+	}
+	sess, msg, err := m.Authenticate(ctx, addr)
+	if err != nil {
+		return err
+	}
+	for {
+		auth := kmsg.NewPtrSASLAuthenticateRequest()
+		auth.Version, auth.SASLAuthBytes = 1, msg
+		resp, err := rc.roundTrip(auth)
+		if err != nil {
+			return err
+		}
+		ar := resp.(*kmsg.SASLAuthenticateResponse)
+		if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
+			if ar.ErrorMessage != nil {
+				return fmt.Errorf("%w: %s", err, *ar.ErrorMessage)
+			}
+			return err
+		}
+		done, next, err := sess.Challenge(ar.SASLAuthBytes)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		msg = next
+	}
+}
+
+// roundTrip sends req (request header v1, v2 when flexible) and reads its
+// answer.
+func (rc *rawConn) roundTrip(req kmsg.Request) (kmsg.Response, error) {
+	rc.corr++
+	frame := make([]byte, 4, 64)
 	frame = kbin.AppendInt16(frame, req.Key())
-	frame = kbin.AppendInt16(frame, 0)
-	frame = kbin.AppendInt32(frame, correlationID)
+	frame = kbin.AppendInt16(frame, req.GetVersion())
+	frame = kbin.AppendInt32(frame, rc.corr)
 	frame = kbin.AppendNullableString(frame, strPtr("gregor-cli"))
-	frame = kbin.AppendUvarint(frame, 0) // header tags
+	if req.IsFlexible() {
+		frame = kbin.AppendUvarint(frame, 0) // header tags
+	}
 	frame = req.AppendTo(frame)
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	if _, err := c.Write(frame); err != nil {
+	if _, err := rc.c.Write(frame); err != nil {
 		return nil, err
 	}
 	var size [4]byte
-	if _, err := io.ReadFull(c, size[:]); err != nil {
+	if _, err := io.ReadFull(rc.c, size[:]); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the broker closed the connection: not a Gregor broker, or one without cluster links")
+			return nil, errors.New("the broker closed the connection: not a Gregor broker, one without cluster links, or one that wants another security protocol (--command-config)")
 		}
 		return nil, err
 	}
@@ -281,18 +369,21 @@ func gregorRequest(ctx context.Context, addr string, req *protocol.JSONRequest) 
 		return nil, fmt.Errorf("answer of %d bytes", n)
 	}
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(c, buf); err != nil {
+	if _, err := io.ReadFull(rc.c, buf); err != nil {
 		return nil, err
 	}
 	r := kbin.Reader{Src: buf}
-	if corr := r.Int32(); corr != correlationID {
+	if corr := r.Int32(); corr != rc.corr {
 		return nil, fmt.Errorf("answer to request %d", corr)
 	}
-	for tags := r.Uvarint(); tags > 0 && r.Ok(); tags-- {
-		r.Uvarint()
-		r.Span(int(r.Uvarint()))
+	if req.IsFlexible() {
+		for tags := r.Uvarint(); tags > 0 && r.Ok(); tags-- {
+			r.Uvarint()
+			r.Span(int(r.Uvarint()))
+		}
 	}
-	resp := req.ResponseKind().(*protocol.JSONResponse)
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
 	if err := resp.ReadFrom(r.Src); err != nil {
 		return nil, err
 	}
