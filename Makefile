@@ -87,7 +87,8 @@ dist:
 ## container's host name) and org.opencontainers.image.* labels. Written as
 ## the OCI layout $(IMAGE_DIR)/ and the same as a tar, $(IMAGE_DIR).tar
 ## (docker load, podman load); the last commit's time is every timestamp,
-## so the same commit gives the same digests. make dist removes dist/.
+## so the same commit gives the same digests (and tar). make dist removes
+## dist/. About 45 s with a cold build cache on two cores, 13 s warm.
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_DIR       ?= dist/gregor-$(VERSION)-oci
 IMAGE_SOURCE    ?= https://github.com/gregor-broker/gregor
