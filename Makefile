@@ -20,7 +20,7 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 # Release builds (make dist): no cgo, no local paths, no symbol tables.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: cross cross-vet dist check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: cross cross-vet dist image check-image check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
@@ -77,6 +77,53 @@ dist:
 	done; \
 	cd dist && sha256sum gregor-* > SHA256SUMS; \
 	echo "dist: $$(ls | wc -l) files in dist/"; ls -l
+
+## image: an OCI image of cmd/gregor for $(IMAGE_PLATFORMS), built with no
+## container daemon (scripts/ociimage, go-containerregistry, its own module):
+## an image index of one image per platform, each the static release binary
+## (as make dist builds it) on an empty base, run as 65532:65532 with the
+## entrypoint gregor serve --listen 0.0.0.0:9092 --data-dir /var/lib/gregor
+## (a volume), GREGOR_HTTP=0.0.0.0:9644, GREGOR_ADVERTISE=:9092 (the
+## container's host name) and org.opencontainers.image.* labels. Written as
+## the OCI layout $(IMAGE_DIR)/ and the same as a tar, $(IMAGE_DIR).tar
+## (docker load, podman load); the last commit's time is every timestamp,
+## so the same commit gives the same digests (and tar). make dist removes
+## dist/. About 45 s with a cold build cache on two cores, 13 s warm.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_DIR       ?= dist/gregor-$(VERSION)-oci
+IMAGE_SOURCE    ?= https://github.com/gregor-broker/gregor
+image:
+	@set -e; rm -rf bin/image $(IMAGE_DIR) $(IMAGE_DIR).tar; mkdir -p bin/image dist; \
+	when=$$(git log -1 --format=%ct 2>/dev/null || date +%s); \
+	rev=$$(git rev-parse HEAD 2>/dev/null || echo unknown); bins=""; \
+	for p in $(IMAGE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "image: $$os/$$arch"; \
+		GOOS=$$os GOARCH=$$arch $(RELEASE_BUILD) -o bin/image/gregor-$$os-$$arch ./cmd/gregor; \
+		bins="$$bins $$p=$(CURDIR)/bin/image/gregor-$$os-$$arch"; \
+	done; \
+	(cd scripts/ociimage && $(GO) run . build --out $(CURDIR)/$(IMAGE_DIR) --version $(VERSION) \
+		--revision $$rev --source $(IMAGE_SOURCE) --created $$when $$bins); \
+	tar -C $(IMAGE_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$$when \
+		-cf $(IMAGE_DIR).tar oci-layout index.json blobs; \
+	ls -l $(IMAGE_DIR).tar
+
+## check-image: the image checked with no container runtime (make image
+## first when $(IMAGE_DIR) is missing): scripts/ociimage check reads the OCI
+## layout back, validates every blob's digest, requires both platforms and
+## each config (entrypoint, env, user, volume, ports, healthcheck, labels)
+## and layer (/gregor a static binary of the right machine,
+## /var/lib/gregor owned by 65532) to be as built, and extracts the
+## linux/amd64 binary; scripts/check-image.sh runs it as the entrypoint
+## would, on loopback with a temporary data dir, runs its healthcheck,
+## produces and consumes records with its CLI and stops it with SIGTERM.
+## About 3 s once the image is built; not in make test.
+check-image:
+	@[ -f $(IMAGE_DIR)/index.json ] || $(MAKE) image
+	rm -rf bin/image/check
+	cd scripts/ociimage && $(GO) run . check --dir $(CURDIR)/$(IMAGE_DIR) --version $(VERSION) \
+		--platforms "$$(echo $(IMAGE_PLATFORMS) | tr ' ' ,)" --extract $(CURDIR)/bin/image/check
+	./scripts/check-image.sh bin/image/check
 
 ## check-arm64: the linux/arm64 binary (built as make cross builds it) run
 ## under qemu-user, which is installed with apt-get when there is no
