@@ -82,7 +82,7 @@ dist:
 ## container daemon (scripts/ociimage, go-containerregistry, its own module):
 ## an image index of one image per platform, each the static release binary
 ## (as make dist builds it) on an empty base, run as 65532:65532 with the
-## entrypoint gregor serve --listen 0.0.0.0:9092 --data-dir /var/lib/gregor
+## entrypoint gregor serve --listen 0.0.0.0:9092 --data-dir /data
 ## (a volume), GREGOR_HTTP=0.0.0.0:9644, GREGOR_ADVERTISE=:9092 (the
 ## container's host name) and org.opencontainers.image.* labels. Written as
 ## the OCI layout $(IMAGE_DIR)/ and the same as a tar, $(IMAGE_DIR).tar
@@ -113,7 +113,7 @@ image:
 ## layout back, validates every blob's digest, requires both platforms and
 ## each config (entrypoint, env, user, volume, ports, healthcheck, labels)
 ## and layer (/gregor a static binary of the right machine,
-## /var/lib/gregor owned by 65532) to be as built, and extracts the
+## /data owned by 65532) to be as built, and extracts the
 ## linux/amd64 binary; scripts/check-image.sh runs it as the entrypoint
 ## would, on loopback with a temporary data dir, runs its healthcheck,
 ## produces and consumes records with its CLI and stops it with SIGTERM.

@@ -12,7 +12,7 @@
 // platform. Each image is a single layer on an empty base (FROM scratch):
 //
 //	/gregor            the static binary given for that platform, 0755
-//	/var/lib/gregor/   the data directory, owned by 65532:65532, a volume
+//	/data/   the data directory, owned by 65532:65532, a volume
 //	/tmp/              1777
 //
 // and runs as 65532:65532 the entrypoint in Entrypoint below. Every
@@ -49,7 +49,7 @@ import (
 // What the image is: its entrypoint, environment, user, data volume and
 // ports. check requires exactly these.
 var (
-	Entrypoint = []string{"/gregor", "serve", "--listen", "0.0.0.0:9092", "--data-dir", "/var/lib/gregor"}
+	Entrypoint = []string{"/gregor", "serve", "--listen", "0.0.0.0:9092", "--data-dir", "/data"}
 	// GREGOR_ADVERTISE=:9092 advertises the container's host name (an
 	// empty host is replaced by os.Hostname()); set it to the address
 	// clients dial, e.g. localhost:9092 with -p 9092:9092.
@@ -58,7 +58,7 @@ var (
 		"GREGOR_HTTP=0.0.0.0:9644",
 	}
 	User    = "65532:65532"
-	DataDir = "/var/lib/gregor"
+	DataDir = "/data"
 	Ports   = []string{"9092/tcp", "9644/tcp"}
 	// Healthcheck is the binary checking its own /readyz (no shell or curl
 	// in the image); Docker honours it, OCI runtimes ignore it.
@@ -168,7 +168,7 @@ func platformImage(goos, arch, bin string, created time.Time, lbl map[string]str
 		{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777},
 		{Name: "var/", Typeflag: tar.TypeDir, Mode: 0o755},
 		{Name: "var/lib/", Typeflag: tar.TypeDir, Mode: 0o755},
-		{Name: "var/lib/gregor/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: uid, Gid: uid},
+		{Name: "data/", Typeflag: tar.TypeDir, Mode: 0o755, Uid: uid, Gid: uid},
 	}
 	for _, h := range hdrs {
 		h.ModTime, h.Format = created, tar.FormatPAX
@@ -197,7 +197,7 @@ func platformImage(goos, arch, bin string, created time.Time, lbl map[string]str
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: created},
-			CreatedBy: "make image (scripts/ociimage): /gregor, /var/lib/gregor, /tmp",
+			CreatedBy: "make image (scripts/ociimage): /gregor, /data, /tmp",
 		},
 	})
 	if err != nil {
