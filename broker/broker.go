@@ -76,6 +76,7 @@ type Broker struct {
 	faults       faultSet       // fault injection (faults.go)
 
 	users      *authn.Users                 // SASL users (users.go, package security/authn)
+	tokens     *authn.Tokens                // delegation tokens (delegation_tokens.go)
 	localUsers *metastore.File              // __meta/users.json, the store on a single node
 	sec        securityStats                // TLS and SASL counts (sasl.go)
 	acl        *acl.Authorizer              // the authorizer (acl.go, package security/acl)
@@ -146,6 +147,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.topicRecords = fileTopicStore{dir: topicsDir}
 	if err := b.initUsers(); err != nil {
+		return nil, err
+	}
+	if err := b.initTokens(); err != nil {
 		return nil, err
 	}
 	if err := b.initACLs(); err != nil {
@@ -242,6 +246,10 @@ func (b *Broker) startBackground() {
 		}
 	})
 	b.startCleaner()
+	if b.tokens.Enabled() {
+		b.bg.Add(1)
+		go b.expireTokens()
+	}
 	every(min(b.cfg.int64Prop("log.flush.scheduler.interval.ms"), 1000), func(p *partition) {
 		if err := p.log.FlushIfDue(); err != nil {
 			b.log.Error("flush", "topic", p.topic.name, "partition", p.index, "err", err)

@@ -171,6 +171,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 	b.quotas.Use(node.Collection("quotas"))
 	b.cm.Use(node.Collection("client-metrics"))
 	b.users.Use(node.Collection("users"))
+	b.tokens.Use(node.Collection("delegation-tokens"))
 	b.dynConfigs.store.use(node.Collection("broker-configs"))
 	b.groupConfigs.use(node.Collection("group-configs"))
 	b.features.use(node.Collection("features"))

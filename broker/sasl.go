@@ -102,6 +102,7 @@ type connAuth struct {
 	session   authn.Session
 	reauth    bool      // a re-authentication is under way
 	principal string    // set once authenticated
+	token     bool      // authenticated with a delegation token
 	expiry    time.Time // zero: the session does not expire
 	deadline  time.Time // authenticate by then
 }
@@ -161,6 +162,9 @@ func (c *conn) completeAuth(sess authn.Session) (int64, error) {
 	} else {
 		c.logger().Debug("re-authenticated", "principal", principal, "mechanism", a.mech)
 		c.b.sec.reauths.Add(1)
+	}
+	if ts, ok := sess.(interface{ Token() *authn.Token }); ok && ts.Token() != nil {
+		a.token = true
 	}
 	a.principal, a.phase, a.reauth, a.session = principal, authDone, false, nil
 	c.principal.Store(&principal)
@@ -238,7 +242,7 @@ func (b *Broker) handleSaslHandshake(r *request) (kmsg.Response, error) {
 		return resp, nil
 	}
 	a.mech = mech
-	a.session = authn.NewSession(mech, b.users, st.oauth)
+	a.session = authn.NewSession(mech, b.users, st.oauth, b.tokens)
 	a.phase = authToken
 	if req.Version == 0 {
 		a.phase = authRaw

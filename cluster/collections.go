@@ -31,9 +31,10 @@ import (
 //	                          cluster-wide defaults, a node id one broker's), a JSON object
 //	/gregor/group-configs/<group>  a group's dynamic configs, a JSON object
 //	/gregor/client-metrics/<name>  a KIP-714 client metrics subscription
+//	/gregor/delegation-tokens/<id>  a delegation token (owner, renewers, times; never its HMAC)
 //	/gregor/features/finalized  the finalized feature levels changed by UpdateFeatures
 //	                          and their epoch, a JSON object
-var collectionNames = []string{"acls", "quotas", "users", "links", "broker-configs", "group-configs", "client-metrics", "features"}
+var collectionNames = []string{"acls", "quotas", "users", "links", "broker-configs", "group-configs", "client-metrics", "delegation-tokens", "features"}
 
 func collectionPrefix(name string) string { return keyPrefix + name + "/" }
 

@@ -238,6 +238,11 @@ var BrokerDefs = []Def{
 	{"background.threads", kmsg.ConfigTypeInt, "10", "", false, intAtLeast(1), "Kafka's background task threads; accepted and reported."},
 	{"schema.registry.listeners", kmsg.ConfigTypeString, "", "", true, anyString, "The schema registry's listener, http://HOST:PORT: Confluent Schema Registry's REST API with its state in the topic _schemas (Gregor's own setting; off when empty)."},
 	{"offset.metadata.max.bytes", kmsg.ConfigTypeInt, "4096", "", true, intAtLeast(0), "The largest metadata string of a committed offset."},
+	{"delegation.token.secret.key", kmsg.ConfigTypePassword, "", "", true, anyString, "The key of delegation tokens' HMACs; the same on every broker. Delegation tokens are off without it."},
+	{"delegation.token.master.key", kmsg.ConfigTypePassword, "", "", true, anyString, "Deprecated: delegation.token.secret.key."},
+	{"delegation.token.max.lifetime.ms", kmsg.ConfigTypeLong, "604800000", "", true, atLeast(1), "The longest a delegation token may live, renewals included."},
+	{"delegation.token.expiry.time.ms", kmsg.ConfigTypeLong, "86400000", "", true, atLeast(1), "How long a delegation token lives until renewed."},
+	{"delegation.token.expiry.check.interval.ms", kmsg.ConfigTypeLong, "3600000", "", true, atLeast(1), "How often expired delegation tokens are removed."},
 }
 
 var (

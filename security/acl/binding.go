@@ -40,6 +40,7 @@ const (
 	Cluster         ResourceType = 4
 	TransactionalID ResourceType = 5
 	DelegationToken ResourceType = 6
+	User            ResourceType = 7 // a principal's name: CREATE_TOKENS, DESCRIBE_TOKENS
 )
 
 // PatternType is how a binding's resource name matches resources, with
@@ -122,7 +123,7 @@ func grants(allowed, op Operation) bool {
 // Kafka's message for the first fault, or "".
 func (a *Binding) Validate() string {
 	switch {
-	case a.ResourceType < Topic || a.ResourceType > DelegationToken:
+	case a.ResourceType < Topic || a.ResourceType > User:
 		return "Invalid resource type"
 	case a.PatternType != Literal && a.PatternType != Prefixed:
 		return "Invalid pattern type"
@@ -192,7 +193,7 @@ func (f *Filter) Matches(a *Binding) bool {
 // message for the first fault, or "".
 func (f *Filter) Validate() string {
 	switch {
-	case f.ResourceType < AnyResource || f.ResourceType > DelegationToken:
+	case f.ResourceType < AnyResource || f.ResourceType > User:
 		return "invalid resource type"
 	case f.PatternType < AnyPattern || f.PatternType > Prefixed:
 		return "invalid pattern type"

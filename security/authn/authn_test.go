@@ -147,7 +147,7 @@ func FuzzSASLExchanges(f *testing.F) {
 			return
 		}
 		mech := mechs[int(which)%len(mechs)]
-		s := NewSession(mech, users, oauth)
+		s := NewSession(mech, users, oauth, nil)
 		_, done, err := s.Step(first)
 		if err == nil && !done {
 			_, done, err = s.Step(second)
@@ -184,7 +184,7 @@ func TestSession_ResultNamesTheUserAfterAFailure(t *testing.T) {
 		{"\x00alice\x00alice-secret", "alice", true},
 		{"garbage", "", false},
 	} {
-		s := NewSession(config.Plain, users, nil)
+		s := NewSession(config.Plain, users, nil, nil)
 		_, done, err := s.Step([]byte(tc.msg))
 		if user, _ := s.Result(); user != tc.user || done != tc.done || (err == nil) != tc.done {
 			t.Errorf("%q: user %q done %v err %v", tc.msg, user, done, err)

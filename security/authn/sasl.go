@@ -49,13 +49,14 @@ type UserLookup interface {
 
 // NewSession starts mech's server side; nil for a mechanism it does not
 // know (config.Mechanisms lists those it does). oauth validates
-// OAUTHBEARER tokens.
-func NewSession(mech string, users UserLookup, oauth *OAuthValidator) Session {
+// OAUTHBEARER tokens; tokens (nil: none) serves SCRAM's delegation token
+// authentication.
+func NewSession(mech string, users UserLookup, oauth *OAuthValidator, tokens *Tokens) Session {
 	switch mech {
 	case config.Plain:
 		return &plainSession{users: users}
 	case config.ScramSHA256, config.ScramSHA512:
-		return &scramSession{users: users, mech: mech}
+		return &scramSession{users: users, mech: mech, tokens: tokens}
 	case config.OAuthBearer:
 		return &oauthSession{v: oauth}
 	}
@@ -105,8 +106,10 @@ func (s *plainSession) Result() (string, time.Time) { return s.user, time.Time{}
 // client-first (found by FuzzSASLExchanges). Channel binding is not
 // supported (a "p=" flag fails), as in Kafka.
 type scramSession struct {
-	users UserLookup
-	mech  string
+	users  UserLookup
+	tokens *Tokens
+	token  *Token // set when the client authenticates with a delegation token
+	mech   string
 	state int // 0: expect client-first, 1: expect client-final, 2: done
 	user  string
 	gs2   string // the client's GS2 header, echoed in c=
@@ -161,9 +164,13 @@ func (s *scramSession) clientFirst(msg string) (string, error) {
 	if len(attrs) < 2 || !strings.HasPrefix(attrs[0], "n=") || !strings.HasPrefix(attrs[1], "r=") || len(attrs[1]) < 3 {
 		return "", s.fail("malformed client-first message")
 	}
+	tokenAuth := false
 	for _, a := range attrs[2:] {
 		if strings.HasPrefix(a, "m=") {
 			return "", s.fail("unsupported mandatory extension")
+		}
+		if a == "tokenauth=true" {
+			tokenAuth = true
 		}
 	}
 	user, err := scramUnescape(attrs[0][2:])
@@ -175,16 +182,32 @@ func (s *scramSession) clientFirst(msg string) (string, error) {
 			return "", &Error{"Authentication failed: Client requested an authorization id that is different from username"}
 		}
 	}
-	rec, err := s.users.User(user)
-	if err != nil {
-		return "", err
-	}
 	cred, ok := Credential{}, false
-	if rec != nil {
-		cred, ok = rec.Scram[s.mech]
-	}
-	if !ok {
-		return "", s.fail("unknown user " + user)
+	if tokenAuth {
+		// The user name is the token id; the principal, its owner.
+		var tok *Token
+		if s.tokens.Enabled() {
+			tok = s.tokens.All()[user]
+		}
+		if tok == nil || tok.Expired(time.Now()) {
+			return "", s.fail("unknown or expired delegation token " + user)
+		}
+		c, err := s.tokens.tokenCredential(s.mech, tok)
+		if err != nil {
+			return "", err
+		}
+		cred, ok, s.token = c, true, tok
+	} else {
+		rec, err := s.users.User(user)
+		if err != nil {
+			return "", err
+		}
+		if rec != nil {
+			cred, ok = rec.Scram[s.mech]
+		}
+		if !ok {
+			return "", s.fail("unknown user " + user)
+		}
 	}
 	s.user, s.gs2, s.bare, s.cred = user, msg[:len(msg)-len(bare)], bare, cred
 	s.nonce = attrs[1][2:] + alphanumericNonce()
@@ -234,7 +257,16 @@ func (s *scramSession) clientFinal(msg string) (string, error) {
 	return "v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
 
-func (s *scramSession) Result() (string, time.Time) { return s.user, time.Time{} }
+func (s *scramSession) Result() (string, time.Time) {
+	if s.token != nil {
+		return strings.TrimPrefix(s.token.Owner, "User:"), time.UnixMilli(s.token.ExpiryMs)
+	}
+	return s.user, time.Time{}
+}
+
+// Token is the delegation token the client authenticated with, nil for a
+// user's credential (Kafka refuses token requests on such a connection).
+func (s *scramSession) Token() *Token { return s.token }
 
 // scramUnescape decodes a SCRAM saslname ("=2C" is ',', "=3D" is '=').
 func scramUnescape(s string) (string, error) {
