@@ -110,13 +110,13 @@ type scramSession struct {
 	tokens *Tokens
 	token  *Token // set when the client authenticates with a delegation token
 	mech   string
-	state int // 0: expect client-first, 1: expect client-final, 2: done
-	user  string
-	gs2   string // the client's GS2 header, echoed in c=
-	bare  string // client-first-message-bare
-	first string // server-first-message
-	nonce string // client nonce + server nonce
-	cred  Credential
+	state  int // 0: expect client-first, 1: expect client-final, 2: done
+	user   string
+	gs2    string // the client's GS2 header, echoed in c=
+	bare   string // client-first-message-bare
+	first  string // server-first-message
+	nonce  string // client nonce + server nonce
+	cred   Credential
 }
 
 func (s *scramSession) Step(in []byte) ([]byte, bool, error) {
