@@ -1,7 +1,11 @@
 package admin
 
 // The web console: server-rendered pages over the broker's introspection
-// API (broker.Topics, Groups, ReadRecords). No JavaScript is needed; pages
+// API (broker.Topics, ClusterGroups, ClusterGroup, ClusterInfo,
+// ReadRecords). In a cluster the groups are asked of every broker (each
+// group of its coordinator, each high watermark of the partition's
+// leader) within clusterTimeout, so any node's console shows them all;
+// what could not be reached is listed at the top of the page. No JavaScript is needed; pages
 // refresh themselves when ?refresh=SECONDS is given.
 
 import (
@@ -61,6 +65,11 @@ var pages = sync.OnceValue(func() *template.Template {
 // /brokers.
 const logDirsTimeout = 5 * time.Second
 
+// clusterTimeout bounds the other brokers' answers for a page that shows
+// the whole cluster (groups asked of their coordinators, high watermarks
+// of their leaders); what does not answer in time is listed on the page.
+const clusterTimeout = 3 * time.Second
+
 // lagColor is the lag bars' fill; the console test looks for its pixels.
 const lagColor = "#e4572e"
 
@@ -70,12 +79,16 @@ type page struct {
 	Principal string // the caller, shown when authentication is on
 	CSRF      string // the token the action forms carry
 	Data      any
+	// Unreached lists what the page could not ask of the other brokers
+	// ("broker 2: ListGroups: …"): the page shows the rest.
+	Unreached []string
 }
 
-// renderStatus renders a page with an HTTP status.
-func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+// renderStatus renders a page with an HTTP status, and what it could not
+// ask of the other brokers.
+func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, unreached ...string) {
 	c := callerOf(r)
-	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal)}
+	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal), Unreached: unreached}
 	if s.auth.on() {
 		p.Principal = c.Principal
 	}
@@ -94,8 +107,8 @@ func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int
 
 func (s *Server) registerConsole(mux *http.ServeMux) {
 	b := s.b
-	render := func(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-		s.renderStatus(w, r, http.StatusOK, name, title, data)
+	render := func(w http.ResponseWriter, r *http.Request, name, title string, data any, unreached ...string) {
+		s.renderStatus(w, r, http.StatusOK, name, title, data, unreached...)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		type topicRow struct {
@@ -129,7 +142,10 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
 			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
-		for _, g := range b.Groups() {
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		groups, unreached := b.ClusterGroups(ctx)
+		cancel()
+		for _, g := range groups {
 			vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
 			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name), slices.Contains(o.Stalled, g.Name),
 				chartSVG("spark-lag-"+g.Name, 180, 40, "", ts, chartLine{Color: historyColor, Vals: vals})})
@@ -155,7 +171,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 					chartLine{Name: "p50", Color: historyColor, Vals: p50}, chartLine{Name: "p99", Color: p99Color, Vals: p99}))
 			}
 		}
-		render(w, r, "index.html", "Gregor", o)
+		render(w, r, "index.html", "Gregor", o, unreached...)
 	})
 	mux.HandleFunc("GET /links", func(w http.ResponseWriter, r *http.Request) {
 		type linksPage struct {
@@ -259,29 +275,34 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		render(w, r, "brokers.html", "Brokers", cp)
 	})
 	mux.HandleFunc("GET /groups/{group}", func(w http.ResponseWriter, r *http.Request) {
-		for _, g := range b.Groups() {
-			if g.Name == r.PathValue("group") {
-				type groupPage struct {
-					groupView
-					Growing  bool
-					Stalled  bool
-					LagChart template.HTML
-					PartLags []template.HTML
-				}
-				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name), Stalled: slices.Contains(s.Stalled(), g.Name)}
-				vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
-				gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
-				for _, o := range g.Offsets {
-					ps := strconv.Itoa(int(o.Partition))
-					vals, ts := s.hist.Values(key(seriesPartLag, g.Name, o.Topic, ps))
-					gp.PartLags = append(gp.PartLags, template.HTML(`<div class="part-lag"><div>`+template.HTMLEscapeString(o.Topic+"-"+ps)+`</div>`)+
-						chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: partLagColor, Vals: vals})+"</div>")
-				}
-				render(w, r, "group.html", "Group "+g.Name, gp)
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		g, ok, unreached := b.ClusterGroup(ctx, r.PathValue("group"))
+		cancel()
+		if !ok {
+			if len(unreached) > 0 {
+				http.Error(w, "group "+r.PathValue("group")+" not found; could not ask: "+strings.Join(unreached, "; "), http.StatusNotFound)
 				return
 			}
+			http.NotFound(w, r)
+			return
 		}
-		http.NotFound(w, r)
+		type groupPage struct {
+			groupView
+			Growing  bool
+			Stalled  bool
+			LagChart template.HTML
+			PartLags []template.HTML
+		}
+		gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name), Stalled: slices.Contains(s.Stalled(), g.Name)}
+		vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
+		gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
+		for _, o := range g.Offsets {
+			ps := strconv.Itoa(int(o.Partition))
+			vals, ts := s.hist.Values(key(seriesPartLag, g.Name, o.Topic, ps))
+			gp.PartLags = append(gp.PartLags, template.HTML(`<div class="part-lag"><div>`+template.HTMLEscapeString(o.Topic+"-"+ps)+`</div>`)+
+				chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: partLagColor, Vals: vals})+"</div>")
+		}
+		render(w, r, "group.html", "Group "+g.Name, gp, unreached...)
 	})
 }
 

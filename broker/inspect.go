@@ -109,7 +109,8 @@ type GroupOffset struct {
 	Member        string // the assigned member's id, if any
 }
 
-// Groups returns every group sorted by name.
+// Groups returns the groups this broker coordinates (every group on a
+// single node) sorted by name; ClusterGroups asks the whole cluster.
 func (b *Broker) Groups() []GroupInfo {
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.Version = 5
@@ -125,56 +126,58 @@ func (b *Broker) Groups() []GroupInfo {
 	dresp := b.groups.DescribeGroups(dreq)
 	out := make([]GroupInfo, 0, len(dresp.Groups))
 	for _, dg := range dresp.Groups {
-		gi := GroupInfo{Name: dg.Group, State: dg.State, ProtocolType: dg.ProtocolType, Protocol: dg.Protocol}
-		owner := map[string]map[int32]string{}
-		for _, m := range dg.Members {
-			mi := MemberInfo{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
-			if m.InstanceID != nil {
-				mi.InstanceID = *m.InstanceID
-			}
-			if dg.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
-				var a kmsg.ConsumerMemberAssignment
-				if err := a.ReadFrom(m.MemberAssignment); err == nil {
-					mi.Assigned = map[string][]int32{}
-					for _, t := range a.Topics {
-						mi.Assigned[t.Topic] = append(mi.Assigned[t.Topic], t.Partitions...)
-						if owner[t.Topic] == nil {
-							owner[t.Topic] = map[int32]string{}
-						}
-						for _, p := range t.Partitions {
-							owner[t.Topic][p] = m.MemberID
-						}
+		out = append(out, groupInfo(dg, b.groups.Committed(dg.Group), b.localHighWatermark))
+	}
+	return out
+}
+
+// groupInfo is a described group with its committed offsets and, from
+// highWatermark (false: unknown), their lag.
+func groupInfo(dg kmsg.DescribeGroupsResponseGroup, committed map[string]map[int32]int64, highWatermark func(string, int32) (int64, bool)) GroupInfo {
+	gi := GroupInfo{Name: dg.Group, State: dg.State, ProtocolType: dg.ProtocolType, Protocol: dg.Protocol}
+	owner := map[string]map[int32]string{}
+	for _, m := range dg.Members {
+		mi := MemberInfo{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+		if m.InstanceID != nil {
+			mi.InstanceID = *m.InstanceID
+		}
+		if dg.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
+			var a kmsg.ConsumerMemberAssignment
+			if err := a.ReadFrom(m.MemberAssignment); err == nil {
+				mi.Assigned = map[string][]int32{}
+				for _, t := range a.Topics {
+					mi.Assigned[t.Topic] = append(mi.Assigned[t.Topic], t.Partitions...)
+					if owner[t.Topic] == nil {
+						owner[t.Topic] = map[int32]string{}
+					}
+					for _, p := range t.Partitions {
+						owner[t.Topic][p] = m.MemberID
 					}
 				}
 			}
-			gi.Members = append(gi.Members, mi)
 		}
-		for topicName, ps := range b.groups.Committed(dg.Group) {
-			var parts []*partition
-			if t := b.lookupTopic(topicName); t != nil {
-				parts = b.partitionsOf(t)
-			}
-			for p, off := range ps {
-				o := GroupOffset{Topic: topicName, Partition: p, Committed: off, HighWatermark: -1, Lag: -1, Member: owner[topicName][p]}
-				if p >= 0 && int(p) < len(parts) && parts[p].log != nil {
-					o.HighWatermark = parts[p].log.HighWatermark()
-					o.Lag = max(o.HighWatermark-off, 0)
-				}
-				gi.Offsets = append(gi.Offsets, o)
-			}
-		}
-		slices.SortFunc(gi.Offsets, func(x, y GroupOffset) int {
-			if x.Topic != y.Topic {
-				if x.Topic < y.Topic {
-					return -1
-				}
-				return 1
-			}
-			return int(x.Partition) - int(y.Partition)
-		})
-		out = append(out, gi)
+		gi.Members = append(gi.Members, mi)
 	}
-	return out
+	for topicName, ps := range committed {
+		for p, off := range ps {
+			o := GroupOffset{Topic: topicName, Partition: p, Committed: off, HighWatermark: -1, Lag: -1, Member: owner[topicName][p]}
+			if hw, ok := highWatermark(topicName, p); ok {
+				o.HighWatermark = hw
+				o.Lag = max(hw-off, 0)
+			}
+			gi.Offsets = append(gi.Offsets, o)
+		}
+	}
+	slices.SortFunc(gi.Offsets, func(x, y GroupOffset) int {
+		if x.Topic != y.Topic {
+			if x.Topic < y.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Partition) - int(y.Partition)
+	})
+	return gi
 }
 
 // ErrUnknownPartition is returned by ReadRecords for a topic or partition

@@ -1,0 +1,127 @@
+package admin_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gregor-broker/gregor/admin"
+	"github.com/gregor-broker/gregor/gregortest/clustertest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestConsole_ClusterGroups: in a three-broker cluster, node 1's console
+// lists every group, not only the ones node 1 coordinates, each with the
+// offsets committed at its coordinator and the lag against high
+// watermarks asked of the partitions' leaders (a topic of replication
+// factor 1, so two of its three partitions have no replica on node 1);
+// the page of a group coordinated elsewhere answers 200 with them.
+func TestConsole_ClusterGroups(t *testing.T) {
+	c := clustertest.Start(t, 3)
+	ctx := testCtx(t)
+	cl := newClient(t, c.Node(1).Addr(), kgo.SeedBrokers(c.Seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*kgo.Record
+	for p := range int32(3) {
+		for i := range 10 {
+			rs = append(rs, &kgo.Record{Topic: "events", Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, i)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Group g<i> commits offset i%4+1 in every partition: lag 9-i%4 each.
+	var groups []string
+	for i := range 9 {
+		g := fmt.Sprintf("g%d", i)
+		groups = append(groups, g)
+		var offs kadm.Offsets
+		for p := range int32(3) {
+			offs.Add(kadm.Offset{Topic: "events", Partition: p, At: int64(i%4 + 1), LeaderEpoch: -1})
+		}
+		if _, err := adm.CommitOffsets(ctx, g, offs); err != nil {
+			t.Fatalf("commit %s: %v", g, err)
+		}
+	}
+	coords := adm.FindGroupCoordinators(ctx, groups...)
+	if err := coords.Error(); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := ""
+	local := 0
+	for _, g := range groups {
+		if coords[g].NodeID == 1 {
+			local++
+		} else if elsewhere == "" {
+			elsewhere = g
+		}
+	}
+	if elsewhere == "" {
+		t.Fatal("node 1 coordinates every group; the test needs one coordinated elsewhere")
+	}
+	if leaders := []int32{c.LeaderOf("events", 0), c.LeaderOf("events", 1), c.LeaderOf("events", 2)}; !hasOther(leaders, 1) {
+		t.Fatalf("node 1 leads every partition of events (%v)", leaders)
+	}
+	if got := len(c.Node(1).Groups()); got != local {
+		t.Fatalf("node 1's own Groups() = %d, want the %d it coordinates", got, local)
+	}
+
+	srv, err := admin.New(c.Node(1).Broker, admin.Options{SampleInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+
+	code, body := get(t, hs.URL+"/")
+	if code != 200 {
+		t.Fatalf("/: %d %s", code, body)
+	}
+	if strings.Contains(body, `id="unreached"`) {
+		t.Fatalf("/ could not reach every broker:\n%s", body)
+	}
+	for i, g := range groups {
+		lag := 3 * (10 - (i%4 + 1))
+		re := regexp.MustCompile(fmt.Sprintf(`<tr data-group="%s"><td><a href="/groups/%s">%s</a></td><td>Empty</td><td class="num">0</td><td class="num">%d</td>`, g, g, g, lag))
+		if !re.MatchString(body) {
+			t.Errorf("/ has no row for %s (coordinator %d) with total lag %d", g, coords[g].NodeID, lag)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("/:\n%s", body)
+	}
+
+	code, body = get(t, hs.URL+"/groups/"+elsewhere)
+	if code != 200 {
+		t.Fatalf("/groups/%s (coordinator %d): %d %s", elsewhere, coords[elsewhere].NodeID, code, body)
+	}
+	var i int
+	fmt.Sscanf(elsewhere, "g%d", &i)
+	for p := range 3 {
+		row := fmt.Sprintf(`<tr><td>events</td><td class="num">%d</td><td class="num">%d</td><td class="num">10</td><td class="num lag">%d</td>`, p, i%4+1, 10-(i%4+1))
+		if !strings.Contains(body, row) {
+			t.Errorf("/groups/%s has no row %s", elsewhere, row)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("/groups/%s:\n%s", elsewhere, body)
+	}
+	if code, body := get(t, hs.URL+"/groups/nosuch"); code != 404 {
+		t.Fatalf("/groups/nosuch: %d %s", code, body)
+	}
+}
+
+func hasOther(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x != id {
+			return true
+		}
+	}
+	return false
+}
