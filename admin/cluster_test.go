@@ -13,13 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestConsole_ClusterGroups: in a three-broker cluster, node 1's console
+// TestConsole_ClusterWide: in a three-broker cluster, node 1's console
 // lists every group, not only the ones node 1 coordinates, each with the
 // offsets committed at its coordinator and the lag against high
 // watermarks asked of the partitions' leaders (a topic of replication
 // factor 1, so two of its three partitions have no replica on node 1);
-// the page of a group coordinated elsewhere answers 200 with them.
-func TestConsole_ClusterGroups(t *testing.T) {
+// the page of a group coordinated elsewhere answers 200 with them. The
+// topic's page lists all three partitions with leader, replicas, ISR and
+// the log start and high watermark of each.
+func TestConsole_ClusterWide(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	ctx := testCtx(t)
 	cl := newClient(t, c.Node(1).Addr(), kgo.SeedBrokers(c.Seeds()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -114,6 +116,32 @@ func TestConsole_ClusterGroups(t *testing.T) {
 	}
 	if code, body := get(t, hs.URL+"/groups/nosuch"); code != 404 {
 		t.Fatalf("/groups/nosuch: %d %s", code, body)
+	}
+
+	// The topic page lists every partition with its leadership and the
+	// offsets, asked of the leader where node 1 has no replica.
+	code, body = get(t, hs.URL+"/topics/events")
+	if code != 200 {
+		t.Fatalf("/topics/events: %d %s", code, body)
+	}
+	for p := range int32(3) {
+		l := c.LeaderOf("events", p)
+		row := fmt.Sprintf(`<tr class="partition" data-partition="%d"><td class="num">%d</td>
+<td class="num leader">%d</td><td class="replicas">%d</td><td class="isr">%d</td><td class="offline-replicas"></td>
+<td class="num log-start">0</td><td class="num hw">10</td>`, p, p, l, l, l)
+		if !strings.Contains(body, row) {
+			t.Errorf("/topics/events has no row\n%s", row)
+		}
+		if l != 1 && !strings.Contains(body, fmt.Sprintf(`led by %d</span>`, l)) {
+			t.Errorf("/topics/events: partition %d, led by %d, is not marked as such", p, l)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("/topics/events:\n%s", body)
+	}
+	code, body = get(t, hs.URL+"/")
+	if re := regexp.MustCompile(`<a href="/topics/events">events</a></td><td class="num">3</td>\s*<td class="num">30</td>`); code != 200 || !re.MatchString(body) {
+		t.Fatalf("/ does not list events with 3 partitions and 30 records: %d\n%s", code, body)
 	}
 }
 

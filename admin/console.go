@@ -1,11 +1,13 @@
 package admin
 
 // The web console: server-rendered pages over the broker's introspection
-// API (broker.Topics, ClusterGroups, ClusterGroup, ClusterInfo,
+// API (broker.ClusterTopics, ClusterGroups, ClusterGroup, ClusterInfo,
 // ReadRecords). In a cluster the groups are asked of every broker (each
 // group of its coordinator, each high watermark of the partition's
-// leader) within clusterTimeout, so any node's console shows them all;
-// what could not be reached is listed at the top of the page. No JavaScript is needed; pages
+// leader), and the offsets of partitions with no replica here of their
+// leaders, within clusterTimeout, so any node's console shows the whole
+// cluster; what could not be reached is listed at the top of the page.
+// Record browsing reads this broker's replicas only. No JavaScript is needed; pages
 // refresh themselves when ?refresh=SECONDS is given.
 
 import (
@@ -48,10 +50,13 @@ var pages = sync.OnceValue(func() *template.Template {
 		},
 		"records": func(t broker.TopicInfo) (n int64) {
 			for _, p := range t.Partitions {
-				n += p.HighWatermark - p.LogStartOffset
+				if p.LogStartOffset >= 0 && p.HighWatermark >= p.LogStartOffset {
+					n += p.HighWatermark - p.LogStartOffset
+				}
 			}
 			return n
 		},
+		// size is the bytes of the replicas on this broker.
 		"size": func(t broker.TopicInfo) (n int64) {
 			for _, p := range t.Partitions {
 				n += p.SizeBytes
@@ -138,13 +143,15 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			Samples int
 		}
 		o := overview{Growing: s.LagGrowing(), Stalled: s.Stalled(), GrowN: s.growN, StallN: s.stallN, Samples: s.hist.Len()}
-		for _, t := range b.Topics() {
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		defer cancel()
+		topics, unreached := b.ClusterTopics(ctx)
+		for _, t := range topics {
 			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
 			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
-		groups, unreached := b.ClusterGroups(ctx)
-		cancel()
+		groups, more := b.ClusterGroups(ctx)
+		unreached = append(unreached, more...)
 		for _, g := range groups {
 			vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
 			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name), slices.Contains(o.Stalled, g.Name),
@@ -198,7 +205,10 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		render(w, r, "links.html", "Cluster links", page)
 	})
 	mux.HandleFunc("GET /topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
-		for _, t := range b.Topics() {
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		topics, unreached := b.ClusterTopics(ctx)
+		cancel()
+		for _, t := range topics {
 			if t.Name == r.PathValue("topic") {
 				type topicPage struct {
 					broker.TopicInfo
@@ -213,7 +223,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 					vals, ts := s.hist.Values(key(c.prefix, t.Name))
 					tp.Charts = append(tp.Charts, template.HTML("<h3>"+c.title+"</h3>")+chartSVG("chart-"+c.prefix, 520, 110, c.unit, ts, chartLine{Color: historyColor, Vals: vals}))
 				}
-				render(w, r, "topic.html", "Topic "+t.Name, tp)
+				render(w, r, "topic.html", "Topic "+t.Name, tp, unreached...)
 				return
 			}
 		}

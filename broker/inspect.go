@@ -25,21 +25,51 @@ type TopicInfo struct {
 	Partitions                  []PartitionInfo
 }
 
-// PartitionInfo is one partition's offsets and size.
+// PartitionInfo is one partition's offsets and size, and (from
+// ClusterTopics) its leadership.
 type PartitionInfo struct {
-	Partition      int32
+	Partition int32
+	// LogStartOffset and HighWatermark are this broker's replica's, or the
+	// leader's when it has none (ClusterTopics); -1 when unknown (no
+	// leader, or the leader could not be reached).
 	LogStartOffset int64
 	HighWatermark  int64
-	LogEndOffset   int64
-	SizeBytes      int64
+	// LogEndOffset and SizeBytes are this broker's replica's; -1 and 0
+	// when it has none.
+	LogEndOffset int64
+	SizeBytes    int64
+	// Local reports whether this broker holds a replica of the partition.
+	Local bool
+	// Leader (-1: none), Replicas, ISR and Offline (the replicas whose
+	// brokers are not live) are set by ClusterTopics; Topics leaves them
+	// zero.
+	Leader                 int32
+	Replicas, ISR, Offline []int32
 	// DirtyRatio is, for a compacted topic, the share of the cleanable
 	// bytes not yet cleaned (the log cleaner's min.cleanable.dirty.ratio
 	// compares with it); 0 otherwise.
 	DirtyRatio float64
 }
 
-// Topics returns every topic sorted by name, with its partitions' offsets.
-func (b *Broker) Topics() []TopicInfo {
+// UnderReplicated reports whether the ISR is smaller than the replica set
+// (ClusterTopics).
+func (p PartitionInfo) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// OfflinePartition reports whether the partition has no live leader
+// (ClusterTopics).
+func (p PartitionInfo) OfflinePartition() bool {
+	return p.Leader < 0 || slices.Contains(p.Offline, p.Leader)
+}
+
+// Topics returns every topic sorted by name, with the offsets of the
+// partitions it has a replica of here (every partition on a single node);
+// ClusterTopics shows every partition.
+func (b *Broker) Topics() []TopicInfo { return b.topicInfos(false) }
+
+// topicInfos returns every topic sorted by name, with the partitions this
+// broker has a replica of, and, when all, the others too (Local false,
+// offsets unknown).
+func (b *Broker) topicInfos(all bool) []TopicInfo {
 	b.mu.RLock()
 	ts := make([]*topic, 0, len(b.topics))
 	for _, t := range b.topics {
@@ -62,12 +92,15 @@ func (b *Broker) Topics() []TopicInfo {
 			RetentionMs: b.topicInt(configs, "retention.ms"), RetentionBytes: b.topicInt(configs, "retention.bytes")}
 		ti.CleanupPolicy, _ = b.topicConfigValue(configs, "cleanup.policy")
 		for _, p := range parts {
-			if p.log == nil {
-				continue // a cluster partition with no replica here
+			if p.log == nil { // a cluster partition with no replica here
+				if all {
+					ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: p.index, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1})
+				}
+				continue
 			}
 			ti.Partitions = append(ti.Partitions, PartitionInfo{
 				Partition: p.index, LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
-				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(),
+				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(), Local: true,
 			})
 			if isCompacted(ti.CleanupPolicy) {
 				pi := &ti.Partitions[len(ti.Partitions)-1]

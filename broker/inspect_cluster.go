@@ -8,8 +8,10 @@ package broker
 //	ListGroups      every live broker: the groups it coordinates
 //	DescribeGroups  each coordinator, for its groups, in one request
 //	OffsetFetch     each coordinator, for its groups (v8+), in one request
-//	ListOffsets     each partition leader, for the high watermarks of the
-//	                partitions it leads, in one request per leader
+//	ListOffsets     each partition leader, for the high watermarks (and,
+//	                for ClusterTopics, log start offsets) of the
+//	                partitions it leads that have no replica here, in one
+//	                request (per timestamp) per leader
 //
 // This broker's share is read locally. What could not be reached is
 // reported beside the answer rather than failing it.
@@ -381,4 +383,78 @@ func (b *Broker) listOffsetsAt(ctx context.Context, id int32, tps []topicPartiti
 		}
 	}
 	return out, firstErr
+}
+
+// ClusterTopics returns every topic sorted by name with every partition,
+// its leader, replicas, ISR and offline replicas, and its offsets: this
+// broker's replica's, or, for a partition with no replica here, the log
+// start offset and high watermark asked of its leader (one ListOffsets
+// per leader and timestamp). The problems list what could not be asked;
+// those partitions' offsets are -1. ctx bounds the requests.
+func (b *Broker) ClusterTopics(ctx context.Context) ([]TopicInfo, []string) {
+	ts := b.topicInfos(true)
+	leadership := map[topicPartition]ClusterPartition{}
+	for _, p := range b.ClusterInfo().Partitions {
+		leadership[topicPartition{p.Topic, p.Partition}] = p
+	}
+	byLeader := map[int32][]topicPartition{}
+	for i := range ts {
+		for j := range ts[i].Partitions {
+			pi := &ts[i].Partitions[j]
+			tp := topicPartition{ts[i].Name, pi.Partition}
+			cp, ok := leadership[tp]
+			if !ok {
+				pi.Leader = -1
+				continue
+			}
+			pi.Leader, pi.Replicas, pi.ISR, pi.Offline = cp.Leader, cp.Replicas, cp.ISR, cp.Offline
+			if !pi.Local && b.cluster != nil && cp.Leader >= 0 && !slices.Contains(cp.Offline, cp.Leader) {
+				byLeader[cp.Leader] = append(byLeader[cp.Leader], tp)
+			}
+		}
+	}
+	if len(byLeader) == 0 {
+		return ts, nil
+	}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		problems []string
+	)
+	starts, hws := map[topicPartition]int64{}, map[topicPartition]int64{}
+	for id, tps := range byLeader {
+		for _, q := range []struct {
+			timestamp int64
+			into      map[topicPartition]int64
+		}{{-2, starts}, {-1, hws}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := b.listOffsetsAt(ctx, id, tps, q.timestamp)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("broker %d: ListOffsets (timestamp %d): %v", id, q.timestamp, err))
+				}
+				for tp, o := range got {
+					q.into[tp] = o
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range ts {
+		for j := range ts[i].Partitions {
+			pi := &ts[i].Partitions[j]
+			tp := topicPartition{ts[i].Name, pi.Partition}
+			if o, ok := starts[tp]; ok {
+				pi.LogStartOffset = o
+			}
+			if o, ok := hws[tp]; ok {
+				pi.HighWatermark = o
+			}
+		}
+	}
+	slices.Sort(problems)
+	return ts, problems
 }
