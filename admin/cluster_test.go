@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gregor-broker/gregor/admin"
 	"github.com/gregor-broker/gregor/gregortest/clustertest"
@@ -20,7 +22,8 @@ import (
 // factor 1, so two of its three partitions have no replica on node 1);
 // the page of a group coordinated elsewhere answers 200 with them. The
 // topic's page lists all three partitions with leader, replicas, ISR and
-// the log start and high watermark of each.
+// the log start and high watermark of each. Once broker 3 is stopped,
+// /brokers lists it as DOWN and every page has the health line.
 func TestConsole_ClusterWide(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	ctx := testCtx(t)
@@ -142,6 +145,50 @@ func TestConsole_ClusterWide(t *testing.T) {
 	code, body = get(t, hs.URL+"/")
 	if re := regexp.MustCompile(`<a href="/topics/events">events</a></td><td class="num">3</td>\s*<td class="num">30</td>`); code != 200 || !re.MatchString(body) {
 		t.Fatalf("/ does not list events with 3 partitions and 30 records: %d\n%s", code, body)
+	}
+	if strings.Contains(body, `id="health"`) {
+		t.Fatalf("/ shows a health line with every broker up:\n%s", body)
+	}
+
+	// A stopped broker stays on /brokers, as DOWN, and every page says so.
+	leaders := []int32{c.LeaderOf("events", 0), c.LeaderOf("events", 1), c.LeaderOf("events", 2)}
+	c.Stop(3)
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Contains(c.Node(1).ClusterInfo().Down, 3) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 does not see broker 3 down: %+v", c.Node(1).ClusterInfo())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, body = get(t, hs.URL+"/brokers")
+	if code != 200 {
+		t.Fatalf("/brokers: %d %s", code, body)
+	}
+	for id, state := range map[int32]string{1: "UP", 2: "UP", 3: `<span class="flag">DOWN</span>`} {
+		class := "broker"
+		if id == 3 {
+			class = "broker down"
+		}
+		if !regexp.MustCompile(fmt.Sprintf(`<tr class="%s" data-broker="%d"><td class="num">%d</td><td>[^<]*</td><td class="state">%s</td>`, class, id, id, regexp.QuoteMeta(state))).MatchString(body) {
+			t.Errorf("/brokers: broker %d is not shown %s", id, state)
+		}
+	}
+	if !regexp.MustCompile(`<div id="health" class="health"><a href="/brokers">\d+ under-replicated, \d+ offline partitions, 1 brokers down</a></div>`).MatchString(body) {
+		t.Errorf("/brokers has no health line with 1 broker down")
+	}
+	if t.Failed() {
+		t.Fatalf("/brokers:\n%s", body)
+	}
+	// The topic page too, with broker 3's partitions (replication factor
+	// 1) offline.
+	code, body = get(t, hs.URL+"/topics/events")
+	if code != 200 || !strings.Contains(body, "1 brokers down") {
+		t.Fatalf("/topics/events has no health line: %d\n%s", code, body)
+	}
+	for p, l := range leaders {
+		if l == 3 && !strings.Contains(body, fmt.Sprintf(`<tr class="partition offline" data-partition="%d">`, p)) {
+			t.Fatalf("/topics/events: partition %d of stopped broker 3 is not offline:\n%s", p, body)
+		}
 	}
 }
 

@@ -87,13 +87,33 @@ type page struct {
 	// Unreached lists what the page could not ask of the other brokers
 	// ("broker 2: ListGroups: …"): the page shows the rest.
 	Unreached []string
+	// Health is the cluster's trouble ("1 under-replicated, 0 offline
+	// partitions, 1 brokers down"), "" when there is none.
+	Health string
+}
+
+// health summarises ClusterInfo for the line on top of every page: ""
+// when no partition is under-replicated or offline and no broker down.
+func health(ci broker.ClusterInfo) string {
+	var under, offline int
+	for _, p := range ci.Partitions {
+		if p.OfflinePartition() {
+			offline++
+		} else if p.UnderReplicated() {
+			under++
+		}
+	}
+	if under == 0 && offline == 0 && len(ci.Down) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d under-replicated, %d offline partitions, %d brokers down", under, offline, len(ci.Down))
 }
 
 // renderStatus renders a page with an HTTP status, and what it could not
 // ask of the other brokers.
 func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, unreached ...string) {
 	c := callerOf(r)
-	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal), Unreached: unreached}
+	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal), Unreached: unreached, Health: health(s.b.ClusterInfo())}
 	if s.auth.on() {
 		p.Principal = c.Principal
 	}
@@ -238,6 +258,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 	mux.HandleFunc("GET /brokers", func(w http.ResponseWriter, r *http.Request) {
 		type brokerRow struct {
 			broker.BrokerInfo
+			Down           bool // not live: a replica or voter only
 			Leads, Follows int
 			Disk           broker.LogDirUsage
 			UsedPct        string // of the file system, "" when unknown
@@ -272,6 +293,16 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			}
 			cp.Rows = append(cp.Rows, row)
 		}
+		for _, id := range ci.Down {
+			row := brokerRow{BrokerInfo: broker.BrokerInfo{ID: id}, Down: true, Disk: broker.LogDirUsage{Broker: id, SizeBytes: -1, TotalBytes: -1, UsableBytes: -1}}
+			for _, p := range ci.Partitions {
+				if slices.Contains(p.Replicas, id) {
+					row.Follows++ // a replica, leading none while down
+				}
+			}
+			cp.Rows = append(cp.Rows, row)
+		}
+		slices.SortFunc(cp.Rows, func(x, y brokerRow) int { return int(x.ID) - int(y.ID) })
 		for _, p := range ci.Partitions {
 			if p.OfflinePartition() {
 				cp.Offline++

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -276,6 +277,10 @@ type ClusterInfo struct {
 	ControllerID int32
 	Brokers      []BrokerInfo       // live brokers, sorted by id
 	Partitions   []ClusterPartition // sorted by topic, partition
+	// Down lists, sorted, the brokers that are not live but are a replica
+	// of some partition or a voter of controller.quorum.voters: stopped or
+	// unreachable ones (never any on a single node).
+	Down []int32
 }
 
 // BrokerInfo is a live broker.
@@ -348,5 +353,37 @@ func (b *Broker) ClusterInfo() ClusterInfo {
 		}
 		return int(x.Partition) - int(y.Partition)
 	})
+	if b.cluster != nil {
+		ci.Down = b.downBrokers(ci)
+	}
 	return ci
+}
+
+// downBrokers returns the replicas and voters of ci that are not live.
+func (b *Broker) downBrokers(ci ClusterInfo) []int32 {
+	known := map[int32]bool{}
+	for _, p := range ci.Partitions {
+		for _, ids := range [][]int32{p.Replicas, p.AddingReplicas} {
+			for _, id := range ids {
+				known[id] = true
+			}
+		}
+	}
+	if v := b.cfg.Props["controller.quorum.voters"]; v != "" {
+		voters, _ := metadata.ParseVoters(v) // checked at start
+		for _, vt := range voters {
+			known[vt.NodeID] = true
+		}
+	}
+	for _, br := range ci.Brokers {
+		delete(known, br.ID)
+	}
+	var down []int32
+	for id := range known {
+		if id >= 0 {
+			down = append(down, id)
+		}
+	}
+	slices.Sort(down)
+	return down
 }
