@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/admin"
+	"github.com/gregor-broker/gregor/broker"
 	"github.com/gregor-broker/gregor/gregortest/clustertest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestConsole_ClusterWide: in a three-broker cluster, node 1's console
@@ -23,7 +25,9 @@ import (
 // the page of a group coordinated elsewhere answers 200 with them. The
 // topic's page lists all three partitions with leader, replicas, ISR and
 // the log start and high watermark of each. Once broker 3 is stopped,
-// /brokers lists it as DOWN and every page has the health line.
+// /brokers lists it as DOWN and every page has the health line. While
+// broker 2 drops ListGroups, / still answers 200 with the other groups
+// and says broker 2 could not be asked.
 func TestConsole_ClusterWide(t *testing.T) {
 	c := clustertest.Start(t, 3)
 	ctx := testCtx(t)
@@ -148,6 +152,26 @@ func TestConsole_ClusterWide(t *testing.T) {
 	}
 	if strings.Contains(body, `id="health"`) {
 		t.Fatalf("/ shows a health line with every broker up:\n%s", body)
+	}
+
+	// A broker that does not answer is listed, and the page shows the
+	// groups of the others.
+	id, err := c.Node(2).InjectFault(broker.Fault{APIKey: int16(kmsg.ListGroups), Partition: -1, DropConnection: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body = get(t, hs.URL+"/")
+	c.Node(2).ClearFaults(id)
+	if code != 200 || !regexp.MustCompile(`<div id="unreached" class="err">.*<li>broker 2: ListGroups: [^<]+</li>`).MatchString(body) {
+		t.Fatalf("/ with broker 2 dropping ListGroups does not say so: %d\n%s", code, body)
+	}
+	for _, g := range groups {
+		if listed := strings.Contains(body, fmt.Sprintf(`<tr data-group="%s">`, g)); listed != (coords[g].NodeID != 2) {
+			t.Errorf("/ with broker 2 unreachable: group %s (coordinator %d) listed: %v", g, coords[g].NodeID, listed)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("/:\n%s", body)
 	}
 
 	// A stopped broker stays on /brokers, as DOWN, and every page says so.
