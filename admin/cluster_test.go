@@ -142,6 +142,15 @@ func TestConsole_ClusterWide(t *testing.T) {
 		if l != 1 && !strings.Contains(body, fmt.Sprintf(`led by %d</span>`, l)) {
 			t.Errorf("/topics/events: partition %d, led by %d, is not marked as such", p, l)
 		}
+		// Browsing reads local replicas: a partition with none here says
+		// where to go; one here shows its own offsets.
+		code, page := get(t, fmt.Sprintf("%s/topics/events/%d?order=oldest", hs.URL, p))
+		if l != 1 && (code != 404 || !strings.Contains(page, fmt.Sprintf("events-%d has no replica on this broker: browse it on the console of its leader, broker %d", p, l))) {
+			t.Errorf("browsing events-%d (leader %d) on node 1: %d %s", p, l, code, page)
+		}
+		if l == 1 && (code != 200 || !strings.Contains(page, fmt.Sprintf("%d-9", p))) {
+			t.Errorf("browsing events-%d on its leader node 1: %d %s", p, code, page)
+		}
 	}
 	if t.Failed() {
 		t.Fatalf("/topics/events:\n%s", body)
