@@ -15,11 +15,24 @@
 //	GET    /topics/{topic}/{partition}    console: browse and search records (browse.go)
 //	GET    /topics/{topic}/records        the same, ?partition=
 //	GET    /groups/{group}                console: members, offsets, lag chart
-//	GET    /brokers                       console: brokers, partitions' replicas and ISR
+//	GET    /brokers                       console: brokers (live, and DOWN ones), partitions' replicas and ISR
+//
+// In a cluster the console shows the whole cluster from any node: the
+// groups of every coordinator, with committed offsets asked of it and lag
+// against high watermarks asked of the partitions' leaders
+// (broker.ClusterGroups, ClusterGroup), every partition of a topic with
+// its leadership and, for one with no replica here, the offsets of its
+// leader (broker.ClusterTopics), and the brokers that are replicas or
+// voters but not live (ClusterInfo.Down). These requests are bounded by
+// clusterTimeout; what did not answer is listed on the page. Every page
+// has a health line when partitions are under-replicated or offline or
+// brokers are down.
 //
 // The console keeps a bounded history (see History) sampled in the
 // background, drawn as SVG charts; /metrics adds gregor_group_lag_growing
-// and gregor_group_stalled (stopped committing) from it.
+// and gregor_group_stalled (stopped committing) from it. The history is
+// this broker's: the lag of the groups it coordinates and the throughput
+// of the partitions it holds.
 //
 //	GET    /groups/{group}/reset          console: offset reset preview (dry run)
 //	POST   /groups/{group}/reset          console: reset offsets (confirm)

@@ -228,14 +228,32 @@ func (s *Server) browseRecords(w http.ResponseWriter, r *http.Request, partition
 			break
 		}
 	}
-	if info == nil || int(p) >= len(info.Partitions) {
+	// The partitions with a replica here, by number (in a cluster they
+	// need not be all, nor at their index).
+	var part *broker.PartitionInfo
+	if info != nil {
+		for i := range info.Partitions {
+			if info.Partitions[i].Partition == int32(p) {
+				part = &info.Partitions[i]
+			}
+		}
+	}
+	if part == nil {
+		if info != nil {
+			for _, cp := range s.b.ClusterInfo().Partitions {
+				if cp.Topic == topic && cp.Partition == int32(p) {
+					http.Error(w, fmt.Sprintf("%s-%d has no replica on this broker: browse it on the console of its leader, broker %d", topic, p, cp.Leader), http.StatusNotFound)
+					return
+				}
+			}
+		}
 		http.NotFound(w, r)
 		return
 	}
 	q := r.URL.Query()
 	v := browsePage{Topic: topic, Partition: int32(p), Newest: q.Get("order") != "oldest", Offset: q.Get("offset"), Timestamp: q.Get("timestamp"),
 		Q: q.Get("q"), Header: q.Get("header"), Hex: q.Get("format") == "hex", Limit: defaultBrowseLimit,
-		LogStart: info.Partitions[p].LogStartOffset, HighWatermark: info.Partitions[p].HighWatermark,
+		LogStart: part.LogStartOffset, HighWatermark: part.HighWatermark,
 		MaxRecords: s.scanRecords, MaxBytes: s.scanBytes, From: -1, First: -1, Last: -1}
 	for _, ip := range info.Partitions {
 		v.Partitions = append(v.Partitions, ip.Partition)

@@ -1,7 +1,13 @@
 package admin
 
 // The web console: server-rendered pages over the broker's introspection
-// API (broker.Topics, Groups, ReadRecords). No JavaScript is needed; pages
+// API (broker.ClusterTopics, ClusterGroups, ClusterGroup, ClusterInfo,
+// ReadRecords). In a cluster the groups are asked of every broker (each
+// group of its coordinator, each high watermark of the partition's
+// leader), and the offsets of partitions with no replica here of their
+// leaders, within clusterTimeout, so any node's console shows the whole
+// cluster; what could not be reached is listed at the top of the page.
+// Record browsing reads this broker's replicas only. No JavaScript is needed; pages
 // refresh themselves when ?refresh=SECONDS is given.
 
 import (
@@ -44,10 +50,13 @@ var pages = sync.OnceValue(func() *template.Template {
 		},
 		"records": func(t broker.TopicInfo) (n int64) {
 			for _, p := range t.Partitions {
-				n += p.HighWatermark - p.LogStartOffset
+				if p.LogStartOffset >= 0 && p.HighWatermark >= p.LogStartOffset {
+					n += p.HighWatermark - p.LogStartOffset
+				}
 			}
 			return n
 		},
+		// size is the bytes of the replicas on this broker.
 		"size": func(t broker.TopicInfo) (n int64) {
 			for _, p := range t.Partitions {
 				n += p.SizeBytes
@@ -61,6 +70,11 @@ var pages = sync.OnceValue(func() *template.Template {
 // /brokers.
 const logDirsTimeout = 5 * time.Second
 
+// clusterTimeout bounds the other brokers' answers for a page that shows
+// the whole cluster (groups asked of their coordinators, high watermarks
+// of their leaders); what does not answer in time is listed on the page.
+const clusterTimeout = 3 * time.Second
+
 // lagColor is the lag bars' fill; the console test looks for its pixels.
 const lagColor = "#e4572e"
 
@@ -70,12 +84,36 @@ type page struct {
 	Principal string // the caller, shown when authentication is on
 	CSRF      string // the token the action forms carry
 	Data      any
+	// Unreached lists what the page could not ask of the other brokers
+	// ("broker 2: ListGroups: …"): the page shows the rest.
+	Unreached []string
+	// Health is the cluster's trouble ("1 under-replicated, 0 offline
+	// partitions, 1 brokers down"), "" when there is none.
+	Health string
 }
 
-// renderStatus renders a page with an HTTP status.
-func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+// health summarises ClusterInfo for the line on top of every page: ""
+// when no partition is under-replicated or offline and no broker down.
+func health(ci broker.ClusterInfo) string {
+	var under, offline int
+	for _, p := range ci.Partitions {
+		if p.OfflinePartition() {
+			offline++
+		} else if p.UnderReplicated() {
+			under++
+		}
+	}
+	if under == 0 && offline == 0 && len(ci.Down) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d under-replicated, %d offline partitions, %d brokers down", under, offline, len(ci.Down))
+}
+
+// renderStatus renders a page with an HTTP status, and what it could not
+// ask of the other brokers.
+func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, unreached ...string) {
 	c := callerOf(r)
-	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal)}
+	p := page{Title: title, Data: data, CSRF: s.csrfToken(c.Principal), Unreached: unreached, Health: health(s.b.ClusterInfo())}
 	if s.auth.on() {
 		p.Principal = c.Principal
 	}
@@ -94,8 +132,8 @@ func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int
 
 func (s *Server) registerConsole(mux *http.ServeMux) {
 	b := s.b
-	render := func(w http.ResponseWriter, r *http.Request, name, title string, data any) {
-		s.renderStatus(w, r, http.StatusOK, name, title, data)
+	render := func(w http.ResponseWriter, r *http.Request, name, title string, data any, unreached ...string) {
+		s.renderStatus(w, r, http.StatusOK, name, title, data, unreached...)
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		type topicRow struct {
@@ -125,11 +163,16 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			Samples int
 		}
 		o := overview{Growing: s.LagGrowing(), Stalled: s.Stalled(), GrowN: s.growN, StallN: s.stallN, Samples: s.hist.Len()}
-		for _, t := range b.Topics() {
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		defer cancel()
+		topics, unreached := b.ClusterTopics(ctx)
+		for _, t := range topics {
 			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
 			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
 		}
-		for _, g := range b.Groups() {
+		groups, more := b.ClusterGroups(ctx)
+		unreached = append(unreached, more...)
+		for _, g := range groups {
 			vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
 			o.Groups = append(o.Groups, groupRow{newGroupView(g), slices.Contains(o.Growing, g.Name), slices.Contains(o.Stalled, g.Name),
 				chartSVG("spark-lag-"+g.Name, 180, 40, "", ts, chartLine{Color: historyColor, Vals: vals})})
@@ -155,7 +198,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 					chartLine{Name: "p50", Color: historyColor, Vals: p50}, chartLine{Name: "p99", Color: p99Color, Vals: p99}))
 			}
 		}
-		render(w, r, "index.html", "Gregor", o)
+		render(w, r, "index.html", "Gregor", o, unreached...)
 	})
 	mux.HandleFunc("GET /links", func(w http.ResponseWriter, r *http.Request) {
 		type linksPage struct {
@@ -182,7 +225,10 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		render(w, r, "links.html", "Cluster links", page)
 	})
 	mux.HandleFunc("GET /topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
-		for _, t := range b.Topics() {
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		topics, unreached := b.ClusterTopics(ctx)
+		cancel()
+		for _, t := range topics {
 			if t.Name == r.PathValue("topic") {
 				type topicPage struct {
 					broker.TopicInfo
@@ -197,7 +243,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 					vals, ts := s.hist.Values(key(c.prefix, t.Name))
 					tp.Charts = append(tp.Charts, template.HTML("<h3>"+c.title+"</h3>")+chartSVG("chart-"+c.prefix, 520, 110, c.unit, ts, chartLine{Color: historyColor, Vals: vals}))
 				}
-				render(w, r, "topic.html", "Topic "+t.Name, tp)
+				render(w, r, "topic.html", "Topic "+t.Name, tp, unreached...)
 				return
 			}
 		}
@@ -212,6 +258,7 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 	mux.HandleFunc("GET /brokers", func(w http.ResponseWriter, r *http.Request) {
 		type brokerRow struct {
 			broker.BrokerInfo
+			Down           bool // not live: a replica or voter only
 			Leads, Follows int
 			Disk           broker.LogDirUsage
 			UsedPct        string // of the file system, "" when unknown
@@ -246,6 +293,16 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			}
 			cp.Rows = append(cp.Rows, row)
 		}
+		for _, id := range ci.Down {
+			row := brokerRow{BrokerInfo: broker.BrokerInfo{ID: id}, Down: true, Disk: broker.LogDirUsage{Broker: id, SizeBytes: -1, TotalBytes: -1, UsableBytes: -1}}
+			for _, p := range ci.Partitions {
+				if slices.Contains(p.Replicas, id) {
+					row.Follows++ // a replica, leading none while down
+				}
+			}
+			cp.Rows = append(cp.Rows, row)
+		}
+		slices.SortFunc(cp.Rows, func(x, y brokerRow) int { return int(x.ID) - int(y.ID) })
 		for _, p := range ci.Partitions {
 			if p.OfflinePartition() {
 				cp.Offline++
@@ -259,29 +316,34 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 		render(w, r, "brokers.html", "Brokers", cp)
 	})
 	mux.HandleFunc("GET /groups/{group}", func(w http.ResponseWriter, r *http.Request) {
-		for _, g := range b.Groups() {
-			if g.Name == r.PathValue("group") {
-				type groupPage struct {
-					groupView
-					Growing  bool
-					Stalled  bool
-					LagChart template.HTML
-					PartLags []template.HTML
-				}
-				gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name), Stalled: slices.Contains(s.Stalled(), g.Name)}
-				vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
-				gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
-				for _, o := range g.Offsets {
-					ps := strconv.Itoa(int(o.Partition))
-					vals, ts := s.hist.Values(key(seriesPartLag, g.Name, o.Topic, ps))
-					gp.PartLags = append(gp.PartLags, template.HTML(`<div class="part-lag"><div>`+template.HTMLEscapeString(o.Topic+"-"+ps)+`</div>`)+
-						chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: partLagColor, Vals: vals})+"</div>")
-				}
-				render(w, r, "group.html", "Group "+g.Name, gp)
+		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		g, ok, unreached := b.ClusterGroup(ctx, r.PathValue("group"))
+		cancel()
+		if !ok {
+			if len(unreached) > 0 {
+				http.Error(w, "group "+r.PathValue("group")+" not found; could not ask: "+strings.Join(unreached, "; "), http.StatusNotFound)
 				return
 			}
+			http.NotFound(w, r)
+			return
 		}
-		http.NotFound(w, r)
+		type groupPage struct {
+			groupView
+			Growing  bool
+			Stalled  bool
+			LagChart template.HTML
+			PartLags []template.HTML
+		}
+		gp := groupPage{groupView: newGroupView(g), Growing: slices.Contains(s.LagGrowing(), g.Name), Stalled: slices.Contains(s.Stalled(), g.Name)}
+		vals, ts := s.hist.Values(key(seriesGroupLag, g.Name))
+		gp.LagChart = chartSVG("lag-history", 640, 160, "", ts, chartLine{Color: historyColor, Vals: vals})
+		for _, o := range g.Offsets {
+			ps := strconv.Itoa(int(o.Partition))
+			vals, ts := s.hist.Values(key(seriesPartLag, g.Name, o.Topic, ps))
+			gp.PartLags = append(gp.PartLags, template.HTML(`<div class="part-lag"><div>`+template.HTMLEscapeString(o.Topic+"-"+ps)+`</div>`)+
+				chartSVG("lag-history-"+o.Topic+"-"+ps, 300, 70, "", ts, chartLine{Color: partLagColor, Vals: vals})+"</div>")
+		}
+		render(w, r, "group.html", "Group "+g.Name, gp, unreached...)
 	})
 }
 

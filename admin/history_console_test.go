@@ -164,7 +164,7 @@ func TestConsole_BrokersInChromium(t *testing.T) {
 	id := ci.Brokers[0].ID
 	dom := runChromium(t, bin, "http://"+b.HTTPAddr()+"/brokers", "--dump-dom")
 	for _, re := range []string{
-		fmt.Sprintf(`<tr class="broker" data-broker="%d"><td class="num">%d</td><td>[^<]+:\d+</td><td></td><td class="num">\d+</td><td class="num">0</td>\s*<td><code>[^<]+</code></td>\s*<td class="num disk-used" data-bytes="\d+"[^>]*>.*</td>\s*<td class="num fs-used">[\d.]+%%</td>\s*<td class="num fs-free"[^>]*>.*</td>\s*<td><span class="badge controller">controller</span>`, id, id),
+		fmt.Sprintf(`<tr class="broker" data-broker="%d"><td class="num">%d</td><td>[^<]+:\d+</td><td class="state">UP</td><td></td><td class="num">\d+</td><td class="num">0</td>\s*<td><code>[^<]+</code></td>\s*<td class="num disk-used" data-bytes="\d+"[^>]*>.*</td>\s*<td class="num fs-used">[\d.]+%%</td>\s*<td class="num fs-free"[^>]*>.*</td>\s*<td><span class="badge controller">controller</span>`, id, id),
 		fmt.Sprintf(`<tr class="ok" data-partition="lagged-2">\s*<td><a href="/topics/lagged">lagged</a></td><td class="num">2</td><td class="num">%d</td>`, id),
 		`id="under-replicated-count">0<`, `id="offline-count">0<`, `id="reassigning-count">0<`,
 	} {

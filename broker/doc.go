@@ -4,7 +4,8 @@
 // and transaction coordinators (package coordinator). A Broker is made with
 // New, bound with Listen, served with Serve and stopped with Close; programs
 // that embed one use its Go API (CreateTopic, Topics, Groups, ReadRecords,
-// Metrics, InjectFault).
+// Metrics, InjectFault; in a cluster ClusterTopics and ClusterGroups ask
+// the other brokers too, inspect_cluster.go).
 //
 // # Connections
 //

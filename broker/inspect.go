@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,21 +26,51 @@ type TopicInfo struct {
 	Partitions                  []PartitionInfo
 }
 
-// PartitionInfo is one partition's offsets and size.
+// PartitionInfo is one partition's offsets and size, and (from
+// ClusterTopics) its leadership.
 type PartitionInfo struct {
-	Partition      int32
+	Partition int32
+	// LogStartOffset and HighWatermark are this broker's replica's, or the
+	// leader's when it has none (ClusterTopics); -1 when unknown (no
+	// leader, or the leader could not be reached).
 	LogStartOffset int64
 	HighWatermark  int64
-	LogEndOffset   int64
-	SizeBytes      int64
+	// LogEndOffset and SizeBytes are this broker's replica's; -1 and 0
+	// when it has none.
+	LogEndOffset int64
+	SizeBytes    int64
+	// Local reports whether this broker holds a replica of the partition.
+	Local bool
+	// Leader (-1: none), Replicas, ISR and Offline (the replicas whose
+	// brokers are not live) are set by ClusterTopics; Topics leaves them
+	// zero.
+	Leader                 int32
+	Replicas, ISR, Offline []int32
 	// DirtyRatio is, for a compacted topic, the share of the cleanable
 	// bytes not yet cleaned (the log cleaner's min.cleanable.dirty.ratio
 	// compares with it); 0 otherwise.
 	DirtyRatio float64
 }
 
-// Topics returns every topic sorted by name, with its partitions' offsets.
-func (b *Broker) Topics() []TopicInfo {
+// UnderReplicated reports whether the ISR is smaller than the replica set
+// (ClusterTopics).
+func (p PartitionInfo) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// OfflinePartition reports whether the partition has no live leader
+// (ClusterTopics).
+func (p PartitionInfo) OfflinePartition() bool {
+	return p.Leader < 0 || slices.Contains(p.Offline, p.Leader)
+}
+
+// Topics returns every topic sorted by name, with the offsets of the
+// partitions it has a replica of here (every partition on a single node);
+// ClusterTopics shows every partition.
+func (b *Broker) Topics() []TopicInfo { return b.topicInfos(false) }
+
+// topicInfos returns every topic sorted by name, with the partitions this
+// broker has a replica of, and, when all, the others too (Local false,
+// offsets unknown).
+func (b *Broker) topicInfos(all bool) []TopicInfo {
 	b.mu.RLock()
 	ts := make([]*topic, 0, len(b.topics))
 	for _, t := range b.topics {
@@ -62,12 +93,15 @@ func (b *Broker) Topics() []TopicInfo {
 			RetentionMs: b.topicInt(configs, "retention.ms"), RetentionBytes: b.topicInt(configs, "retention.bytes")}
 		ti.CleanupPolicy, _ = b.topicConfigValue(configs, "cleanup.policy")
 		for _, p := range parts {
-			if p.log == nil {
-				continue // a cluster partition with no replica here
+			if p.log == nil { // a cluster partition with no replica here
+				if all {
+					ti.Partitions = append(ti.Partitions, PartitionInfo{Partition: p.index, LogStartOffset: -1, HighWatermark: -1, LogEndOffset: -1})
+				}
+				continue
 			}
 			ti.Partitions = append(ti.Partitions, PartitionInfo{
 				Partition: p.index, LogStartOffset: p.log.LogStartOffset(), HighWatermark: p.log.HighWatermark(),
-				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(),
+				LogEndOffset: p.log.LogEndOffset(), SizeBytes: p.log.Size(), Local: true,
 			})
 			if isCompacted(ti.CleanupPolicy) {
 				pi := &ti.Partitions[len(ti.Partitions)-1]
@@ -109,7 +143,8 @@ type GroupOffset struct {
 	Member        string // the assigned member's id, if any
 }
 
-// Groups returns every group sorted by name.
+// Groups returns the groups this broker coordinates (every group on a
+// single node) sorted by name; ClusterGroups asks the whole cluster.
 func (b *Broker) Groups() []GroupInfo {
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.Version = 5
@@ -125,56 +160,58 @@ func (b *Broker) Groups() []GroupInfo {
 	dresp := b.groups.DescribeGroups(dreq)
 	out := make([]GroupInfo, 0, len(dresp.Groups))
 	for _, dg := range dresp.Groups {
-		gi := GroupInfo{Name: dg.Group, State: dg.State, ProtocolType: dg.ProtocolType, Protocol: dg.Protocol}
-		owner := map[string]map[int32]string{}
-		for _, m := range dg.Members {
-			mi := MemberInfo{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
-			if m.InstanceID != nil {
-				mi.InstanceID = *m.InstanceID
-			}
-			if dg.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
-				var a kmsg.ConsumerMemberAssignment
-				if err := a.ReadFrom(m.MemberAssignment); err == nil {
-					mi.Assigned = map[string][]int32{}
-					for _, t := range a.Topics {
-						mi.Assigned[t.Topic] = append(mi.Assigned[t.Topic], t.Partitions...)
-						if owner[t.Topic] == nil {
-							owner[t.Topic] = map[int32]string{}
-						}
-						for _, p := range t.Partitions {
-							owner[t.Topic][p] = m.MemberID
-						}
+		out = append(out, groupInfo(dg, b.groups.Committed(dg.Group), b.localHighWatermark))
+	}
+	return out
+}
+
+// groupInfo is a described group with its committed offsets and, from
+// highWatermark (false: unknown), their lag.
+func groupInfo(dg kmsg.DescribeGroupsResponseGroup, committed map[string]map[int32]int64, highWatermark func(string, int32) (int64, bool)) GroupInfo {
+	gi := GroupInfo{Name: dg.Group, State: dg.State, ProtocolType: dg.ProtocolType, Protocol: dg.Protocol}
+	owner := map[string]map[int32]string{}
+	for _, m := range dg.Members {
+		mi := MemberInfo{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+		if m.InstanceID != nil {
+			mi.InstanceID = *m.InstanceID
+		}
+		if dg.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
+			var a kmsg.ConsumerMemberAssignment
+			if err := a.ReadFrom(m.MemberAssignment); err == nil {
+				mi.Assigned = map[string][]int32{}
+				for _, t := range a.Topics {
+					mi.Assigned[t.Topic] = append(mi.Assigned[t.Topic], t.Partitions...)
+					if owner[t.Topic] == nil {
+						owner[t.Topic] = map[int32]string{}
+					}
+					for _, p := range t.Partitions {
+						owner[t.Topic][p] = m.MemberID
 					}
 				}
 			}
-			gi.Members = append(gi.Members, mi)
 		}
-		for topicName, ps := range b.groups.Committed(dg.Group) {
-			var parts []*partition
-			if t := b.lookupTopic(topicName); t != nil {
-				parts = b.partitionsOf(t)
-			}
-			for p, off := range ps {
-				o := GroupOffset{Topic: topicName, Partition: p, Committed: off, HighWatermark: -1, Lag: -1, Member: owner[topicName][p]}
-				if p >= 0 && int(p) < len(parts) && parts[p].log != nil {
-					o.HighWatermark = parts[p].log.HighWatermark()
-					o.Lag = max(o.HighWatermark-off, 0)
-				}
-				gi.Offsets = append(gi.Offsets, o)
-			}
-		}
-		slices.SortFunc(gi.Offsets, func(x, y GroupOffset) int {
-			if x.Topic != y.Topic {
-				if x.Topic < y.Topic {
-					return -1
-				}
-				return 1
-			}
-			return int(x.Partition) - int(y.Partition)
-		})
-		out = append(out, gi)
+		gi.Members = append(gi.Members, mi)
 	}
-	return out
+	for topicName, ps := range committed {
+		for p, off := range ps {
+			o := GroupOffset{Topic: topicName, Partition: p, Committed: off, HighWatermark: -1, Lag: -1, Member: owner[topicName][p]}
+			if hw, ok := highWatermark(topicName, p); ok {
+				o.HighWatermark = hw
+				o.Lag = max(hw-off, 0)
+			}
+			gi.Offsets = append(gi.Offsets, o)
+		}
+	}
+	slices.SortFunc(gi.Offsets, func(x, y GroupOffset) int {
+		if x.Topic != y.Topic {
+			if x.Topic < y.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(x.Partition) - int(y.Partition)
+	})
+	return gi
 }
 
 // ErrUnknownPartition is returned by ReadRecords for a topic or partition
@@ -240,6 +277,10 @@ type ClusterInfo struct {
 	ControllerID int32
 	Brokers      []BrokerInfo       // live brokers, sorted by id
 	Partitions   []ClusterPartition // sorted by topic, partition
+	// Down lists, sorted, the brokers that are not live but are a replica
+	// of some partition or a voter of controller.quorum.voters: stopped or
+	// unreachable ones (never any on a single node).
+	Down []int32
 }
 
 // BrokerInfo is a live broker.
@@ -312,5 +353,37 @@ func (b *Broker) ClusterInfo() ClusterInfo {
 		}
 		return int(x.Partition) - int(y.Partition)
 	})
+	if b.cluster != nil {
+		ci.Down = b.downBrokers(ci)
+	}
 	return ci
+}
+
+// downBrokers returns the replicas and voters of ci that are not live.
+func (b *Broker) downBrokers(ci ClusterInfo) []int32 {
+	known := map[int32]bool{}
+	for _, p := range ci.Partitions {
+		for _, ids := range [][]int32{p.Replicas, p.AddingReplicas} {
+			for _, id := range ids {
+				known[id] = true
+			}
+		}
+	}
+	if v := b.cfg.Props["controller.quorum.voters"]; v != "" {
+		voters, _ := metadata.ParseVoters(v) // checked at start
+		for _, vt := range voters {
+			known[vt.NodeID] = true
+		}
+	}
+	for _, br := range ci.Brokers {
+		delete(known, br.ID)
+	}
+	var down []int32
+	for id := range known {
+		if id >= 0 {
+			down = append(down, id)
+		}
+	}
+	slices.Sort(down)
+	return down
 }
