@@ -26,6 +26,7 @@ import (
 
 	"github.com/gregor-broker/gregor/broker"
 	"github.com/gregor-broker/gregor/link"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 //go:embed templates/*.html
@@ -226,17 +227,39 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+		defer cancel()
 		topics, unreached := b.ClusterTopics(ctx)
-		cancel()
 		for _, t := range topics {
 			if t.Name == r.PathValue("topic") {
+				type consumer struct {
+					Group, State string
+					Partitions   int
+					Lag          int64 // over the partitions it committed
+				}
 				type topicPage struct {
 					broker.TopicInfo
 					Charts      []template.HTML
 					ScanRecords int
 					ScanBytes   int64
+					Consumers   []consumer
+					AllConfigs  []topicConfig
 				}
 				tp := topicPage{TopicInfo: t, ScanRecords: s.scanRecords, ScanBytes: s.scanBytes}
+				groups, more := b.ClusterGroups(ctx)
+				unreached = append(unreached, more...)
+				for _, g := range groups {
+					c := consumer{Group: g.Name, State: g.State}
+					for _, o := range g.Offsets {
+						if o.Topic == t.Name {
+							c.Partitions++
+							c.Lag += max(o.Lag, 0)
+						}
+					}
+					if c.Partitions > 0 {
+						tp.Consumers = append(tp.Consumers, c)
+					}
+				}
+				tp.AllConfigs = topicConfigs(ctx, b, callerOf(r), t.Name)
 				for _, c := range []struct{ prefix, title, unit string }{
 					{seriesBytesIn, "Bytes in", "B/s"}, {seriesRecordsIn, "Records in", "/s"}, {seriesBytesOut, "Bytes out", "B/s"},
 				} {
@@ -430,4 +453,39 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// topicConfig is one of a topic's configs with its value and where the
+// value comes from (Kafka's config source, as kafka-configs --describe
+// --all shows it).
+type topicConfig struct {
+	Name, Value, Source string
+	Sensitive           bool
+}
+
+// topicConfigs are every config of a topic, asked with DescribeConfigs as
+// the caller (so its ACLs apply); none when it may not see them.
+func topicConfigs(ctx context.Context, b *broker.Broker, c broker.Caller, topic string) []topicConfig {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	req.Resources = append(req.Resources, rr)
+	resp, err := b.Execute(ctx, c, req)
+	if err != nil {
+		return nil
+	}
+	var out []topicConfig
+	for _, res := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+		if res.ErrorCode != 0 {
+			return nil
+		}
+		for _, cf := range res.Configs {
+			v := ""
+			if cf.Value != nil {
+				v = *cf.Value
+			}
+			out = append(out, topicConfig{Name: cf.Name, Value: v, Source: cf.Source.String(), Sensitive: cf.IsSensitive})
+		}
+	}
+	return out
 }
