@@ -222,7 +222,10 @@ func (s *Server) browseRecords(w http.ResponseWriter, r *http.Request, partition
 		return
 	}
 	var info *broker.TopicInfo
-	for _, t := range s.b.Topics() {
+	ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
+	topics, _ := s.b.ClusterTopics(ctx) // every partition, from any node
+	cancel()
+	for _, t := range topics {
 		if t.Name == topic {
 			info = &t
 			break
@@ -239,14 +242,6 @@ func (s *Server) browseRecords(w http.ResponseWriter, r *http.Request, partition
 		}
 	}
 	if part == nil {
-		if info != nil {
-			for _, cp := range s.b.ClusterInfo().Partitions {
-				if cp.Topic == topic && cp.Partition == int32(p) {
-					http.Error(w, fmt.Sprintf("%s-%d has no replica on this broker: browse it on the console of its leader, broker %d", topic, p, cp.Leader), http.StatusNotFound)
-					return
-				}
-			}
-		}
 		http.NotFound(w, r)
 		return
 	}

@@ -5,11 +5,14 @@ package broker
 // and the records of a partition (decoded by records.go).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gregor-broker/gregor/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -231,11 +234,14 @@ func (b *Broker) ReadRecords(topicName string, partitionIndex int32, offset int6
 	if t == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownPartition, topicName)
 	}
-	parts := b.partitionsOf(t)
-	if partitionIndex < 0 || int(partitionIndex) >= len(parts) || parts[partitionIndex].log == nil {
+	p := partitionAt(b.partitionsOf(t), partitionIndex)
+	if p == nil || p.log == nil {
+		if b.cluster != nil {
+			return b.readRemoteRecords(topicName, partitionIndex, offset, limit)
+		}
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topicName, partitionIndex)
 	}
-	l := parts[partitionIndex].log
+	l := p.log
 	offset = max(offset, l.LogStartOffset())
 	var out []Record
 	read := 0
@@ -386,4 +392,65 @@ func (b *Broker) downBrokers(ci ClusterInfo) []int32 {
 	}
 	slices.Sort(down)
 	return down
+}
+
+// readRemoteRecords is ReadRecords of a partition with no replica on this
+// broker: Fetch requests (read_uncommitted, as the local read) to its
+// leader, within the same bounds.
+func (b *Broker) readRemoteRecords(topicName string, partitionIndex int32, offset int64, limit int) ([]Record, error) {
+	md := b.cluster.node.Metadata()
+	mp, ok := md.Partition(topicName, partitionIndex)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topicName, partitionIndex)
+	}
+	if mp.Leader < 0 {
+		return nil, fmt.Errorf("%s-%d has no leader", topicName, partitionIndex)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	var out []Record
+	read := 0
+	for len(out) < limit && read < maxBrowseBytes {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topicName // by name up to v12, by id from v13: both set
+		if t := md.Topics[topicName]; t != nil {
+			rt.TopicID = t.ID
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = partitionIndex, offset, 1<<20, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := b.peerRequest(ctx, mp.Leader, req)
+		if err != nil {
+			return out, fmt.Errorf("fetching %s-%d from broker %d: %w", topicName, partitionIndex, mp.Leader, err)
+		}
+		fr := resp.(*kmsg.FetchResponse)
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			return out, fmt.Errorf("fetching %s-%d from broker %d: an answer without the partition", topicName, partitionIndex, mp.Leader)
+		}
+		got := fr.Topics[0].Partitions[0]
+		if got.ErrorCode == kerr.OffsetOutOfRange.Code && offset < got.LogStartOffset {
+			offset = got.LogStartOffset
+			continue
+		}
+		if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+			return out, fmt.Errorf("fetching %s-%d from broker %d: %w", topicName, partitionIndex, mp.Leader, err)
+		}
+		if len(got.RecordBatches) == 0 || offset >= got.HighWatermark {
+			break
+		}
+		read += len(got.RecordBatches)
+		next, recs, err := parseBatches(got.RecordBatches, offset, limit-len(out))
+		out = append(out, recs...)
+		if err != nil {
+			return out, err
+		}
+		if next <= offset {
+			break
+		}
+		offset = next
+	}
+	return out, nil
 }
