@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/metastore"
-	"github.com/gregor-broker/gregor/storage"
 )
 
 // configMaps are config maps by name, as the dynamic broker configs (by
@@ -16,7 +15,8 @@ import (
 // broker's) and the group configs (by group id) are kept: a metastore
 // collection with one record per name, the JSON object of its configs.
 // On a single node the collection is a file under __meta in the format it
-// always had, {"<field>": {"<name>": {"<config>": "<value>"}}}; in a
+// always had, {"<field>": {"<name>": {"<config>": "<value>"}}}
+// (openObjectFile); in a
 // cluster it is etcd's /gregor/<collection>/<name>. A name without
 // configs has no record.
 type configMaps = map[string]map[string]string
@@ -88,31 +88,4 @@ func decodeConfigMaps(recs metastore.Records) configMaps {
 		}
 	}
 	return out
-}
-
-// openConfigMapsFile opens a single node's configMaps file, path, whose
-// object is under field.
-func openConfigMapsFile(path, field string) (*metastore.File, error) {
-	return metastore.OpenFile(metastore.FileConfig{
-		Path: path,
-		Decode: func(data []byte) (metastore.Records, error) {
-			var f map[string]map[string]json.RawMessage
-			if err := json.Unmarshal(data, &f); err != nil {
-				return nil, err
-			}
-			recs := metastore.Records{}
-			for name, cfg := range f[field] {
-				recs[name] = cfg
-			}
-			return recs, nil
-		},
-		Encode: func(recs metastore.Records) ([]byte, error) {
-			obj := make(map[string]json.RawMessage, len(recs))
-			for name, cfg := range recs {
-				obj[name] = cfg
-			}
-			return json.MarshalIndent(map[string]map[string]json.RawMessage{field: obj}, "", "  ")
-		},
-		Write: storage.WriteFileAtomic,
-	})
 }

@@ -19,7 +19,6 @@ package broker
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -40,7 +39,7 @@ func (b *Broker) initTokens() error {
 	if b.cfg.clusterConfigured() {
 		return nil
 	}
-	f, err := openConfigMapsFile(filepath.Join(b.cfg.DataDir, metaDirName, tokensFileName), "tokens")
+	f, err := b.openObjectFile(tokensFileName, "tokens")
 	if err != nil {
 		return err
 	}

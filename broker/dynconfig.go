@@ -31,7 +31,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,7 +212,7 @@ func (b *Broker) initBrokerConfigs() error {
 	if b.cfg.clusterConfigured() {
 		return nil
 	}
-	f, err := openConfigMapsFile(filepath.Join(b.cfg.DataDir, metaDirName, brokerConfigsFileName), "brokers")
+	f, err := b.openObjectFile(brokerConfigsFileName, "brokers")
 	if err != nil {
 		return err
 	}

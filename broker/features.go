@@ -33,7 +33,6 @@ package broker
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,7 +80,7 @@ func (b *Broker) initFeatures() error {
 	if b.cfg.clusterConfigured() {
 		return nil
 	}
-	f, err := openConfigMapsFile(filepath.Join(b.cfg.DataDir, metaDirName, featuresFileName), "features")
+	f, err := b.openObjectFile(featuresFileName, "features")
 	if err != nil {
 		return err
 	}

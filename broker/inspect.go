@@ -242,22 +242,35 @@ func (b *Broker) ReadRecords(topicName string, partitionIndex int32, offset int6
 		return nil, fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topicName, partitionIndex)
 	}
 	l := p.log
-	offset = max(offset, l.LogStartOffset())
-	var out []Record
-	read := 0
-	for len(out) < limit && read < maxBrowseBytes && offset < l.HighWatermark() {
+	return collectRecords(max(offset, l.LogStartOffset()), limit, func(offset int64) ([]byte, int64, error) {
+		if offset >= l.HighWatermark() {
+			return nil, offset, nil
+		}
 		res, err := l.Read(offset, 1<<20, true)
 		if err != nil {
-			return out, err
+			return nil, offset, err
 		}
 		buf, err := res.Slice.ReadAll()
 		res.Slice.Release()
+		return buf, offset, err
+	})
+}
+
+// collectRecords reads records from offset on, up to limit of them and
+// maxBrowseBytes of batches: chunk returns the batches from an offset (none
+// at the end) and the offset they start from (moved up to the log start).
+func collectRecords(offset int64, limit int, chunk func(offset int64) ([]byte, int64, error)) ([]Record, error) {
+	var out []Record
+	read := 0
+	for len(out) < limit && read < maxBrowseBytes {
+		buf, from, err := chunk(offset)
 		if err != nil {
 			return out, err
 		}
 		if len(buf) == 0 {
 			break
 		}
+		offset = from
 		read += len(buf)
 		next, recs, err := parseBatches(buf, offset, limit-len(out))
 		out = append(out, recs...)
@@ -408,49 +421,40 @@ func (b *Broker) readRemoteRecords(topicName string, partitionIndex int32, offse
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	var out []Record
-	read := 0
-	for len(out) < limit && read < maxBrowseBytes {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topicName // by name up to v12, by id from v13: both set
-		if t := md.Topics[topicName]; t != nil {
-			rt.TopicID = t.ID
+	return collectRecords(offset, limit, func(offset int64) ([]byte, int64, error) {
+		for range 2 { // once more from the log start when below it
+			req := kmsg.NewPtrFetchRequest()
+			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topicName // by name up to v12, by id from v13: both set
+			if t := md.Topics[topicName]; t != nil {
+				rt.TopicID = t.ID
+			}
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = partitionIndex, offset, 1<<20, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := b.peerRequest(ctx, mp.Leader, req)
+			if err != nil {
+				return nil, offset, fmt.Errorf("fetching %s-%d from broker %d: %w", topicName, partitionIndex, mp.Leader, err)
+			}
+			fr := resp.(*kmsg.FetchResponse)
+			if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+				return nil, offset, fmt.Errorf("fetching %s-%d from broker %d: an answer without the partition", topicName, partitionIndex, mp.Leader)
+			}
+			got := fr.Topics[0].Partitions[0]
+			if got.ErrorCode == kerr.OffsetOutOfRange.Code && offset < got.LogStartOffset {
+				offset = got.LogStartOffset
+				continue
+			}
+			if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+				return nil, offset, fmt.Errorf("fetching %s-%d from broker %d: %w", topicName, partitionIndex, mp.Leader, err)
+			}
+			if offset >= got.HighWatermark {
+				return nil, offset, nil
+			}
+			return got.RecordBatches, offset, nil
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = partitionIndex, offset, 1<<20, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := b.peerRequest(ctx, mp.Leader, req)
-		if err != nil {
-			return out, fmt.Errorf("fetching %s-%d from broker %d: %w", topicName, partitionIndex, mp.Leader, err)
-		}
-		fr := resp.(*kmsg.FetchResponse)
-		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-			return out, fmt.Errorf("fetching %s-%d from broker %d: an answer without the partition", topicName, partitionIndex, mp.Leader)
-		}
-		got := fr.Topics[0].Partitions[0]
-		if got.ErrorCode == kerr.OffsetOutOfRange.Code && offset < got.LogStartOffset {
-			offset = got.LogStartOffset
-			continue
-		}
-		if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
-			return out, fmt.Errorf("fetching %s-%d from broker %d: %w", topicName, partitionIndex, mp.Leader, err)
-		}
-		if len(got.RecordBatches) == 0 || offset >= got.HighWatermark {
-			break
-		}
-		read += len(got.RecordBatches)
-		next, recs, err := parseBatches(got.RecordBatches, offset, limit-len(out))
-		out = append(out, recs...)
-		if err != nil {
-			return out, err
-		}
-		if next <= offset {
-			break
-		}
-		offset = next
-	}
-	return out, nil
+		return nil, offset, nil
+	})
 }

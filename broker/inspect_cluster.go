@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -172,15 +173,7 @@ func (b *Broker) describeGroupsAcross(ctx context.Context, byBroker map[int32][]
 			}))
 		}
 	}
-	slices.SortFunc(out, func(x, y GroupInfo) int {
-		switch {
-		case x.Name < y.Name:
-			return -1
-		case x.Name > y.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(x, y GroupInfo) int { return strings.Compare(x.Name, y.Name) })
 	slices.Sort(problems)
 	return out, problems
 }
@@ -263,17 +256,7 @@ func (b *Broker) committedAt(ctx context.Context, id int32, names []string) (map
 			continue
 		}
 		m := map[string]map[int32]int64{}
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 || p.Offset < 0 {
-					continue
-				}
-				if m[t.Topic] == nil {
-					m[t.Topic] = map[int32]int64{}
-				}
-				m[t.Topic][p.Partition] = p.Offset
-			}
-		}
+		addCommitted(m, g.Topics)
 		out[g.Group] = m
 	}
 	if len(errs) > 0 {

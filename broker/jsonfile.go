@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"maps"
+	"path/filepath"
 	"slices"
 
 	"github.com/gregor-broker/gregor/metastore"
@@ -47,6 +48,34 @@ func openListFile[T any](path, field string, id func(*T) string) (*metastore.Fil
 				list = append(list, recs[k])
 			}
 			return json.MarshalIndent(map[string][]json.RawMessage{field: list}, "", "  ")
+		},
+		Write: storage.WriteFileAtomic,
+	})
+}
+
+// openObjectFile opens a single node's collection kept in
+// __meta/<name> as {"<field>": {"<key>": record, ...}}: the dynamic broker
+// configs, the group configs, the feature levels, the delegation tokens.
+func (b *Broker) openObjectFile(name, field string) (*metastore.File, error) {
+	return metastore.OpenFile(metastore.FileConfig{
+		Path: filepath.Join(b.cfg.DataDir, metaDirName, name),
+		Decode: func(data []byte) (metastore.Records, error) {
+			var f map[string]map[string]json.RawMessage
+			if err := json.Unmarshal(data, &f); err != nil {
+				return nil, err
+			}
+			recs := metastore.Records{}
+			for key, rec := range f[field] {
+				recs[key] = rec
+			}
+			return recs, nil
+		},
+		Encode: func(recs metastore.Records) ([]byte, error) {
+			obj := make(map[string]json.RawMessage, len(recs))
+			for key, rec := range recs {
+				obj[key] = rec
+			}
+			return json.MarshalIndent(map[string]map[string]json.RawMessage{field: obj}, "", "  ")
 		},
 		Write: storage.WriteFileAtomic,
 	})

@@ -317,17 +317,7 @@ func (h linkHost) CommittedOffsets(ctx context.Context, group string) (map[strin
 		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
 			return nil, err
 		}
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 || p.Offset < 0 {
-					continue
-				}
-				if out[t.Topic] == nil {
-					out[t.Topic] = map[int32]int64{}
-				}
-				out[t.Topic][p.Partition] = p.Offset
-			}
-		}
+		addCommitted(out, g.Topics)
 	}
 	return out, nil
 }
@@ -483,4 +473,20 @@ func (h linkHost) CreateACLs(ctx context.Context, bindings []kmsg.CreateACLsRequ
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addCommitted adds an OffsetFetch answer's committed offsets to m, by
+// topic and partition; partitions with an error or no commit are left out.
+func addCommitted(m map[string]map[int32]int64, topics []kmsg.OffsetFetchResponseGroupTopic) {
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Offset < 0 {
+				continue
+			}
+			if m[t.Topic] == nil {
+				m[t.Topic] = map[int32]int64{}
+			}
+			m[t.Topic][p.Partition] = p.Offset
+		}
+	}
 }

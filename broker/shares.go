@@ -30,7 +30,6 @@ package broker
 import (
 	"context"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -124,7 +123,7 @@ func (b *Broker) initGroupConfigs() error {
 	if b.cfg.clusterConfigured() {
 		return nil
 	}
-	f, err := openConfigMapsFile(filepath.Join(b.cfg.DataDir, metaDirName, groupConfigsFileName), "groups")
+	f, err := b.openObjectFile(groupConfigsFileName, "groups")
 	if err != nil {
 		return err
 	}
