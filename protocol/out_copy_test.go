@@ -32,26 +32,7 @@ func TestOut_CopyRegionSendsExactBytes(t *testing.T) {
 	if _, err := f.Seek(123, io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, got := loopbackReceiver(t, func(c net.Conn) ([]byte, error) { return io.ReadAll(c) })
 	r := Region{File: f, Pos: 4097, Size: int64(len(payload)) - 4097 - 5}
 	n, err := copyRegion(c, r)
 	c.Close()
@@ -70,4 +51,32 @@ func TestOut_CopyRegionSendsExactBytes(t *testing.T) {
 	if !errors.Is(err, io.ErrUnexpectedEOF) || n != 10 || !bytes.Equal(buf.Bytes(), payload[len(payload)-10:]) {
 		t.Fatalf("region past the end: %d bytes, %v; want the 10 there are and io.ErrUnexpectedEOF", n, err)
 	}
+}
+
+// loopbackReceiver returns a client connection to a loopback listener and
+// the channel on which the listener's side hands over what read read
+// from it (nil when the accept failed).
+func loopbackReceiver(t *testing.T, read func(net.Conn) ([]byte, error)) (net.Conn, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := read(c)
+		got <- b
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, got
 }

@@ -19,26 +19,7 @@ func TestOut_WriteToUsesSendfile(t *testing.T) {
 	}
 	defer f.Close()
 	f.Write(payload)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := readFrame(c, 10<<20)
-		got <- b
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, got := loopbackReceiver(t, func(c net.Conn) ([]byte, error) { return readFrame(c, 10<<20) })
 	defer c.Close()
 	before := sendfileBytes.Load()
 	out := NewOut([]byte{0, 0, 0, 0, 'h', 'i'})
