@@ -60,7 +60,12 @@
 // against the user store (authn.Users over a metastore collection: users.go
 // opens a file under __meta on one node, etcd in a cluster), managed with
 // DescribeUserScramCredentials and AlterUserScramCredentials (a change
-// conditioned on the user as read, so two brokers' changes both land). Inter-broker clients use the inter-broker
+// conditioned on the user as read, so two brokers' changes both land).
+// Delegation tokens (KIP-48, delegation_tokens.go and 38-41: authn.Tokens
+// over a metastore collection) authenticate through SCRAM with
+// tokenauth=true. Topics may ask for broker-side schema ID validation
+// (schema_validation.go, Confluent's confluent.*.schema.validation
+// configs) against this broker's schema registry. Inter-broker clients use the inter-broker
 // listener's TLS and SASL settings (interbroker.go). With
 // authorizer.class.name set, the authorizer (package security/acl; its
 // settings and store: acl.go) checks each request
