@@ -371,14 +371,16 @@ func (c lagGrowingCollector) collectFlags(ch chan<- prometheus.Metric, desc *pro
 //	 "error": "NOT_LEADER_OR_FOLLOWER"}
 //	{"api": "Fetch", "latency_ms": 500, "count": 0}
 //	{"api": 1, "drop_connection": true, "count": 1}
+//	{"api": "Fetch", "client_id": "gregor-replica-3", "latency_ms": 60000}
 //
 // api is a name (Produce, Fetch, JoinGroup, …) or a key number; error a
-// Kafka error name or code; partition defaults to any (-1); count 0 means
-// until cleared.
+// Kafka error name or code; partition defaults to any (-1); client_id to
+// any client; count 0 means until cleared.
 type faultRequest struct {
 	API            json.RawMessage `json:"api"`
 	Topic          string          `json:"topic"`
 	Partition      *int32          `json:"partition"`
+	ClientID       string          `json:"client_id"`
 	Count          int             `json:"count"`
 	Error          json.RawMessage `json:"error"`
 	LatencyMs      int64           `json:"latency_ms"`
@@ -386,7 +388,7 @@ type faultRequest struct {
 }
 
 func (fr faultRequest) fault() (broker.Fault, error) {
-	f := broker.Fault{Topic: fr.Topic, Partition: -1, Count: fr.Count, Latency: time.Duration(fr.LatencyMs) * time.Millisecond, DropConnection: fr.DropConnection}
+	f := broker.Fault{Topic: fr.Topic, Partition: -1, ClientID: fr.ClientID, Count: fr.Count, Latency: time.Duration(fr.LatencyMs) * time.Millisecond, DropConnection: fr.DropConnection}
 	if fr.Partition != nil {
 		f.Partition = *fr.Partition
 	}

@@ -3,7 +3,7 @@ package broker
 // Fault injection, for testing how clients cope with a misbehaving broker.
 //
 // A Fault matches requests of one API key, optionally only those naming a
-// topic (and a partition). A matching request is delayed by Latency, then
+// topic (and a partition) or only those of one client id. A matching request is delayed by Latency, then
 // either closes its connection (DropConnection), is answered with ErrorCode
 // without being executed, or (neither) is handled normally. A fault applies
 // to its next Count matching requests, or to every one until ClearFaults
@@ -40,6 +40,10 @@ type Fault struct {
 	// Partition, with Topic, restricts it to requests naming this
 	// partition of the topic; -1 (or no Topic) means any.
 	Partition int32 `json:"partition"`
+	// ClientID, when set, restricts the fault to requests whose header
+	// carries this client id (a follower's fetcher is
+	// "gregor-replica-<node id>").
+	ClientID string `json:"client_id,omitempty"`
 	// Count is how many matching requests the fault applies to; 0 means
 	// all of them until ClearFaults.
 	Count int `json:"count"`
@@ -107,7 +111,7 @@ func (b *Broker) InjectFault(f Fault) (int, error) {
 	}
 	fs.active = append(fs.active, st)
 	fs.n.Store(int32(len(fs.active)))
-	b.log.Info("fault injected", "id", st.ID, "api", kmsg.NameForKey(f.APIKey), "topic", f.Topic, "partition", f.Partition,
+	b.log.Info("fault injected", "id", st.ID, "api", kmsg.NameForKey(f.APIKey), "topic", f.Topic, "partition", f.Partition, "client_id", f.ClientID,
 		"count", f.Count, "error", f.ErrorCode, "latency", f.Latency, "drop", f.DropConnection)
 	return st.ID, nil
 }
@@ -166,7 +170,8 @@ func (b *Broker) injectFault(h *handler, r *request) error {
 	}
 	var hit *Fault
 	for i, st := range fs.active {
-		if st.APIKey != r.hdr.Key || st.Topic != "" && !b.requestNames(r.msg, st.Topic, st.Partition) {
+		if st.APIKey != r.hdr.Key || st.ClientID != "" && (r.hdr.ClientID == nil || *r.hdr.ClientID != st.ClientID) ||
+			st.Topic != "" && !b.requestNames(r.msg, st.Topic, st.Partition) {
 			continue
 		}
 		st.Hits++

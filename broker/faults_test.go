@@ -22,6 +22,11 @@ func TestFaults_ProduceNotLeaderIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
+	// A fault for another client id is not hit.
+	other, err := b.InjectFault(Fault{APIKey: int16(kmsg.Produce), ClientID: "someone-else", ErrorCode: kerr.NotLeaderForPartition.Code})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := b.InjectFault(Fault{APIKey: int16(kmsg.Produce), Topic: "t", Partition: 0, Count: 2, ErrorCode: kerr.NotLeaderForPartition.Code}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +50,8 @@ func TestFaults_ProduceNotLeaderIsRetried(t *testing.T) {
 	if err := cl2.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: 0, Value: []byte("retried")}).FirstErr(); err != nil {
 		t.Fatalf("producer did not get through the injected error: %v", err)
 	}
-	if len(b.Faults()) != 0 {
-		t.Fatalf("fault still active after its count: %+v", b.Faults())
+	if fs := b.Faults(); len(fs) != 1 || fs[0].ID != other || fs[0].Hits != 0 {
+		t.Fatalf("faults %+v; want only the other client's, never hit", fs)
 	}
 	p0 := b.Topics()[0].Partitions[0]
 	if p0.LogEndOffset != 1 {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
-	"github.com/gregor-broker/gregor/replication"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -296,9 +295,15 @@ func TestCluster_FetchFromClosestReplica(t *testing.T) {
 		t.Fatalf("rack b consumer of plain: fetches by broker %s, batches by broker %s; want all from broker 3", fetches, batches)
 	}
 
-	// Broker 3 stops fetching near; it stays in the ISR (30 s lag), so
-	// the high watermark stays at 100 while broker 2 copies 10 more.
-	brokers[2].cluster.fetchers.Unfollow(replication.TP{Topic: "near", Partition: 0})
+	// Broker 3's fetches from the leader stall (a fault on the leader for
+	// its client id: unfollowing on broker 3 would last only until its
+	// metadata loop applies the next revision). It stays in the ISR (30 s
+	// lag), so the high watermark stays at 100 while broker 2 copies 10
+	// more. A fetch of broker 3's already waiting at offset 100 may still
+	// bring it records, but the leader learns of them only from its next.
+	if _, err := brokers[0].InjectFault(Fault{APIKey: int16(kmsg.Fetch), ClientID: "gregor-replica-3", Latency: 5 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
 	produceValues(t, addrs[0], "near", kgo.LeaderAck(), valuesN("more", 10))
 	follower := partitionOf(brokers[1], "near").log
 	waitFor(t, 20*time.Second, "broker 2 to copy offsets 100-109", func() bool { return follower.LogEndOffset() == 110 })
