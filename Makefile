@@ -20,7 +20,7 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 # Release builds (make dist): no cgo, no local paths, no symbol tables.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: cross cross-vet dist image check-image check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: cross cross-vet dist image check-image check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
@@ -338,6 +338,13 @@ bench-scale: build
 BENCH_LINK_FLAGS ?=
 bench-link: build
 	cd bench && $(GO) run ./cmd/link-bench -bin ../bin/gregor $(BENCH_LINK_FLAGS)
+
+## bench-registry: the built-in schema registry (issue #24): registering
+## and looking up schemas over its REST API, one client and several.
+## Knobs: BENCH_REGISTRY_FLAGS="-n 2000 -c 8 -d 5s"
+BENCH_REGISTRY_FLAGS ?=
+bench-registry: build
+	cd bench && $(GO) run ./cmd/registry-bench -bin ../bin/gregor $(BENCH_REGISTRY_FLAGS)
 
 ## bench-compare: Gregor, kfake and Apache Kafka 4.4 (compat/kafkaref; needs
 ## java and mvn, else it is left out with a note) as processes on loopback,

@@ -35,7 +35,7 @@ func parseAvro(text string, deps []resolvedRef) (*parsed, error) {
 // avroCompatible applies Avro's schema resolution rules: can data written
 // with writer be read with reader?
 func avroCompatible(reader, writer avro.Schema) []string {
-	c := avroChecker{memo: map[[2]string]*avroPairResult{}}
+	c := avroChecker{memo: map[[2]*avro.RecordSchema]*avroPairResult{}}
 	c.check(reader, writer, "")
 	return c.msgs
 }
@@ -43,8 +43,9 @@ func avroCompatible(reader, writer avro.Schema) []string {
 type avroChecker struct {
 	// memo holds the record pairs checked or under check, so recursive
 	// types end: a pair under check is assumed compatible (the check is
-	// coinductive), a checked pair answers its result again.
-	memo map[[2]string]*avroPairResult
+	// coinductive), a checked pair answers its result again. A record is
+	// one pointer wherever it is referenced in its schema.
+	memo map[[2]*avro.RecordSchema]*avroPairResult
 	msgs []string
 }
 
@@ -144,7 +145,7 @@ func (c *avroChecker) check(reader, writer avro.Schema, path string) {
 			c.fail("NAME_MISMATCH", path, "The name of the new record (%s) does not match the old one (%s)", r.FullName(), w.FullName())
 			return
 		}
-		pair := [2]string{r.String(), w.String()}
+		pair := [2]*avro.RecordSchema{r, w}
 		if res := c.memo[pair]; res != nil {
 			if res.done {
 				c.msgs = append(c.msgs, res.msgs...)

@@ -484,15 +484,12 @@ func (r *Registry) handleCompatibility(_ http.ResponseWriter, q *http.Request) (
 		case err != nil:
 			return err
 		default:
-			var previous []*parsed
-			for _, sv := range targets {
-				pp, err := v.parse(sv.Type, sv.Schema, sv.References, false)
-				if err != nil {
-					return apiErr(codeStoreError, "Error parsing version %d of subject %s: %v", sv.Version, subject, err)
-				}
-				previous = append(previous, pp)
+			level := r.levelOf(v, subject)
+			previous, err := v.compatibilityTargets(level, subject, targets)
+			if err != nil {
+				return err
 			}
-			msgs = compatible(r.levelOf(v, subject), p, previous)
+			msgs = compatible(level, p, previous)
 		}
 		out.IsCompatible = len(msgs) == 0
 		if verbose {

@@ -70,18 +70,12 @@ func (r *Registry) register(ctx context.Context, subject string, q registerReque
 			id = v.maxID + 1
 		}
 		if mode != ModeImport {
-			var previous []*parsed
-			for _, sv := range all {
-				if sv.Deleted {
-					continue
-				}
-				pp, err := v.parse(sv.Type, sv.Schema, sv.References, false)
-				if err != nil {
-					return nil, apiErr(codeStoreError, "Error parsing version %d of subject %s: %v", sv.Version, subject, err)
-				}
-				previous = append(previous, pp)
+			level := r.levelOf(v, subject)
+			previous, err := v.compatibilityTargets(level, subject, all)
+			if err != nil {
+				return nil, err
 			}
-			if msgs := compatible(r.levelOf(v, subject), p, previous); len(msgs) > 0 {
+			if msgs := compatible(level, p, previous); len(msgs) > 0 {
 				return nil, apiErr(codeIncompatibleSchema, "Schema being registered is incompatible with an earlier schema for subject \"%s\", details: [%s]", subject, strings.Join(msgs, ", "))
 			}
 		}

@@ -75,8 +75,7 @@ func compatible(level string, next *parsed, previous []*parsed) []string {
 	if level == CompatNone || len(previous) == 0 {
 		return nil
 	}
-	transitive := level == CompatBackwardTransitive || level == CompatForwardTransitive || level == CompatFullTransitive
-	if !transitive {
+	if !transitive(level) {
 		previous = previous[len(previous)-1:]
 	}
 	backward := level != CompatForward && level != CompatForwardTransitive
@@ -92,6 +91,37 @@ func compatible(level string, next *parsed, previous []*parsed) []string {
 		}
 	}
 	return msgs
+}
+
+// compatibilityTargets parses the versions (oldest first) that a new
+// schema of subject is checked against at level: none at NONE, every one
+// not deleted at a transitive level, else the latest not deleted.
+func (v *view) compatibilityTargets(level, subject string, versions []*schemaVersion) ([]*parsed, error) {
+	if level == CompatNone {
+		return nil, nil
+	}
+	var live []*schemaVersion
+	for _, sv := range versions {
+		if !sv.Deleted {
+			live = append(live, sv)
+		}
+	}
+	if !transitive(level) && len(live) > 1 {
+		live = live[len(live)-1:]
+	}
+	out := make([]*parsed, 0, len(live))
+	for _, sv := range live {
+		p, err := v.parseStored(sv)
+		if err != nil {
+			return nil, apiErr(codeStoreError, "Error parsing version %d of subject %s: %v", sv.Version, subject, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func transitive(level string) bool {
+	return level == CompatBackwardTransitive || level == CompatForwardTransitive || level == CompatFullTransitive
 }
 
 // compatiblePair reports whether data written with writer can be read with

@@ -40,14 +40,26 @@ type view struct {
 	maxID        int
 	users        map[int]map[svKey]struct{} // schema id → subject-versions carrying it
 	identities   map[string]int             // identity (type, canonical text, references) → id
+	parsed       map[int]parsedEntry        // stored schemas parsed, by id (parseStored)
 	log          *slog.Logger
 }
+
+// parsedEntry is a stored schema's parsed form and the text it was parsed
+// from.
+type parsedEntry struct {
+	typ, text string
+	p         *parsed
+}
+
+// maxParsed bounds the parsed schemas a view keeps.
+const maxParsed = 4096
 
 func newView(log *slog.Logger) *view {
 	return &view{
 		subjects:   map[string]*subjectState{},
 		users:      map[int]map[svKey]struct{}{},
 		identities: map[string]int{},
+		parsed:     map[int]parsedEntry{},
 		log:        log,
 	}
 }
@@ -211,7 +223,7 @@ func (v *view) dropUser(id int, k svKey) {
 // references.
 func (v *view) identityOf(sv *schemaVersion) string {
 	text := sv.Schema
-	if p, err := v.parse(sv.Type, sv.Schema, sv.References, false); err == nil {
+	if p, err := v.parseStored(sv); err == nil {
 		text = p.canonical
 	}
 	return identity(sv.Type, text, sv.References)
@@ -279,6 +291,32 @@ func (v *view) parse(typ, text string, refs []Reference, normalize bool) (*parse
 		return nil, err
 	}
 	return parseSchema(typ, text, deps, normalize)
+}
+
+// parseStored parses a stored version, from the cache when this id was
+// parsed from the same text before. A schema whose references name the
+// latest version of a subject is parsed each time (the latest moves).
+func (v *view) parseStored(sv *schemaVersion) (*parsed, error) {
+	if e, ok := v.parsed[sv.ID]; ok && e.typ == sv.Type && e.text == sv.Schema {
+		return e.p, nil
+	}
+	p, err := v.parse(sv.Type, sv.Schema, sv.References, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range sv.References {
+		if r.Version == -1 {
+			return p, nil
+		}
+	}
+	if len(v.parsed) >= maxParsed {
+		for id := range v.parsed { // any one
+			delete(v.parsed, id)
+			break
+		}
+	}
+	v.parsed[sv.ID] = parsedEntry{sv.Type, sv.Schema, p}
+	return p, nil
 }
 
 // resolve returns the transitive references, dependencies first.
