@@ -136,6 +136,10 @@ func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []
 func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	if b.shareGroupsOff() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	group, member := "", ""
 	if req.GroupID != nil {
 		group = *req.GroupID

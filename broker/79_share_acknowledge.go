@@ -22,6 +22,10 @@ func init() { register(kmsg.ShareAcknowledge, 1, 2, (*Broker).handleShareAcknowl
 func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+	if b.shareGroupsOff() {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		return resp, nil
+	}
 	group, member := "", ""
 	if req.GroupID != nil {
 		group = *req.GroupID

@@ -5,9 +5,12 @@ package broker
 // it supports, and the level finalized in the cluster, the one clients act
 // on. The supported ranges say what Gregor does:
 //
-//   - group.version 0-1: consumer groups of the KIP-848 protocol.
+//   - group.version 0-1: consumer groups of the KIP-848 protocol; at 0
+//     ConsumerGroupHeartbeat and ConsumerGroupDescribe answer
+//     UNSUPPORTED_VERSION, as Kafka's do (still advertised).
 //   - share.version 0-2: share groups (KIP-932) at the API versions Kafka
-//     4.4 uses.
+//     4.4 uses; at 0 ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch
+//     and ShareAcknowledge answer UNSUPPORTED_VERSION.
 //   - transaction.version 0-2: KIP-890's epoch bump per transaction and
 //     the implicit AddPartitionsToTxn of Produce v12 (part 2) are served;
 //     the client chooses by the finalized level and the versions it sends.
@@ -87,6 +90,24 @@ func (b *Broker) initFeatures() error {
 	b.features.use(f)
 	return nil
 }
+
+// featureLevel returns the finalized level of one feature Gregor knows.
+func (b *Broker) featureLevel(name string) int16 {
+	f := featureOf(name)
+	if v, ok := b.features.of(featuresRecord)[name]; ok {
+		if n, err := strconv.ParseInt(v, 10, 16); err == nil {
+			return int16(n)
+		}
+	}
+	return f.finalized
+}
+
+// consumerGroupsOff and shareGroupsOff report a feature finalized at 0:
+// Kafka then answers the APIs of KIP-848 consumer groups (group.version)
+// or of share groups (share.version) with UNSUPPORTED_VERSION, while still
+// advertising them.
+func (b *Broker) consumerGroupsOff() bool { return b.featureLevel("group.version") < 1 }
+func (b *Broker) shareGroupsOff() bool    { return b.featureLevel("share.version") < 1 }
 
 // finalizedFeatures returns the finalized level of every feature and the
 // epoch of those levels.

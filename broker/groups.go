@@ -15,6 +15,7 @@ import (
 
 	"github.com/gregor-broker/gregor/coordinator"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -81,12 +82,27 @@ func init() {
 	// ConsumerGroupHeartbeat: v0-1 (KIP-848, coordinator/consumer.go). v1
 	// adds subscribed_topic_regex and requires a client-generated member id.
 	register(kmsg.ConsumerGroupHeartbeat, 0, 1, func(b *Broker, r *request) (kmsg.Response, error) {
+		if b.consumerGroupsOff() {
+			resp := r.msg.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			return resp, nil
+		}
 		clientID, host := r.memberClient()
 		return b.groups.ConsumerGroupHeartbeat(r.msg.(*kmsg.ConsumerGroupHeartbeatRequest), clientID, host), nil
 	})
 	// ConsumerGroupDescribe: v0-1. v1 adds the member type.
 	register(kmsg.ConsumerGroupDescribe, 0, 1, func(b *Broker, r *request) (kmsg.Response, error) {
-		return b.groups.ConsumerGroupDescribe(r.msg.(*kmsg.ConsumerGroupDescribeRequest)), nil
+		req := r.msg.(*kmsg.ConsumerGroupDescribeRequest)
+		if b.consumerGroupsOff() {
+			resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+			for _, g := range req.Groups {
+				rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+				rg.Group, rg.ErrorCode = g, kerr.UnsupportedVersion.Code
+				resp.Groups = append(resp.Groups, rg)
+			}
+			return resp, nil
+		}
+		return b.groups.ConsumerGroupDescribe(req), nil
 	})
 	runAsync(kmsg.JoinGroup, kmsg.SyncGroup)
 	coordinated(kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.OffsetCommit, kmsg.OffsetFetch,

@@ -40,6 +40,7 @@ var shortSet = []string{
 	"IncrementalAlterConfigs: share group configs: messages",
 	"UpdateFeatures: validate only: refusals and their messages (v2)",
 	"UpdateFeatures: validate only: accepted updates (v1 with results, v2 without)",
+	"UpdateFeatures: group.version and share.version at 0: ApiVersions, the group heartbeats and describes, ShareFetch and ShareAcknowledge",
 	"ListConfigResources: v0 and v1: client metrics subscriptions and group configs",
 	"IncrementalAlterConfigs: CLIENT_METRICS: validation errors and their messages",
 }

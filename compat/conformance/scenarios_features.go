@@ -57,6 +57,70 @@ func featureScenarios() []Scenario {
 				"duplicates": updateFeatures(e, 1, true, "share.version", 1, 2, "share.version", 0, 2),
 			}
 		}},
+		{"UpdateFeatures", "group.version and share.version at 0: ApiVersions, the group heartbeats and describes, ShareFetch and ShareAcknowledge", func(e *Env) any {
+			e.CreateTopic("fl", 1)
+			findCoordinator(e, "g-fl", 0)
+			findCoordinator(e, "s-fl", 0)
+			before := finalizedLevels(e)
+			down := updateFeatures(e, 2, false, "group.version", 0, 2, "share.version", 0, 2)
+			e.waitFor("group.version and share.version finalized at 0", func() bool {
+				l := finalizedLevels(e)
+				return l["group.version"] == 0 && l["share.version"] == 0
+			})
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "conformance", "1.0"
+			advertised := map[string]bool{}
+			for _, k := range Do[*kmsg.ApiVersionsResponse](e, req).ApiKeys {
+				switch kmsg.Key(k.ApiKey) {
+				case kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe,
+					kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets:
+					advertised[kmsg.NameForKey(k.ApiKey)] = true
+				}
+			}
+			cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			cgh.Group, cgh.MemberEpoch, cgh.RebalanceTimeoutMillis = "g-fl", 0, 30000
+			cgh.MemberID = "AAAAAAAAAAAAAAAAAAAAAA"
+			cgh.SubscribedTopicNames = []string{"fl"}
+			cgh.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			cg, cgErr := e.TryV(cgh, 0)
+			var cgCode any = "connection closed"
+			if cgErr == nil {
+				cgCode = errName(cg.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+			}
+			sgh := kmsg.NewPtrShareGroupHeartbeatRequest()
+			sgh.GroupID, sgh.MemberID, sgh.SubscribedTopicNames = "s-fl", memberA, []string{"fl"}
+			sg, sgErr := e.TryV(sgh, 1)
+			var sgCode any = "connection closed"
+			if sgErr == nil {
+				sgCode = errName(sg.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode)
+			}
+			cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+			cgd.Groups = []string{"g-fl"}
+			var cgdCode any = "connection closed"
+			if r, err := e.TryV(cgd, 0); err == nil && len(r.(*kmsg.ConsumerGroupDescribeResponse).Groups) == 1 {
+				cgdCode = errName(r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode)
+			}
+			sgd := kmsg.NewPtrShareGroupDescribeRequest()
+			sgd.GroupIDs = []string{"s-fl"}
+			var sgdCode any = "connection closed"
+			if r, err := e.TryV(sgd, 1); err == nil && len(r.(*kmsg.ShareGroupDescribeResponse).Groups) == 1 {
+				sgdCode = errName(r.(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode)
+			}
+			var sfCode any = "connection closed"
+			if r, err := e.TryV(shareFetchReq("s-fl", memberA, 0, e.TopicID("fl"), 0), 1); err == nil {
+				sfCode = errName(r.(*kmsg.ShareFetchResponse).ErrorCode)
+			}
+			ack := kmsg.NewPtrShareAcknowledgeRequest()
+			group, member := "s-fl", memberA
+			ack.GroupID, ack.MemberID, ack.ShareSessionEpoch = &group, &member, 1
+			var saCode any = "connection closed"
+			if r, err := e.TryV(ack, 1); err == nil {
+				saCode = errName(r.(*kmsg.ShareAcknowledgeResponse).ErrorCode)
+			}
+			up := updateFeatures(e, 2, false, "group.version", int(before["group.version"]), 1, "share.version", int(before["share.version"]), 1)
+			return map[string]any{"downgrade": down, "advertised": advertised, "consumerHeartbeat": cgCode, "shareHeartbeat": sgCode,
+				"consumerDescribe": cgdCode, "shareDescribe": sgdCode, "shareFetch": sfCode, "shareAcknowledge": saCode, "restore": up}
+		}},
 		{"ListConfigResources", "v0 and v1: client metrics subscriptions and group configs", func(e *Env) any {
 			cm := clientMetrics(e, "lcr-sub", "interval.ms", "1000")
 			findCoordinator(e, "lcr-group", 0)
@@ -111,6 +175,18 @@ func featureScenarios() []Scenario {
 			return out
 		}},
 	}
+}
+
+// finalizedLevels are the finalized feature levels ApiVersions v4 lists
+// (a feature at 0 is not listed).
+func finalizedLevels(e *Env) map[string]int16 {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "conformance", "1.0"
+	out := map[string]int16{}
+	for _, f := range DoV[*kmsg.ApiVersionsResponse](e, req, 4).FinalizedFeatures {
+		out[f.Name] = f.MaxVersionLevel
+	}
+	return out
 }
 
 // clientMetrics sets one config of the CLIENT_METRICS resource name.
