@@ -339,3 +339,31 @@ func TestSchemaValidation_RefusesUnregisteredIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaIDEntry_Usable: when a cached id answers a lookup, with and
+// without a replica of _schemas-0 here.
+func TestSchemaIDEntry_Usable(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	e := schemaIDEntry{subjects: []string{"t-value"}, at: t0, hw: 10}
+	for _, tc := range []struct {
+		name          string
+		refresh       bool
+		hw            int64
+		after         time.Duration
+		cached, fresh bool
+	}{
+		{"replica, not grown", false, 10, time.Second, true, true},
+		{"replica, not grown, refresh", true, 10, time.Second, true, true},
+		{"replica, grown", false, 11, time.Second, true, false},
+		{"replica, grown, refresh", true, 11, time.Second, false, false},
+		{"expired", false, 10, schemaCacheTTL, false, false},
+		{"no replica", false, -1, 30 * time.Second, true, false},
+		{"no replica, refresh within a second", true, -1, 500 * time.Millisecond, true, true},
+		{"no replica, refresh after a second", true, -1, schemaRereadNoReplica, false, false},
+	} {
+		cached, fresh := e.usable(tc.refresh, tc.hw, t0.Add(tc.after))
+		if cached != tc.cached || fresh != tc.fresh {
+			t.Errorf("%s: cached %v fresh %v, want %v %v", tc.name, cached, fresh, tc.cached, tc.fresh)
+		}
+	}
+}

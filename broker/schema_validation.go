@@ -18,7 +18,9 @@ package broker
 // minute (schemaCacheTTL) with the high watermark of _schemas-0 they were
 // read at; a record that fails against cached subjects is checked again
 // only when _schemas has grown since, so a schema just registered is
-// accepted at once while a producer sending bad ids costs no read.
+// accepted at once while a producer sending bad ids costs no read. A
+// broker with no replica of _schemas-0 cannot see it grow: it reads such
+// an id again at most once a second (schemaRereadNoReplica).
 
 import (
 	"context"
@@ -78,9 +80,32 @@ type schemaIDEntry struct {
 	hw       int64 // _schemas-0's high watermark when read
 }
 
+// usable says whether the entry answers a lookup (refresh: one whose
+// cached subjects did not match) made when _schemas-0's high watermark
+// here is hw (-1: no replica here), and whether nothing newer could be read.
+func (e schemaIDEntry) usable(refresh bool, hw int64, now time.Time) (cached, fresh bool) {
+	age := now.Sub(e.at)
+	switch {
+	case age >= schemaCacheTTL:
+		return false, false
+	case hw >= 0 && hw <= e.hw:
+		return true, true // _schemas has not grown since
+	case !refresh:
+		return true, false
+	case hw < 0 && age < schemaRereadNoReplica:
+		return true, true // read a moment ago: no read per bad batch
+	}
+	return false, false
+}
+
 const (
 	schemaCacheTTL        = time.Minute
 	maxSchemaCacheEntries = 10000
+	// schemaRereadNoReplica bounds how often a broker with no replica of
+	// _schemas-0 (it cannot see the log grow) reads an id again for a
+	// record that failed: a schema registered since is accepted within
+	// it, and a producer sending a bad id costs one read a second.
+	schemaRereadNoReplica = time.Second
 )
 
 // check returns why data (a key or value, per part) fails validation.
@@ -139,8 +164,10 @@ func (s *schemaIDCache) subjects(b *Broker, id int, refresh bool) (subjects []st
 	s.mu.Lock()
 	e, ok := s.entries[id]
 	s.mu.Unlock()
-	if ok && now.Sub(e.at) < schemaCacheTTL && (!refresh || (hw >= 0 && hw <= e.hw)) {
-		return e.subjects, hw >= 0 && hw <= e.hw, nil
+	if ok {
+		if cached, fresh := e.usable(refresh, hw, now); cached {
+			return e.subjects, fresh, nil
+		}
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
