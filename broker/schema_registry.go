@@ -49,6 +49,8 @@ import (
 	"github.com/gregor-broker/gregor/schemaregistry"
 	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // schemasTopicName is the registry's topic, Confluent's default.
@@ -364,7 +366,16 @@ func (l *schemasLog) leadsInMetadata() bool {
 
 // Read implements schemaregistry.Log: the records from from, up to about
 // 1 MiB of them, below the high watermark.
+//
+// In a cluster a broker that does not lead _schemas-0 reads from its
+// leader (a Fetch up to the leader's high watermark), not from its own
+// replica, which lags: its view (schema ID validation, the console)
+// then holds every schema the leader acknowledged, one just registered
+// too, and a broker with no replica at all has one.
 func (l *schemasLog) Read(ctx context.Context, from int64) ([]schemaregistry.Record, int64, error) {
+	if leader, ok := l.remoteLeader(); ok {
+		return l.readRemote(ctx, leader, from)
+	}
 	p, err := l.partition()
 	if err != nil {
 		return nil, 0, err
@@ -385,12 +396,7 @@ func (l *schemasLog) Read(ctx context.Context, from int64) ([]schemaregistry.Rec
 		if err != nil {
 			return nil, 0, err
 		}
-		next, err := replayBatches(buf, off, func(o int64, r coordinator.LogRecord) error {
-			if o < end && !r.Control {
-				recs = append(recs, schemaregistry.Record{Offset: o, Key: r.Key, Value: r.Value})
-			}
-			return nil
-		})
+		next, err := schemaRecords(buf, off, end, &recs)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -400,4 +406,88 @@ func (l *schemasLog) Read(ctx context.Context, from int64) ([]schemaregistry.Rec
 		off = next
 	}
 	return recs, end, nil // none: only markers or compacted gaps up to end
+}
+
+// schemaRecords appends the records of buf (batches from offset off)
+// below end to recs and returns the offset after the last whole batch.
+func schemaRecords(buf []byte, off, end int64, recs *[]schemaregistry.Record) (int64, error) {
+	return replayBatches(buf, off, func(o int64, r coordinator.LogRecord) error {
+		if o < end && !r.Control {
+			*recs = append(*recs, schemaregistry.Record{Offset: o, Key: r.Key, Value: r.Value})
+		}
+		return nil
+	})
+}
+
+// remoteLeader is the leader of _schemas-0 when, in a cluster, that is
+// another broker (the topic created if needed).
+func (l *schemasLog) remoteLeader() (int32, bool) {
+	b := l.b
+	if b.cluster == nil {
+		return 0, false
+	}
+	if _, err := l.topic(); err != nil {
+		return 0, false
+	}
+	md := b.cluster.node.Metadata()
+	if md == nil {
+		return 0, false
+	}
+	mp, ok := md.Partition(schemasTopicName, 0)
+	if !ok || mp.Leader < 0 || mp.Leader == b.nodeID {
+		return 0, false
+	}
+	return mp.Leader, true
+}
+
+// readRemote is Read from the leader of _schemas-0: one Fetch from from
+// (read_uncommitted, bounded by the leader's high watermark, which is the
+// end returned).
+func (l *schemasLog) readRemote(ctx context.Context, leader int32, from int64) ([]schemaregistry.Record, int64, error) {
+	b := l.b
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = schemasTopicName
+	if t := b.lookupTopic(schemasTopicName); t != nil {
+		rt.TopicID = t.id
+	}
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes, rp.LogStartOffset, rp.CurrentLeaderEpoch = from, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	retried := false
+	for {
+		resp, err := b.peerRequest(ctx, leader, req)
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading %s-0 from broker %d: %w", schemasTopicName, leader, err)
+		}
+		fr := resp.(*kmsg.FetchResponse)
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			return nil, 0, fmt.Errorf("reading %s-0 from broker %d: an answer without the partition", schemasTopicName, leader)
+		}
+		got := fr.Topics[0].Partitions[0]
+		if got.ErrorCode == kerr.OffsetOutOfRange.Code && from < got.LogStartOffset && !retried {
+			from, retried = got.LogStartOffset, true // once more from the log start
+			req.Topics[0].Partitions[0].FetchOffset = from
+			continue
+		}
+		if err := kerr.ErrorForCode(got.ErrorCode); err != nil {
+			return nil, 0, fmt.Errorf("reading %s-0 from broker %d: %w", schemasTopicName, leader, err)
+		}
+		end := got.HighWatermark
+		if from >= end {
+			return nil, end, nil
+		}
+		var recs []schemaregistry.Record
+		next, err := schemaRecords(got.RecordBatches, from, end, &recs)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(recs) > 0 || next <= from {
+			return recs, end, nil // none and nothing whole: the registry sees the end
+		}
+		from = next // only markers: read on
+		req.Topics[0].Partitions[0].FetchOffset = from
+	}
 }

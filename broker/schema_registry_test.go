@@ -367,3 +367,74 @@ func TestSchemaIDEntry_Usable(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaValidation_ClusterFollowerSeesNewSchemas: on three brokers,
+// the leader of a validated topic is a follower of _schemas-0 whose own
+// replica is stalled (a fault on the leader of _schemas-0 holds its
+// fetches), so that replica never has a schema registered now; a record
+// with that schema's id is accepted at once, because the follower's view
+// is read from the leader of _schemas-0, and an unregistered id is still
+// refused.
+func TestSchemaValidation_ClusterFollowerSeesNewSchemas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs, _ := startEtcdBrokers(t, 3, func(int, string) map[string]string {
+		return map[string]string{"schema.registry.listeners": "http://127.0.0.1:0", "replica.fetch.wait.max.ms": "100",
+			"replica.lag.time.max.ms": "1000"}
+	})
+	ctx := testCtx(t)
+	reg, err := sr.NewClient(sr.URLs("http://" + brokers[0].SchemaRegistryAddr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(field string) int {
+		t.Helper()
+		ss, err := reg.CreateSchema(ctx, "validated-value", sr.Schema{Schema: `{"type":"record","name":"R","fields":[{"name":"` + field + `","type":"string","default":""}]}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss.ID
+	}
+	first := register("a") // creates _schemas
+	var leader int32 = -1
+	waitFor(t, 30*time.Second, "a leader of _schemas-0", func() bool {
+		for _, b := range brokers {
+			if p := partitionOf(b, schemasTopicName); p != nil && p.leader.Load() != nil {
+				leader = b.nodeID
+				return true
+			}
+		}
+		return false
+	})
+	follower := leader%3 + 1
+	admin := newClient(t, addrs[0])
+	createAssigned(t, admin, brokers, "validated", []int32{follower})
+	if _, err := kadm.NewClient(admin).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "confluent.value.schema.validation", Value: kmsg.StringPtr("true")}}, "validated"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "validation on at the topic's leader", func() bool {
+		settings, _ := brokers[follower-1].produceSnapshot(brokers[follower-1].lookupTopic("validated"))
+		return settings.schemas != nil
+	})
+	// The follower's replica of _schemas-0 stops copying.
+	if _, err := brokers[leader-1].InjectFault(Fault{APIKey: int16(kmsg.Fetch), Topic: schemasTopicName, ClientID: fmt.Sprintf("gregor-replica-%d", follower), Latency: 5 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	// A fetch already waiting there may still bring the new record, but
+	// not a high watermark past it: the follower's replica never serves it.
+	replica := partitionOf(brokers[follower-1], schemasTopicName).log
+	end := replica.LogEndOffset()
+	second := register("b")
+	if hw := replica.HighWatermark(); hw > end {
+		t.Fatalf("the follower's replica of _schemas-0 has high watermark %d, past the new record at %d: not stalled", hw, end)
+	}
+	wire := func(id int) []byte { return []byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id), 'x'} }
+	cl := newClient(t, addrs[follower-1], kgo.RecordRetries(0), kgo.DefaultProduceTopic("validated"))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: wire(first)}, &kgo.Record{Value: wire(second)}).FirstErr(); err != nil {
+		t.Fatalf("ids %d and %d (just registered) at broker %d, a follower of _schemas-0 led by %d: %v", first, second, follower, leader, err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: wire(999)}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("an unregistered id: %v, want INVALID_RECORD", err)
+	}
+}

@@ -19,8 +19,9 @@ package broker
 // read at; a record that fails against cached subjects is checked again
 // only when _schemas has grown since, so a schema just registered is
 // accepted at once while a producer sending bad ids costs no read. A
-// broker with no replica of _schemas-0 cannot see it grow: it reads such
-// an id again at most once a second (schemaRereadNoReplica).
+// broker that does not lead _schemas-0 reads the registry's records from
+// its leader (schemasLog.Read) and cannot see the log grow: it reads an
+// id that failed again at most once a second (schemaRereadNoReplica).
 
 import (
 	"context"
@@ -154,10 +155,16 @@ func (s *schemaIDCache) subjects(b *Broker, id int, refresh bool) (subjects []st
 	if r == nil {
 		return nil, false, fmt.Errorf("this broker serves no schema registry (schema.registry.listeners)")
 	}
-	hw := int64(-1) // no replica here: every refresh reads
-	if t := b.lookupTopic(schemasTopicName); t != nil {
-		if p := partitionAt(b.partitionsOf(t), 0); p != nil && p.log != nil {
-			hw = p.log.HighWatermark()
+	// The high watermark of _schemas-0 here, when this broker's replica
+	// is the one its view reads; -1 (unknown: a refresh reads, at most
+	// once a second) when another broker leads it, since this broker's
+	// replica, if any, lags the leader its view is read from.
+	hw := int64(-1)
+	if _, remote := r.log.remoteLeader(); !remote {
+		if t := b.lookupTopic(schemasTopicName); t != nil {
+			if p := partitionAt(b.partitionsOf(t), 0); p != nil && p.log != nil {
+				hw = p.log.HighWatermark()
+			}
 		}
 	}
 	now := time.Now()
