@@ -161,12 +161,14 @@ cluster: build
 			--set default.replication.factor=3 --set min.insync.replicas=2 & \
 	done; wait
 
-## screenshot: docs/img/console.png and docs/img/console-group.png, the
-## console at 1280x800 in headless Chromium over a scripted scene (two
-## topics, a group that falls behind, 30 history samples on a fake clock):
-## TestConsoleScreenshot, which checks the pages and saves them.
+## screenshot: docs/img/console.png, docs/img/console-group.png and
+## docs/img/console-schemas.png, the console at 1280x800 in headless
+## Chromium over scripted scenes (two topics, a group that falls behind, 30
+## history samples on a fake clock; a schema registry's subjects):
+## TestConsoleScreenshot and TestSchemasScreenshot, which check the pages
+## and save them.
 screenshot:
-	GREGOR_SCREENSHOT=docs/img $(GO) test -count=1 -run '^TestConsoleScreenshot$$' -v ./admin/
+	GREGOR_SCREENSHOT=docs/img $(GO) test -count=1 -run '^Test(Console|Schemas)Screenshot$$' -v ./admin/
 
 ## deps: the programs the tests run that Go does not build: kcat (compat
 ## suite), chromium (console test), maven (Java clients), python3 with its

@@ -16,6 +16,8 @@
 //	GET    /topics/{topic}/records        the same, ?partition=
 //	GET    /groups/{group}                console: members, offsets, lag chart
 //	GET    /brokers                       console: brokers (live, and DOWN ones), partitions' replicas and ISR
+//	GET    /schemas                       console: the schema registry's subjects, levels and modes (schemas.go)
+//	GET    /schemas/{subject}             console: a subject's versions and a version's schema text (?version=N)
 //
 // In a cluster the console shows the whole cluster from any node: the
 // groups of every coordinator, with committed offsets asked of it and lag
@@ -33,6 +35,12 @@
 // and gregor_group_stalled (stopped committing) from it. The history is
 // this broker's: the lag of the groups it coordinates and the throughput
 // of the partitions it holds.
+//
+// With the broker's schema registry on (schema.registry.listeners), the
+// Schemas pages show its subjects and the record browser decodes keys and
+// values in Confluent's wire format through it (Avro, Protobuf, JSON
+// Schema, into JSON); both read this broker's view of _schemas
+// (broker.Broker.SchemaRegistry, through the interface schemaRegistry).
 //
 //	GET    /groups/{group}/reset          console: offset reset preview (dry run)
 //	POST   /groups/{group}/reset          console: reset offsets (confirm)
@@ -310,6 +318,7 @@ func (s *Server) routes() *http.ServeMux {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s.registerConsole(mux)
+	s.registerSchemas(mux)
 	s.registerActions(mux)
 	s.registerLinks(mux)
 	return mux

@@ -35,7 +35,17 @@ package admin
 // or array, as text when it is printable UTF-8, as hex otherwise. One in
 // the Confluent Schema Registry wire format (magic byte 0, a 4-byte
 // big-endian schema id, then the payload) is labelled with its schema id
-// and its payload rendered by the same rules.
+// and, when this broker serves the registry, decoded through it
+// (schemaregistry.Registry.Decode: Avro binary into Avro's JSON encoding,
+// a JSON Schema value as its JSON, Protobuf after its message indexes
+// through protojson), shown pretty-printed with the schema's type and a
+// subject that carries the id (the topic's own, <topic>-key or
+// <topic>-value, when it does). A value whose id is unknown or that does
+// not decode is rendered by the rules above with the reason. Only the
+// records shown are decoded (at most limit), each id's unknown or
+// unreadable schema asked once a page; the registry keeps the parsed
+// schemas by id. Headers are not decoded; q matches the raw bytes, not
+// the decoded JSON; format=hex shows everything raw.
 //
 // # Authorization
 //
@@ -69,10 +79,18 @@ const (
 
 // shownBytes is a key or value as the page shows it.
 type shownBytes struct {
-	Kind   string // "null", "text", "json", "hex"
+	Kind   string // "null", "text", "json", "hex"; "decoded" through the schema registry
 	Wire   bool   // Confluent wire format: Schema is its schema id
 	Schema uint32
 	Text   string
+	// Decoded (Kind "decoded"): the schema's type, the Protobuf message,
+	// the subject shown and how many others carry the id.
+	SchemaType, Message string
+	Subject             string
+	MoreSubjects        int
+	// Why a wire-format value was not decoded ("" when it was, or when
+	// there is no registry to decode it).
+	Why string
 }
 
 // renderBytes decides how b is shown (see the package comment of browse.go).
@@ -266,8 +284,12 @@ func (s *Server) browseRecords(w http.ResponseWriter, r *http.Request, partition
 	if err != nil {
 		v.Err = err.Error()
 	}
+	var dec *decoder
+	if !v.Hex {
+		dec = s.newDecoder(r.Context(), topic)
+	}
 	for _, rec := range recs {
-		sr := shownRecord{Record: rec, Key: renderBytes(rec.Key, v.Hex), Value: renderBytes(rec.Value, v.Hex)}
+		sr := shownRecord{Record: rec, Key: dec.render(rec.Key, "key", v.Hex), Value: dec.render(rec.Value, "value", v.Hex)}
 		for _, h := range rec.Headers {
 			sr.Headers = append(sr.Headers, shownHeader{Key: h.Key, Value: renderBytes(h.Value, v.Hex)})
 		}

@@ -162,6 +162,38 @@ func TestConsoleScreenshot(t *testing.T) {
 	// The group page shows the filled lag-over-time chart.
 	checkShot(t, group, 3000)
 
+	saveShots(t, front, group)
+}
+
+// TestSchemasScreenshot renders the Schemas page of registryScene (the
+// subjects of an Avro, a Protobuf and a JSON schema, one soft-deleted) at
+// 1280×800 in headless Chromium, checks it, and with GREGOR_SCREENSHOT=DIR
+// saves it as DIR/console-schemas.png.
+func TestSchemasScreenshot(t *testing.T) {
+	bin := chromium(t)
+	base := registryScene(t)
+	dom := runChromium(t, bin, base+"/schemas", "--dump-dom")
+	for _, re := range []string{
+		`<tr class="subject" data-subject="orders-value">.*<td class="type">PROTOBUF</td>.*FULL <span class="muted">\(subject\)</span>`,
+		`<tr class="subject deleted" data-subject="old-value">`,
+	} {
+		if !regexp.MustCompile(re).MatchString(dom) {
+			t.Errorf("schemas page lacks %s", re)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("DOM:\n%s", dom)
+	}
+	shot := filepath.Join(t.TempDir(), "console-schemas.png")
+	runChromium(t, bin, base+"/schemas", "--screenshot="+shot, "--window-size=1280,800")
+	checkShot(t, shot, 0)
+	saveShots(t, shot)
+}
+
+// saveShots copies screenshots to GREGOR_SCREENSHOT (a relative DIR is
+// taken from the repository's root), when it is set.
+func saveShots(t *testing.T, paths ...string) {
+	t.Helper()
 	out := os.Getenv("GREGOR_SCREENSHOT")
 	if out == "" {
 		t.Log("GREGOR_SCREENSHOT unset: screenshots checked, not saved (make screenshot saves them in docs/img)")
@@ -173,7 +205,7 @@ func TestConsoleScreenshot(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{front, group} {
+	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

@@ -166,6 +166,8 @@
 // it read, so ids stay unique. In a cluster every broker registers its
 // registry's URL, and the others forward each request to the registry of
 // the leader of _schemas-0, as Confluent's followers forward to its leader.
+// SchemaRegistry gives the admin console this broker's registry, read from
+// its own replica of _schemas-0.
 //
 // # Cluster links
 //

@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,6 +246,17 @@ func (b *Broker) SchemaRegistryAddr() net.Addr {
 	return b.registry.ln.Addr()
 }
 
+// SchemaRegistry is this broker's schema registry, over its replica of
+// _schemas-0 (the admin console reads it); nil without one. Its reads see
+// what this broker's replica holds up to its high watermark; on a broker
+// with no replica of _schemas-0 (a cluster of more than three) they fail.
+func (b *Broker) SchemaRegistry() *schemaregistry.Registry {
+	if b.registry == nil {
+		return nil
+	}
+	return b.registry.reg
+}
+
 func (r *schemaRegistry) serve() {
 	if err := r.srv.Serve(r.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		r.log.b.log.Error("schema registry listener", "err", err)
@@ -282,13 +294,24 @@ func (l *schemasLog) partition() (*partition, error) {
 		}
 		return nil
 	}
-	if l.b.cluster != nil && local() == nil {
+	if l.b.cluster != nil && local() == nil && !l.elsewhere() {
 		l.b.awaitMetadata(metadataTimeout, func() bool { return local() != nil })
 	}
 	if p := local(); p != nil {
 		return p, nil
 	}
 	return nil, fmt.Errorf("%s-0 has no replica on this broker", schemasTopicName)
+}
+
+// elsewhere tells whether the cluster's metadata places every replica of
+// _schemas-0 on other brokers: then there is nothing to wait for here.
+func (l *schemasLog) elsewhere() bool {
+	md := l.b.cluster.node.Metadata()
+	if md == nil || md.Topics[schemasTopicName] == nil || len(md.Topics[schemasTopicName].Partitions) == 0 {
+		return false
+	}
+	p := md.Topics[schemasTopicName].Partitions[0]
+	return !slices.Contains(p.Replicas, l.b.nodeID) && !slices.Contains(p.AddingReplicas, l.b.nodeID)
 }
 
 // topic returns _schemas, creating it when needed.

@@ -67,6 +67,22 @@
 // is no leader: any registry over the log writes), the format parameter,
 // GET /schemas and /subjects/{subject}/metadata.
 //
+// # Go API
+//
+// Besides the REST API, the broker's admin console reads the registry
+// from Go: Overview (the global level and mode, every subject with its
+// latest version, its level and mode and whether they are its own,
+// soft-deleted subjects included), Subject (a subject's versions) and
+// Decode (a key or value in Confluent's wire format, magic byte 0 and a
+// 4-byte schema id, into JSON through its schema: Avro binary into Avro's
+// JSON encoding, a JSON Schema value as its JSON, Protobuf after its
+// message indexes through protojson; decode.go). Each reads the log to its
+// end first, as a request does; Decode only when the id is not in the view
+// yet. Decode reuses the parsed schemas the view keeps by id, and bounds
+// its work (2 MiB of JSON, 256 levels of Avro nesting, 64 message
+// indexes). Its errors: ErrNotWireFormat, ErrUnknownSchema, the Log's, or
+// why the payload does not decode.
+//
 // # Schemas and identity
 //
 // AVRO is parsed with github.com/hamba/avro/v2, JSON with
@@ -81,7 +97,9 @@
 // .proto printer here). Two schemas are the same, and share an id, when
 // type, canonical form and references are equal; a stored schema is
 // re-canonicalized on replay, so one stored by Confluent in Java's form
-// matches the same schema registered here.
+// matches the same schema registered here. Stored schemas are kept parsed
+// by id (at most 4096); one that references the latest version of a
+// subject only until the view applies another record.
 //
 // # Compatibility
 //

@@ -45,10 +45,13 @@ type view struct {
 }
 
 // parsedEntry is a stored schema's parsed form and the text it was parsed
-// from.
+// from. at is -1, or, for a schema that references the latest version of
+// a subject (which moves), the view's next offset when it was parsed: the
+// entry holds only while the view has applied nothing since.
 type parsedEntry struct {
 	typ, text string
 	p         *parsed
+	at        int64
 }
 
 // maxParsed bounds the parsed schemas a view keeps.
@@ -295,18 +298,20 @@ func (v *view) parse(typ, text string, refs []Reference, normalize bool) (*parse
 
 // parseStored parses a stored version, from the cache when this id was
 // parsed from the same text before. A schema whose references name the
-// latest version of a subject is parsed each time (the latest moves).
+// latest version of a subject is parsed again once the view has applied
+// another record (the latest may have moved).
 func (v *view) parseStored(sv *schemaVersion) (*parsed, error) {
-	if e, ok := v.parsed[sv.ID]; ok && e.typ == sv.Type && e.text == sv.Schema {
+	if e, ok := v.parsed[sv.ID]; ok && e.typ == sv.Type && e.text == sv.Schema && (e.at < 0 || e.at == v.next) {
 		return e.p, nil
 	}
 	p, err := v.parse(sv.Type, sv.Schema, sv.References, false)
 	if err != nil {
 		return nil, err
 	}
+	at := int64(-1)
 	for _, r := range sv.References {
 		if r.Version == -1 {
-			return p, nil
+			at = v.next
 		}
 	}
 	if len(v.parsed) >= maxParsed {
@@ -315,7 +320,7 @@ func (v *view) parseStored(sv *schemaVersion) (*parsed, error) {
 			break
 		}
 	}
-	v.parsed[sv.ID] = parsedEntry{sv.Type, sv.Schema, p}
+	v.parsed[sv.ID] = parsedEntry{sv.Type, sv.Schema, p, at}
 	return p, nil
 }
 
