@@ -171,7 +171,7 @@ screenshot:
 ## deps: the programs the tests run that Go does not build: kcat (compat
 ## suite), chromium (console test), maven (Java clients), python3 with its
 ## venv module (Python clients, TestPythonClients) and node with npm (kafkajs,
-## TestKafkajsSecurity). Missing ones are installed
+## TestKafkajsSecurity, TestKafkajsSchemaRegistry). Missing ones are installed
 ## with apt-get, as root or through passwordless sudo; otherwise it stops and
 ## says what to install. Nothing is done when all are there.
 DEPS := kcat:kcat chromium:chromium mvn:maven python3:python3 node:nodejs npm:npm
