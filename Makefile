@@ -230,10 +230,12 @@ compat: deps
 ## compat-java: the Java client tests (compat/java: kafka-clients 4.x,
 ## JUnit 5) against a gregor they build and start themselves, then Kafka
 ## Connect and MirrorMaker 2 (Maven profile connect, Kafka 4.3.1; both also
-## run in TestJavaClients, i.e. in make test); needs a JDK 17+ and Maven (local
+## run in TestJavaClients, i.e. in make test), then Flink's Confluent-registry
+## Avro serdes against the schema registry (profile registry; also
+## TestJavaSchemaRegistrySerde); needs a JDK 17+ and Maven (local
 ## repository ~/.m2). GREGOR_BIN=path skips the go build.
 compat-java:
-	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect
+	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect && mvn -q -B test -Pregistry
 
 ## compat-python: the Python client tests (compat/python: confluent-kafka
 ## and aiokafka under pytest, pinned in compat/python/requirements.txt)

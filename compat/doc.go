@@ -18,7 +18,8 @@
 //   - schema registry clients against the broker's registry
 //     (schema.registry.listeners): confluent-kafka's SchemaRegistryClient
 //     and Avro serdes, @kafkajs/confluent-schema-registry (Avro, Protobuf,
-//     JSON Schema)
+//     JSON Schema), and from Java Flink's Confluent-registry Avro format
+//     with Confluent's CachedSchemaRegistryClient (java/, profile registry)
 //   - franz-go's own integration tests (go test github.com/twmb/franz-go/pkg/kgo),
 //     restricted to the tests listed in franzgo-passing.txt
 //
