@@ -173,7 +173,7 @@ screenshot:
 ## deps: the programs the tests run that Go does not build: kcat (compat
 ## suite), chromium (console test), maven (Java clients), python3 with its
 ## venv module (Python clients, TestPythonClients) and node with npm (kafkajs,
-## TestKafkajsSecurity). Missing ones are installed
+## TestKafkajsSecurity, TestKafkajsSchemaRegistry). Missing ones are installed
 ## with apt-get, as root or through passwordless sudo; otherwise it stops and
 ## says what to install. Nothing is done when all are there.
 DEPS := kcat:kcat chromium:chromium mvn:maven python3:python3 node:nodejs npm:npm
@@ -232,10 +232,12 @@ compat: deps
 ## compat-java: the Java client tests (compat/java: kafka-clients 4.x,
 ## JUnit 5) against a gregor they build and start themselves, then Kafka
 ## Connect and MirrorMaker 2 (Maven profile connect, Kafka 4.3.1; both also
-## run in TestJavaClients, i.e. in make test); needs a JDK 17+ and Maven (local
+## run in TestJavaClients, i.e. in make test), then Flink's Confluent-registry
+## Avro serdes against the schema registry (profile registry; also
+## TestJavaSchemaRegistrySerde); needs a JDK 17+ and Maven (local
 ## repository ~/.m2). GREGOR_BIN=path skips the go build.
 compat-java:
-	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect
+	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect && mvn -q -B test -Pregistry
 
 ## compat-python: the Python client tests (compat/python: confluent-kafka
 ## and aiokafka under pytest, pinned in compat/python/requirements.txt)

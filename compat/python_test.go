@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,12 +65,23 @@ func TestPythonClients(t *testing.T) {
 }
 
 // schemaRegistryURL is the URL of the broker's schema registry, from its
-// log line.
+// log line; in cluster mode node 1's (every node serves one, over the same
+// _schemas log), from its log file.
 func (b *broker) schemaRegistryURL(t *testing.T) string {
 	t.Helper()
-	b.logMu.Lock()
-	defer b.logMu.Unlock()
-	for _, l := range b.logs {
+	var lines []string
+	if b.cluster != nil {
+		data, err := os.ReadFile(b.cluster.Node(1).logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = strings.Split(string(data), "\n")
+	} else {
+		b.logMu.Lock()
+		lines = slices.Clone(b.logs)
+		b.logMu.Unlock()
+	}
+	for _, l := range lines {
 		if m := registryLineRE.FindStringSubmatch(l); m != nil {
 			return m[1]
 		}
@@ -78,7 +90,7 @@ func (b *broker) schemaRegistryURL(t *testing.T) string {
 	return ""
 }
 
-var registryLineRE = regexp.MustCompile(`msg="schema registry" url=(\S+)`)
+var registryLineRE = regexp.MustCompile(`msg="schema registry" (?:node=\d+ )?url=(\S+)`)
 
 // oauthBroker starts a broker with a PLAINTEXT and a SASL_PLAINTEXT
 // listener, OAUTHBEARER enabled, and returns it with the SASL_PLAINTEXT

@@ -32,6 +32,7 @@ final class Gregor implements AutoCloseable {
     static final Duration LISTEN_TIMEOUT = Duration.ofSeconds(20);
     static final Duration SHUTDOWN_TIMEOUT = Duration.ofSeconds(15);
     private static final Pattern LISTENING = Pattern.compile("msg=listening addr=(\\S+)");
+    private static final Pattern REGISTRY = Pattern.compile("msg=\"schema registry\" url=(\\S+)");
 
     private static Path binary;
 
@@ -108,6 +109,23 @@ final class Gregor implements AutoCloseable {
         if (!addr.startsWith("127.0.0.1:")) {
             throw new IllegalStateException("listening addr = " + addr + ", want 127.0.0.1:PORT");
         }
+    }
+
+    /**
+     * The URL of the broker's schema registry (schema.registry.listeners),
+     * from its {@code msg="schema registry" url=} log line, which comes
+     * before msg=listening.
+     */
+    String schemaRegistryUrl() {
+        synchronized (logs) {
+            for (String l : logs) {
+                Matcher m = REGISTRY.matcher(l);
+                if (m.find()) {
+                    return m.group(1);
+                }
+            }
+        }
+        throw new IllegalStateException("gregor logged no schema registry URL: " + tail());
     }
 
     /** The last log lines, for failure messages. */
