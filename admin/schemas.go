@@ -10,8 +10,8 @@ package admin
 // and values in Confluent's wire format through the registry (decoder).
 //
 // The registry read is this broker's (broker.Broker.SchemaRegistry): its
-// view of its replica of _schemas-0, read to the high watermark first, as
-// a REST request on this broker is served in a single node. Without a
+// view of _schemas-0, read to the high watermark first (of its own replica
+// when it leads the partition, of the leader's otherwise). Without a
 // registry (schema.registry.listeners unset) the pages say so.
 
 import (

@@ -166,8 +166,11 @@
 // it read, so ids stay unique. In a cluster every broker registers its
 // registry's URL, and the others forward each request to the registry of
 // the leader of _schemas-0, as Confluent's followers forward to its leader.
-// SchemaRegistry gives the admin console this broker's registry, read from
-// its own replica of _schemas-0.
+// A broker that does not lead _schemas-0 reads the registry's records from
+// its leader (a Fetch up to the leader's high watermark), not from its own
+// replica, which lags: its view, used by schema ID validation
+// (schema_validation.go) and by the console (SchemaRegistry), holds every
+// schema the leader acknowledged, and a broker with no replica has one too.
 //
 // # Cluster links
 //
