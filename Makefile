@@ -20,7 +20,7 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 # Release builds (make dist): no cgo, no local paths, no symbol tables.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: cross cross-vet dist image check-image check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
@@ -124,6 +124,15 @@ check-image:
 	cd scripts/ociimage && $(GO) run . check --dir $(CURDIR)/$(IMAGE_DIR) --version $(VERSION) \
 		--platforms "$$(echo $(IMAGE_PLATFORMS) | tr ' ' ,)" --extract $(CURDIR)/bin/image/check
 	./scripts/check-image.sh bin/image/check
+
+## check-image-runc: the amd64 image run by runc, the OCI runtime, as root
+## (skopeo, umoci and runc installed with apt-get when missing): user 65532,
+## produce and consume, kill -9 and a new run on the same /data volume,
+## SIGTERM exit 0 (scripts/check-image-runc.sh says what it changes).
+check-image-runc: build
+	@[ -f $(IMAGE_DIR)/index.json ] || $(MAKE) image
+	@for t in skopeo umoci runc; do command -v $$t >/dev/null || { apt-get update -qq && apt-get install -y -qq skopeo umoci runc >/dev/null; break; }; done
+	./scripts/check-image-runc.sh $(IMAGE_DIR) $(VERSION) bin/gregor
 
 ## check-arm64: the linux/arm64 binary (built as make cross builds it) run
 ## under qemu-user, which is installed with apt-get when there is no
