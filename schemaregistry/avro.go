@@ -10,8 +10,14 @@ import (
 )
 
 // parseAvro parses an Avro schema; deps of type AVRO are parsed first into
-// the same cache, so the schema can name their types.
-func parseAvro(text string, deps []resolvedRef) (*parsed, error) {
+// the same cache, so the schema can name their types. A panic in hamba
+// (an empty union with a default panics in v2.31.0) is an invalid schema.
+func parseAvro(text string, deps []resolvedRef) (p *parsed, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, &invalidSchemaError{msg: fmt.Sprintf("Invalid schema: %v", r)}
+		}
+	}()
 	cache := &avro.SchemaCache{}
 	for _, d := range deps {
 		if d.Type != TypeAvro {

@@ -259,3 +259,13 @@ func TestREST_References(t *testing.T) {
 	s.expectCode("POST", "/subjects/bad-proto/versions", map[string]any{"schemaType": "PROTOBUF", "schema": "syntax = \"proto3\";\nmessage P { Missing m = 1; }\n"}, 422, 42201)
 	s.expectCode("POST", "/subjects/bad-json/versions", map[string]any{"schemaType": "JSON", "schema": `{"type":"object","properties":{"a":{"$ref":"missing.json"}}}`}, 422, 42201)
 }
+
+// TestREST_AvroSchemaPanickingHambaIsInvalid registers a schema on which
+// hamba panics (an empty union with a default): it is an invalid schema
+// (42201), and the registry goes on serving (the panic left the registry's
+// lock held: every later request waited for ever).
+func TestREST_AvroSchemaPanickingHambaIsInvalid(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.expectCode("POST", "/subjects/s/versions", schemaBody(`{"type":"record","name":"A","fields":[{"name":"a","type":[],"default":null}]}`), 422, 42201)
+	s.expect("POST", "/subjects/s/versions", schemaBody(`"string"`), 200, `{"id":1}`)
+}
