@@ -23,8 +23,9 @@ import (
 const (
 	peopleV1 = `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"age","type":"int"}]}`
 	peopleV2 = `{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"age","type":"int"},{"name":"email","type":["null","string"],"default":null}]}`
-	// The registry stores Avro in hamba's canonical form.
-	peopleV1Stored = `{"name":"User","type":"record","fields":[{"name":"name","type":"string"},{"name":"age","type":"int"}]}`
+	// The registry stores Avro in Java's canonical form (Confluent's),
+	// which peopleV1 is written in.
+	peopleV1Stored = peopleV1
 	customerProto  = `syntax = "proto3";
 package shop;
 message Customer { string name = 1; }`
@@ -232,7 +233,7 @@ func TestSchemas_Pages(t *testing.T) {
 			t.Errorf("/schemas/people-value lacks %s", want)
 		}
 	}
-	if got := schemaText(body); !strings.Contains(got, "\n    {\n      \"name\": \"email\",\n") || !strings.HasPrefix(got, "{\n  \"name\": \"User\",\n  \"type\": \"record\",\n") {
+	if got := schemaText(body); !strings.Contains(got, "\n    {\n      \"name\": \"email\",\n") || !strings.HasPrefix(got, "{\n  \"type\": \"record\",\n  \"name\": \"User\",\n") {
 		t.Errorf("version 2's text is not the indented JSON of v2:\n%s", got)
 	}
 	if got := schemaText(getPage(t, base+"/schemas/people-value?version=1", 200)); got != indented(t, peopleV1Stored) {

@@ -1,7 +1,6 @@
 package schemaregistry
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,23 +18,26 @@ func parseAvro(text string, deps []resolvedRef) (p *parsed, err error) {
 		}
 	}()
 	cache := &avro.SchemaCache{}
+	var parsedDeps []avroDep
 	for _, d := range deps {
 		if d.Type != TypeAvro {
 			continue
 		}
-		if _, err := avro.ParseWithCache(d.Schema, "", cache); err != nil {
+		ds, err := avro.ParseWithCache(d.Schema, "", cache)
+		if err != nil {
 			return nil, &invalidSchemaError{msg: fmt.Sprintf("Invalid schema: reference %s: %v", d.Name, err)}
 		}
+		parsedDeps = append(parsedDeps, avroDep{ds, d.Schema})
 	}
 	s, err := avro.ParseWithCache(text, "", cache)
 	if err != nil {
 		return nil, &invalidSchemaError{msg: fmt.Sprintf("Invalid schema: %v", err)}
 	}
-	canon, err := json.Marshal(s)
+	canon, err := avroCanonical(s, text, parsedDeps)
 	if err != nil {
 		return nil, &invalidSchemaError{msg: fmt.Sprintf("Invalid schema: %v", err)}
 	}
-	return &parsed{typ: TypeAvro, canonical: string(canon), avro: s}, nil
+	return &parsed{typ: TypeAvro, canonical: canon, avro: s}, nil
 }
 
 // avroCompatible applies Avro's schema resolution rules: can data written

@@ -235,7 +235,7 @@ func TestOverviewAndSubject(t *testing.T) {
 	if err != nil || info.Name != "users-value" || len(versions) != 2 {
 		t.Fatalf("subject: %+v %+v %v", info, versions, err)
 	}
-	if v := versions[0]; v.Version != 1 || v.ID != 1 || !v.Deleted || v.Schema != `{"name":"ex.User","type":"record","fields":[{"name":"name","type":"string"}]}` {
+	if v := versions[0]; v.Version != 1 || v.ID != 1 || !v.Deleted || v.Schema != avroUserV1 { // stored in the canonical form, which avroUserV1 is written in
 		t.Errorf("version 1: %+v", v)
 	}
 	if v := versions[1]; v.Version != 2 || v.ID != 2 || v.Deleted {

@@ -90,16 +90,49 @@
 // its references and without network or file access), PROTOBUF with
 // github.com/bufbuild/protocompile (imports are the references' names and
 // the google/protobuf well-known files). References are resolved from the
-// registry, transitively. The text stored is the canonical form: Avro
-// re-serialized by hamba (compact, attributes in one order, docs, defaults
-// and aliases kept), JSON compacted (normalize=true also sorts keys),
-// Protobuf trimmed (normalize=true changes nothing more: there is no
-// .proto printer here). Two schemas are the same, and share an id, when
-// type, canonical form and references are equal; a stored schema is
-// re-canonicalized on replay, so one stored by Confluent in Java's form
-// matches the same schema registered here. Stored schemas are kept parsed
-// by id (at most 4096); one that references the latest version of a
-// subject only until the view applies another record.
+// registry, transitively. The text stored and served is the canonical form.
+//
+// Avro's is Confluent's, AvroSchema.canonicalString(): what Apache Avro
+// Java's Schema.toString(refs, false) writes (avro_canonical.go). Compact
+// JSON; a record is type, name, namespace (only where it differs from the
+// enclosing one, "" for none within one), doc, fields, properties,
+// aliases; a field name, type, doc, default, order (unless ascending),
+// aliases, properties; an enum type, name, namespace, doc, symbols,
+// default, properties, aliases; a fixed type, name, namespace, doc, size,
+// properties, aliases; a primitive a bare name unless it has properties
+// (logicalType is one); a named type in full once, then by name (the short
+// name within its own namespace); the referenced schemas' types by name.
+// Properties are in the order given and defaults as written (integers as
+// given, other numbers as Java's doubles: 1.0, 1.0E10), strings escaped as
+// Jackson does. hamba keeps neither property order nor a default's
+// spelling, so these come from the schema's JSON text, decoded in order
+// beside hamba's parse.
+// testdata/avro_canonical.json holds schemas and Java's text for each
+// (Avro 1.11.4, 1.12.0 and 1.12.2 write the same); the test checks Gregor
+// writes the same bytes. Where it does not: a float or double default given
+// as a string ("NaN", "1.5"), which Java reads and hamba rejects; doubles
+// that Java before 19 writes with more digits than needed
+// (2.82879384806159008E17: Gregor writes the shortest, as Java 19 and
+// later); and an attribute that differs from Avro's only in case with
+// Avro's absent ({"Doc":...}), which hamba reads as the attribute and Java
+// as a property, rejected here. Text that is not one JSON value (a bare
+// type name, trailing text) is rejected, as Java does. normalize=true
+// changes nothing for Avro (Confluent's normalized form is not written).
+//
+// JSON Schema is compacted as written (normalize=true also sorts keys);
+// Confluent re-writes it through Jackson, which differs where the text
+// escapes a character Jackson writes raw (\u00e9 for é) or spells a
+// number another way than Jackson does. Protobuf is trimmed
+// (normalize=true changes nothing more: there is no .proto printer here),
+// where Confluent prints its own .proto form.
+//
+// Two schemas are the same, and share an id, when type, canonical form and
+// references are equal. A stored schema is re-canonicalized on replay, so
+// one stored by Confluent in Java's form, or by an earlier Gregor in
+// hamba's form ({"name":"ns.R","type":"record",...}), matches the same
+// schema registered now. Stored schemas are kept parsed by id (at most
+// 4096); one that references the latest version of a subject only until
+// the view applies another record.
 //
 // # Compatibility
 //

@@ -12,7 +12,7 @@ import (
 // config change, a soft delete and a hard delete write.
 func TestLog_RecordsInConfluentFormat(t *testing.T) {
 	s := newTestServer(t, nil)
-	canon1 := `{"name":"ex.User","type":"record","fields":[{"name":"name","type":"string"}]}`
+	canon1 := `{"type":"record","name":"User","namespace":"ex","fields":[{"name":"name","type":"string"}]}`
 	s.expect("POST", "/subjects/s/versions", schemaBody(avroUserV1), 200, `{"id":1}`)
 	s.expect("PUT", "/config/s", map[string]string{"compatibility": "FULL"}, 200, `{"compatibility":"FULL"}`)
 	s.expect("PUT", "/config", map[string]string{"compatibility": "NONE"}, 200, `{"compatibility":"NONE"}`)

@@ -26,7 +26,7 @@ func TestREST_RegisterAndRead(t *testing.T) {
 	s.expect("GET", "/subjects", nil, 200, `["other-value","users-value"]`)
 	s.expect("GET", "/subjects?subjectPrefix=users", nil, 200, `["users-value"]`)
 	s.expect("GET", "/subjects/users-value/versions", nil, 200, `[1,2]`)
-	canon1 := `{"name":"ex.User","type":"record","fields":[{"name":"name","type":"string"}]}`
+	canon1 := `{"type":"record","name":"User","namespace":"ex","fields":[{"name":"name","type":"string"}]}`
 	s.expect("GET", "/subjects/users-value/versions/1", nil, 200, `{"subject":"users-value","version":1,"id":1,"schema":`+quote(canon1)+`}`)
 	_, latest := s.do("GET", "/subjects/users-value/versions/latest", nil)
 	if !strings.Contains(latest, `"version":2,"id":2`) {
@@ -38,7 +38,7 @@ func TestREST_RegisterAndRead(t *testing.T) {
 	s.expect("GET", "/schemas/ids/1/versions", nil, 200, `[{"subject":"other-value","version":1},{"subject":"users-value","version":1}]`)
 	s.expect("GET", "/schemas/ids/1/subjects", nil, 200, `["other-value","users-value"]`)
 	s.expect("POST", "/subjects/users-value", schemaBody(avroUserV2), 200,
-		`{"subject":"users-value","version":2,"id":2,"schema":`+quote(`{"name":"ex.User","type":"record","fields":[{"name":"name","type":"string"},{"name":"age","type":"int","default":0}]}`)+`}`)
+		`{"subject":"users-value","version":2,"id":2,"schema":`+quote(`{"type":"record","name":"User","namespace":"ex","fields":[{"name":"name","type":"string"},{"name":"age","type":"int","default":0}]}`)+`}`)
 	// Trailing slash, as some clients send it.
 	if st, _ := s.do("POST", "/subjects/users-value/", schemaBody(avroUserV1)); st != 200 {
 		t.Errorf("lookup with trailing slash: %d", st)
@@ -101,7 +101,7 @@ func TestREST_SoftAndHardDelete(t *testing.T) {
 	if !strings.Contains(body, `"deleted":true`) {
 		t.Errorf("soft-deleted version with deleted=true: %s", body)
 	}
-	s.expect("GET", "/schemas/ids/1/schema", nil, 200, `{"name":"ex.User","type":"record","fields":[{"name":"name","type":"string"}]}`) // still served by id
+	s.expect("GET", "/schemas/ids/1/schema", nil, 200, `{"type":"record","name":"User","namespace":"ex","fields":[{"name":"name","type":"string"}]}`) // still served by id
 	s.expect("DELETE", "/subjects/s/versions/1?permanent=true", nil, 200, `1`)
 	s.expectCode("DELETE", "/subjects/s/versions/1?permanent=true", nil, 404, 40402)
 	s.expectCode("GET", "/schemas/ids/1", nil, 404, 40403)
