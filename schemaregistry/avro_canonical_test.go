@@ -109,6 +109,14 @@ func TestRegistry_EarlierStoredFormsKeepTheirIDs(t *testing.T) {
 		// Re-canonicalized on replay to what the author's text gives.
 		eventAuthor = `{"namespace":"ev","type":"record","name":"Event","doc":"an event","fields":[{"name":"id","type":"string"},{"name":"payload","type":["null",{"type":"record","name":"Payload","fields":[{"name":"n","type":"int","default":0}]}],"default":null},{"name":"kind","type":{"type":"enum","name":"Kind","symbols":["A","B"]}}]}`
 		eventHamba  = `{"name":"ev.Event","doc":"an event","type":"record","fields":[{"name":"id","type":"string"},{"name":"payload","type":["null",{"name":"ev.Payload","type":"record","fields":[{"name":"n","type":"int","default":0}]}],"default":null},{"name":"kind","type":{"name":"ev.Kind","type":"enum","symbols":["A","B"]}}]}`
+		// hamba's form lost the order of the decimal's and the field's
+		// properties, the digits of the double default, and the bytes
+		// default (written as base64): found by that form instead.
+		accountAuthor = `{"type":"record","name":"Account","namespace":"bank","fields":[{"name":"balance","type":{"type":"bytes","scale":2,"precision":12,"logicalType":"decimal"}},{"name":"rate","type":"double","default":1.0},{"name":"tag","type":"bytes","default":"\u00ff"},{"name":"owner","type":"string","x-pii":true,"avro.java.string":"String"}]}`
+		accountHamba  = `{"name":"bank.Account","type":"record","fields":[{"name":"balance","type":{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}},{"name":"rate","type":"double","default":1},{"name":"tag","type":"bytes","default":"/w=="},{"name":"owner","type":"string","avro.java.string":"String","x-pii":true}]}`
+		// hamba wrote a fixed's default as an array, which does not parse.
+		hashAuthor = `{"type":"record","name":"H","fields":[{"name":"h","type":{"type":"fixed","name":"F","size":2},"default":"\u0001\u00fe"}]}`
+		hashHamba  = `{"name":"H","type":"record","fields":[{"name":"h","type":{"name":"F","type":"fixed","size":2},"default":[1,254]}]}`
 		// Confluent stored Java's form, which is Gregor's canonical form.
 		orderAuthor = `{"name":"Order","type":"record","namespace":"shop","fields":[{"type":{"type":"array","items":{"name":"Line","type":"record","fields":[{"type":"string","name":"sku"}]}},"name":"lines"},{"name":"first","type":"Line"}],"java-class":"shop.Order"}`
 		orderJava   = `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"lines","type":{"type":"array","items":{"type":"record","name":"Line","fields":[{"name":"sku","type":"string"}]}}},{"name":"first","type":"Line"}],"java-class":"shop.Order"}`
@@ -125,7 +133,9 @@ func TestRegistry_EarlierStoredFormsKeepTheirIDs(t *testing.T) {
 	ctx := context.Background()
 	for i, kv := range [][2]string{
 		{`{"keytype":"SCHEMA","subject":"event","version":1,"magic":1}`, `{"subject":"event","version":1,"id":1,"schema":` + quote(eventHamba) + `,"deleted":false}`},
-		{`{"keytype":"SCHEMA","subject":"order","version":1,"magic":1}`, `{"subject":"order","version":1,"id":2,"schema":` + quote(orderJava) + `,"deleted":false}`},
+		{`{"keytype":"SCHEMA","subject":"account","version":1,"magic":1}`, `{"subject":"account","version":1,"id":2,"schema":` + quote(accountHamba) + `,"deleted":false}`},
+		{`{"keytype":"SCHEMA","subject":"order","version":1,"magic":1}`, `{"subject":"order","version":1,"id":3,"schema":` + quote(orderJava) + `,"deleted":false}`},
+		{`{"keytype":"SCHEMA","subject":"hash","version":1,"magic":1}`, `{"subject":"hash","version":1,"id":4,"schema":` + quote(hashHamba) + `,"deleted":false}`},
 	} {
 		if _, err := log.Append(ctx, int64(i), []byte(kv[0]), []byte(kv[1])); err != nil {
 			t.Fatal(err)
@@ -134,13 +144,20 @@ func TestRegistry_EarlierStoredFormsKeepTheirIDs(t *testing.T) {
 	s := newTestServer(t, log)
 	// Registered again under their subjects: the versions they have.
 	s.expect("POST", "/subjects/event/versions", schemaBody(eventAuthor), 200, `{"id":1}`)
-	s.expect("POST", "/subjects/order/versions", schemaBody(orderAuthor), 200, `{"id":2}`)
-	// Under other subjects: the same ids.
+	s.expect("POST", "/subjects/account/versions", schemaBody(accountAuthor), 200, `{"id":2}`)
+	s.expect("POST", "/subjects/order/versions", schemaBody(orderAuthor), 200, `{"id":3}`)
+	s.expect("POST", "/subjects/hash/versions", schemaBody(hashAuthor), 200, `{"id":4}`)
+	s.expect("GET", "/subjects/account/versions", nil, 200, `[1]`)
+	s.expect("POST", "/subjects/account", schemaBody(accountAuthor), 200,
+		`{"subject":"account","version":1,"id":2,"schema":`+quote(accountHamba)+`}`)
+	// Under other subjects: the same ids, and the id's one text.
 	s.expect("POST", "/subjects/event2/versions", schemaBody(eventAuthor), 200, `{"id":1}`)
-	s.expect("POST", "/subjects/order2/versions", schemaBody(orderAuthor), 200, `{"id":2}`)
+	s.expect("POST", "/subjects/account2/versions", schemaBody(accountAuthor), 200, `{"id":2}`)
+	s.expect("GET", "/subjects/account2/versions/1/schema", nil, 200, accountHamba)
+	s.expect("POST", "/subjects/order2/versions", schemaBody(orderAuthor), 200, `{"id":3}`)
 	// A new schema is stored in Java's form.
-	s.expect("POST", "/subjects/new/versions", schemaBody(`{"fields":[],"name":"N","type":"record"}`), 200, `{"id":3}`)
-	s.expect("GET", "/schemas/ids/3/schema", nil, 200, `{"type":"record","name":"N","fields":[]}`)
+	s.expect("POST", "/subjects/new/versions", schemaBody(`{"fields":[],"name":"N","type":"record"}`), 200, `{"id":5}`)
+	s.expect("GET", "/schemas/ids/5/schema", nil, 200, `{"type":"record","name":"N","fields":[]}`)
 }
 
 // FuzzAvroCanonical: for any text hamba parses, the canonical text never

@@ -130,9 +130,14 @@
 // references are equal. A stored schema is re-canonicalized on replay, so
 // one stored by Confluent in Java's form, or by an earlier Gregor in
 // hamba's form ({"name":"ns.R","type":"record",...}), matches the same
-// schema registered now. Stored schemas are kept parsed by id (at most
-// 4096); one that references the latest version of a subject only until
-// the view applies another record.
+// schema registered now. hamba's form lost what makes some schemas
+// canonicalize differently (the order of properties, a default's digits,
+// bytes defaults, which it wrote in base64), so an Avro text stored in
+// another form than the canonical one is also found by hamba's form of a
+// schema registered now. A version added for an existing id stores the
+// id's text: an id has one text. Stored schemas are kept parsed by id (at
+// most 4096); one that references the latest version of a subject only
+// until the view applies another record.
 //
 // # Compatibility
 //

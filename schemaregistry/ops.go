@@ -51,7 +51,8 @@ func (r *Registry) register(ctx context.Context, subject string, q registerReque
 		if len(all) > 0 {
 			next = all[len(all)-1].Version + 1
 		}
-		existing, found := v.identities[identity(typ, p.canonical, q.References)]
+		existing, found := v.idOf(typ, p, q.References)
+		text := p.canonical
 		switch {
 		case found && (q.ID <= 0 || q.ID == existing):
 			for _, sv := range all {
@@ -61,6 +62,9 @@ func (r *Registry) register(ctx context.Context, subject string, q registerReque
 				}
 			}
 			id = existing
+			if sv := v.byID(id); sv != nil {
+				text = sv.Schema // an id has one text, whoever stored it in whatever form
+			}
 		case q.ID > 0:
 			if other := v.byID(q.ID); other != nil {
 				return nil, apiErr(codeOperationNotPermitted, "Overwrite new schema with id %d is not permitted.", q.ID)
@@ -90,7 +94,7 @@ func (r *Registry) register(ctx context.Context, subject string, q registerReque
 			key: schemaKey(subject, version),
 			value: schemaRecordValue(schemaValue{
 				Subject: subject, Version: version, ID: id, SchemaType: typ,
-				References: q.References, Schema: p.canonical,
+				References: q.References, Schema: text,
 			}),
 		}}
 		for _, sv := range all {
@@ -113,7 +117,7 @@ func (r *Registry) lookup(v *view, subject string, q registerRequest, deleted, n
 	if err != nil {
 		return nil, err
 	}
-	id, ok := v.identities[identity(q.typ(), p.canonical, q.References)]
+	id, ok := v.idOf(q.typ(), p, q.References)
 	if ok {
 		for i := len(all) - 1; i >= 0; i-- {
 			if all[i].ID == id {

@@ -39,7 +39,7 @@ type view struct {
 	globalMode   string
 	maxID        int
 	users        map[int]map[svKey]struct{} // schema id → subject-versions carrying it
-	identities   map[string]int             // identity (type, canonical text, references) → id
+	identities   map[string]int             // identity (type, canonical text, references) → id (and see idOf)
 	parsed       map[int]parsedEntry        // stored schemas parsed, by id (parseStored)
 	log          *slog.Logger
 }
@@ -190,7 +190,9 @@ func (v *view) putVersion(sv *schemaVersion) {
 	s.versions[sv.Version] = sv
 	if v.users[sv.ID] == nil {
 		v.users[sv.ID] = map[svKey]struct{}{}
-		v.identities[v.identityOf(sv)] = sv.ID
+		for _, ident := range v.identitiesOf(sv) {
+			v.identities[ident] = sv.ID
+		}
 	}
 	v.users[sv.ID][svKey{sv.Subject, sv.Version}] = struct{}{}
 	v.maxID = max(v.maxID, sv.ID)
@@ -220,16 +222,50 @@ func (v *view) dropUser(id int, k svKey) {
 	}
 }
 
-// identityOf is the identity of a stored schema: its type, its canonical
-// text (the stored text re-canonicalized, so that a schema stored by
-// another registry matches the same schema registered here) and its
-// references.
-func (v *view) identityOf(sv *schemaVersion) string {
+// identitiesOf are the identities of a stored schema: its type, its
+// canonical text (the stored text re-canonicalized, so that a schema stored
+// by another registry matches the same schema registered here) and its
+// references; and, for an Avro text stored in another form (or that no
+// longer parses, as hamba's form of a fixed's default), that text as an
+// earlier form (see idOf).
+func (v *view) identitiesOf(sv *schemaVersion) []string {
 	text := sv.Schema
-	if p, err := v.parseStored(sv); err == nil {
+	p, err := v.parseStored(sv)
+	if err == nil {
 		text = p.canonical
 	}
-	return identity(sv.Type, text, sv.References)
+	out := []string{identity(sv.Type, text, sv.References)}
+	if sv.Type == TypeAvro && (text != sv.Schema || err != nil) {
+		out = append(out, earlierIdentity(sv.Schema, sv.References))
+	}
+	return out
+}
+
+// idOf returns the id of the schema p with refs if it is registered: a
+// stored schema with the same identity, else, for Avro, one stored in the
+// form Gregor stored before its canonical form was Java's (hamba's
+// json.Marshal), which loses what makes some schemas re-canonicalize
+// differently (the order of properties, a default's digits, bytes
+// defaults), so that registering such a schema again finds its old id.
+func (v *view) idOf(typ string, p *parsed, refs []Reference) (int, bool) {
+	if id, ok := v.identities[identity(typ, p.canonical, refs)]; ok {
+		return id, true
+	}
+	if p.avro == nil {
+		return 0, false
+	}
+	hambaForm, err := json.Marshal(p.avro)
+	if err != nil {
+		return 0, false
+	}
+	id, ok := v.identities[earlierIdentity(string(hambaForm), refs)]
+	return id, ok
+}
+
+// earlierIdentity is the identity of an Avro text stored in Gregor's
+// earlier form; its type keeps it apart from every canonical identity.
+func earlierIdentity(text string, refs []Reference) string {
+	return identity("AVRO (hamba form)", text, refs)
 }
 
 func identity(typ, canonical string, refs []Reference) string {
