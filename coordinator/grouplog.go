@@ -82,93 +82,12 @@ type GroupLog interface {
 	Replay(partition int32, from int64, fn func(offset int64, r LogRecord) error) (next int64, err error)
 }
 
-// Load states of a partition.
-const (
-	partLoading = 1
-	partLoaded  = 2
-)
-
-// partStates is the load state of each log partition a coordinator (of
-// groups or of transactions) serves.
-type partStates map[int32]int8
-
-// ownerErr is nil when the coordinator serves partition p: always without
-// a log (hasLog false), else when p is loaded; COORDINATOR_LOAD_IN_PROGRESS
-// while it loads, NOT_COORDINATOR otherwise.
-func (ps partStates) ownerErr(hasLog bool, p int32) *kerr.Error {
-	if !hasLog {
-		return nil
-	}
-	switch ps[p] {
-	case partLoaded:
-		return nil
-	case partLoading:
-		return kerr.CoordinatorLoadInProgress
-	}
-	return kerr.NotCoordinator
-}
-
-// loaded returns the loaded partitions, sorted.
-func (ps partStates) loaded() []int32 {
-	var out []int32
-	for p, s := range ps {
-		if s == partLoaded {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 var bucketLog = []byte("log")
 
-// PartitionFor is Kafka's placement of group (or transactional id) id
-// among n partitions: abs(id.hashCode()) % n, with Java's String.hashCode
-// over UTF-16 code units and Kafka's Utils.abs (Integer.MIN_VALUE → 0).
-func PartitionFor(id string, n int32) int32 {
-	var h int32
-	for _, r := range id {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
-func (c *Coordinator) partitionOf(groupID string) int32 {
-	return PartitionFor(groupID, c.cfg.LogPartitions)
-}
-
-// ownerErrLocked is nil when this coordinator serves groupID: always
-// without a log, else when its partition is loaded.
-//
-// Lock should be held.
-func (c *Coordinator) ownerErrLocked(groupID string) *kerr.Error {
-	return c.parts.ownerErr(c.cfg.Log != nil, c.partitionOf(groupID))
-}
-
 // GroupError reports what a request for groupID gets here: 0, or
-// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
-func (c *Coordinator) GroupError(groupID string) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if err := c.ownerErrLocked(groupID); err != nil {
-		return err.Code
-	}
-	return 0
-}
+// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or (closed)
+// COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) GroupError(groupID string) int16 { return c.keyCode(groupID) }
 
 func offsetCommitRecord(group, topic string, partition int32, e *offsetEntry) LogRecord {
 	k := kmsg.NewOffsetCommitKey()
@@ -394,38 +313,22 @@ func getCheckpoint(tx *bolt.Tx, p int32) int64 {
 // directory) are written to the log, and the groups are loaded. Meanwhile
 // their requests answer COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) LoadPartition(p int32) error {
-	c.mu.Lock()
-	if c.closed || c.cfg.Log == nil || c.parts[p] != 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	c.parts[p] = partLoading
-	c.mu.Unlock()
-	err := c.loadPartition(p)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parts[p] != partLoading { // unloaded meanwhile
-		return err
-	}
-	if err != nil {
-		delete(c.parts, p)
-		return err
-	}
-	c.parts[p] = partLoaded
-	if err := c.loadLocked(func(id string) bool { return c.partitionOf(id) == p }); err != nil {
-		delete(c.parts, p)
-		return err
-	}
-	for _, g := range c.groups {
-		if c.partitionOf(g.id) != p {
-			continue
+	return c.loadPartition(p, func() error { return c.replayPartition(p) }, func() (func(), error) {
+		mine := func(id string) bool { return c.partitionOf(id) == p }
+		if err := c.loadLocked(mine); err != nil {
+			return nil, err
 		}
-		for _, id := range g.order {
-			c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
+		for _, g := range c.groups {
+			if !mine(g.id) {
+				continue
+			}
+			for _, id := range g.order {
+				c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
+			}
 		}
-	}
-	c.scheduleModernTimersLocked(func(id string) bool { return c.partitionOf(id) == p })
-	return nil
+		c.scheduleModernTimersLocked(mine)
+		return nil, nil
+	})
 }
 
 type replayed struct {
@@ -439,7 +342,7 @@ type replayed struct {
 	producerEpoch        int16
 }
 
-// loadPartition brings groups.db's view of partition p up to the end of
+// replayPartition brings groups.db's view of partition p up to the end of
 // its log. With a replicated log (Config.LogReplicated) the view is
 // rebuilt from the log start, as Kafka's coordinator loads the whole
 // partition: while this broker did not lead p, its log may have lost an
@@ -448,7 +351,7 @@ type replayed struct {
 // leader's records at the same offsets would be skipped as older. A single
 // node's log is never truncated that way: its view replays the tail from
 // the checkpoint.
-func (c *Coordinator) loadPartition(p int32) error {
+func (c *Coordinator) replayPartition(p int32) error {
 	var from int64
 	if !c.cfg.LogReplicated {
 		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
@@ -790,48 +693,37 @@ func (c *Coordinator) migratePartition(p int32) error {
 // longer leads it. Blocked JoinGroup and SyncGroup calls answer
 // NOT_COORDINATOR; groups.db keeps the view for a later load.
 func (c *Coordinator) UnloadPartition(p int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cfg.Log == nil || c.parts[p] == 0 {
-		return
-	}
-	delete(c.parts, p)
-	for id, g := range c.groups {
-		if c.partitionOf(id) != p {
-			continue
+	c.unloadPartition(p, func() {
+		for id, g := range c.groups {
+			if c.partitionOf(id) != p {
+				continue
+			}
+			c.cancelGroupTimersLocked(g)
+			for _, s := range g.pending {
+				c.timers.cancelLocked(s)
+			}
+			for _, mid := range g.order {
+				m := g.members[mid]
+				c.completeJoinLocked(m, joinError(mid, kerr.NotCoordinator))
+				c.completeSyncLocked(m, syncError(kerr.NotCoordinator))
+			}
+			delete(c.groups, id)
 		}
-		c.cancelGroupTimersLocked(g)
-		for _, s := range g.pending {
-			c.timers.cancelLocked(s)
+		for id := range c.txnPending {
+			if c.partitionOf(id) == p {
+				delete(c.txnPending, id) // groups.db keeps them for a later load
+			}
 		}
-		for _, mid := range g.order {
-			m := g.members[mid]
-			c.completeJoinLocked(m, joinError(mid, kerr.NotCoordinator))
-			c.completeSyncLocked(m, syncError(kerr.NotCoordinator))
+		for id, sg := range c.shares {
+			if c.partitionOf(id) != p {
+				continue
+			}
+			for _, m := range sg.members {
+				c.timers.cancelLocked(&m.hb)
+			}
+			delete(c.shares, id)
 		}
-		delete(c.groups, id)
-	}
-	for id := range c.txnPending {
-		if c.partitionOf(id) == p {
-			delete(c.txnPending, id) // groups.db keeps them for a later load
-		}
-	}
-	for id, sg := range c.shares {
-		if c.partitionOf(id) != p {
-			continue
-		}
-		for _, m := range sg.members {
-			c.timers.cancelLocked(&m.hb)
-		}
-		delete(c.shares, id)
-	}
-}
-
-// LoadedPartitions reports the partitions this coordinator serves.
-func (c *Coordinator) LoadedPartitions() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parts.loaded()
+	})
 }
 
 // TxnOffsetCommit stores a transaction's offsets as pending, as Kafka's
@@ -871,17 +763,11 @@ func (c *Coordinator) CompleteTxnOffsetsIn(p int32, producerID int64, commit boo
 	if c.cfg.Log != nil {
 		return c.completeTxnInLog(p, producerID, commit)
 	}
+	// Without a log every group is served here, whatever p.
 	c.mu.Lock()
-	if st := c.parts[p]; c.cfg.Log != nil && st != partLoaded {
-		c.mu.Unlock()
-		if st == partLoading {
-			return kerr.CoordinatorLoadInProgress
-		}
-		return kerr.NotCoordinator
-	}
 	var groups []string
 	for g, byProducer := range c.txnPending {
-		if _, ok := byProducer[producerID]; ok && (c.cfg.Log == nil || c.partitionOf(g) == p) {
+		if _, ok := byProducer[producerID]; ok {
 			groups = append(groups, g)
 		}
 	}

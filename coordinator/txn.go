@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,16 +102,17 @@ type TxnCoordinator struct {
 	log *slog.Logger
 	db  *boltFile
 
-	mu      sync.Mutex
-	closed  bool
+	// coordinatorRuntime holds the lock (mu), the closed flag, the
+	// timers and, with a Log, the load state of each partition of
+	// __transaction_state (runtime.go).
+	coordinatorRuntime
+
 	txns    map[string]*txnEntry
 	byPID   map[int64]string // producer id (and pending next producer id) → transactional id
-	parts   partStates       // with a log: partition → partLoading, partLoaded
 	logNext map[int32]int64  // with a log: offset after the last record appended or replayed
 	// inflight counts, per partition, the appends whose commit is awaited
 	// without the lock: the checkpoint does not pass them meanwhile.
 	inflight map[int32]int
-	timers   timers
 	abort    timerSlot
 	expire   timerSlot
 }
@@ -163,11 +163,10 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		db:       db,
 		txns:     make(map[string]*txnEntry),
 		byPID:    make(map[int64]string),
-		parts:    partStates{},
 		logNext:  make(map[int32]int64),
 		inflight: make(map[int32]int),
 	}
-	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
+	c.initRuntime(cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
 	keep := func(string) bool { return true }
 	if cfg.Log != nil {
 		keep = func(string) bool { return false } // loaded by partition

@@ -552,7 +552,7 @@ func (c *Coordinator) completeTxnInLog(p int32, producerID int64, commit bool) e
 		if c.closed {
 			return ErrClosed
 		}
-		if err := c.parts.ownerErr(true, p); err != nil {
+		if err := c.partitionErrLocked(p); err != nil {
 			return err
 		}
 		return nil

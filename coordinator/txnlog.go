@@ -58,31 +58,10 @@ type txnExt struct {
 	LastEpoch int16    `json:"last_epoch"`
 }
 
-func (c *TxnCoordinator) partitionOf(id string) int32 {
-	return PartitionFor(id, c.cfg.LogPartitions)
-}
-
-// txnOwnerErrLocked is nil when this coordinator serves id: always without
-// a log, else when its partition is loaded.
-//
-// Lock should be held.
-func (c *TxnCoordinator) txnOwnerErrLocked(id string) *kerr.Error {
-	return c.parts.ownerErr(c.cfg.Log != nil, c.partitionOf(id))
-}
-
 // TxnError reports what a request for transactional id gets here: 0, or
-// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
-func (c *TxnCoordinator) TxnError(id string) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if err := c.txnOwnerErrLocked(id); err != nil {
-		return err.Code
-	}
-	return 0
-}
+// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or (closed)
+// COORDINATOR_NOT_AVAILABLE.
+func (c *TxnCoordinator) TxnError(id string) int16 { return c.keyCode(id) }
 
 // txnLogRecord encodes id's state as a __transaction_state record; a nil
 // m is the tombstone.
@@ -192,7 +171,7 @@ func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, err
 //
 // Lock should be held.
 func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64, fresh bool, _ *kerr.Error) {
-	if err := c.txnOwnerErrLocked(e.id); err != nil {
+	if err := c.ownerErrLocked(e.id); err != nil {
 		return 0, false, err
 	}
 	p := c.partitionOf(e.id)
@@ -217,7 +196,7 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 		kerrv = appendError(werr)
 	case c.closed:
 		kerrv = kerr.CoordinatorNotAvailable
-	case c.txns[e.id] != e || c.txnOwnerErrLocked(e.id) != nil:
+	case c.txns[e.id] != e || c.ownerErrLocked(e.id) != nil:
 		// The partition moved meanwhile (Kafka checks the coordinator
 		// epoch after the append).
 		kerrv = kerr.NotCoordinator
@@ -241,49 +220,31 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 // meanwhile their requests answer COORDINATOR_LOAD_IN_PROGRESS. Then the
 // transactions found in Prepare* are completed.
 func (c *TxnCoordinator) LoadPartition(p int32) error {
-	c.mu.Lock()
-	if c.closed || c.cfg.Log == nil || c.parts[p] != 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	c.parts[p] = partLoading
-	c.mu.Unlock()
-	err := c.replayPartition(p)
-	c.mu.Lock()
-	if c.parts[p] != partLoading { // unloaded meanwhile
-		c.mu.Unlock()
-		return err
-	}
-	if err == nil {
-		err = c.migratePartitionLocked(p)
-	}
-	var ids []string
-	var metas map[string]txnMeta
-	if err == nil {
-		ids, metas, err = c.loadTxns(func(id string) bool { return c.partitionOf(id) == p })
-	}
-	if err != nil {
-		delete(c.parts, p)
-		c.mu.Unlock()
-		return err
-	}
-	c.parts[p] = partLoaded
-	var unfinished []string
-	for _, id := range ids {
-		e := &txnEntry{id: id}
-		c.txns[id] = e
-		c.setMetaLocked(e, metas[id])
-		if e.meta.state.preparing() {
-			unfinished = append(unfinished, id)
+	return c.loadPartition(p, func() error { return c.replayPartition(p) }, func() (func(), error) {
+		if err := c.migratePartitionLocked(p); err != nil {
+			return nil, err
 		}
-	}
-	c.mu.Unlock()
-	for _, id := range unfinished {
-		if err := c.finish(context.Background(), id); err != nil {
-			c.log.Warn("completing transaction after a coordinator move failed; will retry", "transactional_id", id, "err", err)
+		ids, metas, err := c.loadTxns(func(id string) bool { return c.partitionOf(id) == p })
+		if err != nil {
+			return nil, err
 		}
-	}
-	return nil
+		var unfinished []string
+		for _, id := range ids {
+			e := &txnEntry{id: id}
+			c.txns[id] = e
+			c.setMetaLocked(e, metas[id])
+			if e.meta.state.preparing() {
+				unfinished = append(unfinished, id)
+			}
+		}
+		return func() {
+			for _, id := range unfinished {
+				if err := c.finish(context.Background(), id); err != nil {
+					c.log.Warn("completing transaction after a coordinator move failed; will retry", "transactional_id", id, "err", err)
+				}
+			}
+		}, nil
+	})
 }
 
 // replayPartition brings txns.db's view of partition p up to the end of
@@ -437,32 +398,20 @@ func (c *TxnCoordinator) migratePartitionLocked(p int32) error {
 // marker write in flight finishes, but its completion is left to the new
 // coordinator.
 func (c *TxnCoordinator) UnloadPartition(p int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cfg.Log == nil || c.parts[p] == 0 {
-		return
-	}
-	delete(c.parts, p)
-	for id, e := range c.txns {
-		if c.partitionOf(id) != p {
-			continue
-		}
-		c.timers.cancelLocked(&e.retry)
-		for _, pid := range []int64{e.meta.producerID, e.meta.nextProducerID} {
-			if c.byPID[pid] == id {
-				delete(c.byPID, pid)
+	c.unloadPartition(p, func() {
+		for id, e := range c.txns {
+			if c.partitionOf(id) != p {
+				continue
 			}
+			c.timers.cancelLocked(&e.retry)
+			for _, pid := range []int64{e.meta.producerID, e.meta.nextProducerID} {
+				if c.byPID[pid] == id {
+					delete(c.byPID, pid)
+				}
+			}
+			delete(c.txns, id)
 		}
-		delete(c.txns, id)
-	}
-}
-
-// LoadedPartitions reports the partitions of __transaction_state this
-// coordinator serves.
-func (c *TxnCoordinator) LoadedPartitions() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parts.loaded()
+	})
 }
 
 // HasUnloggedState reports whether txns.db holds transactional ids written
@@ -493,7 +442,7 @@ func (c *TxnCoordinator) HasUnloggedState() bool {
 func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 	byPart := map[int32][]string{}
 	for _, id := range ids {
-		if c.txnOwnerErrLocked(id) == nil {
+		if c.ownerErrLocked(id) == nil {
 			byPart[c.partitionOf(id)] = append(byPart[c.partitionOf(id)], id)
 		}
 	}
@@ -545,7 +494,7 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 		if b.next > c.logNext[b.p] {
 			c.logNext[b.p] = b.next
 		}
-		if c.closed || c.txnOwnerErrLocked(b.ids[0].id) != nil {
+		if c.closed || c.ownerErrLocked(b.ids[0].id) != nil {
 			continue
 		}
 		for _, e := range b.ids {
