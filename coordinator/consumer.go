@@ -369,10 +369,7 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 		return fail(kerr.UnsupportedAssignor, "ServerAssignor "+*a+" is not supported. Supported assignors: "+strings.Join(c.cfg.ConsumerAssignors, ", ")+".")
 	}
 
-	if c.closed {
-		return fail(kerr.CoordinatorNotAvailable, "")
-	}
-	if err := c.ownerErrLocked(req.Group); err != nil {
+	if err := c.coordinatorErrLocked(req.Group); err != nil {
 		return fail(err, "")
 	}
 	if c.isShareGroupLocked(req.Group) {
@@ -890,10 +887,8 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		switch {
 		case id == "":
 			d.ErrorCode = kerr.InvalidGroupID.Code
-		case c.closed:
-			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		case c.ownerErrLocked(id) != nil:
-			d.ErrorCode = c.ownerErrLocked(id).Code
+		case c.coordinatorErrLocked(id) != nil:
+			d.ErrorCode = c.coordinatorErrLocked(id).Code
 		case g == nil:
 			d.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := "Group " + id + " not found."
