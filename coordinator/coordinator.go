@@ -122,7 +122,7 @@ type Coordinator struct {
 
 	// coordinatorRuntime holds the lock (mu), the closed flag, the
 	// timers and, with a Log, the load state of each partition of
-	// __consumer_offsets (runtime.go).
+	// __consumer_offsets, its batches in flight and checkpoint (runtime.go).
 	coordinatorRuntime
 
 	groups map[string]*group
@@ -132,11 +132,6 @@ type Coordinator struct {
 	// txnPending holds TxnOffsetCommit offsets until their transaction
 	// ends (txn_offsets.go).
 	txnPending txnPendingOffsets
-
-	// With a Log: the appends in flight and the offset after the last
-	// record appended or replayed, per partition.
-	inflight map[int32]int
-	logNext  map[int32]int64
 }
 
 // Open opens Dir/groups.db (created on the first write if missing) and
@@ -160,10 +155,8 @@ func Open(cfg Config) (*Coordinator, error) {
 		groups:     make(map[string]*group),
 		shares:     make(map[string]*shareGroup),
 		txnPending: make(txnPendingOffsets),
-		inflight:   make(map[int32]int),
-		logNext:    make(map[int32]int64),
 	}
-	c.initRuntime(cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
+	c.initRuntime("__consumer_offsets", cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
 	if err := c.load(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("coordinator: load %s: %w", dbFileName, err)

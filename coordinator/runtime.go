@@ -23,7 +23,11 @@ package coordinator
 //     (ownerErrLocked, coordinatorErrLocked, keyCode, LoadedPartitions);
 //   - the load and unload protocol (loadPartition, unloadPartition), with
 //     the replay, the activation and the drop of a partition's state
-//     supplied by the coordinator.
+//     supplied by the coordinator;
+//   - the log writer and loader (runtimelog.go): GroupLog, the batches in
+//     flight and the checkpoint of the coordinator's bbolt view, what a
+//     request answers once its batch is committed, the replay of a
+//     partition's tail.
 //
 // Locks: mu is the coordinator's one lock (Coordinator.mu,
 // TxnCoordinator.mu, ShareCoordinator.mu in docs/LOCK_ORDER.md); the
@@ -55,20 +59,27 @@ type coordinatorRuntime struct {
 	mu     sync.Mutex
 	closed bool
 
+	topic         string   // the internal topic's name, for messages
 	stateLog      GroupLog // the internal topic; nil: none, every key is served here
 	numPartitions int32    // its partition count
 
-	parts  map[int32]int8 // with a log: partition → partLoading, partLoaded
+	parts map[int32]int8 // with a log: partition → partLoading, partLoaded
+	// With a log, per partition: the batches whose commit is awaited
+	// (writeLocked), and the offset after the last record appended or
+	// replayed (runtimelog.go).
+	inflight map[int32]int
+	logNext  map[int32]int64
+
 	timers timers
 }
 
-// initRuntime sets the runtime up for an internal topic of partitions
-// partitions (log nil: none) and the clock's afterFunc (nil if the
-// coordinator has no timers). It is called once, before the coordinator
-// is shared.
-func (rt *coordinatorRuntime) initRuntime(log GroupLog, partitions int32, afterFunc func(time.Duration, func()) Timer) {
-	rt.stateLog, rt.numPartitions = log, partitions
-	rt.parts = map[int32]int8{}
+// initRuntime sets the runtime up for the internal topic named topic, of
+// partitions partitions (log nil: none), and the clock's afterFunc (nil
+// if the coordinator has no timers). It is called once, before the
+// coordinator is shared.
+func (rt *coordinatorRuntime) initRuntime(topic string, log GroupLog, partitions int32, afterFunc func(time.Duration, func()) Timer) {
+	rt.topic, rt.stateLog, rt.numPartitions = topic, log, partitions
+	rt.parts, rt.inflight, rt.logNext = map[int32]int8{}, map[int32]int{}, map[int32]int64{}
 	rt.timers = newTimers(&rt.mu, &rt.closed, afterFunc)
 }
 

@@ -94,7 +94,7 @@ func NewShareCoordinator(cfg ShareCoordinatorConfig) *ShareCoordinator {
 		states:  map[int32]map[ShareStateKey]*shareKeyState{},
 		writeMu: map[int32]*sync.Mutex{},
 	}
-	c.initRuntime(cfg.Log, cfg.LogPartitions, nil)
+	c.initRuntime("__share_group_state", cfg.Log, cfg.LogPartitions, nil)
 	return c
 }
 
@@ -195,11 +195,7 @@ func (c *ShareCoordinator) current(k ShareStateKey) (*shareKeyState, int16) {
 // k's state (nil: deleted).
 func (c *ShareCoordinator) appendState(k ShareStateKey, recs []LogRecord, st *shareKeyState) int16 {
 	pi := c.PartitionOf(k)
-	_, wait, err := c.cfg.Log.Append(pi, recs)
-	if err == nil {
-		err = wait()
-	}
-	if err != nil {
+	if _, err := c.appendAndWait(pi, recs); err != nil {
 		return appendErrorCode(err)
 	}
 	c.mu.Lock()

@@ -104,17 +104,14 @@ type TxnCoordinator struct {
 
 	// coordinatorRuntime holds the lock (mu), the closed flag, the
 	// timers and, with a Log, the load state of each partition of
-	// __transaction_state (runtime.go).
+	// __transaction_state, its batches in flight and checkpoint
+	// (runtime.go).
 	coordinatorRuntime
 
-	txns    map[string]*txnEntry
-	byPID   map[int64]string // producer id (and pending next producer id) → transactional id
-	logNext map[int32]int64  // with a log: offset after the last record appended or replayed
-	// inflight counts, per partition, the appends whose commit is awaited
-	// without the lock: the checkpoint does not pass them meanwhile.
-	inflight map[int32]int
-	abort    timerSlot
-	expire   timerSlot
+	txns   map[string]*txnEntry
+	byPID  map[int64]string // producer id (and pending next producer id) → transactional id
+	abort  timerSlot
+	expire timerSlot
 }
 
 // txnEntry is a transactional id: its durable state and what the
@@ -158,15 +155,13 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
 	}
 	c := &TxnCoordinator{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		db:       db,
-		txns:     make(map[string]*txnEntry),
-		byPID:    make(map[int64]string),
-		logNext:  make(map[int32]int64),
-		inflight: make(map[int32]int),
+		cfg:   cfg,
+		log:   cfg.Logger,
+		db:    db,
+		txns:  make(map[string]*txnEntry),
+		byPID: make(map[int64]string),
 	}
-	c.initRuntime(cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
+	c.initRuntime("__transaction_state", cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
 	keep := func(string) bool { return true }
 	if cfg.Log != nil {
 		keep = func(string) bool { return false } // loaded by partition

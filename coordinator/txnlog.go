@@ -149,16 +149,11 @@ func txnMetaFromLog(v *kmsg.TxnMetadataValue) (txnMeta, bool) {
 //
 // Lock should be held.
 func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, error) {
-	next, wait, err := c.cfg.Log.Append(p, recs)
+	next, err := c.appendAndWait(p, recs)
 	if err != nil {
 		return 0, err
 	}
-	if err := wait(); err != nil {
-		return 0, err
-	}
-	if next > c.logNext[p] {
-		c.logNext[p] = next
-	}
+	c.advanceLocked(p, next)
 	return next - int64(len(recs)), nil
 }
 
@@ -174,8 +169,7 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 	if err := c.ownerErrLocked(e.id); err != nil {
 		return 0, false, err
 	}
-	p := c.partitionOf(e.id)
-	next, wait, err := c.cfg.Log.Append(p, []LogRecord{txnLogRecord(e.id, &m)})
+	next, wait, done, err := c.writeLocked(c.partitionOf(e.id), c.appendRecords([]LogRecord{txnLogRecord(e.id, &m)}))
 	if err != nil {
 		return 0, false, appendError(err)
 	}
@@ -184,31 +178,22 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 		fresh = true
 	}
 	e.pending, e.pendingState = true, m.state
-	c.inflight[p]++
 	c.mu.Unlock()
 	werr := wait()
 	c.mu.Lock()
 	e.pending = false
-	c.inflight[p]--
-	var kerrv *kerr.Error
-	switch {
-	case werr != nil:
-		kerrv = appendError(werr)
-	case c.closed:
-		kerrv = kerr.CoordinatorNotAvailable
-	case c.txns[e.id] != e || c.ownerErrLocked(e.id) != nil:
-		// The partition moved meanwhile (Kafka checks the coordinator
-		// epoch after the append).
+	kerrv := c.commitErrLocked(e.id, werr)
+	if kerrv == nil && c.txns[e.id] != e {
+		// The partition moved meanwhile and back (Kafka checks the
+		// coordinator epoch after the append).
 		kerrv = kerr.NotCoordinator
 	}
+	done(kerrv == nil)
 	if kerrv != nil {
 		if fresh && c.txns[e.id] == e {
 			delete(c.txns, e.id)
 		}
 		return 0, false, kerrv
-	}
-	if next > c.logNext[p] {
-		c.logNext[p] = next
 	}
 	return next - 1, fresh, nil
 }
@@ -248,35 +233,16 @@ func (c *TxnCoordinator) LoadPartition(p int32) error {
 }
 
 // replayPartition brings txns.db's view of partition p up to the end of
-// its log: with a replicated log (TxnConfig.LogReplicated) rebuilt from
-// the log start, as Kafka's coordinator loads the whole partition, since
-// the log may have been truncated while another broker led p (the view
-// holds only records answered as committed, but an unclean election
-// truncates those too); on a single node from the checkpoint.
+// its log (the runtime's replayTail: from the view's checkpoint on a
+// single node, rebuilt from the log start with a replicated log,
+// TxnConfig.LogReplicated, as Kafka's coordinator loads the whole
+// partition: the view holds only records answered as committed, but an
+// unclean election truncates those too). Records of transactional batches
+// and markers are not a transaction's state and are skipped.
 func (c *TxnCoordinator) replayPartition(p int32) error {
-	var from int64
-	if !c.cfg.LogReplicated {
-		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
-	}
-	var recs []replayed
-	collect := func(off int64, r LogRecord) error {
-		if r.Transactional || r.Control {
-			return nil // not a transaction's state
-		}
-		recs = append(recs, replayed{offset: off, key: slices.Clone(r.Key), value: slices.Clone(r.Value)})
-		return nil
-	}
-	next, err := c.cfg.Log.Replay(p, from, collect)
+	recs, next, rebuild, err := c.replayTail(c.db, p, c.cfg.LogReplicated, func(r LogRecord) bool { return !r.Transactional && !r.Control })
 	if err != nil {
-		return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
-	}
-	rebuild := c.cfg.LogReplicated
-	if next < from { // truncated below the view: rebuild it
-		rebuild = true
-		recs = recs[:0]
-		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
-			return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
-		}
+		return err
 	}
 	err = c.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketTxns)
@@ -308,11 +274,7 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	// What this broker appended before may be gone: the log's end is
-	// where the checkpoint goes next.
-	c.logNext[p] = next
-	c.mu.Unlock()
+	c.replayedTo(p, next)
 	return nil
 }
 
@@ -449,8 +411,8 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 	type batch struct {
 		p    int32
 		ids  []*txnEntry
-		next int64
 		wait func() error
+		done func(advance bool)
 	}
 	var batches []batch
 	for _, p := range sortedKeys(byPart) {
@@ -458,18 +420,17 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 		for _, id := range byPart[p] {
 			recs = append(recs, txnLogRecord(id, nil))
 		}
-		next, wait, err := c.cfg.Log.Append(p, recs)
+		_, wait, done, err := c.writeLocked(p, c.appendRecords(recs))
 		if err != nil {
 			c.log.Warn("appending tombstones of expired transactional ids failed", "partition", p, "err", err)
 			continue
 		}
-		b := batch{p: p, next: next, wait: wait}
+		b := batch{p: p, wait: wait, done: done}
 		for _, id := range byPart[p] {
 			e := c.txns[id]
 			e.pending, e.pendingState = true, txnDead
 			b.ids = append(b.ids, e)
 		}
-		c.inflight[p]++
 		batches = append(batches, b)
 	}
 	if len(batches) == 0 {
@@ -483,7 +444,7 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 	c.mu.Lock()
 	var out []string
 	for i, b := range batches {
-		c.inflight[b.p]--
+		b.done(errs[i] == nil)
 		for _, e := range b.ids {
 			e.pending = false
 		}
@@ -491,10 +452,7 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 			c.log.Warn("tombstones of expired transactional ids were not committed", "partition", b.p, "err", errs[i])
 			continue
 		}
-		if b.next > c.logNext[b.p] {
-			c.logNext[b.p] = b.next
-		}
-		if c.closed || c.ownerErrLocked(b.ids[0].id) != nil {
+		if c.coordinatorErrLocked(b.ids[0].id) != nil {
 			continue
 		}
 		for _, e := range b.ids {
