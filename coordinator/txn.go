@@ -171,8 +171,21 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		db.Close()
 		return nil, fmt.Errorf("coordinator: load %s: %w", txnDBFileName, err)
 	}
-	var unfinished []string
 	c.mu.Lock()
+	unfinished := c.installLocked(ids, metas)
+	c.scheduleAbortLocked()
+	c.scheduleExpireLocked()
+	c.mu.Unlock()
+	c.finishAll(unfinished, "completing transaction after restart failed; will retry")
+	return c, nil
+}
+
+// installLocked installs the stored state of ids (loadTxns) and returns
+// those whose transaction is in PrepareCommit or PrepareAbort, for
+// finishAll once the lock is released.
+//
+// Lock should be held.
+func (c *TxnCoordinator) installLocked(ids []string, metas map[string]txnMeta) (unfinished []string) {
 	for _, id := range ids {
 		e := &txnEntry{id: id}
 		c.txns[id] = e
@@ -181,15 +194,17 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 			unfinished = append(unfinished, id)
 		}
 	}
-	c.scheduleAbortLocked()
-	c.scheduleExpireLocked()
-	c.mu.Unlock()
-	for _, id := range unfinished {
+	return unfinished
+}
+
+// finishAll completes the transactions of ids (finish), logging failed
+// completions with msg: they are retried every MarkerRetryBackoff.
+func (c *TxnCoordinator) finishAll(ids []string, msg string) {
+	for _, id := range ids {
 		if err := c.finish(context.Background(), id); err != nil {
-			c.log.Warn("completing transaction after restart failed; will retry", "transactional_id", id, "err", err)
+			c.log.Warn(msg, "transactional_id", id, "err", err)
 		}
 	}
-	return c, nil
 }
 
 func txnWithDefaults(cfg TxnConfig) TxnConfig {

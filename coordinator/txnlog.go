@@ -37,7 +37,6 @@ package coordinator
 // producers the previous coordinator served.
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -213,21 +212,9 @@ func (c *TxnCoordinator) LoadPartition(p int32) error {
 		if err != nil {
 			return nil, err
 		}
-		var unfinished []string
-		for _, id := range ids {
-			e := &txnEntry{id: id}
-			c.txns[id] = e
-			c.setMetaLocked(e, metas[id])
-			if e.meta.state.preparing() {
-				unfinished = append(unfinished, id)
-			}
-		}
+		unfinished := c.installLocked(ids, metas)
 		return func() {
-			for _, id := range unfinished {
-				if err := c.finish(context.Background(), id); err != nil {
-					c.log.Warn("completing transaction after a coordinator move failed; will retry", "transactional_id", id, "err", err)
-				}
-			}
+			c.finishAll(unfinished, "completing transaction after a coordinator move failed; will retry")
 		}, nil
 	})
 }
