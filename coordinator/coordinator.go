@@ -234,23 +234,21 @@ func withDefaults(cfg Config) Config {
 // COORDINATOR_NOT_AVAILABLE and closes the bbolt file. Committed offsets were
 // already durable when their commits were acknowledged.
 func (c *Coordinator) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	c.closed = true
-	c.timers.cancelLocked(&c.expiry)
-	c.cancelShareTimersLocked()
-	for _, g := range c.groups {
-		c.cancelGroupTimersLocked(g)
-		for _, id := range g.order {
-			m := g.members[id]
-			c.completeJoinLocked(m, joinError(id, kerr.CoordinatorNotAvailable))
-			c.completeSyncLocked(m, syncError(kerr.CoordinatorNotAvailable))
+	err := c.close(func() {
+		c.timers.cancelLocked(&c.expiry)
+		c.cancelShareTimersLocked()
+		for _, g := range c.groups {
+			c.cancelGroupTimersLocked(g)
+			for _, id := range g.order {
+				m := g.members[id]
+				c.completeJoinLocked(m, joinError(id, kerr.CoordinatorNotAvailable))
+				c.completeSyncLocked(m, syncError(kerr.CoordinatorNotAvailable))
+			}
 		}
+	})
+	if err != nil {
+		return err
 	}
-	c.mu.Unlock()
 	return c.db.Close()
 }
 

@@ -13,7 +13,7 @@ package coordinator
 // coordinatorRuntime each of them embeds owns what that takes and nothing
 // of their state machines:
 //
-//   - the coordinator's lock (mu), its closed flag and its timers
+//   - the coordinator's lock (mu), its closed flag (close) and its timers
 //     (timers.go: callbacks run under mu, never after close);
 //   - the key → partition mapping (partitionOf) and the load state of each
 //     partition, with what a request for a key gets: nil when served
@@ -225,6 +225,20 @@ func (rt *coordinatorRuntime) unloadPartition(p int32, dropLocked func()) {
 	}
 	delete(rt.parts, p)
 	dropLocked()
+}
+
+// close marks the coordinator closed, so that its timers no longer fire
+// and its requests answer COORDINATOR_NOT_AVAILABLE, and runs stopLocked
+// under the lock; ErrClosed if it was closed already.
+func (rt *coordinatorRuntime) close(stopLocked func()) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed {
+		return ErrClosed
+	}
+	rt.closed = true
+	stopLocked()
+	return nil
 }
 
 // scheduleLocked (re)arms s to run f under the lock after d (see

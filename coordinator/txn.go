@@ -235,18 +235,16 @@ func txnWithDefaults(cfg TxnConfig) TxnConfig {
 // completed by the next OpenTxn. A WriteMarkers call in flight may still
 // return; its result is then dropped.
 func (c *TxnCoordinator) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	err := c.close(func() {
+		c.timers.cancelLocked(&c.abort)
+		c.timers.cancelLocked(&c.expire)
+		for _, e := range c.txns {
+			c.timers.cancelLocked(&e.retry)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	c.closed = true
-	c.timers.cancelLocked(&c.abort)
-	c.timers.cancelLocked(&c.expire)
-	for _, e := range c.txns {
-		c.timers.cancelLocked(&e.retry)
-	}
-	c.mu.Unlock()
 	return c.db.Close()
 }
 
