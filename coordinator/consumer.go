@@ -369,10 +369,7 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 		return fail(kerr.UnsupportedAssignor, "ServerAssignor "+*a+" is not supported. Supported assignors: "+strings.Join(c.cfg.ConsumerAssignors, ", ")+".")
 	}
 
-	if c.closed {
-		return fail(kerr.CoordinatorNotAvailable, "")
-	}
-	if err := c.ownerErrLocked(req.Group); err != nil {
+	if err := c.coordinatorErrLocked(req.Group); err != nil {
 		return fail(err, "")
 	}
 	if c.isShareGroupLocked(req.Group) {
@@ -659,11 +656,22 @@ func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *consumerMember)
 	if m.classic != nil && m.classic.sessionTimeout > 0 {
 		d = m.classic.sessionTimeout
 	}
-	c.scheduleLocked(&m.hb, d, func() {
-		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m {
+	c.scheduleFenceLocked(g, m, &m.hb, d, "consumer group member session expired", nil)
+}
+
+// scheduleFenceLocked (re)arms slot to fence m after d: when it fires, if
+// m is still a member of g (and still reports true, unless nil), why is
+// logged and m is fenced and the group persisted. The session, revocation
+// and classic join and sync timeouts of consumer-group members are such
+// timers.
+//
+// Lock should be held.
+func (c *Coordinator) scheduleFenceLocked(g *group, m *consumerMember, slot *timerSlot, d time.Duration, why string, still func() bool) {
+	c.scheduleLocked(slot, d, func() {
+		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m || (still != nil && !still()) {
 			return
 		}
-		c.log.Info("consumer group member session expired", "group", g.id, "member", m.id)
+		c.log.Info(why, "group", g.id, "member", m.id)
 		c.fenceConsumerMemberLocked(g, m)
 		c.persistConsumerLocked(g)
 	})
@@ -852,14 +860,9 @@ func (c *Coordinator) reconcileLocked(g *group, m *consumerMember, ownedNow part
 //
 // Lock should be held.
 func (c *Coordinator) scheduleRevokeLocked(g *group, m *consumerMember) {
-	c.scheduleLocked(&m.revokeDue, max(m.rebalanceTimeout, time.Millisecond), func() {
-		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m || m.state != msUnrevoked {
-			return
-		}
-		c.log.Info("consumer group member did not revoke its partitions within the rebalance timeout", "group", g.id, "member", m.id)
-		c.fenceConsumerMemberLocked(g, m)
-		c.persistConsumerLocked(g)
-	})
+	c.scheduleFenceLocked(g, m, &m.revokeDue, max(m.rebalanceTimeout, time.Millisecond),
+		"consumer group member did not revoke its partitions within the rebalance timeout",
+		func() bool { return m.state == msUnrevoked })
 }
 
 // ConsumerGroupDescribe handles a ConsumerGroupDescribe request (v0-1).
@@ -890,10 +893,8 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		switch {
 		case id == "":
 			d.ErrorCode = kerr.InvalidGroupID.Code
-		case c.closed:
-			d.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		case c.ownerErrLocked(id) != nil:
-			d.ErrorCode = c.ownerErrLocked(id).Code
+		case c.coordinatorErrLocked(id) != nil:
+			d.ErrorCode = c.coordinatorErrLocked(id).Code
 		case g == nil:
 			d.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := "Group " + id + " not found."

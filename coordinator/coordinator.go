@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -121,22 +120,18 @@ type Coordinator struct {
 	// newUUID makes the random part of member ids; tests replace it.
 	newUUID func() string
 
-	mu     sync.Mutex
-	closed bool
+	// coordinatorRuntime holds the lock (mu), the closed flag, the
+	// timers and, with a Log, the load state of each partition of
+	// __consumer_offsets, its batches in flight and checkpoint (runtime.go).
+	coordinatorRuntime
+
 	groups map[string]*group
 	shares map[string]*shareGroup // share groups (share.go)
-	timers timers
-	parked int // blocked JoinGroup/SyncGroup calls, for tests
+	parked int                    // blocked JoinGroup/SyncGroup calls, for tests
 	expiry timerSlot
 	// txnPending holds TxnOffsetCommit offsets until their transaction
 	// ends (txn_offsets.go).
 	txnPending txnPendingOffsets
-
-	// With a Log: the load state of each partition, the appends in flight
-	// and the offset after the last record appended or replayed.
-	parts    partStates
-	inflight map[int32]int
-	logNext  map[int32]int64
 }
 
 // Open opens Dir/groups.db (created on the first write if missing) and
@@ -160,11 +155,8 @@ func Open(cfg Config) (*Coordinator, error) {
 		groups:     make(map[string]*group),
 		shares:     make(map[string]*shareGroup),
 		txnPending: make(txnPendingOffsets),
-		parts:      partStates{},
-		inflight:   make(map[int32]int),
-		logNext:    make(map[int32]int64),
 	}
-	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
+	c.initRuntime("__consumer_offsets", cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
 	if err := c.load(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("coordinator: load %s: %w", dbFileName, err)
@@ -242,32 +234,22 @@ func withDefaults(cfg Config) Config {
 // COORDINATOR_NOT_AVAILABLE and closes the bbolt file. Committed offsets were
 // already durable when their commits were acknowledged.
 func (c *Coordinator) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
-	}
-	c.closed = true
-	c.timers.cancelLocked(&c.expiry)
-	c.cancelShareTimersLocked()
-	for _, g := range c.groups {
-		c.cancelGroupTimersLocked(g)
-		for _, id := range g.order {
-			m := g.members[id]
-			c.completeJoinLocked(m, joinError(id, kerr.CoordinatorNotAvailable))
-			c.completeSyncLocked(m, syncError(kerr.CoordinatorNotAvailable))
+	err := c.close(func() {
+		c.timers.cancelLocked(&c.expiry)
+		c.cancelShareTimersLocked()
+		for _, g := range c.groups {
+			c.cancelGroupTimersLocked(g)
+			for _, id := range g.order {
+				m := g.members[id]
+				c.completeJoinLocked(m, joinError(id, kerr.CoordinatorNotAvailable))
+				c.completeSyncLocked(m, syncError(kerr.CoordinatorNotAvailable))
+			}
 		}
+	})
+	if err != nil {
+		return err
 	}
-	c.mu.Unlock()
 	return c.db.Close()
-}
-
-// scheduleLocked (re)arms s to run f under the lock after d (see
-// timers.scheduleLocked).
-//
-// Lock should be held.
-func (c *Coordinator) scheduleLocked(s *timerSlot, d time.Duration, f func()) {
-	c.timers.scheduleLocked(s, d, func() func() { f(); return nil })
 }
 
 // waiter is a blocked JoinGroup or SyncGroup call. It is completed at most

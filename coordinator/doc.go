@@ -6,7 +6,9 @@
 // transaction coordinator
 // (TxnCoordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
 // TxnOffsetCommit, EndTxn, DescribeTransactions, ListTransactions), with
-// transactional ids kept in another (txns.db).
+// transactional ids kept in another (txns.db); and its share coordinator
+// (ShareCoordinator, sharecoord.go: the share-partition state of KIP-932
+// share groups, in __share_group_state).
 //
 // It knows nothing of connections: the broker decodes a request, calls the
 // method of the same name with the kmsg request and encodes the kmsg
@@ -17,6 +19,29 @@
 // served, and what each version changes, is noted beside its registration
 // in package broker (groups.go, txns.go, 22_init_producer_id.go); the
 // methods here handle exactly those versions.
+//
+// # Runtime
+//
+// The three coordinators sit on one partitioned-coordinator runtime,
+// coordinatorRuntime (runtime.go, runtimelog.go), as Kafka's
+// coordinator-common sits under its group and share coordinators; each
+// embeds it. The runtime owns the coordinator's lock and closed flag, its
+// timers (timers.go), the mapping of a key to its partition of the
+// internal topic (PartitionFor), the load state of each partition and the
+// error a request for a key gets (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE once closed:
+// GroupError, TxnError and KeyError ask it), the load protocol (the
+// partition is marked loading, the coordinator's replay runs without the
+// lock, then its state is installed under it, or the partition is
+// forgotten if either fails), the unload, and the log writer: GroupLog,
+// the batches in flight, the checkpoint of a bbolt view, and what a
+// request answers once the batch it waited for has its fate.
+//
+// Each coordinator keeps its own state machine and store: Coordinator its
+// groups (classic, consumer, share) and offsets with groups.db as the view
+// of __consumer_offsets; TxnCoordinator its transactional ids with txns.db
+// as the view of __transaction_state; ShareCoordinator the share-partition
+// states, in memory, replayed from __share_group_state.
 //
 // # Group states
 //
@@ -167,7 +192,9 @@
 //
 // # Locks
 //
-// Each coordinator has one mutex, released while a record of its log
-// replicates (see above and grouplog.go); where they and the callbacks they are
-// given sit in the program's lock order is written in docs/LOCK_ORDER.md.
+// Each coordinator has one mutex, its runtime's, released while a record
+// of its log replicates (see above and grouplog.go); the share coordinator
+// also serialises the writes of each partition with a mutex of its own,
+// held across the append. Where they and the callbacks they are given sit
+// in the program's lock order is written in docs/LOCK_ORDER.md.
 package coordinator

@@ -31,7 +31,6 @@ package coordinator
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -41,134 +40,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// LogRecord is one record of a __consumer_offsets partition.
-type LogRecord struct {
-	Key, Value []byte // Value nil: a tombstone
-
-	// What Replay reports of the record's batch: Transactional for a
-	// record of a transactional batch of ProducerID at ProducerEpoch;
-	// Control (with Transactional) for a transaction marker of that
-	// producer, a COMMIT if Commit, else an ABORT (Key and Value are then
-	// not set). Append ignores them.
-	Transactional bool
-	Control       bool
-	Commit        bool
-	ProducerID    int64
-	ProducerEpoch int16
-}
-
-// GroupLog is the coordinator's view of __consumer_offsets, implemented by
-// the broker.
-type GroupLog interface {
-	// Append appends records to partition as one batch, if this broker
-	// leads it. It returns the offset after the batch and wait, which
-	// blocks until the partition's high watermark has reached that offset
-	// (nil) or the batch cannot be committed here (leadership lost,
-	// timeout).
-	Append(partition int32, records []LogRecord) (next int64, wait func() error, err error)
-	// AppendTxn appends records as Append does, as one transactional
-	// batch of producerID at producerEpoch: the group coordinator's
-	// append of a TxnOffsetCommit (Kafka's coordinator-origin append: the
-	// producer's epoch is checked, not its sequence).
-	AppendTxn(partition int32, producerID int64, producerEpoch int16, records []LogRecord) (next int64, wait func() error, err error)
-	// AppendMarker appends the COMMIT (commit) or ABORT control batch
-	// that ends producerID's transaction in partition, as Append does.
-	AppendMarker(partition int32, producerID int64, producerEpoch int16, commit bool) (next int64, wait func() error, err error)
-	// Replay calls fn with every committed record of partition at or
-	// after from (from the log start offset if from is below it), the
-	// records of transactional batches and the transaction markers
-	// included (see LogRecord), and returns the offset after the last one
-	// read.
-	Replay(partition int32, from int64, fn func(offset int64, r LogRecord) error) (next int64, err error)
-}
-
-// Load states of a partition.
-const (
-	partLoading = 1
-	partLoaded  = 2
-)
-
-// partStates is the load state of each log partition a coordinator (of
-// groups or of transactions) serves.
-type partStates map[int32]int8
-
-// ownerErr is nil when the coordinator serves partition p: always without
-// a log (hasLog false), else when p is loaded; COORDINATOR_LOAD_IN_PROGRESS
-// while it loads, NOT_COORDINATOR otherwise.
-func (ps partStates) ownerErr(hasLog bool, p int32) *kerr.Error {
-	if !hasLog {
-		return nil
-	}
-	switch ps[p] {
-	case partLoaded:
-		return nil
-	case partLoading:
-		return kerr.CoordinatorLoadInProgress
-	}
-	return kerr.NotCoordinator
-}
-
-// loaded returns the loaded partitions, sorted.
-func (ps partStates) loaded() []int32 {
-	var out []int32
-	for p, s := range ps {
-		if s == partLoaded {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-var bucketLog = []byte("log")
-
-// PartitionFor is Kafka's placement of group (or transactional id) id
-// among n partitions: abs(id.hashCode()) % n, with Java's String.hashCode
-// over UTF-16 code units and Kafka's Utils.abs (Integer.MIN_VALUE → 0).
-func PartitionFor(id string, n int32) int32 {
-	var h int32
-	for _, r := range id {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
-func (c *Coordinator) partitionOf(groupID string) int32 {
-	return PartitionFor(groupID, c.cfg.LogPartitions)
-}
-
-// ownerErrLocked is nil when this coordinator serves groupID: always
-// without a log, else when its partition is loaded.
-//
-// Lock should be held.
-func (c *Coordinator) ownerErrLocked(groupID string) *kerr.Error {
-	return c.parts.ownerErr(c.cfg.Log != nil, c.partitionOf(groupID))
-}
-
 // GroupError reports what a request for groupID gets here: 0, or
-// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
-func (c *Coordinator) GroupError(groupID string) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if err := c.ownerErrLocked(groupID); err != nil {
-		return err.Code
-	}
-	return 0
-}
+// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or (closed)
+// COORDINATOR_NOT_AVAILABLE.
+func (c *Coordinator) GroupError(groupID string) int16 { return c.keyCode(groupID) }
 
 func offsetCommitRecord(group, topic string, partition int32, e *offsetEntry) LogRecord {
 	k := kmsg.NewOffsetCommitKey()
@@ -244,16 +119,15 @@ func groupRecordFromLog(v *kmsg.GroupMetadataValue) groupRecord {
 	return rec
 }
 
-// appendLocked appends records to groupID's partition and counts the batch
-// as in flight until done is called (under the lock) with its outcome:
-// committed is true when wait returned nil. Only a committed batch moves
-// the partition's checkpoint: one that failed (leadership lost) may be
-// truncated and its offsets reused by the next leader's records, which a
-// load must then replay.
+// appendLocked appends records to groupID's partition (the runtime's
+// writeLocked) and counts the batch as in flight until done is called
+// (under the lock) with its outcome: committed is true when wait returned
+// nil. done also records the partition's checkpoint in groups.db once no
+// batch to it is in flight.
 //
 // Lock should be held.
 func (c *Coordinator) appendLocked(groupID string, recs []LogRecord) (next int64, wait func() error, done func(committed bool), err *kerr.Error) {
-	return c.appendWithLocked(groupID, func(p int32) (int64, func() error, error) { return c.cfg.Log.Append(p, recs) })
+	return c.appendWithLocked(groupID, c.appendRecords(recs))
 }
 
 // appendWithLocked is appendLocked with the append to groupID's partition
@@ -272,19 +146,15 @@ func (c *Coordinator) appendWithLocked(groupID string, appendTo func(p int32) (i
 //
 // Lock should be held.
 func (c *Coordinator) appendToLocked(p int32, appendTo func(p int32) (int64, func() error, error)) (next int64, wait func() error, done func(committed bool), err *kerr.Error) {
-	next, wait, aerr := appendTo(p)
+	next, wait, written, aerr := c.writeLocked(p, appendTo)
 	if aerr != nil {
 		c.log.Warn("appending to __consumer_offsets failed", "partition", p, "err", aerr)
 		return 0, nil, nil, kerr.NotCoordinator
 	}
-	c.inflight[p]++
 	done = func(committed bool) {
-		c.inflight[p]--
-		if committed && next > c.logNext[p] {
-			c.logNext[p] = next
-		}
+		written(committed)
 		if c.inflight[p] == 0 && c.parts[p] == partLoaded {
-			if err := c.db.Update(func(tx *bolt.Tx) error { return putCheckpoint(tx, p, c.logNext[p]) }); err != nil {
+			if err := c.db.Update(func(tx *bolt.Tx) error { return c.checkpointLocked(tx, p) }); err != nil {
 				c.log.Warn("recording the __consumer_offsets checkpoint failed", "partition", p, "err", err)
 			}
 		}
@@ -317,15 +187,10 @@ func (c *Coordinator) appendAsyncLocked(groupID string, recs []LogRecord) (int64
 		defer c.mu.Unlock()
 		defer close(finished)
 		done(werr == nil)
-		switch {
-		case werr != nil:
+		if werr != nil {
 			c.log.Warn("a __consumer_offsets record was not committed", "group", groupID, "err", werr)
-			res = appendError(werr)
-		case c.closed:
-			res = kerr.CoordinatorNotAvailable
-		case c.ownerErrLocked(groupID) != nil:
-			res = kerr.NotCoordinator
 		}
+		res = c.commitErrLocked(groupID, werr)
 	}()
 	return next - 1, func() *kerr.Error { <-finished; return res }
 }
@@ -345,48 +210,6 @@ func waitCommitted(committed ...func() *kerr.Error) *kerr.Error {
 	return first
 }
 
-// appendError maps a failed append to a coordinator's log partition
-// (__consumer_offsets, __transaction_state) to the answer, as Kafka's
-// coordinators do (TransactionStateManager.appendTransactionToLog,
-// GroupMetadataManager.storeGroup): the partition not led here
-// NOT_COORDINATOR, too few replicas or a timeout COORDINATOR_NOT_AVAILABLE
-// (both make the client look the coordinator up again and retry), a record
-// too large UNKNOWN_SERVER_ERROR. Errors without a Kafka code (the
-// partition is not on this broker, the broker is stopping) answer
-// NOT_COORDINATOR.
-func appendError(err error) *kerr.Error {
-	var ke *kerr.Error
-	if !errors.As(err, &ke) {
-		return kerr.NotCoordinator
-	}
-	switch ke {
-	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:
-		return kerr.CoordinatorNotAvailable
-	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.NotCoordinator:
-		return kerr.NotCoordinator
-	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return kerr.UnknownServerError
-	}
-	return kerr.CoordinatorNotAvailable
-}
-
-func putCheckpoint(tx *bolt.Tx, p int32, next int64) error {
-	b, err := tx.CreateBucketIfNotExists(bucketLog)
-	if err != nil {
-		return err
-	}
-	return b.Put(binary.BigEndian.AppendUint32(nil, uint32(p)), binary.BigEndian.AppendUint64(nil, uint64(next)))
-}
-
-func getCheckpoint(tx *bolt.Tx, p int32) int64 {
-	if b := tx.Bucket(bucketLog); b != nil {
-		if v := b.Get(binary.BigEndian.AppendUint32(nil, uint32(p))); len(v) == 8 {
-			return int64(binary.BigEndian.Uint64(v))
-		}
-	}
-	return 0
-}
-
 // LoadPartition makes this coordinator serve the groups of partition p of
 // __consumer_offsets, which this broker now leads: groups.db is brought up
 // to the end of the partition's log (replaying from its checkpoint), groups
@@ -394,84 +217,33 @@ func getCheckpoint(tx *bolt.Tx, p int32) int64 {
 // directory) are written to the log, and the groups are loaded. Meanwhile
 // their requests answer COORDINATOR_LOAD_IN_PROGRESS.
 func (c *Coordinator) LoadPartition(p int32) error {
-	c.mu.Lock()
-	if c.closed || c.cfg.Log == nil || c.parts[p] != 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	c.parts[p] = partLoading
-	c.mu.Unlock()
-	err := c.loadPartition(p)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parts[p] != partLoading { // unloaded meanwhile
-		return err
-	}
-	if err != nil {
-		delete(c.parts, p)
-		return err
-	}
-	c.parts[p] = partLoaded
-	if err := c.loadLocked(func(id string) bool { return c.partitionOf(id) == p }); err != nil {
-		delete(c.parts, p)
-		return err
-	}
-	for _, g := range c.groups {
-		if c.partitionOf(g.id) != p {
-			continue
+	return c.loadPartition(p, func() error { return c.replayPartition(p) }, func() (func(), error) {
+		mine := func(id string) bool { return c.partitionOf(id) == p }
+		if err := c.loadLocked(mine); err != nil {
+			return nil, err
 		}
-		for _, id := range g.order {
-			c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
+		for _, g := range c.groups {
+			if !mine(g.id) {
+				continue
+			}
+			for _, id := range g.order {
+				c.scheduleHeartbeatLocked(g, g.members[id], g.members[id].sessionTimeout)
+			}
 		}
-	}
-	c.scheduleModernTimersLocked(func(id string) bool { return c.partitionOf(id) == p })
-	return nil
+		c.scheduleModernTimersLocked(mine)
+		return nil, nil
+	})
 }
 
-type replayed struct {
-	offset int64
-	key    []byte
-	value  []byte
-	// a record of a transactional batch or (control) a marker of the
-	// producer: see LogRecord
-	txn, control, commit bool
-	producerID           int64
-	producerEpoch        int16
-}
-
-// loadPartition brings groups.db's view of partition p up to the end of
-// its log. With a replicated log (Config.LogReplicated) the view is
-// rebuilt from the log start, as Kafka's coordinator loads the whole
-// partition: while this broker did not lead p, its log may have lost an
-// uncommitted tail that the view had taken in (the records appended
-// without waiting are applied at once, with their offsets), and the next
-// leader's records at the same offsets would be skipped as older. A single
-// node's log is never truncated that way: its view replays the tail from
-// the checkpoint.
-func (c *Coordinator) loadPartition(p int32) error {
-	var from int64
-	if !c.cfg.LogReplicated {
-		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
-	}
-	var recs []replayed
-	collect := func(off int64, r LogRecord) error {
-		recs = append(recs, replayed{offset: off, key: slices.Clone(r.Key), value: slices.Clone(r.Value),
-			txn: r.Transactional, control: r.Control, commit: r.Commit, producerID: r.ProducerID, producerEpoch: r.ProducerEpoch})
-		return nil
-	}
-	next, err := c.cfg.Log.Replay(p, from, collect)
+// replayPartition brings groups.db's view of partition p up to the end of
+// its log (the runtime's replayTail: from the view's checkpoint on a
+// single node, rebuilt from the log start with a replicated log, as
+// Kafka's coordinator loads the whole partition), then migrates what the
+// view holds from before the log existed.
+func (c *Coordinator) replayPartition(p int32) error {
+	recs, next, rebuild, err := c.replayTail(c.db, p, c.cfg.LogReplicated, nil)
 	if err != nil {
-		return fmt.Errorf("coordinator: replaying __consumer_offsets-%d: %w", p, err)
-	}
-	rebuild := c.cfg.LogReplicated
-	if next < from {
-		// The log is shorter than the view: it was truncated (an unclean
-		// election). Rebuild the view of this partition from the log.
-		rebuild = true
-		recs = recs[:0]
-		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
-			return fmt.Errorf("coordinator: replaying __consumer_offsets-%d: %w", p, err)
-		}
+		return err
 	}
 	if err := c.db.Update(func(tx *bolt.Tx) error {
 		if rebuild {
@@ -498,11 +270,7 @@ func (c *Coordinator) loadPartition(p int32) error {
 	}); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	// What this broker appended before may be gone: the log's end is
-	// where the checkpoint goes next.
-	c.logNext[p] = next
-	c.mu.Unlock()
+	c.replayedTo(p, next)
 	return c.migratePartition(p)
 }
 
@@ -745,15 +513,12 @@ func (c *Coordinator) migratePartition(p int32) error {
 		for i := range lg.offsets {
 			recs = append(recs, offsetCommitRecord(lg.id, lg.offsets[i].topic, lg.offsets[i].partition, &lg.offsets[i].entry))
 		}
-		next, wait, aerr := c.cfg.Log.Append(p, recs)
-		if aerr != nil {
-			return fmt.Errorf("coordinator: migrating group %q to __consumer_offsets: %w", lg.id, aerr)
-		}
-		if werr := wait(); werr != nil {
-			return fmt.Errorf("coordinator: migrating group %q to __consumer_offsets: %w", lg.id, werr)
+		next, err := c.appendAndWait(p, recs)
+		if err != nil {
+			return fmt.Errorf("coordinator: migrating group %q to __consumer_offsets: %w", lg.id, err)
 		}
 		base := next - int64(len(recs))
-		err := c.db.Update(func(tx *bolt.Tx) error {
+		err = c.db.Update(func(tx *bolt.Tx) error {
 			off := base
 			if lg.rec != nil {
 				lg.rec.LogOffset, lg.rec.Logged = off, true
@@ -790,48 +555,37 @@ func (c *Coordinator) migratePartition(p int32) error {
 // longer leads it. Blocked JoinGroup and SyncGroup calls answer
 // NOT_COORDINATOR; groups.db keeps the view for a later load.
 func (c *Coordinator) UnloadPartition(p int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cfg.Log == nil || c.parts[p] == 0 {
-		return
-	}
-	delete(c.parts, p)
-	for id, g := range c.groups {
-		if c.partitionOf(id) != p {
-			continue
+	c.unloadPartition(p, func() {
+		for id, g := range c.groups {
+			if c.partitionOf(id) != p {
+				continue
+			}
+			c.cancelGroupTimersLocked(g)
+			for _, s := range g.pending {
+				c.timers.cancelLocked(s)
+			}
+			for _, mid := range g.order {
+				m := g.members[mid]
+				c.completeJoinLocked(m, joinError(mid, kerr.NotCoordinator))
+				c.completeSyncLocked(m, syncError(kerr.NotCoordinator))
+			}
+			delete(c.groups, id)
 		}
-		c.cancelGroupTimersLocked(g)
-		for _, s := range g.pending {
-			c.timers.cancelLocked(s)
+		for id := range c.txnPending {
+			if c.partitionOf(id) == p {
+				delete(c.txnPending, id) // groups.db keeps them for a later load
+			}
 		}
-		for _, mid := range g.order {
-			m := g.members[mid]
-			c.completeJoinLocked(m, joinError(mid, kerr.NotCoordinator))
-			c.completeSyncLocked(m, syncError(kerr.NotCoordinator))
+		for id, sg := range c.shares {
+			if c.partitionOf(id) != p {
+				continue
+			}
+			for _, m := range sg.members {
+				c.timers.cancelLocked(&m.hb)
+			}
+			delete(c.shares, id)
 		}
-		delete(c.groups, id)
-	}
-	for id := range c.txnPending {
-		if c.partitionOf(id) == p {
-			delete(c.txnPending, id) // groups.db keeps them for a later load
-		}
-	}
-	for id, sg := range c.shares {
-		if c.partitionOf(id) != p {
-			continue
-		}
-		for _, m := range sg.members {
-			c.timers.cancelLocked(&m.hb)
-		}
-		delete(c.shares, id)
-	}
-}
-
-// LoadedPartitions reports the partitions this coordinator serves.
-func (c *Coordinator) LoadedPartitions() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parts.loaded()
+	})
 }
 
 // TxnOffsetCommit stores a transaction's offsets as pending, as Kafka's
@@ -871,17 +625,11 @@ func (c *Coordinator) CompleteTxnOffsetsIn(p int32, producerID int64, commit boo
 	if c.cfg.Log != nil {
 		return c.completeTxnInLog(p, producerID, commit)
 	}
+	// Without a log every group is served here, whatever p.
 	c.mu.Lock()
-	if st := c.parts[p]; c.cfg.Log != nil && st != partLoaded {
-		c.mu.Unlock()
-		if st == partLoading {
-			return kerr.CoordinatorLoadInProgress
-		}
-		return kerr.NotCoordinator
-	}
 	var groups []string
 	for g, byProducer := range c.txnPending {
-		if _, ok := byProducer[producerID]; ok && (c.cfg.Log == nil || c.partitionOf(g) == p) {
+		if _, ok := byProducer[producerID]; ok {
 			groups = append(groups, g)
 		}
 	}

@@ -306,18 +306,13 @@ func (c *Coordinator) downgradeLocked(g *group, leaving *consumerMember) func() 
 	return func() *kerr.Error { return waitCommitted(tombstoned, stored) }
 }
 
-// classicSessionLocked restarts a classic member's session timer.
+// scheduleClassicTimeoutLocked (re)arms a classic member's join or sync
+// timeout (slot): the member is fenced if it does not rejoin or sync
+// within its rebalance timeout.
 //
 // Lock should be held.
 func (c *Coordinator) scheduleClassicTimeoutLocked(g *group, m *consumerMember, slot *timerSlot, why string) {
-	c.scheduleLocked(slot, max(m.rebalanceTimeout, time.Millisecond), func() {
-		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m {
-			return
-		}
-		c.log.Info("classic member of a consumer group removed: "+why, "group", g.id, "member", m.id)
-		c.fenceConsumerMemberLocked(g, m)
-		c.persistConsumerLocked(g)
-	})
+	c.scheduleFenceLocked(g, m, slot, max(m.rebalanceTimeout, time.Millisecond), "classic member of a consumer group removed: "+why, nil)
 }
 
 // validateClassicMemberLocked finds the classic member a JoinGroup,

@@ -120,7 +120,7 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		werr := wait()
 		c.mu.Lock()
 		done(werr == nil)
-		if werr != nil || c.closed || c.ownerErrLocked(g.id) != nil {
+		if c.commitErrLocked(g.id, werr) != nil {
 			if werr != nil {
 				c.log.Warn("offset commit not committed to __consumer_offsets", "group", g.id, "err", werr)
 			}

@@ -128,10 +128,7 @@ func (c *Coordinator) shareGroupHeartbeatLocked(req *kmsg.ShareGroupHeartbeatReq
 		return fail(kerr.InvalidRequest, "SubscribedTopicNames must be set in first request.")
 	}
 
-	if c.closed {
-		return fail(kerr.CoordinatorNotAvailable, "")
-	}
-	if err := c.ownerErrLocked(req.GroupID); err != nil {
+	if err := c.coordinatorErrLocked(req.GroupID); err != nil {
 		return fail(err, "")
 	}
 	if c.groups[req.GroupID] != nil {
@@ -325,10 +322,8 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 		switch {
 		case id == "":
 			fail(kerr.InvalidGroupID, "")
-		case c.closed:
-			fail(kerr.CoordinatorNotAvailable, "")
-		case c.ownerErrLocked(id) != nil:
-			fail(c.ownerErrLocked(id), "")
+		case c.coordinatorErrLocked(id) != nil:
+			fail(c.coordinatorErrLocked(id), "")
 		case c.groups[id] != nil:
 			fail(kerr.GroupIDNotFound, "Group "+id+" is not a share group.")
 		case sg == nil:
@@ -375,13 +370,10 @@ func (c *Coordinator) ShareGroupStatus(group string, create, mustBeEmpty bool) (
 	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case group == "":
+	if group == "" {
 		return kerr.InvalidGroupID
-	case c.closed:
-		return kerr.CoordinatorNotAvailable
 	}
-	if err := c.ownerErrLocked(group); err != nil {
+	if err := c.coordinatorErrLocked(group); err != nil {
 		return err
 	}
 	if c.groups[group] != nil {

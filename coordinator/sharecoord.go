@@ -70,8 +70,10 @@ type shareKeyState struct {
 type ShareCoordinator struct {
 	cfg ShareCoordinatorConfig
 
-	mu      sync.Mutex
-	parts   partStates
+	// coordinatorRuntime holds the lock (mu) and the load state of each
+	// partition of __share_group_state (runtime.go).
+	coordinatorRuntime
+
 	states  map[int32]map[ShareStateKey]*shareKeyState
 	writeMu map[int32]*sync.Mutex // one append at a time per partition
 }
@@ -87,103 +89,77 @@ func NewShareCoordinator(cfg ShareCoordinatorConfig) *ShareCoordinator {
 	if cfg.LogPartitions <= 0 {
 		cfg.LogPartitions = 1
 	}
-	return &ShareCoordinator{
+	c := &ShareCoordinator{
 		cfg:     cfg,
-		parts:   partStates{},
 		states:  map[int32]map[ShareStateKey]*shareKeyState{},
 		writeMu: map[int32]*sync.Mutex{},
 	}
+	c.initRuntime("__share_group_state", cfg.Log, cfg.LogPartitions, nil)
+	return c
 }
 
 // PartitionOf returns k's partition of __share_group_state.
 func (c *ShareCoordinator) PartitionOf(k ShareStateKey) int32 {
-	return PartitionFor(k.CoordinatorKey(), c.cfg.LogPartitions)
+	return c.partitionOf(k.CoordinatorKey())
 }
 
 // KeyError reports what a request for k gets here: 0, or
 // COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
-func (c *ShareCoordinator) KeyError(k ShareStateKey) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.parts.ownerErr(true, c.PartitionOf(k)); err != nil {
-		return err.Code
-	}
-	return 0
-}
+func (c *ShareCoordinator) KeyError(k ShareStateKey) int16 { return c.keyCode(k.CoordinatorKey()) }
 
-// KeyCodeOf is KeyError of a coordinator key ("group:topicId:partition");
-// NOT_COORDINATOR for a key not of that form.
-func (c *ShareCoordinator) KeyCodeOf(key string) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.parts.ownerErr(true, PartitionFor(key, c.cfg.LogPartitions)); err != nil {
-		return err.Code
-	}
-	return 0
-}
+// KeyCodeOf is KeyError of a coordinator key ("group:topicId:partition").
+func (c *ShareCoordinator) KeyCodeOf(key string) int16 { return c.keyCode(key) }
 
 // LoadPartition replays partition pi of __share_group_state and serves its
 // keys from then on.
 func (c *ShareCoordinator) LoadPartition(pi int32) error {
-	c.mu.Lock()
-	c.parts[pi] = partLoading
-	c.mu.Unlock()
 	states := map[ShareStateKey]*shareKeyState{}
-	_, err := c.cfg.Log.Replay(pi, 0, func(_ int64, r LogRecord) error {
-		t, k, err := DecodeShareStateKey(r.Key)
-		if err != nil {
-			return nil // not ours: skipped, as Kafka skips unknown record types
-		}
-		if r.Value == nil {
-			delete(states, k)
+	replay := func() error {
+		_, err := c.cfg.Log.Replay(pi, 0, func(_ int64, r LogRecord) error {
+			t, k, err := DecodeShareStateKey(r.Key)
+			if err != nil {
+				return nil // not ours: skipped, as Kafka skips unknown record types
+			}
+			if r.Value == nil {
+				delete(states, k)
+				return nil
+			}
+			switch t {
+			case ShareSnapshotRecord:
+				s, err := DecodeShareSnapshot(r.Value)
+				if err != nil {
+					return err
+				}
+				states[k] = &shareKeyState{snap: s}
+			case ShareUpdateRecord:
+				u, err := DecodeShareUpdate(r.Value)
+				if err != nil {
+					return err
+				}
+				if st := states[k]; st != nil {
+					st.snap = applyShareUpdate(st.snap, u)
+					st.updates++
+				}
+			}
 			return nil
-		}
-		switch t {
-		case ShareSnapshotRecord:
-			s, err := DecodeShareSnapshot(r.Value)
-			if err != nil {
-				return err
-			}
-			states[k] = &shareKeyState{snap: s}
-		case ShareUpdateRecord:
-			u, err := DecodeShareUpdate(r.Value)
-			if err != nil {
-				return err
-			}
-			if st := states[k]; st != nil {
-				st.snap = applyShareUpdate(st.snap, u)
-				st.updates++
-			}
-		}
-		return nil
-	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parts[pi] != partLoading {
-		return nil // unloaded meanwhile
-	}
-	if err != nil {
+		})
 		return err
 	}
-	c.parts[pi] = partLoaded
-	c.states[pi] = states
-	return nil
+	return c.loadPartition(pi, replay, func() (func(), error) {
+		c.states[pi] = states
+		return nil, nil
+	})
 }
 
 // UnloadPartition stops serving partition pi.
 func (c *ShareCoordinator) UnloadPartition(pi int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.parts, pi)
-	delete(c.states, pi)
+	c.unloadPartition(pi, func() { delete(c.states, pi) })
 }
 
 // Loaded returns the partitions served, sorted.
-func (c *ShareCoordinator) Loaded() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parts.loaded()
-}
+//
+// Deprecated: use LoadedPartitions, which the other coordinators have too.
+func (c *ShareCoordinator) Loaded() []int32 { return c.LoadedPartitions() }
 
 func (c *ShareCoordinator) lockWrites(pi int32) func() {
 	c.mu.Lock()
@@ -203,7 +179,7 @@ func (c *ShareCoordinator) current(k ShareStateKey) (*shareKeyState, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pi := c.PartitionOf(k)
-	if err := c.parts.ownerErr(true, pi); err != nil {
+	if err := c.partitionErrLocked(pi); err != nil {
 		return nil, err.Code
 	}
 	st := c.states[pi][k]
@@ -219,11 +195,7 @@ func (c *ShareCoordinator) current(k ShareStateKey) (*shareKeyState, int16) {
 // k's state (nil: deleted).
 func (c *ShareCoordinator) appendState(k ShareStateKey, recs []LogRecord, st *shareKeyState) int16 {
 	pi := c.PartitionOf(k)
-	_, wait, err := c.cfg.Log.Append(pi, recs)
-	if err == nil {
-		err = wait()
-	}
-	if err != nil {
+	if _, err := c.appendAndWait(pi, recs); err != nil {
 		return appendErrorCode(err)
 	}
 	c.mu.Lock()

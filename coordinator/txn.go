@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,18 +102,16 @@ type TxnCoordinator struct {
 	log *slog.Logger
 	db  *boltFile
 
-	mu      sync.Mutex
-	closed  bool
-	txns    map[string]*txnEntry
-	byPID   map[int64]string // producer id (and pending next producer id) → transactional id
-	parts   partStates       // with a log: partition → partLoading, partLoaded
-	logNext map[int32]int64  // with a log: offset after the last record appended or replayed
-	// inflight counts, per partition, the appends whose commit is awaited
-	// without the lock: the checkpoint does not pass them meanwhile.
-	inflight map[int32]int
-	timers   timers
-	abort    timerSlot
-	expire   timerSlot
+	// coordinatorRuntime holds the lock (mu), the closed flag, the
+	// timers and, with a Log, the load state of each partition of
+	// __transaction_state, its batches in flight and checkpoint
+	// (runtime.go).
+	coordinatorRuntime
+
+	txns   map[string]*txnEntry
+	byPID  map[int64]string // producer id (and pending next producer id) → transactional id
+	abort  timerSlot
+	expire timerSlot
 }
 
 // txnEntry is a transactional id: its durable state and what the
@@ -158,16 +155,13 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		return nil, fmt.Errorf("coordinator: open %s: %w", txnDBFileName, err)
 	}
 	c := &TxnCoordinator{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		db:       db,
-		txns:     make(map[string]*txnEntry),
-		byPID:    make(map[int64]string),
-		parts:    partStates{},
-		logNext:  make(map[int32]int64),
-		inflight: make(map[int32]int),
+		cfg:   cfg,
+		log:   cfg.Logger,
+		db:    db,
+		txns:  make(map[string]*txnEntry),
+		byPID: make(map[int64]string),
 	}
-	c.timers = newTimers(&c.mu, &c.closed, cfg.AfterFunc)
+	c.initRuntime("__transaction_state", cfg.Log, cfg.LogPartitions, cfg.AfterFunc)
 	keep := func(string) bool { return true }
 	if cfg.Log != nil {
 		keep = func(string) bool { return false } // loaded by partition
@@ -177,8 +171,21 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 		db.Close()
 		return nil, fmt.Errorf("coordinator: load %s: %w", txnDBFileName, err)
 	}
-	var unfinished []string
 	c.mu.Lock()
+	unfinished := c.installLocked(ids, metas)
+	c.scheduleAbortLocked()
+	c.scheduleExpireLocked()
+	c.mu.Unlock()
+	c.finishAll(unfinished, "completing transaction after restart failed; will retry")
+	return c, nil
+}
+
+// installLocked installs the stored state of ids (loadTxns) and returns
+// those whose transaction is in PrepareCommit or PrepareAbort, for
+// finishAll once the lock is released.
+//
+// Lock should be held.
+func (c *TxnCoordinator) installLocked(ids []string, metas map[string]txnMeta) (unfinished []string) {
 	for _, id := range ids {
 		e := &txnEntry{id: id}
 		c.txns[id] = e
@@ -187,15 +194,17 @@ func OpenTxn(cfg TxnConfig) (*TxnCoordinator, error) {
 			unfinished = append(unfinished, id)
 		}
 	}
-	c.scheduleAbortLocked()
-	c.scheduleExpireLocked()
-	c.mu.Unlock()
-	for _, id := range unfinished {
+	return unfinished
+}
+
+// finishAll completes the transactions of ids (finish), logging failed
+// completions with msg: they are retried every MarkerRetryBackoff.
+func (c *TxnCoordinator) finishAll(ids []string, msg string) {
+	for _, id := range ids {
 		if err := c.finish(context.Background(), id); err != nil {
-			c.log.Warn("completing transaction after restart failed; will retry", "transactional_id", id, "err", err)
+			c.log.Warn(msg, "transactional_id", id, "err", err)
 		}
 	}
-	return c, nil
 }
 
 func txnWithDefaults(cfg TxnConfig) TxnConfig {
@@ -226,18 +235,16 @@ func txnWithDefaults(cfg TxnConfig) TxnConfig {
 // completed by the next OpenTxn. A WriteMarkers call in flight may still
 // return; its result is then dropped.
 func (c *TxnCoordinator) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	err := c.close(func() {
+		c.timers.cancelLocked(&c.abort)
+		c.timers.cancelLocked(&c.expire)
+		for _, e := range c.txns {
+			c.timers.cancelLocked(&e.retry)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	c.closed = true
-	c.timers.cancelLocked(&c.abort)
-	c.timers.cancelLocked(&c.expire)
-	for _, e := range c.txns {
-		c.timers.cancelLocked(&e.retry)
-	}
-	c.mu.Unlock()
 	return c.db.Close()
 }
 

@@ -343,17 +343,10 @@ func (c *Coordinator) appendTxnOffsetsLocked(group string, producerID int64, epo
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		done(werr == nil)
-		var fail *kerr.Error
-		switch {
-		case werr != nil:
+		if werr != nil {
 			c.log.Warn("transactional offsets not committed to __consumer_offsets", "group", group, "err", werr)
-			fail = appendError(werr)
-		case c.closed:
-			fail = kerr.CoordinatorNotAvailable
-		case c.ownerErrLocked(group) != nil:
-			fail = kerr.NotCoordinator
 		}
-		if fail != nil {
+		if fail := c.commitErrLocked(group, werr); fail != nil {
 			for _, w := range ws {
 				w.resp.ErrorCode = fail.Code
 			}
@@ -552,7 +545,7 @@ func (c *Coordinator) completeTxnInLog(p int32, producerID int64, commit bool) e
 		if c.closed {
 			return ErrClosed
 		}
-		if err := c.parts.ownerErr(true, p); err != nil {
+		if err := c.partitionErrLocked(p); err != nil {
 			return err
 		}
 		return nil

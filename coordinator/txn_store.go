@@ -123,8 +123,8 @@ func (c *TxnCoordinator) putTxn(p int32, id string, m txnMeta, logOffset int64) 
 		if err := b.Put([]byte(id), val); err != nil {
 			return err
 		}
-		if logOffset >= 0 && c.inflight[p] == 0 {
-			return putCheckpoint(tx, p, c.logNext[p])
+		if logOffset >= 0 {
+			return c.checkpointLocked(tx, p)
 		}
 		return nil
 	})
@@ -136,11 +136,7 @@ func (c *TxnCoordinator) deleteTxns(ids []string) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
 		if c.cfg.Log != nil {
 			for _, id := range ids {
-				p := c.partitionOf(id)
-				if c.inflight[p] > 0 {
-					continue
-				}
-				if err := putCheckpoint(tx, p, c.logNext[p]); err != nil {
+				if err := c.checkpointLocked(tx, c.partitionOf(id)); err != nil {
 					return err
 				}
 			}

@@ -37,7 +37,6 @@ package coordinator
 // producers the previous coordinator served.
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -58,31 +57,10 @@ type txnExt struct {
 	LastEpoch int16    `json:"last_epoch"`
 }
 
-func (c *TxnCoordinator) partitionOf(id string) int32 {
-	return PartitionFor(id, c.cfg.LogPartitions)
-}
-
-// txnOwnerErrLocked is nil when this coordinator serves id: always without
-// a log, else when its partition is loaded.
-//
-// Lock should be held.
-func (c *TxnCoordinator) txnOwnerErrLocked(id string) *kerr.Error {
-	return c.parts.ownerErr(c.cfg.Log != nil, c.partitionOf(id))
-}
-
 // TxnError reports what a request for transactional id gets here: 0, or
-// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR.
-func (c *TxnCoordinator) TxnError(id string) int16 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return kerr.CoordinatorNotAvailable.Code
-	}
-	if err := c.txnOwnerErrLocked(id); err != nil {
-		return err.Code
-	}
-	return 0
-}
+// COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or (closed)
+// COORDINATOR_NOT_AVAILABLE.
+func (c *TxnCoordinator) TxnError(id string) int16 { return c.keyCode(id) }
 
 // txnLogRecord encodes id's state as a __transaction_state record; a nil
 // m is the tombstone.
@@ -170,16 +148,11 @@ func txnMetaFromLog(v *kmsg.TxnMetadataValue) (txnMeta, bool) {
 //
 // Lock should be held.
 func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, error) {
-	next, wait, err := c.cfg.Log.Append(p, recs)
+	next, err := c.appendAndWait(p, recs)
 	if err != nil {
 		return 0, err
 	}
-	if err := wait(); err != nil {
-		return 0, err
-	}
-	if next > c.logNext[p] {
-		c.logNext[p] = next
-	}
+	c.advanceLocked(p, next)
 	return next - int64(len(recs)), nil
 }
 
@@ -192,11 +165,10 @@ func (c *TxnCoordinator) appendTxnsLocked(p int32, recs []LogRecord) (int64, err
 //
 // Lock should be held.
 func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64, fresh bool, _ *kerr.Error) {
-	if err := c.txnOwnerErrLocked(e.id); err != nil {
+	if err := c.ownerErrLocked(e.id); err != nil {
 		return 0, false, err
 	}
-	p := c.partitionOf(e.id)
-	next, wait, err := c.cfg.Log.Append(p, []LogRecord{txnLogRecord(e.id, &m)})
+	next, wait, done, err := c.writeLocked(c.partitionOf(e.id), c.appendRecords([]LogRecord{txnLogRecord(e.id, &m)}))
 	if err != nil {
 		return 0, false, appendError(err)
 	}
@@ -205,31 +177,22 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 		fresh = true
 	}
 	e.pending, e.pendingState = true, m.state
-	c.inflight[p]++
 	c.mu.Unlock()
 	werr := wait()
 	c.mu.Lock()
 	e.pending = false
-	c.inflight[p]--
-	var kerrv *kerr.Error
-	switch {
-	case werr != nil:
-		kerrv = appendError(werr)
-	case c.closed:
-		kerrv = kerr.CoordinatorNotAvailable
-	case c.txns[e.id] != e || c.txnOwnerErrLocked(e.id) != nil:
-		// The partition moved meanwhile (Kafka checks the coordinator
-		// epoch after the append).
+	kerrv := c.commitErrLocked(e.id, werr)
+	if kerrv == nil && c.txns[e.id] != e {
+		// The partition moved meanwhile and back (Kafka checks the
+		// coordinator epoch after the append).
 		kerrv = kerr.NotCoordinator
 	}
+	done(kerrv == nil)
 	if kerrv != nil {
 		if fresh && c.txns[e.id] == e {
 			delete(c.txns, e.id)
 		}
 		return 0, false, kerrv
-	}
-	if next > c.logNext[p] {
-		c.logNext[p] = next
 	}
 	return next - 1, fresh, nil
 }
@@ -241,81 +204,32 @@ func (c *TxnCoordinator) logTransitionLocked(e *txnEntry, m txnMeta) (off int64,
 // meanwhile their requests answer COORDINATOR_LOAD_IN_PROGRESS. Then the
 // transactions found in Prepare* are completed.
 func (c *TxnCoordinator) LoadPartition(p int32) error {
-	c.mu.Lock()
-	if c.closed || c.cfg.Log == nil || c.parts[p] != 0 {
-		c.mu.Unlock()
-		return nil
-	}
-	c.parts[p] = partLoading
-	c.mu.Unlock()
-	err := c.replayPartition(p)
-	c.mu.Lock()
-	if c.parts[p] != partLoading { // unloaded meanwhile
-		c.mu.Unlock()
-		return err
-	}
-	if err == nil {
-		err = c.migratePartitionLocked(p)
-	}
-	var ids []string
-	var metas map[string]txnMeta
-	if err == nil {
-		ids, metas, err = c.loadTxns(func(id string) bool { return c.partitionOf(id) == p })
-	}
-	if err != nil {
-		delete(c.parts, p)
-		c.mu.Unlock()
-		return err
-	}
-	c.parts[p] = partLoaded
-	var unfinished []string
-	for _, id := range ids {
-		e := &txnEntry{id: id}
-		c.txns[id] = e
-		c.setMetaLocked(e, metas[id])
-		if e.meta.state.preparing() {
-			unfinished = append(unfinished, id)
+	return c.loadPartition(p, func() error { return c.replayPartition(p) }, func() (func(), error) {
+		if err := c.migratePartitionLocked(p); err != nil {
+			return nil, err
 		}
-	}
-	c.mu.Unlock()
-	for _, id := range unfinished {
-		if err := c.finish(context.Background(), id); err != nil {
-			c.log.Warn("completing transaction after a coordinator move failed; will retry", "transactional_id", id, "err", err)
+		ids, metas, err := c.loadTxns(func(id string) bool { return c.partitionOf(id) == p })
+		if err != nil {
+			return nil, err
 		}
-	}
-	return nil
+		unfinished := c.installLocked(ids, metas)
+		return func() {
+			c.finishAll(unfinished, "completing transaction after a coordinator move failed; will retry")
+		}, nil
+	})
 }
 
 // replayPartition brings txns.db's view of partition p up to the end of
-// its log: with a replicated log (TxnConfig.LogReplicated) rebuilt from
-// the log start, as Kafka's coordinator loads the whole partition, since
-// the log may have been truncated while another broker led p (the view
-// holds only records answered as committed, but an unclean election
-// truncates those too); on a single node from the checkpoint.
+// its log (the runtime's replayTail: from the view's checkpoint on a
+// single node, rebuilt from the log start with a replicated log,
+// TxnConfig.LogReplicated, as Kafka's coordinator loads the whole
+// partition: the view holds only records answered as committed, but an
+// unclean election truncates those too). Records of transactional batches
+// and markers are not a transaction's state and are skipped.
 func (c *TxnCoordinator) replayPartition(p int32) error {
-	var from int64
-	if !c.cfg.LogReplicated {
-		c.db.View(func(tx *bolt.Tx) error { from = getCheckpoint(tx, p); return nil })
-	}
-	var recs []replayed
-	collect := func(off int64, r LogRecord) error {
-		if r.Transactional || r.Control {
-			return nil // not a transaction's state
-		}
-		recs = append(recs, replayed{offset: off, key: slices.Clone(r.Key), value: slices.Clone(r.Value)})
-		return nil
-	}
-	next, err := c.cfg.Log.Replay(p, from, collect)
+	recs, next, rebuild, err := c.replayTail(c.db, p, c.cfg.LogReplicated, func(r LogRecord) bool { return !r.Transactional && !r.Control })
 	if err != nil {
-		return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
-	}
-	rebuild := c.cfg.LogReplicated
-	if next < from { // truncated below the view: rebuild it
-		rebuild = true
-		recs = recs[:0]
-		if next, err = c.cfg.Log.Replay(p, 0, collect); err != nil {
-			return fmt.Errorf("coordinator: replaying __transaction_state-%d: %w", p, err)
-		}
+		return err
 	}
 	err = c.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketTxns)
@@ -347,11 +261,7 @@ func (c *TxnCoordinator) replayPartition(p int32) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	// What this broker appended before may be gone: the log's end is
-	// where the checkpoint goes next.
-	c.logNext[p] = next
-	c.mu.Unlock()
+	c.replayedTo(p, next)
 	return nil
 }
 
@@ -437,32 +347,20 @@ func (c *TxnCoordinator) migratePartitionLocked(p int32) error {
 // marker write in flight finishes, but its completion is left to the new
 // coordinator.
 func (c *TxnCoordinator) UnloadPartition(p int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cfg.Log == nil || c.parts[p] == 0 {
-		return
-	}
-	delete(c.parts, p)
-	for id, e := range c.txns {
-		if c.partitionOf(id) != p {
-			continue
-		}
-		c.timers.cancelLocked(&e.retry)
-		for _, pid := range []int64{e.meta.producerID, e.meta.nextProducerID} {
-			if c.byPID[pid] == id {
-				delete(c.byPID, pid)
+	c.unloadPartition(p, func() {
+		for id, e := range c.txns {
+			if c.partitionOf(id) != p {
+				continue
 			}
+			c.timers.cancelLocked(&e.retry)
+			for _, pid := range []int64{e.meta.producerID, e.meta.nextProducerID} {
+				if c.byPID[pid] == id {
+					delete(c.byPID, pid)
+				}
+			}
+			delete(c.txns, id)
 		}
-		delete(c.txns, id)
-	}
-}
-
-// LoadedPartitions reports the partitions of __transaction_state this
-// coordinator serves.
-func (c *TxnCoordinator) LoadedPartitions() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parts.loaded()
+	})
 }
 
 // HasUnloggedState reports whether txns.db holds transactional ids written
@@ -493,15 +391,15 @@ func (c *TxnCoordinator) HasUnloggedState() bool {
 func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 	byPart := map[int32][]string{}
 	for _, id := range ids {
-		if c.txnOwnerErrLocked(id) == nil {
+		if c.ownerErrLocked(id) == nil {
 			byPart[c.partitionOf(id)] = append(byPart[c.partitionOf(id)], id)
 		}
 	}
 	type batch struct {
 		p    int32
 		ids  []*txnEntry
-		next int64
 		wait func() error
+		done func(advance bool)
 	}
 	var batches []batch
 	for _, p := range sortedKeys(byPart) {
@@ -509,18 +407,17 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 		for _, id := range byPart[p] {
 			recs = append(recs, txnLogRecord(id, nil))
 		}
-		next, wait, err := c.cfg.Log.Append(p, recs)
+		_, wait, done, err := c.writeLocked(p, c.appendRecords(recs))
 		if err != nil {
 			c.log.Warn("appending tombstones of expired transactional ids failed", "partition", p, "err", err)
 			continue
 		}
-		b := batch{p: p, next: next, wait: wait}
+		b := batch{p: p, wait: wait, done: done}
 		for _, id := range byPart[p] {
 			e := c.txns[id]
 			e.pending, e.pendingState = true, txnDead
 			b.ids = append(b.ids, e)
 		}
-		c.inflight[p]++
 		batches = append(batches, b)
 	}
 	if len(batches) == 0 {
@@ -534,7 +431,7 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 	c.mu.Lock()
 	var out []string
 	for i, b := range batches {
-		c.inflight[b.p]--
+		b.done(errs[i] == nil)
 		for _, e := range b.ids {
 			e.pending = false
 		}
@@ -542,10 +439,7 @@ func (c *TxnCoordinator) logTombstonesLocked(ids []string) []string {
 			c.log.Warn("tombstones of expired transactional ids were not committed", "partition", b.p, "err", errs[i])
 			continue
 		}
-		if b.next > c.logNext[b.p] {
-			c.logNext[b.p] = b.next
-		}
-		if c.closed || c.txnOwnerErrLocked(b.ids[0].id) != nil {
+		if c.coordinatorErrLocked(b.ids[0].id) != nil {
 			continue
 		}
 		for _, e := range b.ids {
