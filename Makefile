@@ -282,7 +282,7 @@ jepsen:
 ## fuzz: every fuzz target for $(FUZZTIME) each; a run that fails only with Go 1.26's
 ## fuzztime-deadline race (context deadline exceeded, no input written) runs once more
 fuzz:
-	@for pkg in ./protocol ./storage ./broker ./security/authn; do \
+	@for pkg in ./protocol ./storage ./broker ./security/authn ./schemaregistry; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$pkg $$f"; \
 			for try in 1 2; do \
