@@ -13,7 +13,7 @@ package broker
 // as log.retention.hours for log.retention.ms) is dynamic. Unknown topics are
 // UNKNOWN_TOPIC_OR_PARTITION; another node id, or a resource type Gregor
 // does not serve, INVALID_REQUEST. Groups: the share group configs
-// (shares.go), the group's own values or the broker defaults. Client
+// (groupconfigs.go), the group's own values or the broker defaults. Client
 // metrics: a KIP-714 subscription's configs (clientmetrics.go).
 
 import (
@@ -73,7 +73,7 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				fail(kerr.InvalidRequest, "Unexpected broker id, expected "+strconv.Itoa(int(b.nodeID))+" or empty string, but received "+rr.ResourceName)
 			}
 		case kmsg.ConfigResourceTypeGroupConfig:
-			// Share group configs (shares.go), for any group id.
+			// Share group configs (groupconfigs.go), for any group id.
 			if rr.ResourceName == "" {
 				fail(kerr.InvalidGroupID, "Group id must not be empty.")
 				break

@@ -176,7 +176,7 @@ func (b *Broker) incrementalAlterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRe
 }
 
 // alterGroupConfigs applies SET and DELETE to a group's share configs,
-// stored cluster-wide and durably (shares.go).
+// stored cluster-wide and durably (groupconfigs.go).
 func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (*kerr.Error, string) {
 	if rr.ResourceName == "" {
 		return kerr.InvalidGroupID, "Group id must not be empty."

@@ -5,7 +5,8 @@ package broker
 //
 // Share group membership is the coordinator's (coordinator/share.go); a
 // member leaving or expiring releases the records it acquired on this
-// broker (shares.go). v1 requires a client-generated member id.
+// broker (share.Sessions.MemberLeft, shares.go). v1 requires a
+// client-generated member id.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"

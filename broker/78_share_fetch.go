@@ -33,10 +33,10 @@ package broker
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/share"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,54 +45,6 @@ import (
 func init() {
 	register(kmsg.ShareFetch, 1, 2, (*Broker).handleShareFetch)
 	runAsync(kmsg.ShareFetch)
-}
-
-const (
-	shareSessionOpen  = 0
-	shareSessionClose = -1
-)
-
-// shareSessionStep checks a request's session epoch against the member's
-// session and moves the session on, returning its partitions' list to
-// update (nil when the request closes it) or a top-level error. A session
-// opened on connection c (nil: not on a connection) is closed with it, as
-// Kafka does (closeShareSessions).
-func (b *Broker) shareSessionStep(c *conn, group, member string, epoch int32, canOpen bool) (*shareSession, int16) {
-	key := shareSessionKey{group, member}
-	b.shares.mu.Lock()
-	defer b.shares.mu.Unlock()
-	s := b.shares.sessions[key]
-	switch {
-	case epoch == shareSessionOpen:
-		if !canOpen {
-			return nil, kerr.InvalidShareSessionEpoch.Code
-		}
-		if s != nil {
-			b.shares.mu.Unlock()
-			b.releaseShareMember(group, member)
-			b.shares.mu.Lock()
-		} else if int64(len(b.shares.sessions)) >= b.cfg.int64Prop("group.share.max.share.sessions") {
-			return nil, kerr.ShareSessionLimitReached.Code
-		}
-		s = &shareSession{epoch: 1, owner: c}
-		b.shares.sessions[key] = s
-		if c != nil && !slices.Contains(c.shareKeys, key) {
-			c.shareKeys = append(c.shareKeys, key)
-		}
-		return s, 0
-	case s == nil:
-		return nil, kerr.ShareSessionNotFound.Code
-	case epoch == shareSessionClose:
-		delete(b.shares.sessions, key)
-		return s, 0
-	case epoch != s.epoch:
-		return nil, kerr.InvalidShareSessionEpoch.Code
-	}
-	s.epoch++
-	if s.epoch <= 0 {
-		s.epoch = 1 // wraps to 1, as Kafka
-	}
-	return s, 0
 }
 
 // shareTarget resolves a topic id and partition to a partition this
@@ -115,22 +67,10 @@ func (b *Broker) shareTarget(id [16]byte, partition int32) (*partition, int16) {
 	return p, 0
 }
 
-// shareAcknowledge applies one partition's acknowledgement batches.
+// shareAcknowledge applies one partition's acknowledgement batches
+// (share.Cache.Acknowledge).
 func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []coordinator.AckBatch, renew bool) int16 {
-	sp, code := b.sharePartition(group, p, false)
-	if code != 0 {
-		return code
-	}
-	if sp == nil {
-		return kerr.InvalidRecordState.Code
-	}
-	if err := sp.Acknowledge(member, time.Now(), batches, renew); err != nil {
-		return err.Code
-	}
-	if !renew {
-		return b.persistSharePartition(group, p.topic.id, p.index, sp)
-	}
-	return 0
+	return b.shares.Acknowledge(shareKeyOf(group, p), shareLeader{p}, member, batches, renew)
 }
 
 func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
@@ -157,7 +97,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	case group == "" || member == "":
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
-	case req.ShareSessionEpoch == shareSessionOpen && hasAcks:
+	case req.ShareSessionEpoch == share.InitialEpoch && hasAcks:
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		msg := "Acknowledge data is not allowed when opening a share session."
 		resp.ErrorMessage = &msg
@@ -167,7 +107,20 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	s, code := b.shareSessionStep(r.conn, group, member, req.ShareSessionEpoch, true)
+	// The session's partitions after the request's are added and the
+	// forgotten ones removed: those fetched.
+	var add, forget []topicIDPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			add = append(add, topicIDPartition{TopicID: t.TopicID, Partition: p.Partition})
+		}
+	}
+	for _, f := range req.ForgottenTopicsData {
+		for _, p := range f.Partitions {
+			forget = append(forget, topicIDPartition{TopicID: f.TopicID, Partition: p})
+		}
+	}
+	fetchParts, code := b.shareSessions.Fetch(r.shareOwner(), share.SessionKey{Group: group, Member: member}, req.ShareSessionEpoch, add, forget)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp, nil
@@ -185,7 +138,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	var answers []*answer
 	byKey := map[topicIDPartition]*answer{}
 	get := func(id [16]byte, partition int32) *answer {
-		k := topicIDPartition{uuid(id), partition}
+		k := topicIDPartition{TopicID: id, Partition: partition}
 		if a := byKey[k]; a != nil {
 			return a
 		}
@@ -196,20 +149,6 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		answers = append(answers, a)
 		return a
 	}
-	b.shares.mu.Lock()
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			s.add(topicIDPartition{uuid(t.TopicID), p.Partition})
-		}
-	}
-	for _, f := range req.ForgottenTopicsData {
-		for _, p := range f.Partitions {
-			s.forget(topicIDPartition{uuid(f.TopicID), p})
-		}
-	}
-	fetchParts := append([]topicIDPartition(nil), s.parts...)
-	b.shares.mu.Unlock()
-
 	// Acknowledgements first.
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -229,8 +168,8 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			a.sp.AcknowledgeErrorCode = b.shareAcknowledge(group, member, a.part, batches, req.IsRenewAck)
 		}
 	}
-	if req.ShareSessionEpoch == shareSessionClose {
-		b.releaseShareMember(group, member)
+	if req.ShareSessionEpoch == share.FinalEpoch {
+		b.shares.ReleaseMember(group, member)
 		fetchParts = nil
 	}
 	if req.IsRenewAck {
@@ -240,7 +179,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 	// Then the fetch, with the long poll.
 	var targets []*answer
 	for _, tp := range fetchParts {
-		a := get([16]byte(tp.topic), tp.partition)
+		a := get(tp.TopicID, tp.Partition)
 		if a.sp.ErrorCode == 0 {
 			// The share-partition's state, read from the share
 			// coordinator when this leader has none yet.
@@ -251,7 +190,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			}
 		}
 	}
-	resp.AcquisitionLockTimeoutMillis = int32(b.groupConfigInt(group, "share.record.lock.duration.ms"))
+	resp.AcquisitionLockTimeoutMillis = int32(b.shares.LockDuration(group).Milliseconds())
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	maxBytes := int64(req.MaxBytes)
 	if maxBytes <= 0 {

@@ -13,6 +13,7 @@ package broker
 
 import (
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/share"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,7 +38,7 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	if _, code := b.shareSessionStep(r.conn, group, member, req.ShareSessionEpoch, false); code != 0 {
+	if code := b.shareSessions.Acknowledge(r.shareOwner(), share.SessionKey{Group: group, Member: member}, req.ShareSessionEpoch); code != 0 {
 		resp.ErrorCode = code
 		return resp, nil
 	}
@@ -65,13 +66,13 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if req.ShareSessionEpoch == shareSessionClose {
-		b.releaseShareMember(group, member)
+	if req.ShareSessionEpoch == share.FinalEpoch {
+		b.shares.ReleaseMember(group, member)
 	}
 	// Kafka 4.4 answers the lock duration at v2 whether or not the request
 	// renews (measured by make conformance).
 	if req.Version >= 2 {
-		resp.AcquisitionLockTimeoutMillis = int32(b.groupConfigInt(group, "share.record.lock.duration.ms"))
+		resp.AcquisitionLockTimeoutMillis = int32(b.shares.LockDuration(group).Milliseconds())
 	}
 	return resp, nil
 }

@@ -4,11 +4,11 @@ package broker
 // ReadShareGroupStateSummary: v0-1 (inter-broker, KIP-932)
 //
 // In Kafka the group coordinator sends these to the share coordinator.
-// Gregor's partition leaders cache the state they work on (shares.go) and
-// write it to the share coordinator (__share_group_state,
-// 84_share_group_state_rw.go), so in a cluster the group coordinator sends
-// these to the leaders, which keep their cache and the share coordinator
-// in step: the offset admin APIs (90_share_group_offsets.go) read, set and
+// Gregor's partition leaders cache the state they work on (package
+// share's Cache, shares.go) and write it to the share coordinator
+// (__share_group_state, 84_share_group_state_rw.go), so in a cluster the
+// group coordinator sends these to the leaders, which keep their cache and
+// the share coordinator in step: the offset admin APIs (90_share_group_offsets.go) read, set and
 // remove the share-partition start offset (SPSO) where ShareFetch uses it,
 // and a deleted share group's state is removed on every broker. Initialize
 // and Read answer NOT_LEADER_OR_FOLLOWER for a partition this broker does
@@ -76,7 +76,7 @@ func (b *Broker) deleteShareGroupState(req *kmsg.DeleteShareGroupStateRequest) *
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
 	for _, rt := range req.Topics {
 		if req.GroupID != "" && rt.TopicID != ([16]byte{}) {
-			b.deleteShareStates(req.GroupID, uuid(rt.TopicID))
+			b.shares.Delete(req.GroupID, &rt.TopicID)
 		}
 		st := kmsg.NewDeleteShareGroupStateResponseTopic()
 		st.TopicID = rt.TopicID
@@ -126,8 +126,8 @@ func (b *Broker) shareLeaders(parts []topicIDPartition) map[int32][]topicIDParti
 	out := map[int32][]topicIDPartition{}
 	for _, tp := range parts {
 		leader := int32(-1)
-		if t := b.lookupTopicID(tp.topic); t != nil {
-			if p := partitionAt(b.partitionsOf(t), tp.partition); p != nil {
+		if t := b.lookupTopicID(tp.TopicID); t != nil {
+			if p := partitionAt(b.partitionsOf(t), tp.Partition); p != nil {
 				if mp := p.meta.Load(); mp != nil {
 					leader = mp.Leader
 				}
@@ -207,14 +207,14 @@ func (b *Broker) shareStartOffsetsOf(group string, parts []topicIDPartition) map
 	if b.cluster != nil {
 		return b.shareStartOffsets(group, parts)
 	}
-	states := b.shareStates(group)
+	states := b.shares.States(group)
 	out := make(map[topicIDPartition]shareStateResult, len(parts))
 	for _, tp := range parts {
 		r := shareStateResult{startOffset: -1, leaderEpoch: -1}
 		if sp := states[tp]; sp != nil {
 			r.startOffset = sp.StartOffset()
-			if t := b.lookupTopicID(tp.topic); t != nil {
-				if p := partitionAt(b.partitionsOf(t), tp.partition); p != nil {
+			if t := b.lookupTopicID(tp.TopicID); t != nil {
+				if p := partitionAt(b.partitionsOf(t), tp.Partition); p != nil {
 					r.leaderEpoch = p.epoch.Load()
 				}
 			}
@@ -231,16 +231,16 @@ func (b *Broker) shareStartOffsets(group string, parts []topicIDPartition) map[t
 		req.GroupID = group
 		byTopic := map[uuid]int{}
 		for _, tp := range ps {
-			i, ok := byTopic[tp.topic]
+			i, ok := byTopic[tp.TopicID]
 			if !ok {
 				i = len(req.Topics)
-				byTopic[tp.topic] = i
+				byTopic[tp.TopicID] = i
 				rt := kmsg.NewReadShareGroupStateSummaryRequestTopic()
-				rt.TopicID = tp.topic
+				rt.TopicID = tp.TopicID
 				req.Topics = append(req.Topics, rt)
 			}
 			rp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
-			rp.Partition, rp.LeaderEpoch = tp.partition, -1
+			rp.Partition, rp.LeaderEpoch = tp.Partition, -1
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		}
 		kresp, err := b.shareStateRequest(ctx, leader, req)
@@ -250,7 +250,7 @@ func (b *Broker) shareStartOffsets(group string, parts []topicIDPartition) map[t
 		out := map[topicIDPartition]shareStateResult{}
 		for _, rt := range kresp.(*kmsg.ReadShareGroupStateSummaryResponse).Topics {
 			for _, rp := range rt.Partitions {
-				out[topicIDPartition{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode, startOffset: rp.StartOffset, leaderEpoch: rp.LeaderEpoch}
+				out[topicIDPartition{TopicID: rt.TopicID, Partition: rp.Partition}] = shareStateResult{code: rp.ErrorCode, startOffset: rp.StartOffset, leaderEpoch: rp.LeaderEpoch}
 			}
 		}
 		return out, nil
@@ -268,16 +268,16 @@ func (b *Broker) setShareStartOffsets(group string, offsets map[topicIDPartition
 		req.GroupID = group
 		byTopic := map[uuid]int{}
 		for _, tp := range ps {
-			i, ok := byTopic[tp.topic]
+			i, ok := byTopic[tp.TopicID]
 			if !ok {
 				i = len(req.Topics)
-				byTopic[tp.topic] = i
+				byTopic[tp.TopicID] = i
 				rt := kmsg.NewInitializeShareGroupStateRequestTopic()
-				rt.TopicID = tp.topic
+				rt.TopicID = tp.TopicID
 				req.Topics = append(req.Topics, rt)
 			}
 			rp := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
-			rp.Partition, rp.StartOffset = tp.partition, offsets[tp]
+			rp.Partition, rp.StartOffset = tp.Partition, offsets[tp]
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		}
 		kresp, err := b.shareStateRequest(ctx, leader, req)
@@ -287,7 +287,7 @@ func (b *Broker) setShareStartOffsets(group string, offsets map[topicIDPartition
 		out := map[topicIDPartition]shareStateResult{}
 		for _, rt := range kresp.(*kmsg.InitializeShareGroupStateResponse).Topics {
 			for _, rp := range rt.Partitions {
-				out[topicIDPartition{uuid(rt.TopicID), rp.Partition}] = shareStateResult{code: rp.ErrorCode}
+				out[topicIDPartition{TopicID: rt.TopicID, Partition: rp.Partition}] = shareStateResult{code: rp.ErrorCode}
 			}
 		}
 		return out, nil

@@ -5,7 +5,7 @@ package broker
 // DeleteShareGroupOffsets: v0
 //
 // The share-partition start offsets (SPSO) of a share group, from the
-// share-partition state (shares.go): on a single node this broker's, in a
+// share-partition state (package share, shares.go): on a single node this broker's, in a
 // cluster the partition leaders', which this coordinator reads, sets and
 // removes with the inter-broker share state requests
 // (83_share_group_state.go). Describe reports -1 for partitions without
@@ -48,7 +48,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 		var ask []topicIDPartition
 		if rg.Topics == nil {
 			if b.cluster == nil {
-				for k := range b.shareStates(rg.GroupID) {
+				for k := range b.shares.States(rg.GroupID) {
 					ask = append(ask, k)
 				}
 			} else {
@@ -57,7 +57,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 						continue
 					}
 					for i := range b.partitionsOf(t) {
-						ask = append(ask, topicIDPartition{t.id, int32(i)})
+						ask = append(ask, topicIDPartition{TopicID: t.id, Partition: int32(i)})
 					}
 				}
 			}
@@ -65,7 +65,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 			for _, rt := range rg.Topics {
 				if t := b.lookupTopic(rt.Topic); t != nil {
 					for _, pi := range rt.Partitions {
-						ask = append(ask, topicIDPartition{t.id, pi})
+						ask = append(ask, topicIDPartition{TopicID: t.id, Partition: pi})
 					}
 				}
 			}
@@ -74,7 +74,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 		describe := func(t *topic, partition int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
 			p := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = partition, -1, -1, -1
-			res, ok := found[topicIDPartition{t.id, partition}]
+			res, ok := found[topicIDPartition{TopicID: t.id, Partition: partition}]
 			part := partitionAt(b.partitionsOf(t), partition)
 			if !ok || part == nil {
 				return p
@@ -93,7 +93,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 			byTopic := map[uuid][]int32{}
 			for k, res := range found {
 				if res.code == 0 && res.startOffset >= 0 {
-					byTopic[k.topic] = append(byTopic[k.topic], k.partition)
+					byTopic[k.TopicID] = append(byTopic[k.TopicID], k.Partition)
 				}
 			}
 			for id, ps := range byTopic {
@@ -162,7 +162,7 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 			case b.cluster == nil:
 				sp.ErrorCode = b.setShareStart(req.GroupID, t.id, rp.Partition, rp.StartOffset)
 			default:
-				offsets[topicIDPartition{t.id, rp.Partition}] = rp.StartOffset
+				offsets[topicIDPartition{TopicID: t.id, Partition: rp.Partition}] = rp.StartOffset
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -174,7 +174,7 @@ func (b *Broker) handleAlterShareGroupOffsets(r *request) (kmsg.Response, error)
 		for i := range resp.Topics {
 			st := &resp.Topics[i]
 			for j := range st.Partitions {
-				if r, ok := res[topicIDPartition{uuid(st.TopicID), st.Partitions[j].Partition}]; ok && st.Partitions[j].ErrorCode == 0 {
+				if r, ok := res[topicIDPartition{TopicID: st.TopicID, Partition: st.Partitions[j].Partition}]; ok && st.Partitions[j].ErrorCode == 0 {
 					st.Partitions[j].ErrorCode = r.code
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/gregor-broker/gregor/security/authn"
+	"github.com/gregor-broker/gregor/share"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -54,9 +55,10 @@ type Broker struct {
 	offsets *internalTopic // __consumer_offsets (offsets_topic.go)
 	txnLog  *internalTopic // __transaction_state (txn_topic.go)
 
-	shareCoord *coordinator.ShareCoordinator // share coordinator (share_state_topic.go)
-	shareLog   *internalTopic                // __share_group_state
-	shares     shareState                    // share groups on this broker (shares.go)
+	shareCoord    *coordinator.ShareCoordinator // share coordinator (share_state_topic.go)
+	shareLog      *internalTopic                // __share_group_state
+	shares        *share.Cache                  // the share-partitions this broker leads (shares.go)
+	shareSessions *share.Sessions               // the share sessions on this broker
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -71,7 +73,7 @@ type Broker struct {
 
 	cleaner      cleanerState   // the log cleaner threads (cleaner.go)
 	dynConfigs   dynState       // dynamic broker configs (dynconfig.go)
-	groupConfigs configMapStore // resource type GROUP: share groups' configs (shares.go)
+	groupConfigs configMapStore // resource type GROUP: share groups' configs (groupconfigs.go)
 	features     configMapStore // the finalized feature levels (features.go)
 	faults       faultSet       // fault injection (faults.go)
 
@@ -128,6 +130,8 @@ func New(cfg Config) (*Broker, error) {
 		topicsByID: map[uuid]*topic{},
 	}
 	b.offsets, b.txnLog, b.shareLog = b.offsetsInternalTopic(), b.txnInternalTopic(), b.shareInternalTopic()
+	b.shares = share.NewCache(sharePersister{b}, shareSettings{b}, b.log)
+	b.shareSessions = share.NewSessions(b.shares)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	ok := false // New succeeded; else the data dir lock is released
 	topicsDir := filepath.Join(cfg.DataDir, metaDirName, topicsDirName)
@@ -182,7 +186,6 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.shares.init()
 	if err := b.initGroupConfigs(); err != nil {
 		b.closeLogs()
 		return nil, err
@@ -312,7 +315,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),
 		ShareHeartbeatInterval:        ms("group.share.heartbeat.interval.ms"),
 		ShareGroupTimeouts:            b.shareTimeouts,
-		OnShareMemberLeave:            b.onShareMemberLeave,
+		OnShareMemberLeave:            b.shareSessions.MemberLeft,
 		OnShareGroupDeleted:           b.onShareGroupDeleted,
 		Logger:                        b.log.With("component", "groups"),
 		Log:                           groupLog{b: b, topic: offsetsTopicName},

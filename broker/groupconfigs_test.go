@@ -106,7 +106,7 @@ func TestCluster_GroupConfigsInEtcd(t *testing.T) {
 		return describeGroupConfig(t, c2, "sg", "share.auto.offset.reset") == "earliest/GROUP_CONFIG" &&
 			describeGroupConfig(t, c2, "sg", "share.record.lock.duration.ms") == "20000/GROUP_CONFIG"
 	})
-	if d := brokers[1].sharePartitionConfig("sg").LockDuration; d != 20*time.Second {
+	if d := brokers[1].shares.PartitionConfig("sg").LockDuration; d != 20*time.Second {
 		t.Fatalf("broker 2's share-partition lock duration: %v", d)
 	}
 	if code := alterGroupConfig(t, c2, "sg", "share.auto.offset.reset", nil); code != 0 {
@@ -197,10 +197,10 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	// The state is on each partition's leader: partition 0 on broker 1,
 	// partition 1 on broker 2.
 	for i, want := range []int64{3, 7} {
-		sp := brokers[i].shareStates("sg")[topicIDPartition{uuid(id), int32(i)}]
+		sp := brokers[i].shares.States("sg")[topicIDPartition{TopicID: uuid(id), Partition: int32(i)}]
 		if sp == nil || sp.StartOffset() != want {
 			t.Fatalf("broker %d's state of partition %d: %v; broker 1 holds %v, broker 2 %v; the alter's answers:\n%s",
-				i+1, i, sp, brokers[0].shareStates("sg"), brokers[1].shareStates("sg"), strings.Join(attempts, "\n"))
+				i+1, i, sp, brokers[0].shares.States("sg"), brokers[1].shares.States("sg"), strings.Join(attempts, "\n"))
 		}
 	}
 
@@ -239,7 +239,7 @@ func TestCluster_ShareOffsetsOnLeaders(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the group's state and configs to go on both brokers", func() bool {
 		for _, b := range brokers {
-			if len(b.shareStates("sg")) != 0 || b.groupConfigs.of("sg") != nil {
+			if len(b.shares.States("sg")) != 0 || b.groupConfigs.of("sg") != nil {
 				return false
 			}
 		}

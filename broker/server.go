@@ -118,10 +118,6 @@ type conn struct {
 	spare    *pending // the last Produce or Fetch the reader answered itself
 	clientID *string  // the last request's client id
 
-	// shareKeys are the share sessions opened on this connection, closed
-	// with it (closeShareSessions); guarded by the broker's shares.mu.
-	shareKeys []shareSessionKey
-
 	// Parking an idle connection (park): writerDone is closed by a writer
 	// that ended because the reader closed its queue with parking set;
 	// noPark once parking failed. Reader-owned but parking.
@@ -809,7 +805,7 @@ func isTimeout(err error) bool {
 func (c *conn) end() {
 	s := &c.b.srv
 	c.nc.Close()
-	c.b.closeShareSessions(c)
+	c.b.shareSessions.Close(c) // the share sessions opened on c
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()

@@ -16,7 +16,8 @@ package broker
 // stops leading. Every record is appended and waits for the high
 // watermark with min.isr, as an acks=all produce does.
 //
-// The partition leaders (shares.go) are the share coordinator's clients:
+// The partition leaders (package share's Cache, shares.go) are the share
+// coordinator's clients through sharePersister, their share.Persister:
 // ReadShareGroupState when they first need a share-partition's state (a
 // new leader too), WriteShareGroupState after every acknowledgement,
 // release and SPSO change, answered here when this broker is the
@@ -124,9 +125,15 @@ func (b *Broker) callShareCoordinator(k coordinator.ShareStateKey, local func() 
 	}
 }
 
-// readShareState reads share-partition k's state from its share
-// coordinator, recording leaderEpoch there.
-func (b *Broker) readShareState(k coordinator.ShareStateKey, leaderEpoch int32) (snap coordinator.ShareSnapshot, found bool, code int16) {
+// sharePersister is the share coordinator as package share reads and
+// writes it: share-partition state requests to the coordinator of each
+// key, here or on another broker (callShareCoordinator).
+type sharePersister struct{ b *Broker }
+
+// Read reads share-partition k's state from its share coordinator,
+// recording leaderEpoch there.
+func (pr sharePersister) Read(k coordinator.ShareStateKey, leaderEpoch int32) (snap coordinator.ShareSnapshot, found bool, code int16) {
+	b := pr.b
 	code = b.callShareCoordinator(k, func() int16 {
 		var c int16
 		snap, found, c = b.shareCoord.Read(k, leaderEpoch)
@@ -163,9 +170,9 @@ func (b *Broker) readShareState(k coordinator.ShareStateKey, leaderEpoch int32) 
 	return snap, found, code
 }
 
-// writeShareState writes share-partition k's state to its share
-// coordinator.
-func (b *Broker) writeShareState(k coordinator.ShareStateKey, w coordinator.ShareWrite) int16 {
+// Write writes share-partition k's state to its share coordinator.
+func (pr sharePersister) Write(k coordinator.ShareStateKey, w coordinator.ShareWrite) int16 {
+	b := pr.b
 	return b.callShareCoordinator(k, func() int16 {
 		return b.shareCoord.Write(k, w)
 	}, func(ctx context.Context, id int32) (int16, error) {
@@ -195,11 +202,12 @@ func (b *Broker) writeShareState(k coordinator.ShareStateKey, w coordinator.Shar
 	})
 }
 
-// deleteLocalShareStates deletes, from the share coordinator on this
-// broker, group's share-partition state of the keys it serves (of topic,
-// or all when nil). Every broker does it for a deleted group
-// (DeleteShareGroupState), so every share coordinator does.
-func (b *Broker) deleteLocalShareStates(group string, topic *[16]byte) {
+// Delete deletes, from the share coordinator on this broker, group's
+// share-partition state of the keys it serves (of topic, or all when
+// nil). Every broker does it for a deleted group (DeleteShareGroupState),
+// so every share coordinator does.
+func (pr sharePersister) Delete(group string, topic *[16]byte) {
+	b := pr.b
 	for _, k := range b.shareCoord.KeysOf(group, topic) {
 		if code := b.shareCoord.Delete(k); code != 0 {
 			b.log.Warn("deleting share-partition state", "group", group, "partition", k.Partition, "err", kerr.ErrorForCode(code))

@@ -11,11 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestShareGroups_FetchAcknowledgeOverSocket drives a share group with raw
-// requests over a real connection: join, a share session's fetches with
-// exact acquired ranges and delivery counts, piggy-backed and standalone
-// acknowledgements, session epoch errors, and the SPSO reported by
-// DescribeShareGroupOffsets.
 // shareSetup starts a broker with a one-partition topic holding n records
 // produced in one batch, sets share.auto.offset.reset=earliest for group
 // and joins member m1: the client, the topic id and the broker's address.
@@ -140,6 +135,11 @@ func TestShareGroups_RecordLimitAcquireMode(t *testing.T) {
 	}
 }
 
+// TestShareGroups_FetchAcknowledgeOverSocket drives a share group with raw
+// requests over a real connection: join, a share session's fetches with
+// exact acquired ranges and delivery counts, piggy-backed and standalone
+// acknowledgements, session epoch errors, and the SPSO reported by
+// DescribeShareGroupOffsets.
 func TestShareGroups_FetchAcknowledgeOverSocket(t *testing.T) {
 	cl, topicID, _ := shareSetup(t, "sg", "s1", 5)
 	ctx := testCtx(t)
@@ -267,57 +267,5 @@ func TestShareGroups_SessionLimit(t *testing.T) {
 	}
 	if got := shareAcquired(fetch("m2", 0)); got != "[0-0@2]" {
 		t.Fatalf("m2 after m1 closed: %s", got)
-	}
-}
-
-// TestShareStart_OlderWriteFencedKeepsNewerState: two InitializeShareGroupState
-// for one share-partition overlap on its leader (the group coordinator
-// retried the first after its request timed out on a busy machine): the
-// second bumps the state epoch and lands first, the first is then fenced
-// (FENCED_STATE_EPOCH). The fence must not drop the cached state the
-// second stored: before, the leader answered the retry with success and
-// then held no state at all (TestCluster_ShareOffsetsOnLeaders under make
-// test-stress: "broker 1's state of partition 0: <nil>").
-func TestShareStart_OlderWriteFencedKeepsNewerState(t *testing.T) {
-	b, addr := startBroker(t, "", nil)
-	cl := newClient(t, addr)
-	if _, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 1, nil, "ss"); err != nil {
-		t.Fatal(err)
-	}
-	top := b.lookupTopic("ss")
-	const group = "g-overlap"
-	if code := b.setShareStart(group, top.id, 0, 3); code != 0 {
-		t.Fatalf("first start: %v", kerr.ErrorForCode(code))
-	}
-	key := shareKey{group, top.id, 0}
-	b.shares.mu.Lock()
-	older := b.shares.meta[key] // what the slow first request wrote with
-	b.shares.mu.Unlock()
-	if code := b.setShareStart(group, top.id, 0, 7); code != 0 { // the retry, landing first
-		t.Fatalf("second start: %v", kerr.ErrorForCode(code))
-	}
-	sp := b.shareStates(group)[topicIDPartition{top.id, 0}]
-	if code := b.persistSharePartitionAt(group, top.id, 0, sp, older); code != kerr.FencedStateEpoch.Code {
-		t.Fatalf("the older write: %v, want FENCED_STATE_EPOCH", kerr.ErrorForCode(code))
-	}
-	got := b.shareStates(group)[topicIDPartition{top.id, 0}]
-	if got == nil || got.StartOffset() != 7 {
-		t.Fatalf("state after the older write was fenced: %v", got)
-	}
-	// A write fenced while the cache has not moved on still drops it: the
-	// coordinator holds something newer than this broker knows.
-	b.shares.mu.Lock()
-	cur := b.shares.meta[key]
-	b.shares.mu.Unlock()
-	stale := cur
-	stale.stateEpoch--
-	b.shares.mu.Lock()
-	b.shares.meta[key] = stale
-	b.shares.mu.Unlock()
-	if code := b.persistSharePartitionAt(group, top.id, 0, got, stale); code != kerr.FencedStateEpoch.Code {
-		t.Fatalf("a stale cache's write: %v", kerr.ErrorForCode(code))
-	}
-	if b.shareStates(group)[topicIDPartition{top.id, 0}] != nil {
-		t.Fatal("a fenced stale cache was kept")
 	}
 }
