@@ -200,6 +200,23 @@
 // (producerids.go), which persists the end of each block before handing out
 // an id from it.
 //
+// # Share groups
+//
+// Share group membership is the group coordinator's (package coordinator,
+// 76_share_group_heartbeat.go); the partition leader's side is package
+// share (shares.go): its Sessions are the share sessions of ShareFetch
+// (78) and ShareAcknowledge (79), closed with the connection that opened
+// them, and its Cache the share-partitions this broker leads, read from
+// and written to the share coordinator through sharePersister
+// (share_state_topic.go: __share_group_state, this broker's share
+// coordinator or another's). The broker keeps the wire: the handlers,
+// the partition lookup (shareTarget), the log reads that ShareFetch
+// acquires records from (shareAcquire), the group configs share groups
+// are tuned by (groupconfigs.go, shareSettings) and the inter-broker share
+// state requests by which the group coordinator reaches the leaders'
+// state (83_share_group_state.go) for the offset admin APIs (90-92) and
+// group deletion.
+//
 // # Fault injection
 //
 // InjectFault makes the broker misbehave on purpose, for testing clients

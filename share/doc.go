@@ -28,8 +28,10 @@
 // again with their delivery count.
 //
 // The cache holds one entry per share-partition a group has used on a
-// partition led here; a group's entries go when the group or the topic's
-// state is deleted (Delete), one entry when a fenced write drops it.
+// partition led here (kept when the leadership moves away: a later leader
+// epoch reads it again); a group's entries go when the group or its
+// state of a topic is deleted (Delete), one entry when a fenced write
+// drops it.
 //
 // # Share sessions
 //
@@ -38,7 +40,8 @@
 // ShareSessionCache), at most group.share.max.share.sessions
 // (SHARE_SESSION_LIMIT_REACHED). InitialEpoch (0) opens it, replacing the
 // member's session and releasing what it acquired; FinalEpoch (-1) closes
-// it; any other epoch must be the session's current one
+// it (the caller then releases what the member acquired, after the
+// request's acknowledgements: Cache.ReleaseMember); any other epoch must be the session's current one
 // (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a
 // session) and moves it to the next (NextEpoch, wrapping to 1).
 // ShareAcknowledge cannot open a session. A ShareFetch adds its
