@@ -67,7 +67,8 @@ type Leader interface {
 
 // cached is a share-partition of the cache: its state, the leader epoch
 // of the partition it was read (or created) in and the state epoch of the
-// share coordinator's state.
+// share coordinator's state. The epochs are guarded by Cache.mu (SetStart
+// changes them).
 type cached struct {
 	sp                      *coordinator.SharePartition
 	leaderEpoch, stateEpoch int32
@@ -86,7 +87,7 @@ type Cache struct {
 	settings  Settings
 	log       *slog.Logger
 
-	mu    sync.Mutex // guards parts; a leaf: nothing is called with it held
+	mu    sync.Mutex // guards parts and their epochs; a leaf: nothing is called with it held
 	parts map[Key]*cached
 }
 
