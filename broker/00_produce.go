@@ -86,6 +86,7 @@ func (b *Broker) handleProduce(r *request) (kmsg.Response, error) {
 				}
 			}
 			sp.ErrorCode = code
+			b.noteNotLeader(code)
 			if code != 0 && msg != "" {
 				sp.ErrorMessage = kmsg.StringPtr(msg)
 			}

@@ -193,6 +193,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 			// Kafka answers empty records, never null: librdkafka rejects
 			// a null record set.
 			sp.RecordBatches = []byte{}
+			b.noteNotLeader(tg.code)
 			if req.Version >= 16 && (tg.code == kerr.NotLeaderForPartition.Code || tg.code == kerr.FencedLeaderEpoch.Code) {
 				b.fetchLeaderHint(resp, &sp, tg.part)
 			}

@@ -60,6 +60,11 @@ type Broker struct {
 	shares        *share.Cache                  // the share-partitions this broker leads (shares.go)
 	shareSessions *share.Sessions               // the share sessions on this broker
 
+	// toldNotLeader is when a client was last answered
+	// NOT_LEADER_OR_FOLLOWER (unix ns): a controlled shutdown serves on
+	// until it is a moment ago (controlled_shutdown.go).
+	toldNotLeader atomic.Int64
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	bg     sync.WaitGroup

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/metadata"
 )
@@ -43,7 +46,10 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 	for {
 		md, changed := b.cluster.node.Subscribe()
 		if left := b.partitionsLedIn(md); left == 0 || !b.othersCanLead(md) {
-			b.log.Info("controlled shutdown: the leadership of this broker's partitions moved, and it left their ISRs", "partitions", led, "took", time.Since(start).Round(time.Millisecond))
+			moved := time.Now()
+			b.drainMovedClients(ctx, moved)
+			b.log.Info("controlled shutdown: the leadership of this broker's partitions moved, and it left their ISRs", "partitions", led,
+				"took", time.Since(start).Round(time.Millisecond), "drained", time.Since(moved).Round(time.Millisecond))
 			return nil
 		} else if ctx.Err() != nil {
 			b.log.Warn("controlled shutdown: stopping with partitions still led here", "partitions", left, "of", led, "err", ctx.Err())
@@ -53,6 +59,46 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 		case <-changed:
 		case <-ctx.Done():
 		}
+	}
+}
+
+// Draining after the leadership moved: a client learns of a partition's
+// new leader from an answer of this broker (NOT_LEADER_OR_FOLLOWER with
+// KIP-951's leader and endpoint, which franz-go and the Java client follow
+// at once); a connection closed under it sends the client to a metadata
+// refresh instead, which franz-go makes at most every 5 s
+// (metadata.min.age), so a producer of a rolling restart would wait that
+// long. Kafka keeps serving while its shutdown goes on; Gregor's is quick,
+// so it serves on until no client has been told for drainQuiet (the
+// waiting acks=all produces are told within 50 ms, awaitReplica), at most
+// drainMax.
+const (
+	drainQuiet = 300 * time.Millisecond
+	drainMax   = 3 * time.Second
+)
+
+func (b *Broker) drainMovedClients(ctx context.Context, moved time.Time) {
+	for {
+		last := max(moved.UnixNano(), b.toldNotLeader.Load())
+		quiet := time.Since(time.Unix(0, last))
+		if quiet >= drainQuiet || time.Since(moved) >= drainMax {
+			return
+		}
+		t := time.NewTimer(drainQuiet - quiet)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// noteNotLeader records that a client was just told a partition is not
+// led here (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH), for the drain.
+func (b *Broker) noteNotLeader(code int16) {
+	if code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code {
+		b.toldNotLeader.Store(time.Now().UnixNano())
 	}
 }
 

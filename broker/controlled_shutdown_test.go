@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestCluster_ControlledShutdownMovesLeadership: a broker of three leading
@@ -18,8 +19,9 @@ import (
 // write to every partition. ControlledShutdown returns once no partition is
 // led there, well before broker.session.timeout.ms would have moved them,
 // it is out of every ISR (the leaders do not take it back while it still
-// fetches, KIP-841), no produce fails, and every acknowledged record
-// is read back once.
+// fetches, KIP-841), no produce fails, the producers (franz-go's defaults)
+// find the new leaders without a Metadata request, and every acknowledged
+// record is read back once.
 func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
@@ -30,10 +32,12 @@ func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 	const topic, parts = "controlled", 6
 	victim := createReplicatedTopic(t, brokers[0], addrs[0], topic, parts)
 	other := addrs[victim%3]
-	// franz-go refreshes metadata at most every 5 s by default
-	// (MetadataMinAge); the Java client's retry.backoff.ms is 100 ms.
+	// franz-go's defaults: it refreshes metadata at most every 5 s
+	// (MetadataMinAge), so a producer that needed a refresh to find the
+	// new leaders would wait that long; it must not need one (below).
+	var metadataReqs atomic.Int64
 	prod := newClient(t, other, kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.MetadataMinAge(100*time.Millisecond))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.WithHooks(metadataCounter{&metadataReqs}))
 
 	ctx := testCtx(t)
 	var (
@@ -69,6 +73,7 @@ func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 		return len(acked) == parts
 	})
 	vb := brokers[victim-1]
+	metadataBefore := metadataReqs.Load()
 	start := time.Now()
 	if err := vb.ControlledShutdown(context.Background()); err != nil {
 		t.Fatalf("ControlledShutdown: %v", err)
@@ -101,6 +106,14 @@ func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 	if firstErr != nil {
 		t.Fatal(firstErr)
 	}
+	// Every producer learnt its partition's new leader from an answer
+	// (NOT_LEADER_OR_FOLLOWER with KIP-951's leader and endpoint): from
+	// the stopping broker while it drained, and the new leader, a moment
+	// behind in its metadata, waited for its election instead of sending
+	// the producer back with a stale hint.
+	if n := metadataReqs.Load() - metadataBefore; n != 0 {
+		t.Errorf("the producers sent %d Metadata requests during the controlled shutdown; want 0", n)
+	}
 	for p := range int32(parts) {
 		cons := newClient(t, other, kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}))
 		var got []string
@@ -116,6 +129,15 @@ func TestCluster_ControlledShutdownMovesLeadership(t *testing.T) {
 		}
 	}
 	t.Logf("broker %d handed off its partitions in %v; the longest acks=all produce took %v", victim, took.Round(time.Millisecond), slowest.Round(time.Millisecond))
+}
+
+// metadataCounter counts the Metadata requests a client writes.
+type metadataCounter struct{ n *atomic.Int64 }
+
+func (c metadataCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	if key == int16(kmsg.Metadata) {
+		c.n.Add(1)
+	}
 }
 
 // TestCluster_ControlledShutdownAllAtOnce: every broker of a cluster

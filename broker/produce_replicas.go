@@ -8,6 +8,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -33,6 +34,16 @@ func (b *Broker) produceLeadership(p *partition) (*replication.Leader, int16, st
 		return nil, 0, ""
 	}
 	ldr := p.leader.Load()
+	if ldr == nil && p.log != nil && b.leaderStopping(p) {
+		// Its leader is in its controlled shutdown: a client it sent here
+		// (NOT_LEADER_OR_FOLLOWER with KIP-951's new leader) may be a
+		// moment ahead of this broker's metadata. Answering
+		// NOT_LEADER_OR_FOLLOWER now, with the old leader as the hint,
+		// would send it to a metadata refresh (franz-go: at most every
+		// 5 s); the election is on its way.
+		b.awaitMetadata(leaderMoveWait, func() bool { return p.leader.Load() != nil || !b.leaderStopping(p) })
+		ldr = p.leader.Load()
+	}
 	if p.log == nil || ldr == nil {
 		return nil, kerr.NotLeaderForPartition.Code, "This server is not the leader for that topic-partition."
 	}
@@ -42,6 +53,26 @@ func (b *Broker) produceLeadership(p *partition) (*replication.Leader, int16, st
 		return nil, kerr.NotLeaderForPartition.Code, "This broker has lost its session with the cluster metadata."
 	}
 	return ldr, 0, ""
+}
+
+// leaderMoveWait bounds how long a request to a follower of a broker in
+// its controlled shutdown waits for this broker to be elected.
+const leaderMoveWait = time.Second
+
+// leaderStopping reports whether p's leader, another broker, is in its
+// controlled shutdown while this broker is in p's ISR: this broker may
+// be elected in its place at any moment.
+func (b *Broker) leaderStopping(p *partition) bool {
+	mp := p.meta.Load()
+	if mp == nil || mp.Leader < 0 || mp.Leader == b.nodeID || !slices.Contains(mp.ISR, b.nodeID) {
+		return false
+	}
+	md := b.cluster.node.Metadata()
+	if md == nil {
+		return false
+	}
+	br, ok := md.Brokers[mp.Leader]
+	return ok && br.ControlledShutdown
 }
 
 // minInsync is the min.insync.replicas check of an acks=all produce.
@@ -70,6 +101,7 @@ func (b *Broker) awaitReplicas(ctx context.Context, resp *kmsg.ProduceResponse, 
 		}
 		sp := &resp.Topics[w.ti].Partitions[w.pi]
 		sp.ErrorCode = code
+		b.noteNotLeader(code)
 		sp.BaseOffset, sp.LogAppendTime = -1, -1
 		if resp.Version >= 10 {
 			b.produceLeaderHint(resp, sp, w.p)

@@ -151,6 +151,16 @@ func (c *Cluster) Kill(i int) error {
 	return b.Stop()
 }
 
+// StopNode ends node i as an operator does (SIGTERM to its process group,
+// SIGKILL after 20 s) and waits for the JVM to exit; the node can be
+// started again with Restart.
+func (c *Cluster) StopNode(i int) error {
+	c.mu.Lock()
+	b := c.Brokers[i]
+	c.mu.Unlock()
+	return b.Stop()
+}
+
 // KillAll sends SIGKILL to every node's process group at once, without
 // waiting; for interrupted programs. Stop must still be called to clean up.
 func (c *Cluster) KillAll() {

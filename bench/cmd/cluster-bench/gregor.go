@@ -33,7 +33,7 @@ type node struct {
 
 func (n *node) start() {
 	args := []string{"--listen", n.kafka, "--data-dir", n.dir, "--set", "node.id=" + strconv.Itoa(n.id),
-		"--set", "controller.quorum.voters=" + n.voters, "--log-level", "warn"}
+		"--set", "controller.quorum.voters=" + n.voters, "--log-level", logLevel()}
 	n.cmd = exec.Command(n.binary, args...)
 	n.cmd.Stdout, n.cmd.Stderr = n.logFile, n.logFile
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -43,12 +43,32 @@ func (n *node) start() {
 	n.alive = true
 }
 
+// stop sends SIGTERM (a clustered broker first hands the leadership of
+// its partitions to in-sync followers) and waits for the exit.
+func (n *node) stop() {
+	if n.alive {
+		n.cmd.Process.Signal(syscall.SIGTERM)
+		if err := n.cmd.Wait(); err != nil {
+			fatalf("gregor node %d after SIGTERM: %v", n.id, err)
+		}
+		n.alive = false
+	}
+}
+
 func (n *node) kill() {
 	if n.alive {
 		n.cmd.Process.Kill()
 		n.cmd.Wait()
 		n.alive = false
 	}
+}
+
+// logLevel is the nodes' log level: warn, or GREGOR_BENCH_LOG_LEVEL.
+func logLevel() string {
+	if l := os.Getenv("GREGOR_BENCH_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
 }
 
 func freePort() int {
@@ -112,6 +132,7 @@ func (c *gregorCluster) pids() []int {
 }
 
 func (c *gregorCluster) kill(nodeID int32) { c.nodes[nodeID-1].kill() }
+func (c *gregorCluster) stop(nodeID int32) { c.nodes[nodeID-1].stop() }
 
 func (c *gregorCluster) restart(ctx context.Context, nodeID int32, t *target) {
 	c.nodes[nodeID-1].start()

@@ -64,6 +64,12 @@ func (k *kafkaCluster) kill(nodeID int32) {
 	}
 }
 
+func (k *kafkaCluster) stop(nodeID int32) {
+	if err := k.c.StopNode(int(nodeID) - 1); err != nil {
+		fatalf("stop Kafka node %d: %v", nodeID, err)
+	}
+}
+
 func (k *kafkaCluster) restart(ctx context.Context, nodeID int32, t *target) {
 	if err := k.c.Restart(ctx, int(nodeID)-1); err != nil {
 		fatalf("restart Kafka node %d: %v", nodeID, err)

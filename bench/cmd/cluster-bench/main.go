@@ -36,6 +36,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/bench/internal/procstat"
 	"github.com/gregor-broker/gregor/compat/kafkaref"
@@ -46,6 +47,7 @@ var (
 	records   = flag.Int("n", 1000000, "records per throughput run")
 	size      = flag.Int("size", 100, "record value size in bytes")
 	failovers = flag.Int("failovers", 5, "failover measurements per target")
+	rolling   = flag.Int("rolling", 0, "also measure this many rolling restarts (SIGTERM, start, full ISR; node by node) under acks=all producers (issue #22; 0: off)")
 	scaleN    = flag.Int("scale-partitions", 0, "also measure failover of the broker leading the most of this many RF=3 partitions (issue #22; 0: off)")
 	warmup    = flag.Int("warmup", 200000, "records written, untimed, to a RF=3 topic of each cluster before the runs (the JVMs' JIT)")
 	targets   = flag.String("targets", "", "comma-separated: gregor, kafka (default both when java and mvn are on the PATH, else gregor)")
@@ -59,6 +61,8 @@ type cluster interface {
 	pids() []int
 	// kill sends SIGKILL to the node and waits for it to exit.
 	kill(nodeID int32)
+	// stop sends SIGTERM to the node and waits for it to exit.
+	stop(nodeID int32)
 	// restart starts a killed node again and waits until the cluster
 	// lists three brokers.
 	restart(ctx context.Context, nodeID int32, t *target)
@@ -71,6 +75,7 @@ type target struct {
 	name  string
 	c     cluster
 	admin *kadm.Client
+	cl    *kgo.Client
 	rate  map[int16][]float64 // rec/s by replication factor, one per run
 	cpu   map[int16]float64   // broker CPU seconds summed over the runs
 	bytes map[int16]float64   // value bytes written over the runs
@@ -93,7 +98,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	atExit(func() { os.RemoveAll(tmp) })
+	if os.Getenv("GREGOR_BENCH_KEEP") == "" {
+		atExit(func() { os.RemoveAll(tmp) })
+	} else {
+		log.Printf("keeping %s (GREGOR_BENCH_KEEP)", tmp)
+	}
 	var ts []*target
 	for _, name := range names {
 		t := &target{name: name, rate: map[int16][]float64{}, cpu: map[int16]float64{}, bytes: map[int16]float64{}}
@@ -107,7 +116,7 @@ func main() {
 		if err != nil {
 			fatalf("%v", err)
 		}
-		t.admin = kadm.NewClient(cl)
+		t.admin, t.cl = kadm.NewClient(cl), cl
 		waitBrokers(ctx, t, 3)
 		ts = append(ts, t)
 	}
@@ -153,6 +162,17 @@ func main() {
 		fmt.Printf("- %d: %s\n", i, strings.Join(parts, ", "))
 	}
 	fmt.Println()
+	if *rolling > 0 {
+		fmt.Printf("Rolling restart of the three nodes (SIGTERM, start again, every partition's ISR full again, then the next node) under %d acks=all producers, one per partition of a RF=3 topic (min.insync.replicas=2), each sending one record at a time → the longest wait for an acknowledgement:\n\n", rollingPartitions)
+		for i := 1; i <= *rolling; i++ {
+			var parts []string
+			for _, t := range ts {
+				parts = append(parts, rollingRestart(ctx, t, i))
+			}
+			fmt.Printf("- %d: %s\n", i, strings.Join(parts, "; "))
+		}
+		fmt.Println()
+	}
 	if *scaleN > 0 {
 		fmt.Printf("Failover at scale, %d RF=3 partitions (min.insync.replicas=2): kill -9 of the broker leading the most → Metadata names a live leader for every partition it led / an acks=all produce to each of them is acknowledged:\n\n", *scaleN)
 		for _, t := range ts {
@@ -488,4 +508,98 @@ func failover(ctx context.Context, t *target, i int) time.Duration {
 	}
 	fatalf("%s: %s: no full ISR after the restart: %v", t.name, topic, ctx.Err())
 	return d
+}
+
+// rollingPartitions is the partition count of a rolling restart's topic.
+const rollingPartitions = 6
+
+// rollingRestart restarts the nodes one by one (SIGTERM, start, wait until
+// every partition of the topic has a full ISR) while one synchronous
+// acks=all producer per partition writes to it, and reports the longest
+// time one of them waited for an acknowledgement, how many records were
+// acknowledged and how long the rolling restart took. Kafka's and
+// Gregor's controlled shutdowns both move the leadership of the stopping
+// broker's partitions to in-sync followers first.
+func rollingRestart(ctx context.Context, t *target, i int) string {
+	topic := fmt.Sprintf("rolling-%d", i)
+	minISR := "2"
+	resp, err := t.admin.CreateTopic(ctx, rollingPartitions, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		fatalf("%s: create %s: %v", t.name, topic, err)
+	}
+	// fullISR asks every broker itself: kgo answers a Metadata request
+	// made with Client.Request from its cache for up to its metadata
+	// min age (5 s), which still names the ISR before a stop.
+	fullISR := func() bool {
+		for id := int32(1); id <= 3; id++ {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, t.cl.Broker(int(id)))
+			if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != rollingPartitions {
+				return false
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 || len(p.ISR) != 3 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for ctx.Err() == nil && !fullISR() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	pctx, stopProducers := context.WithCancel(ctx)
+	var (
+		mu      sync.Mutex
+		longest time.Duration
+		acked   int
+		failed  int
+		wg      sync.WaitGroup
+	)
+	for p := range int32(rollingPartitions) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			fatalf("%v", err)
+		}
+		wg.Go(func() {
+			defer cl.Close()
+			for pctx.Err() == nil {
+				sent := time.Now()
+				err := cl.ProduceSync(pctx, &kgo.Record{Partition: p, Value: []byte("rolling")}).FirstErr()
+				took := time.Since(sent)
+				mu.Lock()
+				switch {
+				case err == nil:
+					acked++
+					longest = max(longest, took)
+				case pctx.Err() == nil:
+					failed++
+					longest = max(longest, took)
+				default: // still waiting when the restarts were over
+					longest = max(longest, took)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(time.Second) // the producers under way before the first stop
+	start := time.Now()
+	for id := int32(1); id <= 3; id++ {
+		t.c.stop(id)
+		t.c.restart(ctx, id, t)
+		for ctx.Err() == nil && !fullISR() {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	took := time.Since(start)
+	stopProducers()
+	wg.Wait()
+	return fmt.Sprintf("%s longest wait %.2f s, %d records acknowledged, %d failed, restart of the three %.1f s", t.name, longest.Seconds(), acked, failed, took.Seconds())
 }
