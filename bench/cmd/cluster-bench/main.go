@@ -121,8 +121,8 @@ func main() {
 		ts = append(ts, t)
 	}
 
-	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
-		*runs, *records, *size, *failovers, *warmup, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -rolling %d -scale-partitions %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
+		*runs, *records, *size, *failovers, *warmup, *rolling, *scaleN, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		describe(names), numCPU(), *warmup, note)
 
 	for _, t := range ts {
