@@ -20,7 +20,7 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 # Release builds (make dist): no cgo, no local paths, no symbol tables.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
+.PHONY: cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance registry-conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-python crash jepsen fuzz bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
@@ -306,6 +306,16 @@ fuzz:
 ## go test -tags kafka -run TestConformanceShort ./compat/conformance
 conformance:
 	$(GO) run ./compat/conformance/cmd/gregor-conformance -out docs/conformance.md
+
+## registry-conformance: the same Confluent Schema Registry API requests
+## (compat/registrycmp, 28 scenarios) to Gregor's schema registry and to
+## Apicurio Registry 2.4.2's Confluent-compatible API (compat/apicurio: built
+## from Maven Central with the quarkus-maven-plugin into the user cache
+## directory, about 15 s with ~/.m2 warm, a minute or two cold); (re)writes
+## docs/registry-conformance.md. Needs a JDK 17+ and Maven; about 10 s once
+## built. Not in make test.
+registry-conformance:
+	$(GO) run ./compat/registrycmp/cmd/gregor-registry-conformance -out docs/registry-conformance.md
 
 ## bench-micro: go microbenchmarks of storage, protocol and broker, with
 ## allocs/op (BenchmarkSmallProduce/SmallFetch: issue #16, docs/benchmarks.md)
