@@ -10,6 +10,7 @@ package conformance
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -89,7 +90,7 @@ func Run(kafkaAddr, gregorAddr string, scenarios []Scenario, progress func(Outco
 		o := Outcome{API: s.API, Name: s.Name}
 		o.Kafka = runOne(kafka, s)
 		o.Gregor = runOne(gregor, s)
-		o.Match = equal(o.Kafka, o.Gregor)
+		o.Match = slices.Equal(o.Kafka, o.Gregor)
 		o.Elapsed = time.Since(start)
 		if progress != nil {
 			progress(o)
@@ -110,18 +111,6 @@ func runOne(e *Env, s Scenario) (lines []string) {
 		}
 	}()
 	return normalise(s.Run(e))
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Summary is the match count line.

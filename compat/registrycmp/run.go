@@ -31,6 +31,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -174,7 +175,7 @@ func Run(apicurioURL, gregorURL string, scenarios []Scenario, progress func(Outc
 		prefix := fmt.Sprintf("s%02d-", i+1)
 		o.Apicurio = runOne(a, prefix, s)
 		o.Gregor = runOne(g, prefix, s)
-		o.Match = equal(o.Apicurio, o.Gregor)
+		o.Match = slices.Equal(o.Apicurio, o.Gregor)
 		o.Elapsed = time.Since(start)
 		if progress != nil {
 			progress(o)
@@ -202,18 +203,6 @@ func runOne(c *Client, prefix string, s Scenario) (lines []string) {
 // Subject is the scenario's subject named name: prefixed, so scenarios do
 // not share subjects.
 func (c *Client) Subject(name string) string { return c.prefix + name }
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // Summary counts the scenarios that match.
 func Summary(outs []Outcome) (matches, total int) {
