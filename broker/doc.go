@@ -134,7 +134,26 @@
 // replication.Fetchers), proposes ISR changes in batches (AlterPartitions),
 // forwards what only a partition's leader or a coordinator can answer to
 // the broker that can, and keeps ACLs, quotas, users, dynamic broker and
-// group configs in the store rather than under __meta.
+// group configs in the store rather than under __meta. SIGTERM runs
+// ControlledShutdown first (controlled_shutdown.go): the leadership of this
+// broker's partitions moves to in-sync followers, the broker serves on until
+// no client has been told NOT_LEADER_OR_FOLLOWER for a moment, and a
+// follower of a stopping leader waits for its election rather than send a
+// producer back with a stale hint, so producers follow without a metadata
+// refresh.
+//
+// # Internal topics and quotas
+//
+// The coordinators' internal topics, __consumer_offsets, __transaction_state
+// and __share_group_state (internal_topic.go, offsets_topic.go,
+// txn_topic.go, share_state_topic.go), are created on first use, compacted
+// with no retention; each coordinator (package coordinator's runtime) loads
+// the partitions this broker leads and unloads those it stops leading.
+// Quotas: which quota applies and the rates are package quota's; the
+// broker enforces them on the connection (quota_enforce.go: bytes of
+// Produce and consumer Fetch, handler time of the rest, KIP-219's throttle
+// then mute), and keeps the connection-creation and controller-mutation
+// quotas (conn_quota.go, mutation_quota.go).
 //
 // # Metadata quorum, features and client metrics
 //
