@@ -127,14 +127,7 @@ func (r *Registry) write(ctx context.Context, decide func(v *view) ([]logRecord,
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
 	for range maxWriteAttempts {
-		r.mu.Lock()
-		if err := r.syncLocked(ctx, -1); err != nil {
-			r.mu.Unlock()
-			return err
-		}
-		recs, err := decide(r.view)
-		end := r.view.next
-		r.mu.Unlock()
+		recs, end, err := r.decide(ctx, decide)
 		if err != nil || len(recs) == 0 {
 			return err
 		}
@@ -165,6 +158,19 @@ func (r *Registry) write(ctx context.Context, decide func(v *view) ([]logRecord,
 		// Part of a multi-record write landed: decide the rest again.
 	}
 	return errTooManyConflicts
+}
+
+// decide runs decide on an up-to-date view under r.mu, released even if
+// decide panics (a schema library's bug must not hang every later
+// request), and returns the log end the view was read to.
+func (r *Registry) decide(ctx context.Context, decide func(v *view) ([]logRecord, error)) ([]logRecord, int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.syncLocked(ctx, -1); err != nil {
+		return nil, 0, err
+	}
+	recs, err := decide(r.view)
+	return recs, r.view.next, err
 }
 
 // errTooManyConflicts is returned when a write lost maxWriteAttempts
