@@ -121,6 +121,20 @@ func TestConsole_ClusterWide(t *testing.T) {
 	if t.Failed() {
 		t.Fatalf("/groups/%s:\n%s", elsewhere, body)
 	}
+	// The same page rendered by a browser (headless Chromium): the DOM
+	// carries the group's lag, fetched from its coordinator elsewhere.
+	dom := runChromium(t, chromium(t), hs.URL+"/groups/"+elsewhere, "--dump-dom")
+	if want := fmt.Sprintf(`id="total-lag">%d<`, 3*(10-(i%4+1))); !strings.Contains(dom, want) {
+		t.Errorf("Chromium's DOM of /groups/%s lacks %s", elsewhere, want)
+	}
+	for p := range 3 {
+		if want := fmt.Sprintf(`data-partition="events-%d" data-lag="%d"`, p, 10-(i%4+1)); !strings.Contains(dom, want) {
+			t.Errorf("Chromium's DOM of /groups/%s lacks %s", elsewhere, want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("Chromium's DOM of /groups/%s:\n%s", elsewhere, dom)
+	}
 	if code, body := get(t, hs.URL+"/groups/nosuch"); code != 404 {
 		t.Fatalf("/groups/nosuch: %d %s", code, body)
 	}
