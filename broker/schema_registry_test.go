@@ -409,12 +409,27 @@ func TestSchemaValidation_ClusterFollowerSeesNewSchemas(t *testing.T) {
 	})
 	follower := leader%3 + 1
 	admin := newClient(t, addrs[0])
-	createAssigned(t, admin, brokers, "validated", []int32{follower})
-	if _, err := kadm.NewClient(admin).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "confluent.value.schema.validation", Value: kmsg.StringPtr("true")}}, "validated"); err != nil {
-		t.Fatal(err)
+	// Created with validation on (an alteration sent right after the
+	// creation may reach a broker that does not know the topic yet).
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "validated", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{follower}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	rc := kmsg.NewCreateTopicsRequestTopicConfig()
+	rc.Name, rc.Value = "confluent.value.schema.validation", kmsg.StringPtr("true")
+	rt.Configs = append(rt.Configs, rc)
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10000
+	if resp, err := req.RequestWith(ctx, admin); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create validated: %+v %v", resp, err)
 	}
 	waitFor(t, 10*time.Second, "validation on at the topic's leader", func() bool {
-		settings, _ := brokers[follower-1].produceSnapshot(brokers[follower-1].lookupTopic("validated"))
+		tp := brokers[follower-1].lookupTopic("validated")
+		if tp == nil {
+			return false
+		}
+		settings, _ := brokers[follower-1].produceSnapshot(tp)
 		return settings.schemas != nil
 	})
 	// The follower's replica of _schemas-0 stops copying.
