@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gregor-broker/gregor/metastore"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -104,9 +106,25 @@ func (c *collection) Update(ctx context.Context, put metastore.Records, del []st
 // Modify implements metastore.Collection: the record is read from etcd
 // (not the mirror, which may be behind), and the write is conditioned on
 // its mod revision, then waited for as Update's is.
+// maxModifyAttempts bounds Modify's conditional writes (about 4 s of
+// backoff in all).
+const maxModifyAttempts = 200
+
 func (c *collection) Modify(ctx context.Context, key string, fn func(cur []byte) ([]byte, error)) (int64, error) {
 	k := collectionPrefix(c.name) + key
-	for range maxAttempts {
+	// Each lost race means another writer's change landed, so the writers
+	// as a whole progress; a loser backs off a little (jittered, growing
+	// to 20 ms) so that under load one writer does not lose every round.
+	for attempt := range maxModifyAttempts {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(rand.Int64N(int64(min(attempt, 20))*int64(time.Millisecond)) + 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return 0, fmt.Errorf("cluster: update %s: %w", c.name, ctx.Err())
+			case <-t.C:
+			}
+		}
 		resp, err := c.n.cli.Get(ctx, k)
 		if err != nil {
 			return 0, fmt.Errorf("cluster: update %s: %w", c.name, err)
