@@ -12,3 +12,4 @@ func newParker(time.Duration) *parker        { return nil }
 func (p *parker) park(*conn, time.Time) bool { return false }
 func (p *parker) close()                     {}
 func (p *parker) parked() int                { return 0 }
+func (p *parker) released(int)               {}

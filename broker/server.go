@@ -43,10 +43,8 @@ var framePooled = map[int16]bool{
 
 // readBufferSize is each connection's read buffer: a small request and the
 // size of the next arrive in one read(2); larger bodies bypass it. A
-// parked connection gives its buffer back to readerPool.
+// parked connection drops its buffer and gets a new one when it wakes.
 const readBufferSize = 4 << 10
-
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
 
 // parkAfter is how long a connection sends nothing before it is parked
 // (park_linux.go).
@@ -406,8 +404,7 @@ func (c *conn) readLoop() {
 		return
 	}
 	if c.br == nil {
-		c.br = readerPool.Get().(*bufio.Reader)
-		c.br.Reset(c.nc)
+		c.br = bufio.NewReaderSize(c.nc, readBufferSize)
 	}
 	pk := c.b.srv.parker
 	var idleSet time.Time  // when the read deadline was last pushed back
@@ -770,7 +767,7 @@ func (c *conn) parkable() bool {
 }
 
 // park hands the idle connection to the parker: its writer (idle, as
-// nothing is queued) ends, its read buffer goes back to the pool, and its
+// nothing is queued) ends, its read buffer is dropped, and its
 // reader ends when park returns true. lastActive is when it last sent a
 // request, within 1% of parkAfter. On false the reader reads on, and the
 // connection is not parked again.
@@ -788,9 +785,11 @@ func (c *conn) park(pk *parker, lastActive time.Time) bool {
 		c.br, c.noPark = br, true
 		return false
 	}
-	// From here a new reader may already run: only locals are touched.
-	br.Reset(nil)
-	readerPool.Put(br)
+	// From here a new reader may already run. The buffer is dropped
+	// rather than pooled: a sync.Pool keeps what it holds until two
+	// collections have passed, and an idle broker collects every two
+	// minutes; the parker hands it back to the system (released).
+	pk.released(br.Size())
 	return true
 }
 
