@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-
 	"slices"
 	"time"
 
