@@ -13,9 +13,15 @@
 // the time a promotion takes once caught up. MirrorMaker 2 writes the
 // records anew (topic A.bench, new offsets); the link appends Kafka's
 // batches at their offsets.
+//
+// With -live-mbps R, once a target has caught up a producer writes R MB/s
+// more into Kafka for -live-for, and the lag is sampled every 50 ms: the
+// records Gregor is behind (as MiB) and how long ago Kafka had what Gregor
+// has (the mirror's delay, to within a sample).
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"flag"
@@ -25,7 +31,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/compat/kafkaref"
@@ -39,6 +47,8 @@ func main() {
 	size := flag.Int("size", 1000, "record value size")
 	partitions := flag.Int("partitions", 8, "partitions of the topic")
 	targets := flag.String("targets", "link,mm2", "link, mm2")
+	liveMBps := flag.Float64("live-mbps", 0, "after catching up, MB/s produced into Kafka while the lag is sampled; 0: no live phase")
+	liveFor := flag.Duration("live-for", 30*time.Second, "how long the live phase produces")
 	flag.Parse()
 	log.SetFlags(0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
@@ -82,6 +92,7 @@ func main() {
 	log.Printf("Kafka %s: %d records of %d bytes (%d MiB) in %d partitions, produced in %v", kafka.Version, total, *size, *mb, *partitions, time.Since(start).Round(time.Millisecond))
 
 	fmt.Printf("| mirror | records | MiB | time to mirror everything | MiB/s | promote |\n|---|---|---|---|---|---|\n")
+	var lives []string
 	for _, target := range strings.Split(*targets, ",") {
 		dir := filepath.Join(root, target)
 		addr, stop := startGregor(ctx, *bin, dir)
@@ -107,6 +118,13 @@ func main() {
 			time.Sleep(20 * time.Millisecond)
 		}
 		took := time.Since(begin)
+		caughtUp, mib := total, float64(total)*float64(*size)/(1<<20)
+		if *liveMBps > 0 {
+			lr := live(ctx, src, dst, topic, *liveMBps, *liveFor, *size, value)
+			total = lr.sourceEnd
+			lives = append(lives, fmt.Sprintf("| %s | %.1f | %.1f / %.1f / %.1f | %v / %v / %v |", target, lr.mbps,
+				lr.lagMiB(50), lr.lagMiB(99), lr.lagMiB(100), lr.delay(50), lr.delay(99), lr.delay(100)))
+		}
 		promote := "-"
 		if target == "link" {
 			p := time.Now()
@@ -114,10 +132,108 @@ func main() {
 			promote = time.Since(p).Round(time.Millisecond).String()
 		}
 		stopMirror()
-		fmt.Printf("| %s | %d | %d | %v | %.0f | %s |\n", target, total, *mb, took.Round(time.Millisecond), float64(*mb)/took.Seconds(), promote)
+		fmt.Printf("| %s | %d | %.0f | %v | %.0f | %s |\n", target, caughtUp, mib, took.Round(time.Millisecond), mib/took.Seconds(), promote)
 		dst.Close()
 		stop()
 	}
+	if len(lives) > 0 {
+		fmt.Printf("\n| mirror (live phase, %v) | MB/s produced into Kafka | lag p50 / p99 / max, MiB | delay p50 / p99 / max |\n|---|---|---|---|\n", *liveFor)
+		for _, l := range lives {
+			fmt.Println(l)
+		}
+	}
+}
+
+// liveResult is what the live phase saw: the lag samples (records) and
+// the mirror's delay per sample.
+type liveResult struct {
+	mbps      float64 // achieved
+	size      int
+	sourceEnd int64
+	lags      []int64
+	delays    []time.Duration
+}
+
+func (r liveResult) lagMiB(pct int) float64 {
+	return float64(percentile(r.lags, pct)*int64(r.size)) / (1 << 20)
+}
+
+func (r liveResult) delay(pct int) time.Duration {
+	return percentile(r.delays, pct).Round(time.Millisecond)
+}
+
+func percentile[T int64 | time.Duration](xs []T, pct int) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, (len(s)*pct)/100)]
+}
+
+// live produces mbps MB/s of records into Kafka's bench topic for d while
+// sampling, every 50 ms, Kafka's and Gregor's end offsets (Gregor's topic
+// is topic); then it waits for Gregor to catch up again.
+func live(ctx context.Context, src, dst *kgo.Client, topic string, mbps float64, d time.Duration, size int, value []byte) liveResult {
+	r := liveResult{size: size}
+	pctx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	var produced atomic.Int64
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		perRecord := float64(size) / 1e6
+		for pctx.Err() == nil {
+			due := int64(time.Since(start).Seconds() * mbps / perRecord)
+			for produced.Load() < due && pctx.Err() == nil {
+				produced.Add(1)
+				src.Produce(ctx, &kgo.Record{Topic: "bench", Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						log.Fatalf("producing to Kafka: %v", err)
+					}
+				})
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err := src.Flush(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}()
+	type sample struct {
+		t   time.Time
+		end int64
+	}
+	var srcs []sample
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+sampling:
+	for {
+		select {
+		case <-done:
+			break sampling
+		case <-tick.C:
+		}
+		now := time.Now()
+		se, me := endSum(ctx, src, "bench"), endSum(ctx, dst, topic)
+		srcs = append(srcs, sample{now, se})
+		r.lags = append(r.lags, max(se-me, 0))
+		// The delay: 0 when Gregor has all Kafka had at this sample, else
+		// how long ago Kafka first had at least what Gregor has now.
+		if me >= se {
+			r.delays = append(r.delays, 0)
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(srcs, me, func(s sample, e int64) int { return cmp.Compare(s.end, e) })
+		r.delays = append(r.delays, now.Sub(srcs[i].t))
+	}
+	r.mbps = float64(produced.Load()) * float64(size) / 1e6 / time.Since(start).Seconds()
+	r.sourceEnd = endSum(ctx, src, "bench")
+	for endSum(ctx, dst, topic) < r.sourceEnd {
+		time.Sleep(20 * time.Millisecond)
+	}
+	log.Printf("live phase: %.1f MB/s produced for %v, %d lag samples; caught up again", r.mbps, d, len(r.lags))
+	return r
 }
 
 // endSum is the sum of a topic's end offsets; 0 while it does not exist.
