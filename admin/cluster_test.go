@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -169,6 +170,55 @@ func TestConsole_ClusterWide(t *testing.T) {
 	}
 	if strings.Contains(body, `id="health"`) {
 		t.Fatalf("/ shows a health line with every broker up:\n%s", body)
+	}
+
+	// The history is the cluster's too: two samples around 2 records more
+	// in each partition and a commit one further by the group coordinated
+	// elsewhere give its lag and committed offsets as its coordinator and
+	// the leaders have them, and the topic's records in from its high
+	// watermarks; the pages say whose bytes the byte charts count.
+	srv.Sample()
+	rs = rs[:0]
+	for p := range int32(3) {
+		for j := range 2 {
+			rs = append(rs, &kgo.Record{Topic: "events", Partition: p, Value: fmt.Appendf(nil, "%d-%d", p, 10+j)})
+		}
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var offs kadm.Offsets
+	for p := range int32(3) {
+		offs.Add(kadm.Offset{Topic: "events", Partition: p, At: int64(i%4 + 2), LeaderEpoch: -1})
+	}
+	if _, err := adm.CommitOffsets(ctx, elsewhere, offs); err != nil {
+		t.Fatal(err)
+	}
+	srv.Sample()
+	last2 := func(name string) (vals []float64, dt float64) {
+		vs, ts := srv.History().Values(name)
+		if len(vs) < 2 {
+			t.Fatalf("history %s: %d samples", name, len(vs))
+		}
+		return vs[len(vs)-2:], ts[len(ts)-1].Sub(ts[len(ts)-2]).Seconds()
+	}
+	if lag, _ := last2("group_lag/" + elsewhere); lag[0] != float64(3*(10-(i%4+1))) || lag[1] != float64(3*(12-(i%4+2))) {
+		t.Errorf("history of %s's lag (coordinator %d): %v, want [%d %d]", elsewhere, coords[elsewhere].NodeID, lag, 3*(10-(i%4+1)), 3*(12-(i%4+2)))
+	}
+	if committed, _ := last2("committed/" + elsewhere); committed[0] != float64(3*(i%4+1)) || committed[1] != float64(3*(i%4+2)) {
+		t.Errorf("history of %s's committed offsets: %v, want [%d %d]", elsewhere, committed, 3*(i%4+1), 3*(i%4+2))
+	}
+	if in, dt := last2("records_in/events"); math.Abs(in[1]*dt-6) > 1e-3 {
+		t.Errorf("history of events' records in: %v over %.3f s (%.3f records), want 6 records", in, dt, in[1]*dt)
+	}
+	if _, body := get(t, hs.URL+"/"); !strings.Contains(body, "<th>Records in</th>") {
+		t.Errorf("/ in a cluster does not head the topics' throughput column Records in:\n%s", body)
+	}
+	if _, body := get(t, hs.URL+"/topics/events"); !strings.Contains(body, "Bytes in (partitions led by this broker)") {
+		t.Errorf("/topics/events in a cluster does not say whose bytes its chart counts:\n%s", body)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	// A broker that does not answer is listed, and the page shows the

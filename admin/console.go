@@ -165,14 +165,24 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 			APIs    []apiRow
 			Latency []template.HTML
 			Samples int
+			// InHeader names the topics' throughput column: bytes in
+			// on a single node, records in in a cluster.
+			InHeader string
 		}
-		o := overview{Growing: s.LagGrowing(), Stalled: s.Stalled(), GrowN: s.growN, StallN: s.stallN, Samples: s.hist.Len()}
+		o := overview{Growing: s.LagGrowing(), Stalled: s.Stalled(), GrowN: s.growN, StallN: s.stallN, Samples: s.hist.Len(), InHeader: "Bytes in"}
 		ctx, cancel := context.WithTimeout(r.Context(), clusterTimeout)
 		defer cancel()
 		topics, unreached := b.ClusterTopics(ctx)
+		// In a cluster this broker's byte counters cover only the
+		// partitions it leads; records in are the whole cluster's
+		// (history.go).
+		inSeries, inUnit := seriesBytesIn, "B/s"
+		if b.Clustered() {
+			inSeries, inUnit, o.InHeader = seriesRecordsIn, "/s", "Records in"
+		}
 		for _, t := range topics {
-			vals, ts := s.hist.Values(key(seriesBytesIn, t.Name))
-			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, "B/s", ts, chartLine{Color: historyColor, Vals: vals})})
+			vals, ts := s.hist.Values(key(inSeries, t.Name))
+			o.Topics = append(o.Topics, topicRow{t, chartSVG("spark-in-"+t.Name, 180, 40, inUnit, ts, chartLine{Color: historyColor, Vals: vals})})
 		}
 		groups, more := b.ClusterGroups(ctx)
 		unreached = append(unreached, more...)
@@ -263,8 +273,12 @@ func (s *Server) registerConsole(mux *http.ServeMux) {
 					}
 				}
 				tp.AllConfigs = topicConfigs(ctx, b, callerOf(r), t.Name)
+				share := ""
+				if b.Clustered() {
+					share = " (partitions led by this broker)"
+				}
 				for _, c := range []struct{ prefix, title, unit string }{
-					{seriesBytesIn, "Bytes in", "B/s"}, {seriesRecordsIn, "Records in", "/s"}, {seriesBytesOut, "Bytes out", "B/s"},
+					{seriesRecordsIn, "Records in", "/s"}, {seriesBytesIn, "Bytes in" + share, "B/s"}, {seriesBytesOut, "Bytes out" + share, "B/s"},
 				} {
 					vals, ts := s.hist.Values(key(c.prefix, t.Name))
 					tp.Charts = append(tp.Charts, template.HTML("<h3>"+c.title+"</h3>")+chartSVG("chart-"+c.prefix, 520, 110, c.unit, ts, chartLine{Color: historyColor, Vals: vals}))
@@ -436,12 +450,26 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
+// humanMillis writes a duration in the largest unit that divides it:
+// 604800000 is "7 d", 5400000 "90 min", 1500 "1500 ms".
+func humanMillis(ms int64) string {
+	for _, u := range []struct {
+		ms   int64
+		name string
+	}{{86_400_000, "d"}, {3_600_000, "h"}, {60_000, "min"}, {1000, "s"}} {
+		if ms >= u.ms && ms%u.ms == 0 {
+			return fmt.Sprintf("%d %s", ms/u.ms, u.name)
+		}
+	}
+	return fmt.Sprintf("%d ms", ms)
+}
+
 func retention(ms, bytes int64) string {
 	var parts []string
 	if ms < 0 {
 		parts = append(parts, "forever")
 	} else {
-		parts = append(parts, (time.Duration(ms) * time.Millisecond).String())
+		parts = append(parts, humanMillis(ms))
 	}
 	if bytes >= 0 {
 		parts = append(parts, "≤ "+humanBytes(bytes))

@@ -4,6 +4,14 @@ package admin
 // the broker's own Prometheus registry (one Gather per sample), so the
 // pages can draw lag, throughput and request latency over time.
 //
+// In a cluster a broker's registry covers only the groups it coordinates
+// and the partitions it leads, so there the group series come from the
+// cluster-wide view the pages show (broker.ClusterGroups: offsets asked
+// of each group's coordinator, high watermarks of each partition's
+// leader) and a topic's records in from the growth of its partitions'
+// high watermarks (broker.ClusterTopics); bytes in and out stay this
+// broker's share, and the pages say so.
+//
 // Memory: every series is a ring of Samples float32 values, and there
 // are at most MaxSeries series, so the values take at most
 // MaxSeries × Samples × 4 bytes (2000 × 720 × 4 B ≈ 5.5 MiB with the
@@ -12,9 +20,11 @@ package admin
 // MaxSeries is not recorded (Dropped counts them).
 
 import (
+	"context"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -223,6 +233,7 @@ type sampler struct {
 	prevT    time.Time
 	counters map[string]float64     // series → counter value at prevT
 	hists    map[string]*histSample // api → cumulative buckets at prevT
+	hwSums   map[string]float64     // in a cluster: topic → summed high watermarks at prevT
 }
 
 type histSample struct {
@@ -231,8 +242,44 @@ type histSample struct {
 	cum    []float64
 }
 
+// clusterSampleTimeout bounds the requests to other brokers of one
+// sample in a cluster.
+const clusterSampleTimeout = 3 * time.Second
+
+// clusterView is the cluster-wide part of a sample in a cluster: every
+// group, and each topic's summed high watermarks (only topics whose every
+// partition's was known).
+type clusterView struct {
+	groups []broker.GroupInfo
+	hwSums map[string]float64
+}
+
+func takeClusterView(b *broker.Broker) *clusterView {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterSampleTimeout)
+	defer cancel()
+	topics, _ := b.ClusterTopics(ctx)
+	groups, _ := b.ClusterGroups(ctx)
+	cv := &clusterView{groups: groups, hwSums: map[string]float64{}}
+topics:
+	for _, t := range topics {
+		sum := 0.0
+		for _, p := range t.Partitions {
+			if p.HighWatermark < 0 {
+				continue topics
+			}
+			sum += float64(p.HighWatermark)
+		}
+		cv.hwSums[t.Name] = sum
+	}
+	return cv
+}
+
 func (s *sampler) sample(b *broker.Broker, now time.Time) map[string]float64 {
 	mfs, _ := b.Metrics().Gather() // a partial gather still has what it has
+	var cv *clusterView
+	if b.Clustered() {
+		cv = takeClusterView(b)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]float64{}
@@ -246,7 +293,9 @@ func (s *sampler) sample(b *broker.Broker, now time.Time) map[string]float64 {
 			case "gregor_topic_bytes_in_total":
 				counters[key(seriesBytesIn, l["topic"])] += m.GetCounter().GetValue()
 			case "gregor_topic_records_in_total":
-				counters[key(seriesRecordsIn, l["topic"])] += m.GetCounter().GetValue()
+				if cv == nil {
+					counters[key(seriesRecordsIn, l["topic"])] += m.GetCounter().GetValue()
+				}
 			case "gregor_topic_bytes_out_total":
 				counters[key(seriesBytesOut, l["topic"])] += m.GetCounter().GetValue()
 			case "gregor_requests_total":
@@ -254,11 +303,39 @@ func (s *sampler) sample(b *broker.Broker, now time.Time) map[string]float64 {
 			case "gregor_request_duration_seconds":
 				addHist(hists, l["api"], m.GetHistogram())
 			case "gregor_group_lag":
+				if cv != nil {
+					continue
+				}
 				v := m.GetGauge().GetValue()
 				out[key(seriesPartLag, l["group"], l["topic"], l["partition"])] = v
 				out[key(seriesGroupLag, l["group"])] += v
 			case "gregor_group_committed_offset":
-				out[key(seriesCommitted, l["group"])] += m.GetGauge().GetValue()
+				if cv == nil {
+					out[key(seriesCommitted, l["group"])] += m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	var hwSums map[string]float64
+	if cv != nil {
+		for _, g := range cv.groups {
+			for _, o := range g.Offsets {
+				out[key(seriesCommitted, g.Name)] += float64(max(o.Committed, 0))
+				if o.Lag < 0 {
+					continue // the partition is gone, or its leader could not be asked
+				}
+				out[key(seriesPartLag, g.Name, o.Topic, strconv.Itoa(int(o.Partition)))] = float64(o.Lag)
+				out[key(seriesGroupLag, g.Name)] += float64(o.Lag)
+			}
+		}
+		hwSums = cv.hwSums
+		// Records in: the growth of the summed high watermarks, for the
+		// topics known at both samples.
+		if !s.prevT.IsZero() && dt > 0 {
+			for topic, v := range hwSums {
+				if prev, ok := s.hwSums[topic]; ok && v >= prev {
+					out[key(seriesRecordsIn, topic)] = (v - prev) / dt
+				}
 			}
 		}
 	}
@@ -280,7 +357,7 @@ func (s *sampler) sample(b *broker.Broker, now time.Time) map[string]float64 {
 			}
 		}
 	}
-	s.prevT, s.counters, s.hists = now, counters, hists
+	s.prevT, s.counters, s.hists, s.hwSums = now, counters, hists, hwSums
 	return out
 }
 

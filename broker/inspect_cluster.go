@@ -27,6 +27,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// Clustered reports whether the broker is a node of a cluster (etcd
+// metadata) rather than a single node.
+func (b *Broker) Clustered() bool { return b.cluster != nil }
+
 // ClusterGroups returns every group of the cluster sorted by name, and a
 // line for each thing that could not be asked ("broker 2: ListGroups: …").
 // A group whose coordinator cannot be reached is missing from the list
