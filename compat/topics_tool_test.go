@@ -8,7 +8,7 @@ package compat
 // three partitions with min.insync.replicas=2:
 //
 //	Topic: tt	TopicId: SmqDim3mQua8T_Pu7Gcp9A	PartitionCount: 3	ReplicationFactor: 1	Configs: min.insync.replicas=2
-//		Topic: tt	Partition: 0	Leader: 1	Replicas: 1	Isr: 1	Elr: 	LastKnownElr: 
+//		Topic: tt	Partition: 0	Leader: 1	Replicas: 1	Isr: 1	Elr: 	LastKnownElr:
 //
 // and `find-hanging --broker-id N` prints its header alone when nothing
 // hangs; before Gregor answered DescribeProducers on followers it exited
