@@ -25,7 +25,9 @@
 //
 // Append validates a batch (ValidateBatch), applies the idempotent-producer
 // rules, assigns offsets from the log end offset, rolls the active segment
-// when segment.bytes or segment.ms say so, writes the batch with one write
+// when segment.bytes or segment.ms say so (segment.ms as Kafka measures it:
+// from the largest timestamp of the segment's first batch to that of the
+// new batch, by the clock only for batches without timestamps), writes the batch with one write
 // system call, updates the in-memory indexes of the active segment, and
 // advances the high watermark, after an fsync when flush.messages asks for
 // one. Rolling fsyncs the old segment and its indexes, maps its indexes

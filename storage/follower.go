@@ -104,7 +104,7 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 	var segEnd int64
 	for i := 0; i < len(batches); {
 		first := batches[i].h
-		if seg, err = l.maybeRollLocked(first.Size(), first.LastOffset(), nowMs); err != nil {
+		if seg, err = l.maybeRollLocked(first.Size(), first.LastOffset(), first.MaxTimestamp, nowMs); err != nil {
 			return res, err
 		}
 		// The run of batches that fits in seg is written at once.
@@ -123,6 +123,7 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 		stable := false
 		for _, b := range batches[i:j] {
 			h, bpos := b.h, pos+b.off-start
+			seg.noteFirstBatch(bpos, h.MaxTimestamp)
 			seg.track(bpos, h.Size(), h.LastOffset(), h.MaxTimestamp, l.cfg.IndexIntervalBytes)
 			l.leo.Store(h.LastOffset() + 1)
 			l.publishLogEndLocked(seg, bpos+h.Size(), h.LastOffset()+1)

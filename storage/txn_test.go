@@ -17,7 +17,9 @@ func txnBatch(producer int64, epoch int16, seq int32, values ...string) []byte {
 
 func TestLog_TransactionsMoveLastStableOffset(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, testConfig())
+	cfg := testConfig()
+	cfg.Now = (&clock{ms: 2000}).now // markers stamped near the batches' 1000: one segment
+	l := openLog(t, dir, cfg)
 	a, c := pid(1), pid(3)
 	mustAppend(t, l, txnBatch(1, 0, 0, "a0", "a1"))                                 // 0-1, txn A open
 	mustAppend(t, l, makeBatch(batchOpts{}, rec{value: []byte("plain"), ts: 1000})) // 2
