@@ -11,8 +11,8 @@
 // 20-digit zero-padded offset of its first record, with a sparse offset index
 // (.index) and a time index (.timeindex) beside it, and an aborted-transaction
 // index (.txnindex) once an ABORT marker has been written to it.
-// Producer-state snapshots (.snapshot, version 2: with each producer's open
-// transaction), a checkpoint file (log start offset, recovery point and, for
+// Producer-state snapshots (.snapshot, version 3: with each producer's open
+// transaction and last marker's coordinator epoch), a checkpoint file (log start offset, recovery point and, for
 // replicated logs, high watermark), the leader-epoch cache
 // (leader-epoch-checkpoint) and a clean-shutdown marker complete the
 // directory. The byte formats are described next to their constants:

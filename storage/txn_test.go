@@ -107,6 +107,15 @@ func TestMarker_RoundTrip(t *testing.T) {
 	if typ, ok := markerType(buildMarker(7, 2, false, 5, 1234)[BatchHeaderSize:]); !ok || typ != markerAbort {
 		t.Fatalf("abort type %d %v", typ, ok)
 	}
+	if typ, ce, ok := parseMarker(buildMarker(7, 2, true, 41, 1234)[BatchHeaderSize:]); !ok || typ != markerCommit || ce != 41 {
+		t.Fatalf("parseMarker: type %d coordinator epoch %d %v", typ, ce, ok)
+	}
+	// A marker whose value is cut short has no coordinator epoch.
+	short := buildMarker(7, 2, true, 41, 1234)[BatchHeaderSize:]
+	short = short[:len(short)-4]
+	if _, ce, ok := parseMarker(short); !ok || ce != -1 {
+		t.Fatalf("short value: coordinator epoch %d %v", ce, ok)
+	}
 }
 
 // TestLog_CoordinatorAppendSkipsSequence: a coordinator's transactional
