@@ -275,6 +275,41 @@ func groupScenarios() []Scenario {
 			}
 			return map[string]any{"join": first, "unknown": Do[*kmsg.ConsumerGroupHeartbeatResponse](e, bad)}
 		}},
+		{"ConsumerGroupHeartbeat", "member and group epochs: a first member (topic existing or missing), a second, the first rejoining", func(e *Env) any {
+			e.CreateTopic("cgh-ep", 1)
+			hb := func(group, member string, epoch int32, topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
+				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				req.Group, req.MemberEpoch, req.MemberID = group, epoch, member
+				if epoch == 0 {
+					req.RebalanceTimeoutMillis = 30000
+					req.SubscribedTopicNames = topics
+					req.ServerAssignor = sp("uniform")
+					req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				}
+				return Do[*kmsg.ConsumerGroupHeartbeatResponse](e, req)
+			}
+			out := map[string]any{}
+			seq := func(name, group, member string, topics ...string) {
+				findCoordinator(e, group, 0)
+				var epochs []int32
+				r := hb(group, member, 0, topics...)
+				epochs = append(epochs, r.MemberEpoch)
+				for i := 0; i < 3 && r.ErrorCode == 0; i++ {
+					r = hb(group, member, r.MemberEpoch)
+					epochs = append(epochs, r.MemberEpoch)
+				}
+				out[name] = epochs
+				d := kmsg.NewPtrConsumerGroupDescribeRequest()
+				d.Groups = []string{group}
+				g := Do[*kmsg.ConsumerGroupDescribeResponse](e, d).Groups[0]
+				out[name+".describe"] = fmt.Sprintf("group %d assignment %d members %d", g.Epoch, g.AssignmentEpoch, len(g.Members))
+			}
+			seq("existing", "g-cgh-ep1", memberA, "cgh-ep")
+			seq("missing", "g-cgh-ep2", memberA, "cgh-ep-none")
+			seq("secondMember", "g-cgh-ep1", memberB, "cgh-ep")
+			seq("firstAgain", "g-cgh-ep1", memberA, "cgh-ep")
+			return out
+		}},
 		{"ConsumerGroupDescribe", "unknown group and a classic group", func(e *Env) any {
 			joinedGroup(e, "g-cgd-classic")
 			findCoordinator(e, "g-cgd-none", 0)
