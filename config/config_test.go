@@ -85,6 +85,9 @@ func TestValidateTopic(t *testing.T) {
 func TestValidateGroup(t *testing.T) {
 	for _, c := range []struct{ name, value, err string }{
 		{"share.delivery.count.limit", "abc", "Invalid value abc for configuration share.delivery.count.limit: Not a number of type INT"},
+		{"consumer.session.timeout.ms", "0", "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at least 1"},
+		{"consumer.session.timeout.ms", "61000", "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"consumer.heartbeat.interval.ms", "4000", "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
 		{"share.delivery.count.limit", "50", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
 		{"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
 		{"share.record.lock.duration.ms", "999", "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"},

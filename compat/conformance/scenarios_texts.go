@@ -74,6 +74,10 @@ func textScenarios() []Scenario {
 				"belowMin":   {"share.record.lock.duration.ms", "999"},
 				"belowRange": {"share.record.lock.duration.ms", "14000"},
 				"badReset":   {"share.auto.offset.reset", "foo"},
+				// The consumer group (KIP-848) keys beside them.
+				"consumerSessionAbove":   {"consumer.session.timeout.ms", "61000"},
+				"consumerSessionZero":    {"consumer.session.timeout.ms", "0"},
+				"consumerHeartbeatBelow": {"consumer.heartbeat.interval.ms", "4000"},
 			} {
 				r := groupConfig(e, "g-msg", kv[0], kv[1]).Resources[0]
 				out[k] = text(r.ErrorCode, r.ErrorMessage)
