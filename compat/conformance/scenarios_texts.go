@@ -66,6 +66,14 @@ func textScenarios() []Scenario {
 			})
 			return map[string]any{"set": set, "describe": d}
 		}},
+		{"IncrementalAlterConfigs", "broker: log.cleaner.threads out of bounds: messages", func(e *Env) any {
+			out := map[string]any{}
+			for k, v := range map[string]string{"zero": "0", "moreThanDouble": "3", "negative": "-1"} {
+				r := incAlterBroker(e, "1", "log.cleaner.threads", v, 0).Resources[0]
+				out[k] = text(r.ErrorCode, r.ErrorMessage)
+			}
+			return out
+		}},
 		{"IncrementalAlterConfigs", "share group configs: messages", func(e *Env) any {
 			out := map[string]any{}
 			for k, kv := range map[string][2]string{
