@@ -373,6 +373,23 @@ func moreScenarios() []Scenario {
 			joinShare(e, "g-dsgo", "dsgo")
 			return map[string]any{"unknownGroup": describeShareOffsets(e, "g-dsgo-none", "dsgo"), "unknownTopic": describeShareOffsets(e, "g-dsgo", "dsgo-nope")}
 		}},
+		{"DescribeShareGroupOffsets", "a classic group, a consumer group, a share group's partition without state", func(e *Env) any {
+			e.CreateTopic("dsgo-b", 1)
+			e.CreateTopic("dsgo-nostate", 1)
+			joinedGroup(e, "g-dsgo-classic")
+			joinShare(e, "g-dsgo-b", "dsgo-b")
+			findCoordinator(e, "g-dsgo-consumer", 0)
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g-dsgo-consumer", memberA, 0, 30000
+			req.SubscribedTopicNames = []string{"dsgo-b"}
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			Do[*kmsg.ConsumerGroupHeartbeatResponse](e, req)
+			return map[string]any{
+				"classic":  describeShareOffsets(e, "g-dsgo-classic", "dsgo-b"),
+				"consumer": describeShareOffsets(e, "g-dsgo-consumer", "dsgo-b"),
+				"noState":  describeShareOffsets(e, "g-dsgo-b", "dsgo-nostate"),
+			}
+		}},
 		{"AlterShareGroupOffsets", "non-empty group, then an empty group and describe", func(e *Env) any {
 			e.CreateTopic("asgo", 1)
 			e.MustProduce("asgo", 0, batch(plainOpts(), vals("a", 3)...))
