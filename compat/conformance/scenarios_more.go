@@ -360,6 +360,30 @@ func moreScenarios() []Scenario {
 			})
 			return map[string]any{"ack": ack, "describe": d}
 		}},
+		{"ShareAcknowledge", "accept everything: the described start offset after the ack, a further fetch, more records and the member leaving", func(e *Env) any {
+			shareFetched(e, "g-sa-when", "sa-when")
+			id := e.TopicID("sa-when")
+			shareAck(e, "g-sa-when", e.shareEpoch, id, 0, 2, 1)
+			start := func() int64 {
+				d := describeShareOffsets(e, "g-sa-when", "sa-when")
+				if len(d.Groups) != 1 || len(d.Groups[0].Topics) != 1 || len(d.Groups[0].Topics[0].Partitions) != 1 {
+					return -2
+				}
+				return d.Groups[0].Topics[0].Partitions[0].StartOffset
+			}
+			out := map[string]any{"afterAck": start()}
+			Do[*kmsg.ShareFetchResponse](e, shareFetchReq("g-sa-when", memberA, e.shareEpoch+1, id, 0))
+			out["afterFetch"] = start()
+			e.MustProduce("sa-when", 0, batch(plainOpts(), vals("t", 2)...))
+			f := Do[*kmsg.ShareFetchResponse](e, shareFetchReq("g-sa-when", memberA, e.shareEpoch+2, id, 0))
+			out["acquiredMore"] = len(f.Topics) == 1 && len(f.Topics[0].Partitions) == 1 && len(f.Topics[0].Partitions[0].AcquiredRecords) > 0
+			out["afterMoreFetched"] = start()
+			shareHeartbeat(e, "g-sa-when", memberA, -1)
+			var got int64
+			e.poll(func() bool { got = start(); return got == 3 })
+			out["afterLeave"] = got
+			return out
+		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
 			id := e.TopicID("sa-errs")
