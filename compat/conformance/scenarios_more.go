@@ -774,6 +774,29 @@ func moreScenarios() []Scenario {
 			}
 			return Do[*kmsg.ListPartitionReassignmentsResponse](e, req)
 		}},
+		{"AlterReplicaLogDirs", "to the replica's own directory, to an unknown directory, an unknown topic", func(e *Env) any {
+			e.CreateTopic("arld", 1)
+			dreq := kmsg.NewPtrDescribeLogDirsRequest()
+			dirs := Do[*kmsg.DescribeLogDirsResponse](e, dreq)
+			if len(dirs.Dirs) != 1 {
+				e.fail("setup: %d log dirs", len(dirs.Dirs))
+			}
+			alter := func(dir, topic string) any {
+				req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+				d := kmsg.NewAlterReplicaLogDirsRequestDir()
+				d.Dir = dir
+				t := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				t.Topic, t.Partitions = topic, []int32{0}
+				d.Topics = append(d.Topics, t)
+				req.Dirs = append(req.Dirs, d)
+				return Do[*kmsg.AlterReplicaLogDirsResponse](e, req)
+			}
+			return map[string]any{
+				"own":          alter(dirs.Dirs[0].Dir, "arld"),
+				"unknownDir":   alter("/nonexistent-gregor-dir", "arld"),
+				"unknownTopic": alter(dirs.Dirs[0].Dir, "arld-nope"),
+			}
+		}},
 		{"DescribeLogDirs", "unknown topic and partition", func(e *Env) any {
 			e.CreateTopic("dld-p", 1)
 			req := kmsg.NewPtrDescribeLogDirsRequest()
