@@ -41,7 +41,7 @@ func (b *Broker) handleDescribeProducers(r *request) (kmsg.Response, error) {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = ps.ProducerID, int32(ps.Epoch)
 				ap.LastSequence, ap.LastTimestamp = ps.LastSequence, ps.LastTimestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, ps.TxnStartOffset
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = ps.CoordinatorEpoch, ps.TxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 			st.Partitions = append(st.Partitions, sp)

@@ -60,3 +60,56 @@ func TestDescribeProducers_EveryReplicaAnswers(t *testing.T) {
 		t.Errorf("a broker without a replica: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(p.ErrorCode))
 	}
 }
+
+// TestDescribeProducers_CoordinatorEpoch: as Kafka answers, an idempotent
+// producer that never ended a transaction in the partition has
+// coordinator epoch -1; a transactional one, after its commit marker, the
+// epoch its coordinator wrote the marker with (0 on a new broker).
+func TestDescribeProducers_CoordinatorEpoch(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	const topic = "dp-epoch"
+	idem := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+	if err := idem.ProduceSync(testCtx(t), kgo.StringRecord("i")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.TransactionalID("dp-epoch-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(testCtx(t), kgo.StringRecord("t")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(testCtx(t), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), idem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || len(p.ActiveProducers) != 2 {
+		t.Fatalf("%v, producers %+v; want two", kerr.ErrorForCode(p.ErrorCode), p.ActiveProducers)
+	}
+	txnID, _, err := txn.ProducerID(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idemEpoch, txnEpoch int32 = -2, -2
+	for _, ap := range p.ActiveProducers {
+		if ap.CurrentTxnStartOffset != -1 {
+			t.Errorf("producer %d: open transaction at %d", ap.ProducerID, ap.CurrentTxnStartOffset)
+		}
+		if ap.ProducerID == txnID {
+			txnEpoch = ap.CoordinatorEpoch
+		} else {
+			idemEpoch = ap.CoordinatorEpoch
+		}
+	}
+	if idemEpoch != -1 || txnEpoch != 0 {
+		t.Fatalf("coordinator epochs: idempotent %d, transactional %d; want -1 and 0", idemEpoch, txnEpoch)
+	}
+}

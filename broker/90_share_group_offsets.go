@@ -8,8 +8,13 @@ package broker
 // share-partition state (package share, shares.go): on a single node this broker's, in a
 // cluster the partition leaders', which this coordinator reads, sets and
 // removes with the inter-broker share state requests
-// (83_share_group_state.go). Describe reports -1 for partitions without
-// state; null topics describe every partition with state. Lag needs the
+// (83_share_group_state.go). Describe reports start offset -1 and leader
+// epoch 0 for partitions without state, null topics every partition with
+// state. As in Kafka 4.4, a Describe naming its topics does not check the
+// group or the topics: an unknown group, a classic or consumer group's id
+// and an unknown topic are answered NONE with no state (Kafka reads the
+// share-state summaries only); with null topics the group must be a share
+// group (GROUP_ID_NOT_FOUND otherwise). Lag needs the
 // high watermark: in a cluster it is -1 for partitions without a replica
 // on the coordinator (a follower's high watermark may be a little behind
 // the leader's). Alter and Delete need the group to have no members
@@ -37,7 +42,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 	for _, rg := range req.Groups {
 		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		g.GroupID = rg.GroupID
-		if err := b.groups.ShareGroupStatus(rg.GroupID, false, false); err != nil {
+		if err := b.groups.ShareGroupStatus(rg.GroupID, false, false); err != nil && (rg.Topics == nil || err != kerr.GroupIDNotFound) {
 			g.ErrorCode = err.Code
 			resp.Groups = append(resp.Groups, g)
 			continue
@@ -73,7 +78,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 		found := b.shareStartOffsetsOf(rg.GroupID, ask)
 		describe := func(t *topic, partition int32) kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition {
 			p := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = partition, -1, -1, -1
+			p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = partition, -1, 0, -1
 			res, ok := found[topicIDPartition{TopicID: t.id, Partition: partition}]
 			part := partitionAt(b.partitionsOf(t), partition)
 			if !ok || part == nil {
@@ -82,6 +87,9 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 			if res.code != 0 {
 				p.ErrorCode = res.code
 				return p
+			}
+			if res.startOffset < 0 {
+				return p // no state: Kafka's summary reads leader epoch 0
 			}
 			p.StartOffset, p.LeaderEpoch = res.startOffset, res.leaderEpoch
 			if p.StartOffset >= 0 && part.log != nil {
@@ -117,8 +125,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(r *request) (kmsg.Response, err
 			for _, pi := range rt.Partitions {
 				if t == nil {
 					p := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
-					p.Partition, p.StartOffset, p.LeaderEpoch = pi, -1, -1
-					p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					p.Partition, p.StartOffset, p.LeaderEpoch, p.Lag = pi, -1, 0, -1
 					gt.Partitions = append(gt.Partitions, p)
 					continue
 				}

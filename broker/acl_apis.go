@@ -60,6 +60,7 @@ var aclChecks = map[kmsg.Key]aclCheck{
 	kmsg.UpdateFeatures:               checkCluster(acl.Alter),
 	kmsg.ListConfigResources:          checkCluster(acl.DescribeConfigs),
 	kmsg.DescribeLogDirs:              checkDescribeLogDirs,
+	kmsg.AlterReplicaLogDirs:          checkAlterReplicaLogDirs,
 	kmsg.DescribeUserSCRAMCredentials: checkDescribeUserScram,
 	kmsg.AlterUserSCRAMCredentials:    checkAlterUserScram,
 }
@@ -690,6 +691,16 @@ func checkDescribeLogDirs(b *Broker, r *request) (kmsg.Response, func(kmsg.Respo
 	resp.SetVersion(r.msg.GetVersion())
 	resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	return resp, nil
+}
+
+// checkAlterReplicaLogDirs: ALTER on the cluster, else every partition
+// CLUSTER_AUTHORIZATION_FAILED.
+func checkAlterReplicaLogDirs(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
+	if b.allowed(r, acl.Alter, acl.Cluster, acl.ClusterName) {
+		return nil, nil
+	}
+	req := r.msg.(*kmsg.AlterReplicaLogDirsRequest)
+	return alterReplicaLogDirsAnswer(req, func(string, string, int32) int16 { return kerr.ClusterAuthorizationFailed.Code }), nil
 }
 
 // checkDescribeUserScram: DESCRIBE on the cluster, else the error at the

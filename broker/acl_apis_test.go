@@ -576,6 +576,25 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
+			name:  "AlterReplicaLogDirs: CLUSTER ALTER",
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+				d := kmsg.NewAlterReplicaLogDirsRequestDir()
+				d.Dir = "/no-such-log-dir"
+				dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				dt.Topic, dt.Partitions = topic, []int32{0}
+				d.Topics = append(d.Topics, dt)
+				r.Dirs = append(r.Dirs, d)
+				return r
+			},
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.AlterReplicaLogDirsResponse).Topics[0].Partitions[0].ErrorCode
+			},
+			denied:  kerr.ClusterAuthorizationFailed.Code,
+			allowed: kerr.LogDirNotFound.Code,
+		},
+		{
 			name:  "DescribeCluster authorized operations: CLUSTER DESCRIBE",
 			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req: func() kmsg.Request {

@@ -315,6 +315,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		Topics:                        b.consumerTopics,
 		ConsumerSessionTimeout:        ms("group.consumer.session.timeout.ms"),
 		ConsumerHeartbeatInterval:     ms("group.consumer.heartbeat.interval.ms"),
+		ConsumerGroupTimeouts:         b.consumerTimeouts,
 		ConsumerAssignors:             config.SplitList(b.cfg.stringProp("group.consumer.assignors")),
 		ConsumerMigrationPolicy:       b.cfg.stringProp("group.consumer.migration.policy"),
 		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),

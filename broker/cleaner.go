@@ -10,12 +10,20 @@ package broker
 // log.cleaner.dedupe.buffer.size / log.cleaner.threads bytes, allocated at
 // its first clean; the threads share an I/O budget of
 // log.cleaner.io.max.bytes.per.second.
+//
+// These settings are dynamic broker configs, as in Kafka (LogCleaner's
+// reconfigurable configs): when their effective values change, the threads
+// are told to stop (each after the clean it is running) and a new set is
+// started with the new values (reconfigureCleaner). A change of
+// log.cleaner.threads is refused beyond half or double the current count,
+// as Kafka refuses it.
 
 import (
 	"errors"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +38,46 @@ type cleanerState struct {
 	lastCleanMs                   map[*partition]int64
 	bytesRead, bytesWritten, runs int64
 	throttle                      *throttler
+
+	// run serialises starting and restarting the threads; settings are
+	// those the running threads were started with, stop closes to end them.
+	run      sync.Mutex
+	settings cleanerSettings
+	stop     chan struct{}
+}
+
+// cleanerSettings are the cleaner's dynamic broker configs, as read at a
+// (re)start of its threads.
+type cleanerSettings struct {
+	threads    int
+	buffer     int64
+	loadFactor float64
+	rate       float64
+	backoff    time.Duration
+}
+
+// cleanerConfigs are the broker configs the cleaner threads are started
+// with; changing one dynamically restarts them.
+var cleanerConfigs = []string{"log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"}
+
+// cleanerSettingsNow reads the cleaner's configs, dynamic values first.
+func (b *Broker) cleanerSettingsNow() cleanerSettings {
+	num := func(name string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSpace(b.brokerValueString(name)), 10, 64)
+		return n
+	}
+	float := func(name string) float64 {
+		f, _ := strconv.ParseFloat(strings.TrimSpace(b.brokerValueString(name)), 64)
+		return f
+	}
+	s := cleanerSettings{
+		threads:    max(1, int(num("log.cleaner.threads"))),
+		loadFactor: float("log.cleaner.io.buffer.load.factor"),
+		rate:       float("log.cleaner.io.max.bytes.per.second"),
+		backoff:    time.Duration(max(1, num("log.cleaner.backoff.ms"))) * time.Millisecond,
+	}
+	s.buffer = num("log.cleaner.dedupe.buffer.size") / int64(s.threads)
+	return s
 }
 
 // isCompacted reports whether cleanup.policy includes compact.
@@ -40,24 +88,59 @@ func (b *Broker) startCleaner() {
 	if !b.cfg.boolProp("log.cleaner.enable") {
 		return
 	}
-	threads := max(1, int(b.cfg.int64Prop("log.cleaner.threads")))
-	rate, _ := strconv.ParseFloat(b.cfg.stringProp("log.cleaner.io.max.bytes.per.second"), 64)
+	b.cleaner.run.Lock()
+	defer b.cleaner.run.Unlock()
+	b.startCleanerThreadsLocked(b.cleanerSettingsNow())
+}
+
+// reconfigureCleaner restarts the cleaner threads when the effective
+// values of their configs changed (after a dynamic broker config change).
+func (b *Broker) reconfigureCleaner() {
+	if !b.cfg.boolProp("log.cleaner.enable") {
+		return
+	}
+	b.cleaner.run.Lock()
+	defer b.cleaner.run.Unlock()
+	s := b.cleanerSettingsNow()
+	if b.cleaner.stop == nil || s == b.cleaner.settings {
+		return
+	}
+	close(b.cleaner.stop)
+	b.log.Info("restarting the log cleaner with new settings", "threads", s.threads, "dedupeBufferPerThread", s.buffer, "ioMaxBytesPerSecond", s.rate, "backoff", s.backoff)
+	b.startCleanerThreadsLocked(s)
+}
+
+// cleanerThreads is the number of cleaner threads started last.
+func (b *Broker) cleanerThreads() int {
+	b.cleaner.run.Lock()
+	defer b.cleaner.run.Unlock()
+	return b.cleaner.settings.threads
+}
+
+// startCleanerThreadsLocked starts s.threads cleaner threads, which end when
+// the broker closes or b.cleaner.stop is closed. b.cleaner.run should be
+// held.
+func (b *Broker) startCleanerThreadsLocked(s cleanerSettings) {
 	b.cleaner.mu.Lock() // the metrics read it
-	b.cleaner.throttle = newThrottler(rate)
+	b.cleaner.throttle = newThrottler(s.rate)
 	b.cleaner.mu.Unlock()
-	buffer := b.cfg.int64Prop("log.cleaner.dedupe.buffer.size") / int64(threads)
-	loadFactor, _ := strconv.ParseFloat(b.cfg.stringProp("log.cleaner.io.buffer.load.factor"), 64)
-	backoff := time.Duration(max(1, b.cfg.int64Prop("log.cleaner.backoff.ms"))) * time.Millisecond
-	for i := 0; i < threads; i++ {
+	stop := make(chan struct{})
+	b.cleaner.settings, b.cleaner.stop = s, stop
+	for i := 0; i < s.threads; i++ {
 		b.bg.Add(1)
 		go func() {
 			defer b.bg.Done()
 			var m *storage.OffsetMap
 			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				p, ok := b.pickCleanable()
 				if ok {
 					if m == nil {
-						m = storage.NewOffsetMap(min(buffer, math.MaxInt32), loadFactor)
+						m = storage.NewOffsetMap(min(s.buffer, math.MaxInt32), s.loadFactor)
 					}
 					b.cleanPartition(p, m)
 					continue
@@ -65,7 +148,9 @@ func (b *Broker) startCleaner() {
 				select {
 				case <-b.ctx.Done():
 					return
-				case <-time.After(backoff):
+				case <-stop:
+					return
+				case <-time.After(s.backoff):
 				}
 			}
 		}()

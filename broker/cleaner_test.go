@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestCleaner_CompactsTopicInBackground: on a compacted topic a record
@@ -109,4 +110,61 @@ func randomText(rng *rand.Rand, n int) string {
 		b[i] = byte('a' + rng.Intn(26))
 	}
 	return string(b)
+}
+
+// TestCleaner_ThreadsAreDynamic: log.cleaner.threads is a per-broker
+// dynamic config, as in Kafka: set to 2 it is described with source
+// DYNAMIC_BROKER_CONFIG and the cleaner restarts with two threads, which
+// still compact; a count beyond double the current one, or 0, is refused
+// with INVALID_REQUEST; deleting it returns to the static value.
+func TestCleaner_ThreadsAreDynamic(t *testing.T) {
+	b, addr := startBroker(t, "", map[string]string{"log.cleaner.backoff.ms": "10"})
+	cl := newClient(t, addr)
+	rc := newConfigConn(t, addr)
+	if got := incAlterBroker(t, rc, "0", false, set("log.cleaner.threads", "2")); got != "ok" {
+		t.Fatalf("set log.cleaner.threads=2: %s", got)
+	}
+	if got, want := describeConfig(t, cl, kmsg.ConfigResourceTypeBroker, "0", "log.cleaner.threads"),
+		"2/DYNAMIC_BROKER_CONFIG/false [log.cleaner.threads=2/DYNAMIC_BROKER_CONFIG log.cleaner.threads=1/DEFAULT_CONFIG]"; got != want {
+		t.Errorf("described %s, want %s", got, want)
+	}
+	if n := b.cleanerThreads(); n != 2 {
+		t.Fatalf("%d cleaner threads after the change, want 2", n)
+	}
+	for v, want := range map[string]string{
+		"5": "INVALID_REQUEST: Log cleaner threads cannot be increased to more than double the current value 2",
+		"0": "INVALID_REQUEST: Log cleaner threads should be at least 1",
+	} {
+		if got := incAlterBroker(t, rc, "0", false, set("log.cleaner.threads", v)); got != want {
+			t.Errorf("log.cleaner.threads=%s: %s, want %s", v, got, want)
+		}
+	}
+
+	// The restarted threads compact.
+	if _, err := b.createTopic("comp-dyn", 1, map[string]string{"cleanup.policy": "compact", "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	pc := newClient(t, addr, kgo.DefaultProduceTopic("comp-dyn"))
+	rng := rand.New(rand.NewSource(2))
+	for round := 0; round < 14; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 40; k++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("k%02d", k)), Value: []byte(randomText(rng, 4000))})
+		}
+		if err := pc.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.topics["comp-dyn"].partitions[0]
+	waitFor(t, 20*time.Second, "a clean by the restarted threads", func() bool {
+		_, _, last := b.cleanerStats(p)
+		return last >= 0
+	})
+
+	if got := incAlterBroker(t, rc, "0", false, op(kmsg.IncrementalAlterConfigOpDelete, "log.cleaner.threads", nil)); got != "ok" {
+		t.Fatalf("delete: %s", got)
+	}
+	if n := b.cleanerThreads(); n != 1 {
+		t.Fatalf("%d cleaner threads after the deletion, want 1", n)
+	}
 }

@@ -171,3 +171,65 @@ func TestCreateTopics_ManyInOneRequest(t *testing.T) {
 		t.Fatalf("clean-shutdown list still there after the start: %v", err)
 	}
 }
+
+// TestCreateTopics_AnswerListsKafkasTopicConfigs: a created topic's answer
+// lists every topic config Kafka 4.4 lists, including those Gregor only
+// stores (compression levels, tiered storage, the share-group dead-letter
+// queue flag, max.decompressed.message.bytes), each with Kafka's default
+// and source DEFAULT_CONFIG, and a cluster-wide dynamic
+// min.insync.replicas with source DYNAMIC_DEFAULT_BROKER_CONFIG.
+func TestCreateTopics_AnswerListsKafkasTopicConfigs(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	cl := newClient(t, addr)
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ar := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ar.ResourceType, ar.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+	ac := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	ac.Name, ac.Value = "min.insync.replicas", kmsg.StringPtr("1")
+	ar.Configs = append(ar.Configs, ac)
+	alter.Resources = append(alter.Resources, ar)
+	aresp, err := alter.RequestWith(testCtx(t), cl)
+	if err != nil || aresp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("setting the cluster default: %v %+v", err, aresp)
+	}
+
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "configs", 1, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]kmsg.CreateTopicsResponseTopicConfig{}
+	for _, c := range resp.Topics[0].Configs {
+		got[c.Name] = c
+	}
+	for _, want := range []struct {
+		name, value string
+		source      kmsg.ConfigSource
+	}{
+		{"compression.gzip.level", "-1", kmsg.ConfigSourceDefaultConfig},
+		{"compression.lz4.level", "9", kmsg.ConfigSourceDefaultConfig},
+		{"compression.zstd.level", "3", kmsg.ConfigSourceDefaultConfig},
+		{"errors.deadletterqueue.group.enable", "false", kmsg.ConfigSourceDefaultConfig},
+		{"max.decompressed.message.bytes", "2147483639", kmsg.ConfigSourceDefaultConfig},
+		{"remote.copy.lag.bytes", "-1", kmsg.ConfigSourceDefaultConfig},
+		{"remote.copy.lag.ms", "0", kmsg.ConfigSourceDefaultConfig},
+		{"remote.log.copy.disable", "false", kmsg.ConfigSourceDefaultConfig},
+		{"remote.log.delete.on.disable", "false", kmsg.ConfigSourceDefaultConfig},
+		{"min.insync.replicas", "1", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+	} {
+		c, ok := got[want.name]
+		if !ok {
+			t.Errorf("%s not in the answer", want.name)
+			continue
+		}
+		if c.Value == nil || *c.Value != want.value || kmsg.ConfigSource(c.Source) != want.source || c.ReadOnly || c.IsSensitive {
+			t.Errorf("%s: value %v source %d read-only %v sensitive %v; want %s, %v", want.name, c.Value, c.Source, c.ReadOnly, c.IsSensitive, want.value, want.source)
+		}
+	}
+	if len(got) != 37 { // LogConfig's 38 but internal.segment.bytes
+		t.Errorf("%d configs in the answer, want Kafka 4.4's 37", len(got))
+	}
+}

@@ -75,6 +75,9 @@ func init() {
 	for _, n := range threadPoolConfigs {
 		dynamicBrokerConfigs[n] = true
 	}
+	for _, n := range cleanerConfigs {
+		dynamicBrokerConfigs[n] = true
+	}
 }
 
 // brokerSynonyms are the broker properties that set the same config, in
@@ -242,6 +245,7 @@ func (b *Broker) syncDynamicConfigs() bool {
 // configs after the dynamic broker configs changed: topics without an
 // override follow the new defaults.
 func (b *Broker) reapplyTopicDefaults() {
+	defer b.reconfigureCleaner()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.topics {
@@ -309,6 +313,20 @@ func (b *Broker) validateBrokerConfigs(props map[string]string) *errBrokerConfig
 		}
 		if err := d.Validate(strings.TrimSpace(v)); err != nil {
 			return invalidBrokerConfig("Invalid value %s for configuration %s: %v", v, n, err)
+		}
+		if n == "log.cleaner.threads" {
+			// Kafka's LogCleaner.validateReconfiguration.
+			cur := int64(b.cleanerThreads())
+			nv, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			switch {
+			case cur == 0: // the cleaner is off: nothing to resize
+			case nv < 1:
+				return invalidBrokerConfig("Log cleaner threads should be at least 1")
+			case nv < cur/2:
+				return invalidBrokerConfig("Log cleaner threads cannot be reduced to less than half the current value %d", cur)
+			case nv > cur*2:
+				return invalidBrokerConfig("Log cleaner threads cannot be increased to more than double the current value %d", cur)
+			}
 		}
 		if slices.Contains(threadPoolConfigs, n) {
 			cur, _ := strconv.ParseInt(b.brokerValueString(n), 10, 64)

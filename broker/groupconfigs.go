@@ -109,6 +109,13 @@ func (b *Broker) dropGroupConfigs(group string) {
 	}()
 }
 
+// consumerTimeouts gives the coordinator a consumer group's session timeout
+// and heartbeat interval.
+func (b *Broker) consumerTimeouts(group string) (time.Duration, time.Duration) {
+	return time.Duration(b.groupConfigInt(group, "consumer.session.timeout.ms")) * time.Millisecond,
+		time.Duration(b.groupConfigInt(group, "consumer.heartbeat.interval.ms")) * time.Millisecond
+}
+
 // shareTimeouts gives the coordinator a group's session timeout and
 // heartbeat interval.
 func (b *Broker) shareTimeouts(group string) (time.Duration, time.Duration) {

@@ -263,3 +263,50 @@ func startTwoBrokerCluster(t *testing.T, extra ...map[string]string) ([]*Broker,
 	})
 	return brokers, addrs
 }
+
+// TestGroupConfigs_ConsumerTimeouts: consumer.heartbeat.interval.ms and
+// consumer.session.timeout.ms are group configs, as in Kafka 4.4: described
+// with their broker defaults until set, refused outside the broker's bounds
+// with Kafka's error, and a set heartbeat interval is what
+// ConsumerGroupHeartbeat gives that group's members (another group keeps
+// the broker's).
+func TestGroupConfigs_ConsumerTimeouts(t *testing.T) {
+	_, addr := startBroker(t, "", nil)
+	cl := newClient(t, addr)
+	if got := describeGroupConfig(t, cl, "cg-own", "consumer.session.timeout.ms"); got != "45000/DEFAULT_CONFIG" {
+		t.Errorf("consumer.session.timeout.ms before: %s", got)
+	}
+	if got := describeGroupConfig(t, cl, "cg-own", "consumer.heartbeat.interval.ms"); got != "5000/DEFAULT_CONFIG" {
+		t.Errorf("consumer.heartbeat.interval.ms before: %s", got)
+	}
+	if code := alterGroupConfig(t, cl, "cg-own", "consumer.heartbeat.interval.ms", kmsg.StringPtr("4000")); code != kerr.InvalidConfig.Code {
+		t.Errorf("heartbeat 4000 (below group.consumer.min.heartbeat.interval.ms): %v, want INVALID_CONFIG", kerr.ErrorForCode(code))
+	}
+	if code := alterGroupConfig(t, cl, "cg-own", "consumer.heartbeat.interval.ms", kmsg.StringPtr("7000")); code != 0 {
+		t.Fatalf("set the heartbeat interval: %v", kerr.ErrorForCode(code))
+	}
+	if got := describeGroupConfig(t, cl, "cg-own", "consumer.heartbeat.interval.ms"); got != "7000/GROUP_CONFIG" {
+		t.Errorf("consumer.heartbeat.interval.ms after: %s", got)
+	}
+	join := func(group string) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, "AAAAAAAAAAAAAAAAAAAAAA", 0, 30000
+		req.SubscribedTopicNames = []string{"cg-timeouts"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("join %s: %v", group, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp
+	}
+	if got := join("cg-own").HeartbeatIntervalMillis; got != 7000 {
+		t.Errorf("cg-own's heartbeat interval %d, want its group config's 7000", got)
+	}
+	if got := join("cg-other").HeartbeatIntervalMillis; got != 5000 {
+		t.Errorf("cg-other's heartbeat interval %d, want the broker's 5000", got)
+	}
+}

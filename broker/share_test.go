@@ -269,3 +269,51 @@ func TestShareGroups_SessionLimit(t *testing.T) {
 		t.Fatalf("m2 after m1 closed: %s", got)
 	}
 }
+
+// TestDescribeShareGroupOffsets_NamedTopicsNotChecked: as Kafka 4.4
+// answers, a DescribeShareGroupOffsets naming its topics reports start
+// offset -1, leader epoch 0 and lag -1 with NONE for a group that is not a
+// share group (unknown, or a consumer group's id) and for an unknown topic;
+// with null topics an unknown group is GROUP_ID_NOT_FOUND.
+func TestDescribeShareGroupOffsets_NamedTopicsNotChecked(t *testing.T) {
+	cl, _, _ := shareSetup(t, "sg-named", "s-named", 1)
+	ctx := testCtx(t)
+	// A consumer group's id.
+	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cg.Group, cg.MemberID, cg.RebalanceTimeoutMillis = "cg-named", "AAAAAAAAAAAAAAAAAAAAAA", 30000
+	cg.SubscribedTopicNames, cg.Topics = []string{"s-named"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := cg.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("consumer group join: %v %+v", err, r)
+	}
+	describe := func(group string, topic *string) kmsg.DescribeShareGroupOffsetsResponseGroup {
+		t.Helper()
+		d := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		g.GroupID = group
+		if topic != nil {
+			rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+			rt.Topic, rt.Partitions = *topic, []int32{0}
+			g.Topics = append(g.Topics, rt)
+		}
+		d.Groups = append(d.Groups, g)
+		r, err := d.RequestWith(ctx, cl)
+		if err != nil || len(r.Groups) != 1 {
+			t.Fatalf("describe %s: %v %+v", group, err, r)
+		}
+		return r.Groups[0]
+	}
+	for _, c := range []struct{ group, topic string }{{"sg-none", "s-named"}, {"cg-named", "s-named"}, {"sg-named", "s-nope"}} {
+		g := describe(c.group, &c.topic)
+		if g.ErrorCode != 0 || len(g.Topics) != 1 || len(g.Topics[0].Partitions) != 1 {
+			t.Errorf("%s/%s: %v %+v", c.group, c.topic, kerr.ErrorForCode(g.ErrorCode), g.Topics)
+			continue
+		}
+		p := g.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.StartOffset != -1 || p.LeaderEpoch != 0 || p.Lag != -1 {
+			t.Errorf("%s/%s: partition %+v, want NONE, start -1, leader epoch 0, lag -1", c.group, c.topic, p)
+		}
+	}
+	if g := describe("sg-none", nil); g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("unknown group, null topics: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(g.ErrorCode))
+	}
+}

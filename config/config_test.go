@@ -58,6 +58,20 @@ func TestValidateTopic(t *testing.T) {
 		{"segment.bytes", "100", "Invalid value 100 for configuration segment.bytes: Value must be at least 1048576"},
 		{"preallocate", "maybe", "Invalid value maybe for configuration preallocate: Expected value to be either true or false"},
 		{"no.such.config", "1", "unknown topic config name: no.such.config"},
+		// The configs Kafka 4.4 lists that Gregor stores without acting on.
+		{"compression.gzip.level", "-1", ""},
+		{"compression.gzip.level", "9", ""},
+		{"compression.gzip.level", "10", "Invalid value 10 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1"},
+		{"compression.gzip.level", "0", "Invalid value 0 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1"},
+		{"compression.lz4.level", "18", "Invalid value 18 for configuration compression.lz4.level: Value must be no more than 17"},
+		{"compression.zstd.level", "23", "Invalid value 23 for configuration compression.zstd.level: Value must be no more than 22"},
+		{"compression.zstd.level", "-131073", "Invalid value -131073 for configuration compression.zstd.level: Value must be at least -131072"},
+		{"max.decompressed.message.bytes", "0", "Invalid value 0 for configuration max.decompressed.message.bytes: Value must be at least 1"},
+		{"max.decompressed.message.bytes", "2147483640", "Invalid value 2147483640 for configuration max.decompressed.message.bytes: Value must be no more than 2147483639"},
+		{"remote.copy.lag.ms", "-2", "Invalid value -2 for configuration remote.copy.lag.ms: Value must be at least -1"},
+		{"remote.copy.lag.bytes", "-2", "Invalid value -2 for configuration remote.copy.lag.bytes: Value must be at least -1"},
+		{"errors.deadletterqueue.group.enable", "x", "Invalid value x for configuration errors.deadletterqueue.group.enable: Expected value to be either true or false"},
+		{"remote.log.copy.disable", "true", ""},
 	} {
 		err := ValidateTopic(c.name, c.value)
 		if c.err == "" && err != nil || c.err != "" && (err == nil || err.Error() != c.err) {
@@ -71,6 +85,9 @@ func TestValidateTopic(t *testing.T) {
 func TestValidateGroup(t *testing.T) {
 	for _, c := range []struct{ name, value, err string }{
 		{"share.delivery.count.limit", "abc", "Invalid value abc for configuration share.delivery.count.limit: Not a number of type INT"},
+		{"consumer.session.timeout.ms", "0", "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at least 1"},
+		{"consumer.session.timeout.ms", "61000", "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"consumer.heartbeat.interval.ms", "4000", "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
 		{"share.delivery.count.limit", "50", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
 		{"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
 		{"share.record.lock.duration.ms", "999", "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"},

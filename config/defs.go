@@ -94,6 +94,33 @@ func ratio(s string) error {
 
 func anyString(string) error { return nil }
 
+// intBetween is intAtLeast(lo) with an upper bound hi.
+func intBetween(lo, hi int64) func(string) error {
+	atLeastLo := intAtLeast(lo)
+	return func(s string) error {
+		if err := atLeastLo(s); err != nil {
+			return err
+		}
+		if v, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64); v > hi {
+			return fmt.Errorf("Value must be no more than %d", hi)
+		}
+		return nil
+	}
+}
+
+// gzipLevel accepts -1 (the codec's default) or 1 to 9, as Kafka's
+// compression.gzip.level does.
+func gzipLevel(s string) error {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return errors.New("Not a number of type INT")
+	}
+	if v != -1 && (v < 1 || v > 9) {
+		return errors.New("Value must be between 1 and 9 or equal to -1")
+	}
+	return nil
+}
+
 // IntOr is s as an integer (spaces around it ignored), def when it is not
 // one: how the security settings read their numbers.
 func IntOr(s string, def int64) int64 {
@@ -127,7 +154,11 @@ const WeekMs = "604800000"
 var TopicDefs = []Def{
 	{"cleanup.policy", kmsg.ConfigTypeList, "delete", "log.cleanup.policy", false, listOf("compact", "delete"), "The retention policy to use on log segments: delete or compact."},
 	{"compression.type", kmsg.ConfigTypeString, "producer", "compression.type", false, oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), "The final compression type for the topic; 'producer' keeps what the producer sent."},
+	{"compression.gzip.level", kmsg.ConfigTypeInt, "-1", "compression.gzip.level", false, gzipLevel, "The gzip level used when the broker compresses with gzip (compression.type=gzip); -1 is the codec's default. Stored: Gregor keeps batches as the producer compressed them."},
+	{"compression.lz4.level", kmsg.ConfigTypeInt, "9", "compression.lz4.level", false, intBetween(1, 17), "The lz4 level used when the broker compresses with lz4. Stored: Gregor keeps batches as the producer compressed them."},
+	{"compression.zstd.level", kmsg.ConfigTypeInt, "3", "compression.zstd.level", false, intBetween(-131072, 22), "The zstd level used when the broker compresses with zstd. Stored: Gregor keeps batches as the producer compressed them."},
 	{"delete.retention.ms", kmsg.ConfigTypeLong, "86400000", "log.cleaner.delete.retention.ms", false, atLeast(0), "How long delete tombstones are retained for compacted topics."},
+	{"errors.deadletterqueue.group.enable", kmsg.ConfigTypeBoolean, "false", "", false, boolean, "Whether share groups may use this topic as a dead-letter queue (KIP-1191). Stored: Gregor's share groups have no dead-letter queues."},
 	{"file.delete.delay.ms", kmsg.ConfigTypeLong, "60000", "log.segment.delete.delay.ms", false, atLeast(0), "The time to wait before deleting a file from the filesystem."},
 	{"flush.messages", kmsg.ConfigTypeLong, maxLong, "log.flush.interval.messages", false, atLeast(1), "Fsync the log after this many messages; 1 fsyncs before every acknowledgement."},
 	{"flush.ms", kmsg.ConfigTypeLong, maxLong, "log.flush.interval.ms", false, atLeast(0), "Fsync the log when its oldest unflushed data is this old."},
@@ -137,6 +168,7 @@ var TopicDefs = []Def{
 	{"local.retention.bytes", kmsg.ConfigTypeLong, "-2", "log.local.retention.bytes", false, atLeast(-2), "Tiered storage: local retention by size (-2 = retention.bytes)."},
 	{"local.retention.ms", kmsg.ConfigTypeLong, "-2", "log.local.retention.ms", false, atLeast(-2), "Tiered storage: local retention by time (-2 = retention.ms)."},
 	{"max.compaction.lag.ms", kmsg.ConfigTypeLong, maxLong, "log.cleaner.max.compaction.lag.ms", false, atLeast(1), "The maximum time a message remains ineligible for compaction."},
+	{"max.decompressed.message.bytes", kmsg.ConfigTypeInt, "2147483639", "max.decompressed.message.bytes", false, intBetween(1, 2147483639), "The largest a batch may be once decompressed. Stored: Gregor does not decompress batches on produce."},
 	{"max.message.bytes", kmsg.ConfigTypeInt, "1048588", "message.max.bytes", false, intAtLeast(0), "The largest record batch size allowed."},
 	{"message.timestamp.after.max.ms", kmsg.ConfigTypeLong, "3600000", "log.message.timestamp.after.max.ms", false, atLeast(0), "How far in the future a CreateTime timestamp may be."},
 	{"message.timestamp.before.max.ms", kmsg.ConfigTypeLong, maxLong, "log.message.timestamp.before.max.ms", false, atLeast(0), "How far in the past a CreateTime timestamp may be."},
@@ -145,6 +177,10 @@ var TopicDefs = []Def{
 	{"min.compaction.lag.ms", kmsg.ConfigTypeLong, "0", "log.cleaner.min.compaction.lag.ms", false, atLeast(0), "The minimum time a message remains uncompacted."},
 	{"min.insync.replicas", kmsg.ConfigTypeInt, "1", "min.insync.replicas", false, intAtLeast(1), "The minimum number of in-sync replicas for an acks=all write."},
 	{"preallocate", kmsg.ConfigTypeBoolean, "false", "log.preallocate", false, boolean, "Preallocate segment files."},
+	{"remote.copy.lag.bytes", kmsg.ConfigTypeLong, "-1", "log.remote.copy.lag.bytes", false, atLeast(-1), "Tiered storage: how far local data may run ahead of the remote copy; Gregor has no tiered storage."},
+	{"remote.copy.lag.ms", kmsg.ConfigTypeLong, "0", "log.remote.copy.lag.ms", false, atLeast(-1), "Tiered storage: how long local data may wait to be copied; Gregor has no tiered storage."},
+	{"remote.log.copy.disable", kmsg.ConfigTypeBoolean, "false", "", false, boolean, "Tiered storage: stop copying segments to remote storage; Gregor has no tiered storage."},
+	{"remote.log.delete.on.disable", kmsg.ConfigTypeBoolean, "false", "", false, boolean, "Tiered storage: delete remote data when tiering is disabled; Gregor has no tiered storage."},
 	{"remote.storage.enable", kmsg.ConfigTypeBoolean, "false", "remote.log.storage.system.enable", false, oneOf("false"), "Tiered storage; not supported by Gregor."},
 	{"retention.bytes", kmsg.ConfigTypeLong, "-1", "log.retention.bytes", false, atLeast(-1), "The largest size a partition may grow to before old segments are deleted; -1 = no limit."},
 	{"retention.ms", kmsg.ConfigTypeLong, WeekMs, "log.retention.ms", false, atLeast(-1), "How long a segment is kept before it is deleted; -1 = no limit."},
@@ -180,11 +216,11 @@ var BrokerDefs = []Def{
 	{"max.connections", kmsg.ConfigTypeInt, "2147483647", "", true, intAtLeast(0), "The most connections the broker accepts at once."},
 	{"log.retention.check.interval.ms", kmsg.ConfigTypeLong, "300000", "", true, atLeast(1), "How often retention is checked."},
 	{"log.cleaner.enable", kmsg.ConfigTypeBoolean, "true", "", true, boolean, "Run the log cleaner, which compacts topics with cleanup.policy=compact."},
-	{"log.cleaner.threads", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The number of log cleaner threads."},
-	{"log.cleaner.backoff.ms", kmsg.ConfigTypeLong, "15000", "", true, atLeast(0), "How long a cleaner thread sleeps when no log needs cleaning."},
-	{"log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, "134217728", "", true, atLeast(1), "Memory for the cleaners' key maps, shared among the threads (24 bytes a key)."},
-	{"log.cleaner.io.buffer.load.factor", kmsg.ConfigTypeDouble, "0.9", "", true, ratio, "How full a cleaner's key map may get."},
-	{"log.cleaner.io.max.bytes.per.second", kmsg.ConfigTypeDouble, "1.7976931348623157E308", "", true, anyString, "The cleaners' combined read and write rate limit."},
+	{"log.cleaner.threads", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(0), "The number of log cleaner threads."},
+	{"log.cleaner.backoff.ms", kmsg.ConfigTypeLong, "15000", "", false, atLeast(0), "How long a cleaner thread sleeps when no log needs cleaning."},
+	{"log.cleaner.dedupe.buffer.size", kmsg.ConfigTypeLong, "134217728", "", false, atLeast(1), "Memory for the cleaners' key maps, shared among the threads (24 bytes a key)."},
+	{"log.cleaner.io.buffer.load.factor", kmsg.ConfigTypeDouble, "0.9", "", false, ratio, "How full a cleaner's key map may get."},
+	{"log.cleaner.io.max.bytes.per.second", kmsg.ConfigTypeDouble, "1.7976931348623157E308", "", false, anyString, "The cleaners' combined read and write rate limit."},
 	{"log.flush.scheduler.interval.ms", kmsg.ConfigTypeLong, maxLong, "", true, atLeast(1), "How often partitions are checked for flush.ms."},
 	{"log.retention.hours", kmsg.ConfigTypeInt, "168", "", false, intAtLeast(-1), "Retention in hours (used when log.retention.ms and log.retention.minutes are unset)."},
 	{"log.retention.minutes", kmsg.ConfigTypeInt, "", "", false, intAtLeast(-1), "Retention in minutes (used when log.retention.ms is unset)."},

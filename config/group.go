@@ -19,6 +19,10 @@ type GroupDef struct {
 
 // GroupDefs are the group configs Gregor knows.
 var GroupDefs = []GroupDef{
+	{Name: "consumer.heartbeat.interval.ms", BrokerProp: "group.consumer.heartbeat.interval.ms", Default: "5000", AtLeast: 1, Min: 5000, Max: 15000,
+		Doc: "The heartbeat interval given to consumer group (KIP-848) members."},
+	{Name: "consumer.session.timeout.ms", BrokerProp: "group.consumer.session.timeout.ms", Default: "45000", AtLeast: 1, Min: 45000, Max: 60000,
+		Doc: "The timeout to detect consumer group (KIP-848) members that stopped heartbeating."},
 	{Name: "share.auto.offset.reset", Default: "latest", Enum: []string{"latest", "earliest"},
 		Doc: "Where a share group starts on a partition without share-partition state."},
 	{Name: "share.record.lock.duration.ms", BrokerProp: "group.share.record.lock.duration.ms", Default: "30000", AtLeast: 1000, Min: 15000, Max: 60000,

@@ -487,7 +487,8 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 	}
 	r.MemberID = kmsg.StringPtr(m.id)
 	r.MemberEpoch = m.epoch
-	r.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	_, interval := c.consumerTimeouts(g.id)
+	r.HeartbeatIntervalMillis = int32(interval.Milliseconds())
 	if req.MemberEpoch == 0 || req.MemberEpoch != m.epoch || before.epoch != m.epoch || !before.assigned.equal(m.assigned) ||
 		(ownedNow != nil && !ownedNow.equal(m.assigned)) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
@@ -647,12 +648,28 @@ func (c *Coordinator) removeConsumerMemberLocked(g *group, m *consumerMember) {
 	}
 }
 
+// consumerTimeouts is a consumer group's session timeout and heartbeat
+// interval: its group configs, else the broker's.
+func (c *Coordinator) consumerTimeouts(group string) (time.Duration, time.Duration) {
+	s, h := c.cfg.ConsumerSessionTimeout, c.cfg.ConsumerHeartbeatInterval
+	if c.cfg.ConsumerGroupTimeouts != nil {
+		gs, gh := c.cfg.ConsumerGroupTimeouts(group)
+		if gs > 0 {
+			s = gs
+		}
+		if gh > 0 {
+			h = gh
+		}
+	}
+	return s, h
+}
+
 // scheduleConsumerSessionLocked restarts m's session timer (a classic
 // member's own session timeout, else the group's).
 //
 // Lock should be held.
 func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *consumerMember) {
-	d := c.cfg.ConsumerSessionTimeout
+	d, _ := c.consumerTimeouts(g.id)
 	if m.classic != nil && m.classic.sessionTimeout > 0 {
 		d = m.classic.sessionTimeout
 	}

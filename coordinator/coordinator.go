@@ -85,6 +85,9 @@ type Config struct {
 	Topics                    func() []ConsumerTopic
 	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	// ConsumerGroupTimeouts, if set, gives a consumer group's own
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms.
+	ConsumerGroupTimeouts GroupTimeouts
 	// ConsumerAssignors are the server assignors offered, the first the
 	// default (group.consumer.assignors); names other than "uniform" and
 	// "range" are dropped.

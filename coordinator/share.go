@@ -70,9 +70,12 @@ func (sg *shareGroup) state() string {
 	return cgStable
 }
 
-// ShareTimeouts returns a share group's session timeout and heartbeat
-// interval; zero values take the coordinator's.
-type ShareTimeouts func(group string) (session, heartbeat time.Duration)
+// GroupTimeouts returns a group's own session timeout and heartbeat
+// interval (its group configs); zero values take the coordinator's.
+type GroupTimeouts func(group string) (session, heartbeat time.Duration)
+
+// ShareTimeouts is GroupTimeouts for share groups.
+type ShareTimeouts = GroupTimeouts
 
 func (c *Coordinator) shareTimeouts(group string) (time.Duration, time.Duration) {
 	s, h := c.cfg.ShareSessionTimeout, c.cfg.ShareHeartbeatInterval

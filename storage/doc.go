@@ -11,8 +11,8 @@
 // 20-digit zero-padded offset of its first record, with a sparse offset index
 // (.index) and a time index (.timeindex) beside it, and an aborted-transaction
 // index (.txnindex) once an ABORT marker has been written to it.
-// Producer-state snapshots (.snapshot, version 2: with each producer's open
-// transaction), a checkpoint file (log start offset, recovery point and, for
+// Producer-state snapshots (.snapshot, version 3: with each producer's open
+// transaction and last marker's coordinator epoch), a checkpoint file (log start offset, recovery point and, for
 // replicated logs, high watermark), the leader-epoch cache
 // (leader-epoch-checkpoint) and a clean-shutdown marker complete the
 // directory. The byte formats are described next to their constants:
@@ -25,7 +25,9 @@
 //
 // Append validates a batch (ValidateBatch), applies the idempotent-producer
 // rules, assigns offsets from the log end offset, rolls the active segment
-// when segment.bytes or segment.ms say so, writes the batch with one write
+// when segment.bytes or segment.ms say so (segment.ms as Kafka measures it:
+// from the largest timestamp of the segment's first batch to that of the
+// new batch, by the clock only for batches without timestamps), writes the batch with one write
 // system call, updates the in-memory indexes of the active segment, and
 // advances the high watermark, after an fsync when flush.messages asks for
 // one. Rolling fsyncs the old segment and its indexes, maps its indexes

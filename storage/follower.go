@@ -104,7 +104,7 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 	var segEnd int64
 	for i := 0; i < len(batches); {
 		first := batches[i].h
-		if seg, err = l.maybeRollLocked(first.Size(), first.LastOffset(), nowMs); err != nil {
+		if seg, err = l.maybeRollLocked(first.Size(), first.LastOffset(), first.MaxTimestamp, nowMs); err != nil {
 			return res, err
 		}
 		// The run of batches that fits in seg is written at once.
@@ -123,6 +123,7 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 		stable := false
 		for _, b := range batches[i:j] {
 			h, bpos := b.h, pos+b.off-start
+			seg.noteFirstBatch(bpos, h.MaxTimestamp)
 			seg.track(bpos, h.Size(), h.LastOffset(), h.MaxTimestamp, l.cfg.IndexIntervalBytes)
 			l.leo.Store(h.LastOffset() + 1)
 			l.publishLogEndLocked(seg, bpos+h.Size(), h.LastOffset()+1)
@@ -134,8 +135,8 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 				continue
 			}
 			rec := records[b.off+BatchHeaderSize : b.off+h.Size()]
-			if typ, ok := markerType(rec); ok {
-				if err := l.applyMarkerLocked(h, typ == markerCommit, seg); err != nil {
+			if typ, coordEpoch, ok := parseMarker(rec); ok {
+				if err := l.applyMarkerLocked(h, typ == markerCommit, coordEpoch, seg); err != nil {
 					return res, err
 				}
 			}
@@ -161,12 +162,13 @@ func (l *Log) AppendAsFollower(records []byte) (FollowerAppendResult, error) {
 // applyMarkerLocked applies a transaction marker appended as a follower or
 // found replaying the log: the producer's epoch moves up to the marker's
 // and its open transaction ends. Lock should be held.
-func (l *Log) applyMarkerLocked(h BatchHeader, commit bool, seg *segment) error {
+func (l *Log) applyMarkerLocked(h BatchHeader, commit bool, coordinatorEpoch int32, seg *segment) error {
 	e := l.producers.producers[h.ProducerID]
 	if e == nil {
 		e = newProducerEntry(h.ProducerEpoch)
 		l.producers.producers[h.ProducerID] = e
 	}
 	e.epoch = max(e.epoch, h.ProducerEpoch)
+	e.coordinatorEpoch = coordinatorEpoch
 	return l.completeTxnLocked(h.ProducerID, e, commit, h.BaseOffset, seg)
 }

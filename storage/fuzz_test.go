@@ -241,7 +241,7 @@ func recoveryCase(t *testing.T, tmpl string, all [][]byte, bases []int64, cut ui
 // FuzzProducerSnapshot decodes arbitrary snapshot bytes.
 //
 // Invariants: never panics; a decoded current-version snapshot re-encodes to
-// the same bytes (version 1 snapshots are upgraded, so only decoded).
+// the same bytes (version 1 and 2 snapshots are upgraded, so only decoded).
 func FuzzProducerSnapshot(f *testing.F) {
 	m := newProducerStateManager()
 	m.update(BatchHeader{ProducerID: 3, ProducerEpoch: 1, BaseSequence: 0, LastOffsetDelta: 4, MaxTimestamp: 9}, nil, 0)

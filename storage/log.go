@@ -267,7 +267,7 @@ func (l *Log) Append(batch []byte, opts AppendOptions) (AppendResult, error) {
 // segment, rolling first if needed, indexes it and advances the log end
 // offset. It returns the segment and position written. Lock should be held.
 func (l *Log) writeLocked(batch []byte, h BatchHeader, nowMs int64) (*segment, int64, error) {
-	seg, err := l.maybeRollLocked(h.Size(), h.LastOffset(), nowMs)
+	seg, err := l.maybeRollLocked(h.Size(), h.LastOffset(), h.MaxTimestamp, nowMs)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -275,6 +275,7 @@ func (l *Log) writeLocked(batch []byte, h BatchHeader, nowMs int64) (*segment, i
 	if err := l.writeBytesLocked(seg, batch, pos, nowMs); err != nil {
 		return nil, 0, err
 	}
+	seg.noteFirstBatch(pos, h.MaxTimestamp)
 	seg.track(pos, h.Size(), h.LastOffset(), h.MaxTimestamp, l.cfg.IndexIntervalBytes)
 	l.leo.Store(h.LastOffset() + 1)
 	l.publishLogEndLocked(seg, pos+h.Size(), h.LastOffset()+1)
@@ -353,20 +354,36 @@ func (l *Log) wakeAll() {
 }
 
 // maybeRollLocked returns the segment to append a batch of size bytes ending
-// at lastOffset to, rolling when the active one is full, too old, or cannot
-// index lastOffset. Lock should be held.
-func (l *Log) maybeRollLocked(size, lastOffset, nowMs int64) (*segment, error) {
+// at lastOffset, with largest timestamp maxTs, to, rolling when the active
+// one is full, too old, or cannot index lastOffset. Lock should be held.
+//
+// Too old is Kafka's rule (LogSegment.shouldRoll, KIP-33): when the
+// segment's first batch has a timestamp, the new batch's largest timestamp
+// more than segment.ms after it; otherwise the segment's first append more
+// than segment.ms ago by the clock. So records with old timestamps followed
+// by current ones (a transaction marker, a LogAppendTime batch) start a
+// new segment, as on Kafka.
+func (l *Log) maybeRollLocked(size, lastOffset, maxTs, nowMs int64) (*segment, error) {
 	seg := l.active()
 	cur := seg.size.Load()
 	if cur == 0 {
 		return seg, nil
 	}
-	if cur+size > l.cfg.SegmentBytes ||
-		(seg.firstAppendMs > 0 && nowMs-seg.firstAppendMs > l.cfg.SegmentMs) ||
+	if cur+size > l.cfg.SegmentBytes || l.segmentAgedLocked(seg, maxTs, nowMs) ||
 		lastOffset-seg.base > math.MaxInt32 {
 		return l.rollLocked()
 	}
 	return seg, nil
+}
+
+// segmentAgedLocked reports whether seg, not empty, is older than
+// segment.ms for a batch with largest timestamp maxTs appended at nowMs
+// (see maybeRollLocked). Lock should be held.
+func (l *Log) segmentAgedLocked(seg *segment, maxTs, nowMs int64) bool {
+	if ts := seg.rollTimestampLocked(); ts >= 0 {
+		return maxTs-ts > l.cfg.SegmentMs
+	}
+	return seg.firstAppendMs > 0 && nowMs-seg.firstAppendMs > l.cfg.SegmentMs
 }
 
 // rollLocked closes the active segment (final time-index entry, fsync of the

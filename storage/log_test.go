@@ -192,29 +192,92 @@ func TestLog_RollBySize(t *testing.T) {
 	}
 }
 
+// TestLog_RollByTime: segment.ms as Kafka applies it (KIP-33): a batch
+// whose largest timestamp is more than segment.ms after that of the
+// segment's first batch starts a new segment, whatever the clock says; the
+// new segment measures from its own first batch.
 func TestLog_RollByTime(t *testing.T) {
+	clk := &clock{ms: 1_000_000}
+	cfg := testConfig()
+	cfg.Now = clk.now
+	cfg.SegmentMs = 1000
+	dir := t.TempDir()
+	l := openLog(t, filepath.Join(dir, "t-0"), cfg)
+	defer func() { l.Close() }()
+	mustAppend(t, l, simpleBatch(1, 1, 5000))
+	clk.ms += 10_000                          // the clock does not count while batches carry timestamps
+	mustAppend(t, l, simpleBatch(1, 1, 6000)) // exactly segment.ms: no roll
+	if n := len(l.segments()); n != 1 {
+		t.Fatalf("%d segments", n)
+	}
+	mustAppend(t, l, simpleBatch(1, 1, 6001))
+	if segs := l.segments(); len(segs) != 2 || segs[1].base != 2 {
+		t.Fatalf("segments %d", len(segs))
+	}
+	mustAppend(t, l, simpleBatch(1, 1, 7001)) // 1000 after the new segment's first
+	if n := len(l.segments()); n != 2 {
+		t.Fatalf("%d segments", n)
+	}
+	mustAppend(t, l, simpleBatch(1, 1, 100)) // an older timestamp never rolls
+	if n := len(l.segments()); n != 2 {
+		t.Fatalf("%d segments", n)
+	}
+	// Reopened, the active segment's first batch is read from its file.
+	l.Close()
+	l = openLog(t, filepath.Join(dir, "t-0"), cfg)
+	mustAppend(t, l, simpleBatch(1, 1, 7002))
+	if segs := l.segments(); len(segs) != 3 || segs[2].base != 5 {
+		t.Fatalf("after reopening: %d segments", len(segs))
+	}
+}
+
+// TestLog_RollByTimeOldRecordsThenMarker: records with timestamps long past
+// (replayed data, or a test's fixed 2020 timestamps) followed by a batch
+// stamped now, here a transaction marker, roll the segment at once, as
+// Kafka does; a read then stops at the end of the old segment.
+func TestLog_RollByTimeOldRecordsThenMarker(t *testing.T) {
+	clk := &clock{ms: 1_800_000_000_000}
+	cfg := testConfig()
+	cfg.Now = clk.now
+	l := openLog(t, filepath.Join(t.TempDir(), "t-0"), cfg) // segment.ms 7 days
+	defer l.Close()
+	mustAppend(t, l, txnBatch(1, 0, 0, "a0", "a1")) // timestamps 1000: 1970
+	if _, err := l.AppendMarker(pid(1), 0, true, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if segs := l.segments(); len(segs) != 2 || segs[1].base != 2 {
+		t.Fatalf("%d segments, want the marker to start one at 2", len(segs))
+	}
+	res, err := l.Read(0, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := res.Slice.ReadAll()
+	res.Slice.Release()
+	if h := parseHeader(b); h.BaseOffset != 0 || int64(len(b)) != h.Size() {
+		t.Fatalf("read at 0: %d bytes, want the first batch only (%d)", len(b), h.Size())
+	}
+}
+
+// TestLog_RollByClockWithoutTimestamps: a segment whose first batch has no
+// timestamp (-1) rolls by the clock, segment.ms after its first append.
+func TestLog_RollByClockWithoutTimestamps(t *testing.T) {
 	clk := &clock{ms: 1_000_000}
 	cfg := testConfig()
 	cfg.Now = clk.now
 	cfg.SegmentMs = 1000
 	l := openLog(t, filepath.Join(t.TempDir(), "t-0"), cfg)
 	defer l.Close()
-	mustAppend(t, l, simpleBatch(1, 1, 1))
+	mustAppend(t, l, simpleBatch(1, 1, -1))
 	clk.ms += 1000
-	mustAppend(t, l, simpleBatch(1, 1, 1)) // exactly segment.ms: no roll
+	mustAppend(t, l, simpleBatch(1, 1, -1)) // exactly segment.ms: no roll
 	if n := len(l.segments()); n != 1 {
 		t.Fatalf("%d segments", n)
 	}
-	clk.ms += 1
-	mustAppend(t, l, simpleBatch(1, 1, 1))
+	clk.ms++
+	mustAppend(t, l, simpleBatch(1, 1, -1))
 	if segs := l.segments(); len(segs) != 2 || segs[1].base != 2 {
 		t.Fatalf("segments %d", len(segs))
-	}
-	// The new segment's clock starts at its first append.
-	clk.ms += 999
-	mustAppend(t, l, simpleBatch(1, 1, 1))
-	if n := len(l.segments()); n != 2 {
-		t.Fatalf("%d segments", n)
 	}
 }
 

@@ -19,7 +19,7 @@ const maxProducerBatches = 5
 // Producer-state snapshot (<20-digit offset>.snapshot): the state of every
 // idempotent producer after all batches below offset, big-endian:
 //
-//	 0 version       int16   2 (1: without txnFirstOffset)
+//	 0 version       int16   3 (1: without txnFirstOffset; 2: without coordinatorEpoch)
 //	 2 crc           uint32  CRC-32C of bytes 6..end
 //	 6 producerCount int32
 //	10 producers, each:
@@ -27,6 +27,7 @@ const maxProducerBatches = 5
 //	     epoch       int16
 //	     batchCount  int8    0..5 (1..5 in version 1)
 //	     txnFirstOffset int64 first offset of the ongoing transaction, -1 if none (version 2)
+//	     coordinatorEpoch int32 of the producer's last transaction marker, -1 if none (version 3)
 //	     batchCount batches, oldest first, each 32 bytes:
 //	       firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | timestamp int64
 //
@@ -37,9 +38,9 @@ const maxProducerBatches = 5
 // beyond the log end or failing their CRC are deleted. The newest
 // keptSnapshots are kept.
 const (
-	snapshotVersion      = 2
+	snapshotVersion      = 3
 	snapshotHeaderSize   = 10
-	snapshotProducerSize = 19 // 11 in version 1
+	snapshotProducerSize = 23 // 11 in version 1, 19 in version 2
 	snapshotBatchSize    = 32
 	keptSnapshots        = 3
 )
@@ -62,10 +63,13 @@ type producerEntry struct {
 	txnFirst int64
 	txnSeg   *segment
 	txnPos   int64
+	// coordinatorEpoch is that of the producer's last transaction marker
+	// in this log, -1 before one (Kafka's ProducerStateEntry).
+	coordinatorEpoch int32
 }
 
 func newProducerEntry(epoch int16) *producerEntry {
-	return &producerEntry{epoch: epoch, txnFirst: -1}
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordinatorEpoch: -1}
 }
 
 // lastOffset is the offset of the producer's last batch, -1 without one.
@@ -97,6 +101,9 @@ type ProducerState struct {
 	// TxnStartOffset is the first offset of the producer's ongoing
 	// transaction in this log, -1 when none (DescribeProducers).
 	TxnStartOffset int64
+	// CoordinatorEpoch is the transaction coordinator epoch of the
+	// producer's last marker in this log, -1 before one (DescribeProducers).
+	CoordinatorEpoch int32
 }
 
 // producerStateManager tracks idempotent producers. Lock should be held
@@ -149,10 +156,11 @@ func (m *producerStateManager) update(h BatchHeader, seg *segment, pos int64) (t
 		e = newProducerEntry(h.ProducerEpoch)
 		m.producers[h.ProducerID] = e
 	case h.ProducerEpoch > e.epoch:
-		txnFirst, txnSeg, txnPos := e.txnFirst, e.txnSeg, e.txnPos
+		txnFirst, txnSeg, txnPos, coordEpoch := e.txnFirst, e.txnSeg, e.txnPos, e.coordinatorEpoch
 		*e = *newProducerEntry(h.ProducerEpoch)
-		// A transaction stays open across an epoch bump until its marker.
-		e.txnFirst, e.txnSeg, e.txnPos = txnFirst, txnSeg, txnPos
+		// A transaction stays open across an epoch bump until its marker;
+		// the last marker's coordinator epoch is kept, as in Kafka.
+		e.txnFirst, e.txnSeg, e.txnPos, e.coordinatorEpoch = txnFirst, txnSeg, txnPos, coordEpoch
 	case h.ProducerEpoch < e.epoch:
 		return false // fenced; cannot have been appended
 	}
@@ -182,7 +190,7 @@ func (m *producerStateManager) expire(logStartOffset int64) {
 func (m *producerStateManager) states() []ProducerState {
 	out := make([]ProducerState, 0, len(m.producers))
 	for id, e := range m.producers {
-		ps := ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: -1, LastOffset: -1, TxnStartOffset: e.txnFirst}
+		ps := ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: -1, LastOffset: -1, TxnStartOffset: e.txnFirst, CoordinatorEpoch: e.coordinatorEpoch}
 		if e.n > 0 {
 			b := e.last()
 			ps.LastSequence, ps.LastTimestamp, ps.LastOffset = b.lastSeq, b.timestamp, b.lastOffset
@@ -210,6 +218,7 @@ func (m *producerStateManager) encode() []byte {
 		b = be.AppendUint16(b, uint16(e.epoch))
 		b = append(b, byte(e.n))
 		b = be.AppendUint64(b, uint64(e.txnFirst))
+		b = be.AppendUint32(b, uint32(e.coordinatorEpoch))
 		for _, m := range e.batches[:e.n] {
 			b = be.AppendUint32(b, uint32(m.firstSeq))
 			b = be.AppendUint32(b, uint32(m.lastSeq))
@@ -229,12 +238,15 @@ func decodeProducerSnapshot(b []byte) (map[int64]*producerEntry, error) {
 		return nil, errors.New("too short")
 	}
 	version := be.Uint16(b)
-	if version != 1 && version != snapshotVersion {
+	if version < 1 || version > snapshotVersion {
 		return nil, fmt.Errorf("version %d", version)
 	}
 	producerSize, minBatches := snapshotProducerSize, 0
-	if version == 1 {
+	switch version {
+	case 1:
 		producerSize, minBatches = 11, 1
+	case 2:
+		producerSize = 19
 	}
 	if crc := crc32.Checksum(b[6:], castagnoli); crc != be.Uint32(b[2:]) {
 		return nil, fmt.Errorf("crc %08x, computed %08x", be.Uint32(b[2:]), crc)
@@ -256,6 +268,9 @@ func decodeProducerSnapshot(b []byte) (map[int64]*producerEntry, error) {
 			if e.txnFirst < -1 {
 				return nil, fmt.Errorf("producer %d: bad transaction start %d", id, e.txnFirst)
 			}
+		}
+		if version >= 3 {
+			e.coordinatorEpoch = int32(be.Uint32(p[19:]))
 		}
 		p = p[producerSize:]
 		if e.n < minBatches || e.n > maxProducerBatches || len(p) < e.n*snapshotBatchSize {

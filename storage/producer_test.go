@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -109,7 +112,7 @@ func TestProducer_EpochBumpRequiresSequenceZero(t *testing.T) {
 	if _, err := appendP(t, l, pbatch(1, 0, 0, 5)); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("old epoch after bump: %v", err)
 	}
-	want := []ProducerState{{ProducerID: pid(1), Epoch: 1, LastSequence: 0, LastTimestamp: 100, LastOffset: 5, TxnStartOffset: -1}}
+	want := []ProducerState{{ProducerID: pid(1), Epoch: 1, LastSequence: 0, LastTimestamp: 100, LastOffset: 5, TxnStartOffset: -1, CoordinatorEpoch: -1}}
 	if got := l.ProducerStates(); !slices.Equal(got, want) {
 		t.Fatalf("%+v", got)
 	}
@@ -126,7 +129,7 @@ func TestProducer_UnknownProducerStartsAnywhere(t *testing.T) {
 		second.BaseOffset != 1 || second.LastOffset != 1 || second.Duplicate {
 		t.Fatalf("appends at seq 42 and 43: %+v %+v, want offsets 0 and 1", first, second)
 	}
-	want := []ProducerState{{ProducerID: pid(1), Epoch: 3, LastSequence: 43, LastTimestamp: 143, LastOffset: 1, TxnStartOffset: -1}}
+	want := []ProducerState{{ProducerID: pid(1), Epoch: 3, LastSequence: 43, LastTimestamp: 143, LastOffset: 1, TxnStartOffset: -1, CoordinatorEpoch: -1}}
 	if got := l.ProducerStates(); !slices.Equal(got, want) {
 		t.Fatalf("producer states %+v, want %+v", got, want)
 	}
@@ -270,5 +273,76 @@ func TestProducer_SnapshotRoundTrip(t *testing.T) {
 		if _, err := decodeProducerSnapshot(c); err == nil {
 			t.Fatalf("flipped byte %d not detected", i)
 		}
+	}
+}
+
+// TestProducer_CoordinatorEpoch: a producer's coordinator epoch is -1 until
+// a transaction marker for it is written, then the marker's (Kafka's
+// ProducerStateEntry, shown by DescribeProducers); it survives an epoch bump
+// and a reopen, from the snapshot and, without one, from the log.
+func TestProducer_CoordinatorEpoch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l := openLog(t, dir, testConfig())
+	idem := makeBatch(batchOpts{producerID: pid(1), epoch: 0, seq: 0}, rec{value: []byte("i"), ts: 1000})
+	mustAppend(t, l, idem)
+	mustAppend(t, l, txnBatch(2, 0, 0, "t0"))
+	coordEpochs := func(l *Log) map[int64]int32 {
+		out := map[int64]int32{}
+		for _, ps := range l.ProducerStates() {
+			out[ps.ProducerID] = ps.CoordinatorEpoch
+		}
+		return out
+	}
+	if got := coordEpochs(l); got[pid(1)] != -1 || got[pid(2)] != -1 {
+		t.Fatalf("before any marker: %v, want -1 for both", got)
+	}
+	if _, err := l.AppendMarker(pid(2), 0, true, 7, 0); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txnBatch(2, 1, 0, "t1")) // epoch bump: the coordinator epoch stays
+	want := map[int64]int32{pid(1): -1, pid(2): 7}
+	if got := coordEpochs(l); !maps.Equal(got, want) {
+		t.Fatalf("after the marker: %v, want %v", got, want)
+	}
+	crashed := crashCopy(t, dir)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig())
+	if got := coordEpochs(l); !maps.Equal(got, want) {
+		t.Fatalf("reopened from the snapshot: %v, want %v", got, want)
+	}
+	l.Close()
+	snaps, _ := listSnapshots(crashed)
+	for _, off := range snaps {
+		os.Remove(offsetFileName(crashed, off, snapshotSuffix))
+	}
+	l = openLog(t, crashed, testConfig())
+	defer l.Close()
+	if got := coordEpochs(l); !maps.Equal(got, want) {
+		t.Fatalf("rebuilt from the log: %v, want %v", got, want)
+	}
+}
+
+// TestProducer_SnapshotVersion2: a version 2 snapshot (no coordinator
+// epoch) still loads, its producers with coordinator epoch -1.
+func TestProducer_SnapshotVersion2(t *testing.T) {
+	m := newProducerStateManager()
+	m.update(BatchHeader{ProducerID: 9, ProducerEpoch: 1, BaseSequence: 0, LastOffsetDelta: 2, MaxTimestamp: 5}, nil, 0)
+	m.producers[9].coordinatorEpoch = 3
+	v3 := m.encode()
+	// Version 2 is version 3 without the 4 bytes after txnFirstOffset.
+	v2 := append(append([]byte(nil), v3[:snapshotHeaderSize+19]...), v3[snapshotHeaderSize+23:]...)
+	binary.BigEndian.PutUint16(v2, 2)
+	binary.BigEndian.PutUint32(v2[2:], crc32.Checksum(v2[6:], castagnoli))
+	got, err := decodeProducerSnapshot(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got[9]; e == nil || e.coordinatorEpoch != -1 || e.epoch != 1 || e.n != 1 || e.batches[0].lastSeq != 2 {
+		t.Fatalf("decoded %+v", got[9])
+	}
+	if got, err := decodeProducerSnapshot(v3); err != nil || got[9].coordinatorEpoch != 3 {
+		t.Fatalf("version 3: %+v %v", got, err)
 	}
 }

@@ -430,7 +430,7 @@ func (l *Log) replayMarker(w *window, s *segment, pos int64, h BatchHeader) erro
 	if err != nil {
 		return err
 	}
-	typ, ok := markerType(rec)
+	typ, coordEpoch, ok := parseMarker(rec)
 	if !ok {
 		return nil
 	}
@@ -440,5 +440,6 @@ func (l *Log) replayMarker(w *window, s *segment, pos int64, h BatchHeader) erro
 		l.producers.producers[h.ProducerID] = e
 	}
 	e.epoch = max(e.epoch, h.ProducerEpoch)
+	e.coordinatorEpoch = coordEpoch
 	return l.completeTxnLocked(h.ProducerID, e, typ == markerCommit, h.BaseOffset, s)
 }

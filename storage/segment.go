@@ -93,6 +93,34 @@ type segment struct {
 	// Writer state, guarded by Log.mu.
 	bytesSinceIndex int64 // log bytes since the last offset-index entry
 	firstAppendMs   int64 // clock time of the first append, for segment.ms; 0 when empty
+	// firstBatchTs is the largest timestamp of the segment's first batch
+	// when firstBatchTsSet: segment.ms measures from it (Kafka's
+	// rollingBasedTimestamp) when it is not negative.
+	firstBatchTs    int64
+	firstBatchTsSet bool
+}
+
+// noteFirstBatch records the largest timestamp of a batch written at pos,
+// when it is the segment's first. Lock (Log.mu) should be held.
+func (s *segment) noteFirstBatch(pos, maxTs int64) {
+	if pos == 0 {
+		s.firstBatchTs, s.firstBatchTsSet = maxTs, true
+	}
+}
+
+// rollTimestampLocked is the largest timestamp of the segment's first
+// batch, read from the file when not known yet (a segment opened from disk
+// or cut short); -1 when it cannot be read. Lock (Log.mu) should be held.
+func (s *segment) rollTimestampLocked() int64 {
+	if !s.firstBatchTsSet {
+		var hb [BatchHeaderSize]byte
+		s.firstBatchTs = -1
+		if _, err := s.file.ReadAt(hb[:], 0); err == nil {
+			s.firstBatchTs = parseHeader(hb[:]).MaxTimestamp
+		}
+		s.firstBatchTsSet = true
+	}
+	return s.firstBatchTs
 }
 
 func (s *segment) path(suffix string) string {

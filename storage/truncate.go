@@ -152,6 +152,7 @@ func (l *Log) truncateLocked(i int, cut, next int64) error {
 	}
 	if cut == 0 {
 		s.firstAppendMs = 0
+		s.firstBatchTsSet = false
 	} else if s.firstAppendMs == 0 {
 		s.firstAppendMs = l.cfg.Now().UnixMilli()
 	}

@@ -95,6 +95,33 @@ func buildMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch in
 // markerType returns the type of the marker record in a control batch whose
 // records section begins rec; ok is false when it is not a marker.
 func markerType(rec []byte) (typ int16, ok bool) {
+	typ, _, ok = parseMarker(rec)
+	return typ, ok
+}
+
+// parseMarker is markerType that also returns the marker's coordinator
+// epoch (-1 when its value is missing or short).
+func parseMarker(rec []byte) (typ int16, coordinatorEpoch int32, ok bool) {
+	typ, ok = markerKey(rec)
+	if !ok {
+		return 0, -1, false
+	}
+	// markerKey checked the record up to the end of its key: skip it.
+	coordinatorEpoch = -1
+	skipVarint := func(p []byte) []byte { _, n := binary.Varint(p); return p[n:] }
+	p := skipVarint(rec)              // record length
+	p = skipVarint(skipVarint(p[1:])) // attributes, timestamp and offset deltas
+	klen, n := binary.Varint(p)
+	p = p[n+int(klen):]
+	if vlen, n := binary.Varint(p); n > 0 && vlen >= 6 && int64(len(p)-n) >= vlen {
+		coordinatorEpoch = int32(binary.BigEndian.Uint32(p[n+2:]))
+	}
+	return typ, coordinatorEpoch, true
+}
+
+// markerKey reads the type from the key of the marker record that rec
+// begins; ok is false when it is not a marker.
+func markerKey(rec []byte) (typ int16, ok bool) {
 	p := rec
 	varint := func() (int64, bool) {
 		v, n := binary.Varint(p)
@@ -161,7 +188,7 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 		e = newProducerEntry(epoch)
 		l.producers.producers[producerID] = e
 	}
-	e.epoch = epoch
+	e.epoch, e.coordinatorEpoch = epoch, coordinatorEpoch
 	if err := l.completeTxnLocked(producerID, e, commit, h.BaseOffset, seg); err != nil {
 		return -1, err
 	}

@@ -17,7 +17,9 @@ func txnBatch(producer int64, epoch int16, seq int32, values ...string) []byte {
 
 func TestLog_TransactionsMoveLastStableOffset(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, testConfig())
+	cfg := testConfig()
+	cfg.Now = (&clock{ms: 2000}).now // markers stamped near the batches' 1000: one segment
+	l := openLog(t, dir, cfg)
 	a, c := pid(1), pid(3)
 	mustAppend(t, l, txnBatch(1, 0, 0, "a0", "a1"))                                 // 0-1, txn A open
 	mustAppend(t, l, makeBatch(batchOpts{}, rec{value: []byte("plain"), ts: 1000})) // 2
@@ -104,6 +106,15 @@ func TestMarker_RoundTrip(t *testing.T) {
 	}
 	if typ, ok := markerType(buildMarker(7, 2, false, 5, 1234)[BatchHeaderSize:]); !ok || typ != markerAbort {
 		t.Fatalf("abort type %d %v", typ, ok)
+	}
+	if typ, ce, ok := parseMarker(buildMarker(7, 2, true, 41, 1234)[BatchHeaderSize:]); !ok || typ != markerCommit || ce != 41 {
+		t.Fatalf("parseMarker: type %d coordinator epoch %d %v", typ, ce, ok)
+	}
+	// A marker whose value is cut short has no coordinator epoch.
+	short := buildMarker(7, 2, true, 41, 1234)[BatchHeaderSize:]
+	short = short[:len(short)-4]
+	if _, ce, ok := parseMarker(short); !ok || ce != -1 {
+		t.Fatalf("short value: coordinator epoch %d %v", ce, ok)
 	}
 }
 

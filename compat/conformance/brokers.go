@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/compat/kafkaref"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // CommonProps are the server properties both brokers get: one node with id
@@ -147,7 +148,72 @@ func StartPair(ctx context.Context, logs io.Writer) (*Pair, error) {
 		p.Stop()
 		return nil, err
 	}
+	if err := copyClusterDefaults(p.Kafka.Addr, p.Gregor.Addr); err != nil {
+		p.Stop()
+		return nil, err
+	}
 	return p, nil
+}
+
+// copyClusterDefaults sets on Gregor the cluster-wide dynamic broker
+// configs (resource BROKER "") that a freshly formatted Kafka already has,
+// so both brokers start from the same state. Kafka 4.4's KRaft bootstrap
+// writes one for min.insync.replicas (the ELR feature, KIP-966, requires
+// the cluster-level value), which topics then report with source
+// DYNAMIC_DEFAULT_BROKER_CONFIG; without it Gregor's answer would be
+// DEFAULT_CONFIG for the same value, a difference of the setup and not of
+// the broker.
+func copyClusterDefaults(kafkaAddr, gregorAddr string) error {
+	kc, err := dialRaw(kafkaAddr)
+	if err != nil {
+		return err
+	}
+	defer kc.close()
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dreq.Version = 4
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+	dreq.Resources = append(dreq.Resources, dr)
+	resp, err := kc.do(dreq)
+	if err != nil {
+		return fmt.Errorf("describing Kafka's cluster defaults: %w", err)
+	}
+	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ireq.Version = 1
+	ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+	ir.ResourceType, ir.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+	for _, r := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("describing Kafka's cluster defaults: error %d", r.ErrorCode)
+		}
+		for _, c := range r.Configs {
+			if c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || c.Value == nil {
+				continue
+			}
+			ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			ic.Name, ic.Value = c.Name, c.Value
+			ir.Configs = append(ir.Configs, ic)
+		}
+	}
+	if len(ir.Configs) == 0 {
+		return nil
+	}
+	ireq.Resources = append(ireq.Resources, ir)
+	gc, err := dialRaw(gregorAddr)
+	if err != nil {
+		return err
+	}
+	defer gc.close()
+	ans, err := gc.do(ireq)
+	if err != nil {
+		return fmt.Errorf("setting Kafka's cluster defaults on Gregor: %w", err)
+	}
+	for _, r := range ans.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("setting Kafka's cluster defaults on Gregor: error %d", r.ErrorCode)
+		}
+	}
+	return nil
 }
 
 // Stop stops both brokers and removes their data.

@@ -43,6 +43,14 @@ var shortSet = []string{
 	"UpdateFeatures: group.version and share.version at 0: ApiVersions, the group heartbeats and describes, ShareFetch and ShareAcknowledge",
 	"ListConfigResources: v0 and v1: client metrics subscriptions and group configs",
 	"IncrementalAlterConfigs: CLIENT_METRICS: validation errors and their messages",
+	// Matched for #28.
+	"CreateTopics: 3 partitions: answer with configs",
+	"DescribeConfigs: topic: chosen keys with an override",
+	"EndTxn: commit, fetch read_committed, abort after commit",
+	"DescribeProducers: after idempotent and plain batches",
+	"IncrementalAlterConfigs: per-broker dynamic config, describe with synonyms",
+	"IncrementalAlterConfigs: group configs: share and consumer keys, bad value, unknown key",
+	"DescribeShareGroupOffsets: unknown group, unknown topic",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built

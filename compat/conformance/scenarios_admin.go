@@ -17,12 +17,14 @@ func adminScenarios() []Scenario {
 			r := Do[*kmsg.ApiVersionsResponse](e, req)
 			// Key presence only: version ranges are listed by the report's
 			// version table.
-			keys := map[string]any{"ErrorCode": r.ErrorCode}
-			var names []string
+			// Each key by number and name, so the diff names the keys
+			// only one broker advertises.
+			keys := map[string]any{"ErrorCode": r.ErrorCode, "count": len(r.ApiKeys)}
+			advertised := map[string]any{}
 			for _, k := range r.ApiKeys {
-				names = append(names, kmsg.NameForKey(k.ApiKey))
+				advertised[fmt.Sprintf("%02d %s", k.ApiKey, kmsg.NameForKey(k.ApiKey))] = true
 			}
-			keys["count"] = len(names)
+			keys["keys"] = advertised
 			return keys
 		}},
 		{"ApiVersions", "v3 and v4: supported and finalized features", func(e *Env) any {

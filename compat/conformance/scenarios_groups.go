@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -273,6 +275,41 @@ func groupScenarios() []Scenario {
 			}
 			return map[string]any{"join": first, "unknown": Do[*kmsg.ConsumerGroupHeartbeatResponse](e, bad)}
 		}},
+		{"ConsumerGroupHeartbeat", "member and group epochs: a first member (topic existing or missing), a second, the first rejoining", func(e *Env) any {
+			e.CreateTopic("cgh-ep", 1)
+			hb := func(group, member string, epoch int32, topics ...string) *kmsg.ConsumerGroupHeartbeatResponse {
+				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				req.Group, req.MemberEpoch, req.MemberID = group, epoch, member
+				if epoch == 0 {
+					req.RebalanceTimeoutMillis = 30000
+					req.SubscribedTopicNames = topics
+					req.ServerAssignor = sp("uniform")
+					req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				}
+				return Do[*kmsg.ConsumerGroupHeartbeatResponse](e, req)
+			}
+			out := map[string]any{}
+			seq := func(name, group, member string, topics ...string) {
+				findCoordinator(e, group, 0)
+				var epochs []int32
+				r := hb(group, member, 0, topics...)
+				epochs = append(epochs, r.MemberEpoch)
+				for i := 0; i < 3 && r.ErrorCode == 0; i++ {
+					r = hb(group, member, r.MemberEpoch)
+					epochs = append(epochs, r.MemberEpoch)
+				}
+				out[name] = epochs
+				d := kmsg.NewPtrConsumerGroupDescribeRequest()
+				d.Groups = []string{group}
+				g := Do[*kmsg.ConsumerGroupDescribeResponse](e, d).Groups[0]
+				out[name+".describe"] = fmt.Sprintf("group %d assignment %d members %d", g.Epoch, g.AssignmentEpoch, len(g.Members))
+			}
+			seq("existing", "g-cgh-ep1", memberA, "cgh-ep")
+			seq("missing", "g-cgh-ep2", memberA, "cgh-ep-none")
+			seq("secondMember", "g-cgh-ep1", memberB, "cgh-ep")
+			seq("firstAgain", "g-cgh-ep1", memberA, "cgh-ep")
+			return out
+		}},
 		{"ConsumerGroupDescribe", "unknown group and a classic group", func(e *Env) any {
 			joinedGroup(e, "g-cgd-classic")
 			findCoordinator(e, "g-cgd-none", 0)
@@ -317,6 +354,46 @@ func groupScenarios() []Scenario {
 			// Once more: the answer that saw the LSO may predate the marker.
 			f = Do[*kmsg.FetchResponse](e, fetchReq("t-commit", e.TopicID("t-commit"), 0, 0, 1<<20, 1))
 			return map[string]any{"add": add, "produce": p, "end": end, "fetch": f}
+		}},
+		// The batches carry 2020 timestamps and the marker the broker's
+		// clock: more than segment.ms (7 days) apart, so the marker starts
+		// a new segment, and a Fetch answers from one segment only.
+		{"EndTxn", "commit after 2020-stamped records: fetches at 0 and 2 (both isolations), before and after a later record", func(e *Env) any {
+			e.CreateTopic("t-commit-where", 1)
+			txn := "t-commit-where-id"
+			findCoordinator(e, txn, 1)
+			pid, epoch := e.InitProducerID(&txn)
+			addPartitions(e, txn, pid, epoch, "t-commit-where", 0)
+			o := batchOpts{producerID: pid, producerEpoch: epoch, baseSequence: 0, transactional: true}
+			e.produce(produceReq(-1, &txn, "t-commit-where", 0, batch(o, vals("t", 2)...)))
+			endTxn(e, txn, pid, epoch, true)
+			id := e.TopicID("t-commit-where")
+			e.waitFor("LSO past the commit", func() bool {
+				f := Do[*kmsg.FetchResponse](e, fetchReq("t-commit-where", id, 0, 0, 1<<20, 1))
+				return f.Topics[0].Partitions[0].LastStableOffset == 3
+			})
+			out := map[string]any{}
+			shape := func(f *kmsg.FetchResponse) []string {
+				var bs []string
+				p := f.Topics[0].Partitions[0]
+				for _, b := range viewBatches(p.RecordBatches) {
+					bs = append(bs, fmt.Sprintf("%d+%d %s", b.BaseOffset, b.LastOffsetDelta, b.Attributes))
+				}
+				bs = append(bs, fmt.Sprintf("hw=%d lso=%d", p.HighWatermark, p.LastStableOffset))
+				return bs
+			}
+			for _, iso := range []int8{0, 1} {
+				for _, off := range []int64{0, 2} {
+					out[fmt.Sprintf("before.iso%d.at%d", iso, off)] = shape(Do[*kmsg.FetchResponse](e, fetchReq("t-commit-where", id, 0, off, 1<<20, iso)))
+				}
+			}
+			e.produce(produceReq(-1, nil, "t-commit-where", 0, batch(batchOpts{producerID: -1, producerEpoch: -1, baseSequence: -1}, vals("p", 1)...)))
+			for _, iso := range []int8{0, 1} {
+				for _, off := range []int64{0, 2} {
+					out[fmt.Sprintf("after.iso%d.at%d", iso, off)] = shape(Do[*kmsg.FetchResponse](e, fetchReq("t-commit-where", id, 0, off, 1<<20, iso)))
+				}
+			}
+			return out
 		}},
 		{"EndTxn", "abort: read_committed sees the aborted transaction", func(e *Env) any {
 			e.CreateTopic("t-abort", 1)

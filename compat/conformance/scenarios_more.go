@@ -360,6 +360,30 @@ func moreScenarios() []Scenario {
 			})
 			return map[string]any{"ack": ack, "describe": d}
 		}},
+		{"ShareAcknowledge", "accept everything: the described start offset after the ack, a further fetch, more records and the member leaving", func(e *Env) any {
+			shareFetched(e, "g-sa-when", "sa-when")
+			id := e.TopicID("sa-when")
+			shareAck(e, "g-sa-when", e.shareEpoch, id, 0, 2, 1)
+			start := func() int64 {
+				d := describeShareOffsets(e, "g-sa-when", "sa-when")
+				if len(d.Groups) != 1 || len(d.Groups[0].Topics) != 1 || len(d.Groups[0].Topics[0].Partitions) != 1 {
+					return -2
+				}
+				return d.Groups[0].Topics[0].Partitions[0].StartOffset
+			}
+			out := map[string]any{"afterAck": start()}
+			Do[*kmsg.ShareFetchResponse](e, shareFetchReq("g-sa-when", memberA, e.shareEpoch+1, id, 0))
+			out["afterFetch"] = start()
+			e.MustProduce("sa-when", 0, batch(plainOpts(), vals("t", 2)...))
+			f := Do[*kmsg.ShareFetchResponse](e, shareFetchReq("g-sa-when", memberA, e.shareEpoch+2, id, 0))
+			out["acquiredMore"] = len(f.Topics) == 1 && len(f.Topics[0].Partitions) == 1 && len(f.Topics[0].Partitions[0].AcquiredRecords) > 0
+			out["afterMoreFetched"] = start()
+			shareHeartbeat(e, "g-sa-when", memberA, -1)
+			var got int64
+			e.poll(func() bool { got = start(); return got == 3 })
+			out["afterLeave"] = got
+			return out
+		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
 			id := e.TopicID("sa-errs")
@@ -372,6 +396,23 @@ func moreScenarios() []Scenario {
 			e.CreateTopic("dsgo", 1)
 			joinShare(e, "g-dsgo", "dsgo")
 			return map[string]any{"unknownGroup": describeShareOffsets(e, "g-dsgo-none", "dsgo"), "unknownTopic": describeShareOffsets(e, "g-dsgo", "dsgo-nope")}
+		}},
+		{"DescribeShareGroupOffsets", "a classic group, a consumer group, a share group's partition without state", func(e *Env) any {
+			e.CreateTopic("dsgo-b", 1)
+			e.CreateTopic("dsgo-nostate", 1)
+			joinedGroup(e, "g-dsgo-classic")
+			joinShare(e, "g-dsgo-b", "dsgo-b")
+			findCoordinator(e, "g-dsgo-consumer", 0)
+			req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+			req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "g-dsgo-consumer", memberA, 0, 30000
+			req.SubscribedTopicNames = []string{"dsgo-b"}
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+			Do[*kmsg.ConsumerGroupHeartbeatResponse](e, req)
+			return map[string]any{
+				"classic":  describeShareOffsets(e, "g-dsgo-classic", "dsgo-b"),
+				"consumer": describeShareOffsets(e, "g-dsgo-consumer", "dsgo-b"),
+				"noState":  describeShareOffsets(e, "g-dsgo-b", "dsgo-nostate"),
+			}
 		}},
 		{"AlterShareGroupOffsets", "non-empty group, then an empty group and describe", func(e *Env) any {
 			e.CreateTopic("asgo", 1)
@@ -732,6 +773,29 @@ func moreScenarios() []Scenario {
 				req.Topics = append(req.Topics, t)
 			}
 			return Do[*kmsg.ListPartitionReassignmentsResponse](e, req)
+		}},
+		{"AlterReplicaLogDirs", "to the replica's own directory, to an unknown directory, an unknown topic", func(e *Env) any {
+			e.CreateTopic("arld", 1)
+			dreq := kmsg.NewPtrDescribeLogDirsRequest()
+			dirs := Do[*kmsg.DescribeLogDirsResponse](e, dreq)
+			if len(dirs.Dirs) != 1 {
+				e.fail("setup: %d log dirs", len(dirs.Dirs))
+			}
+			alter := func(dir, topic string) any {
+				req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+				d := kmsg.NewAlterReplicaLogDirsRequestDir()
+				d.Dir = dir
+				t := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+				t.Topic, t.Partitions = topic, []int32{0}
+				d.Topics = append(d.Topics, t)
+				req.Dirs = append(req.Dirs, d)
+				return Do[*kmsg.AlterReplicaLogDirsResponse](e, req)
+			}
+			return map[string]any{
+				"own":          alter(dirs.Dirs[0].Dir, "arld"),
+				"unknownDir":   alter("/nonexistent-gregor-dir", "arld"),
+				"unknownTopic": alter(dirs.Dirs[0].Dir, "arld-nope"),
+			}
 		}},
 		{"DescribeLogDirs", "unknown topic and partition", func(e *Env) any {
 			e.CreateTopic("dld-p", 1)

@@ -66,6 +66,14 @@ func textScenarios() []Scenario {
 			})
 			return map[string]any{"set": set, "describe": d}
 		}},
+		{"IncrementalAlterConfigs", "broker: log.cleaner.threads out of bounds: messages", func(e *Env) any {
+			out := map[string]any{}
+			for k, v := range map[string]string{"zero": "0", "moreThanDouble": "3", "negative": "-1"} {
+				r := incAlterBroker(e, "1", "log.cleaner.threads", v, 0).Resources[0]
+				out[k] = text(r.ErrorCode, r.ErrorMessage)
+			}
+			return out
+		}},
 		{"IncrementalAlterConfigs", "share group configs: messages", func(e *Env) any {
 			out := map[string]any{}
 			for k, kv := range map[string][2]string{
@@ -74,6 +82,10 @@ func textScenarios() []Scenario {
 				"belowMin":   {"share.record.lock.duration.ms", "999"},
 				"belowRange": {"share.record.lock.duration.ms", "14000"},
 				"badReset":   {"share.auto.offset.reset", "foo"},
+				// The consumer group (KIP-848) keys beside them.
+				"consumerSessionAbove":   {"consumer.session.timeout.ms", "61000"},
+				"consumerSessionZero":    {"consumer.session.timeout.ms", "0"},
+				"consumerHeartbeatBelow": {"consumer.heartbeat.interval.ms", "4000"},
 			} {
 				r := groupConfig(e, "g-msg", kv[0], kv[1]).Resources[0]
 				out[k] = text(r.ErrorCode, r.ErrorMessage)
