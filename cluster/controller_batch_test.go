@@ -129,3 +129,107 @@ func newLedTopic(t *testing.T, topic string, parts int32) (*testCluster, *Metada
 	})
 	return c, m
 }
+
+// TestElectLeaders_Batch: a broker leading about a third of 600 partitions
+// dies, returns and rejoins every ISR; one preferred ElectLeaders naming
+// every partition moves those whose first replica it is back to it, written
+// at a few etcd revisions (one per batch, not one per partition), each with
+// LeaderEpoch and PartitionEpoch one higher; the others answer
+// ErrElectionNotNeeded, a partition named twice is elected once and an
+// unknown one answers ErrUnknownTopicOrPartition.
+func TestElectLeaders_Batch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	const parts = 600
+	c, m := newLedTopic(t, "elect", parts)
+	var victim int32
+	for id := range m.Brokers {
+		if id != m.ControllerID {
+			victim = id
+			break
+		}
+	}
+	c.stop(victim, true)
+	c.waitAll("no partition led by the dead broker or with it in its ISR", func(m *Metadata) bool {
+		for _, p := range m.Topics["elect"].Partitions {
+			if p.Leader < 0 || p.Leader == victim || slices.Contains(p.ISR, victim) {
+				return false
+			}
+		}
+		return true
+	})
+	c.restart(victim)
+	m = c.waitAll("the broker registered again", func(m *Metadata) bool { _, ok := m.Brokers[victim]; return ok })
+	expand := map[int32][]ISRChange{}
+	for _, p := range m.Topics["elect"].Partitions {
+		expand[p.Leader] = append(expand[p.Leader], ISRChange{Topic: "elect", Partition: p.Index, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.Replicas})
+	}
+	for leader, chs := range expand {
+		for i, r := range c.node(leader).AlterPartitions(ctx(t), chs) {
+			if r.Err != nil {
+				t.Fatalf("broker %d expanding the ISR of partition %d: %v", leader, chs[i].Partition, r.Err)
+			}
+		}
+	}
+	m = c.waitAll("every ISR full again", func(m *Metadata) bool {
+		for _, p := range m.Topics["elect"].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	before := slices.Clone(m.Topics["elect"].Partitions)
+	tps := []TopicPartition{{Topic: "elect", Partition: 7}, {Topic: "elect", Partition: parts}, {Topic: "nope", Partition: 0}}
+	for i := int32(0); i < parts; i++ {
+		tps = append(tps, TopicPartition{Topic: "elect", Partition: i})
+	}
+	res := c.node(m.ControllerID).ElectLeaders(ctx(t), true, tps)
+	for _, tp := range tps[1:3] {
+		if !errors.Is(res[tp], ErrUnknownTopicOrPartition) {
+			t.Fatalf("%v: %v, want ErrUnknownTopicOrPartition", tp, res[tp])
+		}
+	}
+	moved := 0
+	for _, p := range before {
+		err := res[TopicPartition{Topic: "elect", Partition: p.Index}]
+		switch {
+		case p.Leader == p.Replicas[0] && !errors.Is(err, ErrElectionNotNeeded):
+			t.Fatalf("partition %d led by its first replica: %v, want ErrElectionNotNeeded", p.Index, err)
+		case p.Leader != p.Replicas[0] && err != nil:
+			t.Fatalf("partition %d led by %d, first replica %d: %v", p.Index, p.Leader, p.Replicas[0], err)
+		case p.Leader != p.Replicas[0]:
+			moved++
+		}
+	}
+	if moved < parts/10 {
+		t.Fatalf("only %d of %d partitions were not led by their first replica", moved, parts)
+	}
+	m = c.waitAll("every partition led by its first replica", func(m *Metadata) bool {
+		for _, p := range m.Topics["elect"].Partitions {
+			if p.Leader != p.Replicas[0] {
+				return false
+			}
+		}
+		return true
+	})
+	revs := map[int64]int{}
+	for i, p := range m.Topics["elect"].Partitions {
+		b := before[i]
+		if b.Leader == b.Replicas[0] {
+			if p.LeaderEpoch != b.LeaderEpoch || p.Version != b.Version {
+				t.Fatalf("partition %d, not elected, changed: %+v, was %+v", p.Index, p, b)
+			}
+			continue
+		}
+		if p.LeaderEpoch != b.LeaderEpoch+1 || p.PartitionEpoch != b.PartitionEpoch+1 {
+			t.Fatalf("partition %d elected: epochs %d/%d, were %d/%d (named twice: elected once)", p.Index, p.LeaderEpoch, p.PartitionEpoch, b.LeaderEpoch, b.PartitionEpoch)
+		}
+		revs[p.Version]++
+	}
+	if want := moved/c.node(m.ControllerID).reconcileBatch() + 2; len(revs) > want {
+		t.Fatalf("the %d elections were written at %d revisions, want at most %d", moved, len(revs), want)
+	}
+	t.Logf("broker %d back: %d of %d partitions moved to their first replica at %d revisions", victim, moved, parts, len(revs))
+}

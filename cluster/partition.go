@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -221,29 +222,127 @@ func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker
 // partition: nil, ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
 // ErrEligibleLeadersNotAvailable, ErrUnknownTopicOrPartition or a transport
 // error.
+//
+// Every partition is decided from one read of the live brokers and of its
+// topic's partitions, and the elections are written in batches of
+// reconcileBatch(), one etcd transaction each, conditioned as a single
+// election is (each partition's mod revision, each new leader's
+// registration): moving a thousand leaders back to their preferred
+// replicas after a restart is a few writes, not a thousand sequential ones
+// (which outlasted the request's timeout, issue #22). A batch whose
+// conditions fail (a partition changed meanwhile) is elected again one
+// partition at a time, each read anew.
 func (n *Node) ElectLeaders(ctx context.Context, preferred bool, parts []TopicPartition) map[TopicPartition]error {
 	out := map[TopicPartition]error{}
-	if parts == nil {
-		resp, err := n.cli.Get(ctx, keyPartitions, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	current := map[TopicPartition]Partition{}
+	read := func(prefix string) error {
+		resp, err := n.cli.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
-			return out
+			return err
 		}
 		for _, kv := range resp.Kvs {
-			k := string(kv.Key[len(keyPartitions):])
-			for i := len(k) - 1; i >= 0; i-- {
-				if k[i] == '/' {
-					if idx, err := strconv.ParseInt(k[i+1:], 10, 32); err == nil {
-						parts = append(parts, TopicPartition{Topic: k[:i], Partition: int32(idx)})
-					}
-					break
+			tp, ok := parsePartitionKey(string(kv.Key))
+			if !ok || prefix != keyPartitions && partitionsPrefix(tp.Topic) != prefix {
+				continue
+			}
+			if p, err := parsePartition(tp.Partition, kv); err == nil {
+				current[tp] = p
+			}
+		}
+		return nil
+	}
+	if parts == nil {
+		if err := read(keyPartitions); err != nil {
+			return out
+		}
+		for tp := range current {
+			parts = append(parts, tp)
+		}
+		slices.SortFunc(parts, func(a, b TopicPartition) int {
+			if a.Topic != b.Topic {
+				return strings.Compare(a.Topic, b.Topic)
+			}
+			return int(a.Partition - b.Partition)
+		})
+	} else {
+		seen := map[string]bool{}
+		for _, tp := range parts {
+			if seen[tp.Topic] {
+				continue
+			}
+			seen[tp.Topic] = true
+			if err := read(partitionsPrefix(tp.Topic)); err != nil {
+				for _, tp := range parts {
+					out[tp] = err
 				}
+				return out
 			}
 		}
 	}
+	live, err := n.liveBrokers(ctx)
+	if err != nil {
+		for _, tp := range parts {
+			out[tp] = err
+		}
+		return out
+	}
+	var changes []partitionChange
 	for _, tp := range parts {
-		out[tp] = n.electLeader(ctx, preferred, tp)
+		if _, dup := out[tp]; dup {
+			continue // named twice: one election
+		}
+		p, ok := current[tp]
+		if !ok {
+			out[tp] = ErrUnknownTopicOrPartition
+			continue
+		}
+		np, err := election(p, live, preferred)
+		out[tp] = err
+		if err == nil {
+			changes = append(changes, partitionChange{topic: tp.Topic, old: p, new: np})
+		}
+	}
+	for batch := range slices.Chunk(changes, n.reconcileBatch()) {
+		written, err := n.writeElections(ctx, batch)
+		for _, c := range batch {
+			tp := TopicPartition{Topic: c.topic, Partition: c.old.Index}
+			switch {
+			case err != nil:
+				out[tp] = err
+			case !written:
+				out[tp] = n.electLeader(ctx, preferred, tp)
+			}
+		}
+		if written && err == nil {
+			c := batch[0]
+			n.log.Info("leader elections", "partitions", len(batch), "preferred", preferred,
+				"first", fmt.Sprintf("%s-%d", c.topic, c.old.Index), "leader", c.new.Leader, "leaderEpoch", c.new.LeaderEpoch)
+		}
 	}
 	return out
+}
+
+// writeElections writes cs in one transaction, conditioned on each
+// partition's mod revision and each new leader's registration; written is
+// false when a condition failed (nothing is written then).
+func (n *Node) writeElections(ctx context.Context, cs []partitionChange) (written bool, err error) {
+	cmps := make([]clientv3.Cmp, 0, len(cs)+3)
+	ops := make([]clientv3.Op, 0, len(cs))
+	leaders := map[int32]bool{}
+	for _, c := range cs {
+		key := partitionKey(c.topic, c.old.Index)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", c.old.Version))
+		if !leaders[c.new.Leader] {
+			leaders[c.new.Leader] = true
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(c.new.Leader)), "=", c.new.LeaderBrokerEpoch))
+		}
+		ops = append(ops, clientv3.OpPut(key, string(partitionToJSON(&c.new))))
+	}
+	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartition) error {
@@ -256,44 +355,10 @@ func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartitio
 		if err != nil {
 			return err
 		}
-		leaderAlive := p.Leader >= 0 && live[p.Leader].Epoch != 0 &&
-			(p.LeaderBrokerEpoch == 0 || live[p.Leader].Epoch == p.LeaderBrokerEpoch)
-		np := p
-		if preferred {
-			pref := p.Replicas[0]
-			if p.Leader == pref && leaderAlive {
-				return ErrElectionNotNeeded
-			}
-			if _, ok := live[pref]; !ok || !slices.Contains(p.ISR, pref) {
-				return ErrPreferredLeaderNotAvailable
-			}
-			np.Leader = pref
-		} else {
-			if leaderAlive {
-				return ErrElectionNotNeeded
-			}
-			np.Leader = -1
-			for _, r := range p.Replicas {
-				if _, ok := live[r]; ok && slices.Contains(p.ISR, r) {
-					np.Leader = r
-					break
-				}
-			}
-			if np.Leader < 0 {
-				for _, r := range p.Replicas {
-					if _, ok := live[r]; ok {
-						np.Leader, np.ISR = r, []int32{r}
-						break
-					}
-				}
-			}
-			if np.Leader < 0 {
-				return ErrEligibleLeadersNotAvailable
-			}
+		np, err := election(p, live, preferred)
+		if err != nil {
+			return err
 		}
-		np.LeaderBrokerEpoch = live[np.Leader].Epoch
-		np.LeaderEpoch++
-		np.PartitionEpoch++
 		resp, err := n.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.ModRevision(partitionKey(tp.Topic, tp.Partition)), "=", p.Version),
 			clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch),
@@ -308,6 +373,50 @@ func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartitio
 		}
 	}
 	return ErrConflict
+}
+
+// election decides one partition's election (see ElectLeaders) given the
+// live brokers: its new state, or why there is none.
+func election(p Partition, live map[int32]Broker, preferred bool) (Partition, error) {
+	leaderAlive := p.Leader >= 0 && live[p.Leader].Epoch != 0 &&
+		(p.LeaderBrokerEpoch == 0 || live[p.Leader].Epoch == p.LeaderBrokerEpoch)
+	np := p
+	if preferred {
+		pref := p.Replicas[0]
+		if p.Leader == pref && leaderAlive {
+			return p, ErrElectionNotNeeded
+		}
+		if _, ok := live[pref]; !ok || !slices.Contains(p.ISR, pref) {
+			return p, ErrPreferredLeaderNotAvailable
+		}
+		np.Leader = pref
+	} else {
+		if leaderAlive {
+			return p, ErrElectionNotNeeded
+		}
+		np.Leader = -1
+		for _, r := range p.Replicas {
+			if _, ok := live[r]; ok && slices.Contains(p.ISR, r) {
+				np.Leader = r
+				break
+			}
+		}
+		if np.Leader < 0 {
+			for _, r := range p.Replicas {
+				if _, ok := live[r]; ok {
+					np.Leader, np.ISR = r, []int32{r}
+					break
+				}
+			}
+		}
+		if np.Leader < 0 {
+			return p, ErrEligibleLeadersNotAvailable
+		}
+	}
+	np.LeaderBrokerEpoch = live[np.Leader].Epoch
+	np.LeaderEpoch++
+	np.PartitionEpoch++
+	return np, nil
 }
 
 // ProducerIDBlockSize is the number of producer ids AllocateProducerIDBlock
