@@ -32,7 +32,8 @@ const (
 
 // TestClusterJepsenScale is Jepsen at issue #22's scale: three gregor
 // processes, one topic of GREGOR_JEPSEN_SCALE_PARTITIONS RF=3 partitions
-// (default 3,000; min.insync.replicas=2), idempotent acks=all producers
+// (default 1,000, as make test runs it; make jepsen-scale 3,000;
+// min.insync.replicas=2), idempotent acks=all producers
 // writing round-robin to every partition (each gets a record at least every
 // jepsenScaleRoundTime throughout), a consumer reading everything, and per
 // node a high-watermark monitor (ListOffsets of every partition) and a
@@ -42,21 +43,26 @@ const (
 // leading the most partitions (about a third), times how long until
 // Metadata names a live new leader for every one of them ("led again") and
 // until a new leader acknowledged a write to every one ("writable"),
-// restarts it and waits for a full ISR on every partition. Every wait is
+// restarts it, waits for a full ISR on every partition and moves leadership
+// back with a preferred election of every partition (so that the next kill
+// again strikes a leader of a third, and a thousand leaders move between
+// live brokers at once, the other way two leaders could arise). Every wait is
 // bounded: a partition never led or written again is a failure (a hang),
 // not a slow run. Then every partition is read from the start and
 // jepsenCheck checks the history: every acknowledged record exactly once at
 // its offset, nothing lost, duplicated or regressed (high watermarks never
 // back), and never two leaders (per partition and leaderEpoch one broker,
 // by ListOffsets and every node's Metadata). The failover figures are
-// logged per cycle and in the summary.
+// logged per cycle and in the summary. Producers' records buffered for the
+// killed leader may fail (the harness's proxy accepts and closes at once,
+// which franz-go does not retry); they count as produce errors, not acks.
 //
 // GREGOR_JEPSEN_SCALE_RATE sets the records a second of all producers
 // (default: a pass over every partition every two seconds, within
 // jepsenScaleMinRate..jepsenScaleMaxRate). GREGOR_JEPSEN_SEED fixes the
 // random moments of the kills; GREGOR_CLUSTER_LOGDIR keeps the logs.
 func TestClusterJepsenScale(t *testing.T) {
-	parts := envInt("GREGOR_JEPSEN_SCALE_PARTITIONS", 3000)
+	parts := envInt("GREGOR_JEPSEN_SCALE_PARTITIONS", 1000)
 	cycles := envInt("GREGOR_JEPSEN_SCALE_CYCLES", 1)
 	rate := envInt("GREGOR_JEPSEN_SCALE_RATE", min(max(parts/2, jepsenScaleMinRate), jepsenScaleMaxRate))
 	if time.Duration(parts)*time.Second/time.Duration(rate) > jepsenScaleRoundTime {
