@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestController_FailoverInBatches: when a broker leading a third of 600
@@ -232,4 +234,91 @@ func TestElectLeaders_Batch(t *testing.T) {
 		t.Fatalf("the %d elections were written at %d revisions, want at most %d", moved, len(revs), want)
 	}
 	t.Logf("broker %d back: %d of %d partitions moved to their first replica at %d revisions", victim, moved, parts, len(revs))
+}
+
+// TestController_FailedBatchWrittenInHalves: the controller's snapshot says
+// a broker leading a third of 600 partitions is gone, but one partition
+// changed since (its leader shrank its ISR): the batch's transaction fails,
+// and its halves are written in turn, down to the stale partition alone.
+// Every other partition's change lands at a few revisions (about
+// 2·log2(600)), where writing the batch again one partition at a time took
+// 599; the stale one is not written.
+func TestController_FailedBatchWrittenInHalves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	const parts = 600
+	c, m := newLedTopic(t, "halves", parts)
+	ctrl := c.node(m.ControllerID)
+	resp, err := ctrl.cli.Get(ctx(t), keyController, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil || len(resp.Kvs) == 0 {
+		t.Fatal(resp, err)
+	}
+	elKey, elRev := string(resp.Kvs[0].Key), resp.Kvs[0].CreateRevision
+	guard := clientv3.Compare(clientv3.CreateRevision(elKey), "=", elRev)
+	var victim int32
+	for id := range m.Brokers {
+		if id != m.ControllerID {
+			victim = id
+			break
+		}
+	}
+	stale := *m
+	stale.Brokers = map[int32]Broker{}
+	for id, b := range m.Brokers {
+		if id != victim {
+			stale.Brokers[id] = b
+		}
+	}
+	// Partition 300 changes after the snapshot: its leader drops a
+	// follower other than the victim from its ISR.
+	p := m.Topics["halves"].Partitions[300]
+	var isr []int32
+	for _, r := range p.ISR {
+		if r == p.Leader || r == victim {
+			isr = append(isr, r)
+		}
+	}
+	if _, err := c.node(p.Leader).AlterPartition(ctx(t), "halves", 300, p.LeaderEpoch, p.PartitionEpoch, isr); err != nil {
+		t.Fatal(err)
+	}
+	before, err := ctrl.cli.Get(ctx(t), keyPartitions, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost := ctrl.reconcile(ctx(t), guard, elKey, &stale); lost {
+		t.Fatal("the controller was told it lost its election key")
+	}
+	after, err := ctrl.cli.Get(ctx(t), keyPartitions, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs := map[int64]int{}
+	for _, kv := range after.Kvs {
+		tp, _ := parsePartitionKey(string(kv.Key))
+		if tp.Topic != "halves" {
+			continue
+		}
+		q, err := parsePartition(tp.Partition, kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.Partition == 300 {
+			if q.PartitionEpoch != p.PartitionEpoch+1 || slices.Contains(q.ISR, victim) != slices.Contains(isr, victim) {
+				t.Fatalf("the stale partition was written: %+v", q)
+			}
+			continue
+		}
+		if q.Leader == victim || slices.Contains(q.ISR, victim) {
+			t.Fatalf("partition %d not changed: %+v", tp.Partition, q)
+		}
+		if q.Version <= before.Header.Revision {
+			t.Fatalf("partition %d written before reconcile: %+v", tp.Partition, q)
+		}
+		revs[q.Version]++
+	}
+	if len(revs) > 25 {
+		t.Fatalf("%d partition changes written at %d revisions, want at most 25 (halves of the failed batch)", parts-1, len(revs))
+	}
+	t.Logf("%d changes, one partition stale: written at %d revisions", parts-1, len(revs))
 }
