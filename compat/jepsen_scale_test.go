@@ -238,12 +238,20 @@ func (r *jepsenRun) killBusiestLeader(cycle int) string {
 	for p, l := range leaders {
 		byNode[l] = append(byNode[l], p)
 	}
-	var victim int32 = -1
+	var busiest []int32 // the brokers leading the most, one chosen at random
 	for _, n := range sortedKeys(byNode) {
-		if victim < 0 || len(byNode[n]) > len(byNode[victim]) {
-			victim = n
+		switch {
+		case n < 0:
+		case len(busiest) == 0 || len(byNode[n]) > len(byNode[busiest[0]]):
+			busiest = []int32{n}
+		case len(byNode[n]) == len(byNode[busiest[0]]):
+			busiest = append(busiest, n)
 		}
 	}
+	if len(busiest) == 0 {
+		r.t.Fatalf("cycle %d: no partition has a leader: %v", cycle, leaders)
+	}
+	victim := busiest[r.rng.IntN(len(busiest))]
 	led := byNode[victim]
 	slices.Sort(led)
 	nd := r.c.Node(victim)
