@@ -322,3 +322,74 @@ func TestController_FailedBatchWrittenInHalves(t *testing.T) {
 	}
 	t.Logf("%d changes, one partition stale: written at %d revisions", parts-1, len(revs))
 }
+
+// TestAlterPartitions_FailedBatchWrittenInHalves: a leader's batch of 300
+// ISR shrinks in which one partition changed after it was read fails as a
+// whole; its halves are written in turn, so the 299 others land at a few
+// revisions and only the changed one is left to read again (it was the
+// whole batch, then written one partition at a time). A batch conditioned
+// on a registration that changed is not halved: every change is left to
+// read again and nothing is written.
+func TestAlterPartitions_FailedBatchWrittenInHalves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	const parts = 900
+	c, m := newLedTopic(t, "halves", parts)
+	leader := m.ControllerID
+	n := c.node(leader)
+	live, err := n.liveBrokers(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := live[leader].Epoch
+	var changes []ISRChange
+	var ws []isrWrite
+	for _, p := range m.Topics["halves"].Partitions {
+		if p.Leader != leader {
+			continue
+		}
+		q, err := n.readPartition(ctx(t), "halves", p.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		np := q
+		np.ISR, np.PartitionEpoch = []int32{leader}, q.PartitionEpoch+1
+		ws = append(ws, isrWrite{i: len(changes), topic: "halves", old: q, new: np})
+		changes = append(changes, ISRChange{Topic: "halves", Partition: q.Index, LeaderEpoch: q.LeaderEpoch, PartitionEpoch: q.PartitionEpoch, ISR: np.ISR})
+	}
+	stale := len(ws) / 3
+	sp := ws[stale].old
+	if _, err := n.AlterPartition(ctx(t), "halves", sp.Index, sp.LeaderEpoch, sp.PartitionEpoch, []int32{leader, sp.ISR[len(sp.ISR)-1]}); err != nil {
+		t.Fatal(err)
+	}
+
+	out := make([]ISRResult, len(changes))
+	if todo := n.writeISRsHalving(ctx(t), epoch+1, live, changes, ws, out, nil); len(todo) != len(ws) {
+		t.Fatalf("a stale registration: %d of %d changes left to read again, want all", len(todo), len(ws))
+	}
+	for i, r := range out {
+		if r.Err != nil || r.Partition.Version != 0 {
+			t.Fatalf("a stale registration: change %d has a result: %+v", i, r)
+		}
+	}
+
+	todo := n.writeISRsHalving(ctx(t), epoch, live, changes, ws, out, nil)
+	if len(todo) != 1 || todo[0] != stale {
+		t.Fatalf("left to read again: %v, want [%d]", todo, stale)
+	}
+	revs := map[int64]bool{}
+	for i, r := range out {
+		if i == stale {
+			continue
+		}
+		if r.Err != nil || !slices.Equal(r.Partition.ISR, []int32{leader}) {
+			t.Fatalf("change %d: %+v", i, r)
+		}
+		revs[r.Partition.Version] = true
+	}
+	if len(revs) > 20 {
+		t.Fatalf("%d changes written at %d revisions, want at most 20", len(ws)-1, len(revs))
+	}
+	t.Logf("%d changes, one stale: written at %d revisions", len(ws)-1, len(revs))
+}

@@ -45,8 +45,10 @@ func (n *Node) AlterPartition(ctx context.Context, topic string, partition int32
 // read from etcd only when this node's mirror does not call for the write
 // asked (or a write conditioned on it failed), and the changes are written
 // in batches of one transaction each, every change conditioned as
-// AlterPartition's is (a batch whose conditions fail is done one partition
-// at a time). One log line per batch. out[i] is changes[i]'s result.
+// AlterPartition's is (a batch whose conditions fail is written again in
+// halves, and only the changes whose partition changed meanwhile are read
+// again and retried). One log line per batch. out[i] is changes[i]'s
+// result.
 func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRResult {
 	out := make([]ISRResult, len(changes))
 	todo := make([]int, len(changes))
@@ -85,61 +87,131 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 		if attempt == 0 {
 			mirror = n.Metadata()
 		}
+		// Those the mirror does not settle are read from etcd: one by one
+		// when few, else a prefix read per topic (a failed batch of 1,000
+		// re-read one partition at a time was 1,000 sequential reads).
 		var writes []isrWrite
+		var unread []int
 		for _, i := range todo {
 			c := changes[i]
-			var p, np Partition
-			var added []int32
-			ok := false
 			if mirror != nil {
-				if p, ok = mirror.Partition(c.Topic, c.Partition); ok {
-					var err error
-					np, added, err = checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
-					ok = err == nil && np.PartitionEpoch != p.PartitionEpoch
+				if p, ok := mirror.Partition(c.Topic, c.Partition); ok {
+					np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+					if err == nil && np.PartitionEpoch != p.PartitionEpoch {
+						writes = append(writes, isrWrite{i: i, topic: c.Topic, old: p, new: np, added: added})
+						continue
+					}
 				}
 			}
-			if !ok {
-				if p, err = n.readPartition(ctx, c.Topic, c.Partition); err != nil {
+			unread = append(unread, i)
+		}
+		var fresh map[TopicPartition]Partition
+		if len(unread) > isrReadOneByOne {
+			var topics []string
+			for _, i := range unread {
+				if !slices.Contains(topics, changes[i].Topic) {
+					topics = append(topics, changes[i].Topic)
+				}
+			}
+			if fresh, err = n.readTopicPartitions(ctx, topics); err != nil {
+				for _, i := range unread {
 					out[i] = ISRResult{Err: err}
+				}
+				unread = nil
+			}
+		}
+		for _, i := range unread {
+			c := changes[i]
+			var p Partition
+			if fresh != nil {
+				var ok bool
+				if p, ok = fresh[TopicPartition{Topic: c.Topic, Partition: c.Partition}]; !ok {
+					out[i] = ISRResult{Err: ErrUnknownTopicOrPartition}
 					continue
 				}
-				np, added, err = checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
-				if err != nil || np.PartitionEpoch == p.PartitionEpoch {
-					out[i] = ISRResult{Partition: p, Err: err}
-					continue
-				}
+			} else if p, err = n.readPartition(ctx, c.Topic, c.Partition); err != nil {
+				out[i] = ISRResult{Err: err}
+				continue
+			}
+			np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+			if err != nil || np.PartitionEpoch == p.PartitionEpoch {
+				out[i] = ISRResult{Partition: p, Err: err}
+				continue
 			}
 			writes = append(writes, isrWrite{i: i, topic: c.Topic, old: p, new: np, added: added})
 		}
+		slices.SortFunc(writes, func(a, b isrWrite) int { return a.i - b.i })
 		todo = todo[:0]
-		size := n.reconcileBatch()
-		if attempt > 0 {
-			size = 1 // a batch failed: one at a time, so the rest still lands
+		for batch := range slices.Chunk(writes, n.reconcileBatch()) {
+			todo = n.writeISRsHalving(ctx, inc.epoch, live, changes, batch, out, todo)
 		}
-		for batch := range slices.Chunk(writes, size) {
-			rev, ok, err := n.writeISRs(ctx, inc.epoch, live, batch)
-			for _, w := range batch {
-				switch {
-				case err != nil:
-					out[w.i] = ISRResult{Partition: w.old, Err: err}
-				case ok:
-					w.new.Version = rev
-					out[w.i] = ISRResult{Partition: w.new}
-				default:
-					todo = append(todo, w.i) // something changed: read again
-				}
-			}
-			if ok {
-				if len(batch) == 1 {
-					c := changes[batch[0].i]
-					n.log.Info("ISR change", "topic", c.Topic, "partition", c.Partition, "isr", batch[0].new.ISR, "partitionEpoch", batch[0].new.PartitionEpoch)
-				} else {
-					n.log.Info("ISR changes", "partitions", len(batch), "first", changes[batch[0].i].Topic+"-"+strconv.Itoa(int(changes[batch[0].i].Partition)))
-				}
-			}
-		}
+		slices.Sort(todo)
 	}
 	return out
+}
+
+// isrReadOneByOne is how many partitions AlterPartitions reads from etcd
+// one Get each; more are read with one prefix Get per topic.
+const isrReadOneByOne = 8
+
+// readTopicPartitions reads every partition of topics from etcd.
+func (n *Node) readTopicPartitions(ctx context.Context, topics []string) (map[TopicPartition]Partition, error) {
+	out := map[TopicPartition]Partition{}
+	for _, topic := range topics {
+		resp, err := n.cli.Get(ctx, partitionsPrefix(topic), clientv3.WithPrefix())
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range resp.Kvs {
+			tp, ok := parsePartitionKey(string(kv.Key))
+			if !ok || tp.Topic != topic {
+				continue
+			}
+			p, err := parsePartition(tp.Partition, kv)
+			if err != nil {
+				return nil, err
+			}
+			out[tp] = p
+		}
+	}
+	return out, nil
+}
+
+// writeISRsHalving writes ws in one transaction (writeISRs) and records
+// the results in out; if a condition failed, it writes each half the same
+// way, so that only the changes whose partition changed meanwhile are
+// appended to todo (to be read again), not the whole batch. One log line
+// per transaction written.
+func (n *Node) writeISRsHalving(ctx context.Context, epoch int64, live map[int32]Broker, changes []ISRChange, ws []isrWrite, out []ISRResult, todo []int) []int {
+	rev, ok, brokersChanged, err := n.writeISRs(ctx, epoch, live, ws)
+	switch {
+	case err != nil:
+		for _, w := range ws {
+			out[w.i] = ISRResult{Partition: w.old, Err: err}
+		}
+	case ok:
+		for _, w := range ws {
+			w.new.Version = rev
+			out[w.i] = ISRResult{Partition: w.new}
+		}
+		if len(ws) == 1 {
+			c := changes[ws[0].i]
+			n.log.Info("ISR change", "topic", c.Topic, "partition", c.Partition, "isr", ws[0].new.ISR, "partitionEpoch", ws[0].new.PartitionEpoch)
+		} else {
+			n.log.Info("ISR changes", "partitions", len(ws), "first", changes[ws[0].i].Topic+"-"+strconv.Itoa(int(changes[ws[0].i].Partition)))
+		}
+	case len(ws) == 1 || brokersChanged:
+		// Its partition changed, or a registration it was conditioned on
+		// (which fails every half too): read again.
+		for _, w := range ws {
+			todo = append(todo, w.i)
+		}
+	default:
+		h := len(ws) / 2
+		todo = n.writeISRsHalving(ctx, epoch, live, changes, ws[:h], out, todo)
+		todo = n.writeISRsHalving(ctx, epoch, live, changes, ws[h:], out, todo)
+	}
+	return todo
 }
 
 // isrWrite is one checked ISR change waiting to be written.
@@ -193,8 +265,9 @@ func checkISRChange(p Partition, self int32, epoch int64, c ISRChange, live map[
 // writeISRs writes ws in one transaction conditioned on each partition's
 // mod revision, the registration of every broker added to an ISR and this
 // leader's own registration (epoch). ok is false, and nothing written,
-// when a condition failed.
-func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker, ws []isrWrite) (rev int64, ok bool, err error) {
+// when a condition failed; brokersChanged then tells whether one of the
+// registrations did.
+func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker, ws []isrWrite) (rev int64, ok, brokersChanged bool, err error) {
 	var added [][]int32
 	cmps := make([]clientv3.Cmp, 0, len(ws)+2)
 	ops := make([]clientv3.Op, 0, len(ws))
@@ -206,11 +279,33 @@ func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker
 	}
 	cmps = append(cmps, brokerCmps(live, added...)...)
 	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(n.cfg.NodeID)), "=", epoch))
-	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-	if err != nil {
-		return 0, false, err
+	// On failure, the registrations compared are read back: when one of
+	// them changed, every part of the batch would fail too.
+	want := map[int32]int64{n.cfg.NodeID: epoch}
+	for _, ids := range added {
+		for _, id := range ids {
+			want[id] = live[id].Epoch
+		}
 	}
-	return resp.Header.Revision, resp.Succeeded, nil
+	ids := make([]int32, 0, len(want))
+	var gets []clientv3.Op
+	for id := range want {
+		ids = append(ids, id)
+		gets = append(gets, clientv3.OpGet(brokerKey(id)))
+	}
+	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Else(gets...).Commit()
+	if err != nil {
+		return 0, false, false, err
+	}
+	if !resp.Succeeded {
+		for j, id := range ids {
+			kvs := resp.Responses[j].GetResponseRange().Kvs
+			if len(kvs) == 0 || kvs[0].CreateRevision != want[id] {
+				brokersChanged = true
+			}
+		}
+	}
+	return resp.Header.Revision, resp.Succeeded, brokersChanged, nil
 }
 
 // ElectLeaders runs a leader election on each partition (all partitions
