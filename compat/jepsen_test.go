@@ -95,12 +95,12 @@ type jepsenRun struct {
 type jNodePart struct{ node, partition int32 }
 
 // jHWRun is a node's run of identical answers (leaderEpoch and high
-// watermark) for a partition: the indexes in h.HWs of its first and, once
-// there is one, its latest observation.
+// watermark) for a partition; last is the index in h.HWs of its latest
+// observation once there are two (the first stays where it was), else -1.
 type jHWRun struct {
-	epoch       int32
-	hw          int64
-	first, last int // last -1: the run is one observation
+	epoch int32
+	hw    int64
+	last  int
 }
 
 // jLeaderKey identifies a jLeader without its time.
@@ -343,7 +343,7 @@ func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode, every time.Dur
 				run.last = len(r.h.HWs)
 				r.h.HWs = append(r.h.HWs, o)
 			default:
-				run = jHWRun{epoch: o.LeaderEpoch, hw: o.HW, first: len(r.h.HWs), last: -1}
+				run = jHWRun{epoch: o.LeaderEpoch, hw: o.HW, last: -1}
 				r.h.HWs = append(r.h.HWs, o)
 			}
 			r.hwRuns[k] = run
