@@ -151,9 +151,14 @@ func (r *jepsenRun) scaleProduce(ctx context.Context, id, rate int) {
 		kgo.ProducerLinger(5*time.Millisecond), kgo.RecordDeliveryTimeout(jepsenScaleDelivery),
 		kgo.RetryTimeout(jepsenScaleDelivery), kgo.MaxBufferedRecords(jepsenScaleMaxBuffer), kgo.WithHooks(r),
 		// A partition's NOT_LEADER or a dead connection asks for metadata at
-		// once, as the Java client does (retry.backoff.ms); with franz-go's
-		// 5 s default the client, not the cluster, would set "writable".
-		kgo.MetadataMinAge(jepsenScaleMetadataAge))
+		// once and retries soon, as the Java client does (retry.backoff.ms
+		// 100, retry.backoff.max.ms 1000); with franz-go's defaults (5 s
+		// between metadata loads, backoff up to 2.5 s) the client, not the
+		// cluster, would set "writable".
+		kgo.MetadataMinAge(jepsenScaleMetadataAge),
+		kgo.RetryBackoffFn(func(tries int) time.Duration {
+			return min(100*time.Millisecond<<min(max(tries-1, 0), 4), time.Second)
+		}))
 	if err != nil {
 		r.t.Error(err)
 		return
