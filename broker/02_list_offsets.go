@@ -53,11 +53,12 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				p := parts[rp.Partition]
-				if sp.ErrorCode = b.leadership(p); sp.ErrorCode != 0 {
+				epoch, code := b.servedEpoch(p)
+				if sp.ErrorCode = code; code != 0 {
 					break
 				}
-				if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, p.epoch.Load()); sp.ErrorCode == 0 {
-					b.listOffset(req, p, rp.Timestamp, &sp)
+				if sp.ErrorCode = checkLeaderEpoch(rp.CurrentLeaderEpoch, epoch); sp.ErrorCode == 0 {
+					b.listOffset(req, p, epoch, rp.Timestamp, &sp)
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -67,7 +68,8 @@ func (b *Broker) handleListOffsets(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, p *partition, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
+// listOffset answers one partition for the leader serving epoch (servedEpoch).
+func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, p *partition, epoch int32, ts int64, sp *kmsg.ListOffsetsResponseTopicPartition) {
 	l := p.log
 	// The upper bound a consumer may see.
 	upper := l.HighWatermark()
@@ -75,7 +77,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, p *partition, ts int64
 		upper = l.LastStableOffset()
 	}
 	found := func(offset, timestamp int64) {
-		sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, timestamp, p.epoch.Load()
+		sp.Offset, sp.Timestamp, sp.LeaderEpoch = offset, timestamp, epoch
 	}
 	if ldr := p.leader.Load(); ldr != nil && req.ReplicaID < 0 && upper < ldr.EpochStartOffset() && (ts == listLatest || ts == listMaxTimestamp || ts >= 0) {
 		// A new leader's high watermark may still be below the previous

@@ -612,6 +612,28 @@ func (b *Broker) leadership(p *partition) int16 {
 	return 0
 }
 
+// servedEpoch is leadership for an answer that names the leaderEpoch
+// (ListOffsets): the epoch of the very leadership it checked, from one load
+// of p.leader, and 0; or NOT_LEADER_OR_FOLLOWER. Checking p.leader and then
+// reading p.epoch will not do: a leader becoming a follower clears p.leader
+// and then stores its successor's epoch in p.epoch (applyRole), so the
+// answer could pair this broker's leadership with the successor's epoch:
+// two leaders in one epoch, as a client (and the Jepsen checker's
+// two-leaders) sees it. On a single node, p.epoch.
+func (b *Broker) servedEpoch(p *partition) (int32, int16) {
+	if b.cluster == nil {
+		return p.epoch.Load(), 0
+	}
+	if p.log == nil {
+		return -1, kerr.NotLeaderForPartition.Code
+	}
+	ldr := p.leader.Load()
+	if ldr == nil {
+		return -1, kerr.NotLeaderForPartition.Code
+	}
+	return ldr.LeaderEpoch(), 0
+}
+
 // followerLog adapts a storage.Log to replication.FollowerLog; a failed
 // append takes the log dir offline (noteWriteError).
 type followerLog struct {

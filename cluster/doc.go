@@ -86,10 +86,14 @@
 // Leaders change the ISR themselves with AlterPartition (shrink a lagging
 // follower, expand a caught-up one), conditioned on their leadership,
 // leader epoch and partition epoch; AlterPartitions writes many such
-// changes in one transaction per batch, each with the same conditions. Topic operations, ElectLeaders and
-// producer-id blocks are written directly by the node that serves the
-// request; their compares make that as safe as routing them to the
-// controller.
+// changes in one transaction per batch, each with the same conditions.
+// Topic operations, ElectLeaders and producer-id blocks are written
+// directly by the node that serves the request; their compares make that
+// as safe as routing them to the controller. ElectLeaders decides every
+// partition from one read and writes the elections in batches too. A batch
+// whose conditions fail (a partition changed since it was read) is written
+// again in halves, by the controller and by AlterPartitions, so that only
+// the changed partitions wait for a fresh read.
 //
 // # Fencing
 //

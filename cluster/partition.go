@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -44,8 +45,10 @@ func (n *Node) AlterPartition(ctx context.Context, topic string, partition int32
 // read from etcd only when this node's mirror does not call for the write
 // asked (or a write conditioned on it failed), and the changes are written
 // in batches of one transaction each, every change conditioned as
-// AlterPartition's is (a batch whose conditions fail is done one partition
-// at a time). One log line per batch. out[i] is changes[i]'s result.
+// AlterPartition's is (a batch whose conditions fail is written again in
+// halves, and only the changes whose partition changed meanwhile are read
+// again and retried). One log line per batch. out[i] is changes[i]'s
+// result.
 func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRResult {
 	out := make([]ISRResult, len(changes))
 	todo := make([]int, len(changes))
@@ -84,61 +87,131 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 		if attempt == 0 {
 			mirror = n.Metadata()
 		}
+		// Those the mirror does not settle are read from etcd: one by one
+		// when few, else a prefix read per topic (a failed batch of 1,000
+		// re-read one partition at a time was 1,000 sequential reads).
 		var writes []isrWrite
+		var unread []int
 		for _, i := range todo {
 			c := changes[i]
-			var p, np Partition
-			var added []int32
-			ok := false
 			if mirror != nil {
-				if p, ok = mirror.Partition(c.Topic, c.Partition); ok {
-					var err error
-					np, added, err = checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
-					ok = err == nil && np.PartitionEpoch != p.PartitionEpoch
+				if p, ok := mirror.Partition(c.Topic, c.Partition); ok {
+					np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+					if err == nil && np.PartitionEpoch != p.PartitionEpoch {
+						writes = append(writes, isrWrite{i: i, topic: c.Topic, old: p, new: np, added: added})
+						continue
+					}
 				}
 			}
-			if !ok {
-				if p, err = n.readPartition(ctx, c.Topic, c.Partition); err != nil {
+			unread = append(unread, i)
+		}
+		var fresh map[TopicPartition]Partition
+		if len(unread) > isrReadOneByOne {
+			var topics []string
+			for _, i := range unread {
+				if !slices.Contains(topics, changes[i].Topic) {
+					topics = append(topics, changes[i].Topic)
+				}
+			}
+			if fresh, err = n.readTopicPartitions(ctx, topics); err != nil {
+				for _, i := range unread {
 					out[i] = ISRResult{Err: err}
+				}
+				unread = nil
+			}
+		}
+		for _, i := range unread {
+			c := changes[i]
+			var p Partition
+			if fresh != nil {
+				var ok bool
+				if p, ok = fresh[TopicPartition{Topic: c.Topic, Partition: c.Partition}]; !ok {
+					out[i] = ISRResult{Err: ErrUnknownTopicOrPartition}
 					continue
 				}
-				np, added, err = checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
-				if err != nil || np.PartitionEpoch == p.PartitionEpoch {
-					out[i] = ISRResult{Partition: p, Err: err}
-					continue
-				}
+			} else if p, err = n.readPartition(ctx, c.Topic, c.Partition); err != nil {
+				out[i] = ISRResult{Err: err}
+				continue
+			}
+			np, added, err := checkISRChange(p, n.cfg.NodeID, inc.epoch, c, live)
+			if err != nil || np.PartitionEpoch == p.PartitionEpoch {
+				out[i] = ISRResult{Partition: p, Err: err}
+				continue
 			}
 			writes = append(writes, isrWrite{i: i, topic: c.Topic, old: p, new: np, added: added})
 		}
+		slices.SortFunc(writes, func(a, b isrWrite) int { return a.i - b.i })
 		todo = todo[:0]
-		size := n.reconcileBatch()
-		if attempt > 0 {
-			size = 1 // a batch failed: one at a time, so the rest still lands
+		for batch := range slices.Chunk(writes, n.reconcileBatch()) {
+			todo = n.writeISRsHalving(ctx, inc.epoch, live, changes, batch, out, todo)
 		}
-		for batch := range slices.Chunk(writes, size) {
-			rev, ok, err := n.writeISRs(ctx, inc.epoch, live, batch)
-			for _, w := range batch {
-				switch {
-				case err != nil:
-					out[w.i] = ISRResult{Partition: w.old, Err: err}
-				case ok:
-					w.new.Version = rev
-					out[w.i] = ISRResult{Partition: w.new}
-				default:
-					todo = append(todo, w.i) // something changed: read again
-				}
-			}
-			if ok {
-				if len(batch) == 1 {
-					c := changes[batch[0].i]
-					n.log.Info("ISR change", "topic", c.Topic, "partition", c.Partition, "isr", batch[0].new.ISR, "partitionEpoch", batch[0].new.PartitionEpoch)
-				} else {
-					n.log.Info("ISR changes", "partitions", len(batch), "first", changes[batch[0].i].Topic+"-"+strconv.Itoa(int(changes[batch[0].i].Partition)))
-				}
-			}
-		}
+		slices.Sort(todo)
 	}
 	return out
+}
+
+// isrReadOneByOne is how many partitions AlterPartitions reads from etcd
+// one Get each; more are read with one prefix Get per topic.
+const isrReadOneByOne = 8
+
+// readTopicPartitions reads every partition of topics from etcd.
+func (n *Node) readTopicPartitions(ctx context.Context, topics []string) (map[TopicPartition]Partition, error) {
+	out := map[TopicPartition]Partition{}
+	for _, topic := range topics {
+		resp, err := n.cli.Get(ctx, partitionsPrefix(topic), clientv3.WithPrefix())
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range resp.Kvs {
+			tp, ok := parsePartitionKey(string(kv.Key))
+			if !ok || tp.Topic != topic {
+				continue
+			}
+			p, err := parsePartition(tp.Partition, kv)
+			if err != nil {
+				return nil, err
+			}
+			out[tp] = p
+		}
+	}
+	return out, nil
+}
+
+// writeISRsHalving writes ws in one transaction (writeISRs) and records
+// the results in out; if a condition failed, it writes each half the same
+// way, so that only the changes whose partition changed meanwhile are
+// appended to todo (to be read again), not the whole batch. One log line
+// per transaction written.
+func (n *Node) writeISRsHalving(ctx context.Context, epoch int64, live map[int32]Broker, changes []ISRChange, ws []isrWrite, out []ISRResult, todo []int) []int {
+	rev, ok, brokersChanged, err := n.writeISRs(ctx, epoch, live, ws)
+	switch {
+	case err != nil:
+		for _, w := range ws {
+			out[w.i] = ISRResult{Partition: w.old, Err: err}
+		}
+	case ok:
+		for _, w := range ws {
+			w.new.Version = rev
+			out[w.i] = ISRResult{Partition: w.new}
+		}
+		if len(ws) == 1 {
+			c := changes[ws[0].i]
+			n.log.Info("ISR change", "topic", c.Topic, "partition", c.Partition, "isr", ws[0].new.ISR, "partitionEpoch", ws[0].new.PartitionEpoch)
+		} else {
+			n.log.Info("ISR changes", "partitions", len(ws), "first", changes[ws[0].i].Topic+"-"+strconv.Itoa(int(changes[ws[0].i].Partition)))
+		}
+	case len(ws) == 1 || brokersChanged:
+		// Its partition changed, or a registration it was conditioned on
+		// (which fails every half too): read again.
+		for _, w := range ws {
+			todo = append(todo, w.i)
+		}
+	default:
+		h := len(ws) / 2
+		todo = n.writeISRsHalving(ctx, epoch, live, changes, ws[:h], out, todo)
+		todo = n.writeISRsHalving(ctx, epoch, live, changes, ws[h:], out, todo)
+	}
+	return todo
 }
 
 // isrWrite is one checked ISR change waiting to be written.
@@ -192,8 +265,9 @@ func checkISRChange(p Partition, self int32, epoch int64, c ISRChange, live map[
 // writeISRs writes ws in one transaction conditioned on each partition's
 // mod revision, the registration of every broker added to an ISR and this
 // leader's own registration (epoch). ok is false, and nothing written,
-// when a condition failed.
-func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker, ws []isrWrite) (rev int64, ok bool, err error) {
+// when a condition failed; brokersChanged then tells whether one of the
+// registrations did.
+func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker, ws []isrWrite) (rev int64, ok, brokersChanged bool, err error) {
 	var added [][]int32
 	cmps := make([]clientv3.Cmp, 0, len(ws)+2)
 	ops := make([]clientv3.Op, 0, len(ws))
@@ -205,11 +279,33 @@ func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker
 	}
 	cmps = append(cmps, brokerCmps(live, added...)...)
 	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(n.cfg.NodeID)), "=", epoch))
-	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-	if err != nil {
-		return 0, false, err
+	// On failure, the registrations compared are read back: when one of
+	// them changed, every part of the batch would fail too.
+	want := map[int32]int64{n.cfg.NodeID: epoch}
+	for _, ids := range added {
+		for _, id := range ids {
+			want[id] = live[id].Epoch
+		}
 	}
-	return resp.Header.Revision, resp.Succeeded, nil
+	ids := make([]int32, 0, len(want))
+	var gets []clientv3.Op
+	for id := range want {
+		ids = append(ids, id)
+		gets = append(gets, clientv3.OpGet(brokerKey(id)))
+	}
+	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Else(gets...).Commit()
+	if err != nil {
+		return 0, false, false, err
+	}
+	if !resp.Succeeded {
+		for j, id := range ids {
+			kvs := resp.Responses[j].GetResponseRange().Kvs
+			if len(kvs) == 0 || kvs[0].CreateRevision != want[id] {
+				brokersChanged = true
+			}
+		}
+	}
+	return resp.Header.Revision, resp.Succeeded, brokersChanged, nil
 }
 
 // ElectLeaders runs a leader election on each partition (all partitions
@@ -221,29 +317,127 @@ func (n *Node) writeISRs(ctx context.Context, epoch int64, live map[int32]Broker
 // partition: nil, ErrElectionNotNeeded, ErrPreferredLeaderNotAvailable,
 // ErrEligibleLeadersNotAvailable, ErrUnknownTopicOrPartition or a transport
 // error.
+//
+// Every partition is decided from one read of the live brokers and of its
+// topic's partitions, and the elections are written in batches of
+// reconcileBatch(), one etcd transaction each, conditioned as a single
+// election is (each partition's mod revision, each new leader's
+// registration): moving a thousand leaders back to their preferred
+// replicas after a restart is a few writes, not a thousand sequential ones
+// (which outlasted the request's timeout, issue #22). A batch whose
+// conditions fail (a partition changed meanwhile) is elected again one
+// partition at a time, each read anew.
 func (n *Node) ElectLeaders(ctx context.Context, preferred bool, parts []TopicPartition) map[TopicPartition]error {
 	out := map[TopicPartition]error{}
-	if parts == nil {
-		resp, err := n.cli.Get(ctx, keyPartitions, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	current := map[TopicPartition]Partition{}
+	read := func(prefix string) error {
+		resp, err := n.cli.Get(ctx, prefix, clientv3.WithPrefix())
 		if err != nil {
-			return out
+			return err
 		}
 		for _, kv := range resp.Kvs {
-			k := string(kv.Key[len(keyPartitions):])
-			for i := len(k) - 1; i >= 0; i-- {
-				if k[i] == '/' {
-					if idx, err := strconv.ParseInt(k[i+1:], 10, 32); err == nil {
-						parts = append(parts, TopicPartition{Topic: k[:i], Partition: int32(idx)})
-					}
-					break
+			tp, ok := parsePartitionKey(string(kv.Key))
+			if !ok || prefix != keyPartitions && partitionsPrefix(tp.Topic) != prefix {
+				continue
+			}
+			if p, err := parsePartition(tp.Partition, kv); err == nil {
+				current[tp] = p
+			}
+		}
+		return nil
+	}
+	if parts == nil {
+		if err := read(keyPartitions); err != nil {
+			return out
+		}
+		for tp := range current {
+			parts = append(parts, tp)
+		}
+		slices.SortFunc(parts, func(a, b TopicPartition) int {
+			if a.Topic != b.Topic {
+				return strings.Compare(a.Topic, b.Topic)
+			}
+			return int(a.Partition - b.Partition)
+		})
+	} else {
+		seen := map[string]bool{}
+		for _, tp := range parts {
+			if seen[tp.Topic] {
+				continue
+			}
+			seen[tp.Topic] = true
+			if err := read(partitionsPrefix(tp.Topic)); err != nil {
+				for _, tp := range parts {
+					out[tp] = err
 				}
+				return out
 			}
 		}
 	}
+	live, err := n.liveBrokers(ctx)
+	if err != nil {
+		for _, tp := range parts {
+			out[tp] = err
+		}
+		return out
+	}
+	var changes []partitionChange
 	for _, tp := range parts {
-		out[tp] = n.electLeader(ctx, preferred, tp)
+		if _, dup := out[tp]; dup {
+			continue // named twice: one election
+		}
+		p, ok := current[tp]
+		if !ok {
+			out[tp] = ErrUnknownTopicOrPartition
+			continue
+		}
+		np, err := election(p, live, preferred)
+		out[tp] = err
+		if err == nil {
+			changes = append(changes, partitionChange{topic: tp.Topic, old: p, new: np})
+		}
+	}
+	for batch := range slices.Chunk(changes, n.reconcileBatch()) {
+		written, err := n.writeElections(ctx, batch)
+		for _, c := range batch {
+			tp := TopicPartition{Topic: c.topic, Partition: c.old.Index}
+			switch {
+			case err != nil:
+				out[tp] = err
+			case !written:
+				out[tp] = n.electLeader(ctx, preferred, tp)
+			}
+		}
+		if written && err == nil {
+			c := batch[0]
+			n.log.Info("leader elections", "partitions", len(batch), "preferred", preferred,
+				"first", fmt.Sprintf("%s-%d", c.topic, c.old.Index), "leader", c.new.Leader, "leaderEpoch", c.new.LeaderEpoch)
+		}
 	}
 	return out
+}
+
+// writeElections writes cs in one transaction, conditioned on each
+// partition's mod revision and each new leader's registration; written is
+// false when a condition failed (nothing is written then).
+func (n *Node) writeElections(ctx context.Context, cs []partitionChange) (written bool, err error) {
+	cmps := make([]clientv3.Cmp, 0, len(cs)+3)
+	ops := make([]clientv3.Op, 0, len(cs))
+	leaders := map[int32]bool{}
+	for _, c := range cs {
+		key := partitionKey(c.topic, c.old.Index)
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", c.old.Version))
+		if !leaders[c.new.Leader] {
+			leaders[c.new.Leader] = true
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(brokerKey(c.new.Leader)), "=", c.new.LeaderBrokerEpoch))
+		}
+		ops = append(ops, clientv3.OpPut(key, string(partitionToJSON(&c.new))))
+	}
+	resp, err := n.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
 }
 
 func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartition) error {
@@ -256,44 +450,10 @@ func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartitio
 		if err != nil {
 			return err
 		}
-		leaderAlive := p.Leader >= 0 && live[p.Leader].Epoch != 0 &&
-			(p.LeaderBrokerEpoch == 0 || live[p.Leader].Epoch == p.LeaderBrokerEpoch)
-		np := p
-		if preferred {
-			pref := p.Replicas[0]
-			if p.Leader == pref && leaderAlive {
-				return ErrElectionNotNeeded
-			}
-			if _, ok := live[pref]; !ok || !slices.Contains(p.ISR, pref) {
-				return ErrPreferredLeaderNotAvailable
-			}
-			np.Leader = pref
-		} else {
-			if leaderAlive {
-				return ErrElectionNotNeeded
-			}
-			np.Leader = -1
-			for _, r := range p.Replicas {
-				if _, ok := live[r]; ok && slices.Contains(p.ISR, r) {
-					np.Leader = r
-					break
-				}
-			}
-			if np.Leader < 0 {
-				for _, r := range p.Replicas {
-					if _, ok := live[r]; ok {
-						np.Leader, np.ISR = r, []int32{r}
-						break
-					}
-				}
-			}
-			if np.Leader < 0 {
-				return ErrEligibleLeadersNotAvailable
-			}
+		np, err := election(p, live, preferred)
+		if err != nil {
+			return err
 		}
-		np.LeaderBrokerEpoch = live[np.Leader].Epoch
-		np.LeaderEpoch++
-		np.PartitionEpoch++
 		resp, err := n.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.ModRevision(partitionKey(tp.Topic, tp.Partition)), "=", p.Version),
 			clientv3.Compare(clientv3.CreateRevision(brokerKey(np.Leader)), "=", np.LeaderBrokerEpoch),
@@ -308,6 +468,50 @@ func (n *Node) electLeader(ctx context.Context, preferred bool, tp TopicPartitio
 		}
 	}
 	return ErrConflict
+}
+
+// election decides one partition's election (see ElectLeaders) given the
+// live brokers: its new state, or why there is none.
+func election(p Partition, live map[int32]Broker, preferred bool) (Partition, error) {
+	leaderAlive := p.Leader >= 0 && live[p.Leader].Epoch != 0 &&
+		(p.LeaderBrokerEpoch == 0 || live[p.Leader].Epoch == p.LeaderBrokerEpoch)
+	np := p
+	if preferred {
+		pref := p.Replicas[0]
+		if p.Leader == pref && leaderAlive {
+			return p, ErrElectionNotNeeded
+		}
+		if _, ok := live[pref]; !ok || !slices.Contains(p.ISR, pref) {
+			return p, ErrPreferredLeaderNotAvailable
+		}
+		np.Leader = pref
+	} else {
+		if leaderAlive {
+			return p, ErrElectionNotNeeded
+		}
+		np.Leader = -1
+		for _, r := range p.Replicas {
+			if _, ok := live[r]; ok && slices.Contains(p.ISR, r) {
+				np.Leader = r
+				break
+			}
+		}
+		if np.Leader < 0 {
+			for _, r := range p.Replicas {
+				if _, ok := live[r]; ok {
+					np.Leader, np.ISR = r, []int32{r}
+					break
+				}
+			}
+		}
+		if np.Leader < 0 {
+			return p, ErrEligibleLeadersNotAvailable
+		}
+	}
+	np.LeaderBrokerEpoch = live[np.Leader].Epoch
+	np.LeaderEpoch++
+	np.PartitionEpoch++
+	return np, nil
 }
 
 // ProducerIDBlockSize is the number of producer ids AllocateProducerIDBlock

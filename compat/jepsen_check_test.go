@@ -40,6 +40,16 @@ type jHW struct {
 	Sent, Received time.Time
 }
 
+// jLeader is one partition's leader as one node's Metadata named it: node
+// Via answered that Leader leads Partition in LeaderEpoch (first seen At).
+type jLeader struct {
+	Via         int32
+	Partition   int32
+	LeaderEpoch int32
+	Leader      int32
+	At          time.Time
+}
+
 // jWritten is one batch a broker acknowledged as leader (franz-go's
 // OnProduceBatchWritten hook): which node accepted writes for a partition
 // and when.
@@ -71,8 +81,11 @@ type jHistory struct {
 	Acks      []jAck
 	Reads     []jRecord // every record the live consumer read, in any order
 	HWs       []jHW
-	Written   []jWritten
-	Kills     []jKill
+	// Leaders are the distinct leaders the nodes' Metadata named, per
+	// partition and leaderEpoch.
+	Leaders []jLeader
+	Written []jWritten
+	Kills   []jKill
 	// Unavailable lists windows in which no acknowledgement may happen.
 	Unavailable []jWindow
 	// Final is every partition read from the start by a fresh consumer after
@@ -97,6 +110,7 @@ const (
 	vGap              = "gap"               // an offset below the final high watermark missing from the final log
 	vPhantom          = "phantom"           // a value in the final log nobody wrote
 	vAckedUnavailable = "acked-unavailable" // a write acknowledged while it must fail
+	vTwoLeaders       = "two-leaders"       // two brokers leading one partition in one leaderEpoch
 )
 
 // jViolation is one broken property.
@@ -131,7 +145,10 @@ type jResult struct {
 	Commits, OffsetFetches, Processed          int
 	Txns, TxnCommitted, TxnAborted, TxnUnknown int
 	EpochObservations                          int
-	start                                      time.Time
+	// LeaderEpochs is how many (partition, leaderEpoch) pairs had a
+	// leader observed.
+	LeaderEpochs int
+	start        time.Time
 }
 
 // OK reports whether no property was broken.
@@ -169,7 +186,10 @@ type jPos struct {
 //     regression (Kafka answers OFFSET_NOT_AVAILABLE until it has caught up,
 //     KIP-207). And no leader may have reported a high watermark beyond the
 //     final log's end: that data was committed;
-//   - no write was acknowledged inside an Unavailable window.
+//   - no write was acknowledged inside an Unavailable window;
+//   - never two leaders: per partition and leaderEpoch, every broker that
+//     answered ListOffsets as leader (h.HWs) and every leader a node's
+//     Metadata named (h.Leaders) is one and the same broker.
 //
 // gapThreshold sets which pauses between acknowledgements are reported as
 // unavailability windows (reported, not violations).
@@ -262,6 +282,7 @@ func jepsenCheck(h jHistory, gapThreshold time.Duration) jResult {
 	}
 
 	checkHWs(&r, h)
+	checkLeaders(&r, h)
 	checkGroup(&r, h, final)
 	checkTxns(&r, h)
 	checkEpochs(&r, "topic", h.Reads, h.Final, h.Group.Processed)
@@ -339,6 +360,47 @@ func checkHWs(r *jResult, h jHistory) {
 	}
 }
 
+// checkLeaders adds two-leaders violations. A leaderEpoch is granted to one
+// broker (the controller bumps it with every election), so whatever claims
+// or names a leader for a partition in one epoch must name the same broker:
+// a node answering ListOffsets without error (as leader, with its
+// leaderEpoch) and every node's Metadata. A deposed leader still answering
+// in its old epoch is no violation (its epoch is the old one; a write it
+// acknowledged after its successor took over would show as lost data);
+// two brokers with the same epoch are. One violation per partition epoch.
+func checkLeaders(r *jResult, h jHistory) {
+	type key struct{ partition, epoch int32 }
+	type claim struct {
+		leader int32
+		how    string
+		at     time.Time
+	}
+	first := map[key]claim{}
+	flagged := map[key]bool{}
+	note := func(k key, c claim) {
+		f, ok := first[k]
+		switch {
+		case !ok:
+			first[k] = c
+		case f.leader != c.leader && !flagged[k]:
+			flagged[k] = true
+			r.add(vTwoLeaders, "partition %d leaderEpoch %d: broker %d (%s at %s) and broker %d (%s at %s)",
+				k.partition, k.epoch, f.leader, f.how, r.rel(f.at), c.leader, c.how, r.rel(c.at))
+		}
+	}
+	for _, o := range h.HWs {
+		if o.LeaderEpoch >= 0 {
+			note(key{o.Partition, o.LeaderEpoch}, claim{o.Node, "answered ListOffsets as leader", o.Received})
+		}
+	}
+	for _, l := range h.Leaders {
+		if l.Leader >= 0 && l.LeaderEpoch >= 0 {
+			note(key{l.Partition, l.LeaderEpoch}, claim{l.Leader, fmt.Sprintf("named leader by node %d's Metadata", l.Via), l.At})
+		}
+	}
+	r.LeaderEpochs = len(first)
+}
+
 // ackGaps returns the spans longer than threshold in which no write was
 // acknowledged, between the first and the last acknowledgement.
 func ackGaps(acks []jAck, threshold time.Duration) []jWindow {
@@ -364,20 +426,28 @@ func ackGaps(acks []jAck, threshold time.Duration) []jWindow {
 // (falling back to the first acknowledged record when no hook events were
 // recorded).
 func failovers(h jHistory) []jFailover {
+	written := map[int32][]jWritten{}
+	for _, w := range h.Written {
+		written[w.Partition] = append(written[w.Partition], w)
+	}
+	acked := map[int32][]time.Time{}
+	if len(h.Written) == 0 {
+		for _, a := range h.Acks {
+			acked[a.Partition] = append(acked[a.Partition], a.At)
+		}
+	}
 	var out []jFailover
 	for _, k := range h.Kills {
 		for _, p := range k.Partitions {
 			f := jFailover{Kill: k, Partition: p, NewLeader: -1}
-			for _, w := range h.Written {
-				if w.Partition == p && w.Node != k.Node && w.At.After(k.At) && (!f.Found || w.At.Sub(k.At) < f.D) {
+			for _, w := range written[p] {
+				if w.Node != k.Node && w.At.After(k.At) && (!f.Found || w.At.Sub(k.At) < f.D) {
 					f.D, f.NewLeader, f.Found = w.At.Sub(k.At), w.Node, true
 				}
 			}
-			if len(h.Written) == 0 {
-				for _, a := range h.Acks {
-					if a.Partition == p && a.At.After(k.At) && (!f.Found || a.At.Sub(k.At) < f.D) {
-						f.D, f.Found = a.At.Sub(k.At), true
-					}
+			for _, at := range acked[p] {
+				if at.After(k.At) && (!f.Found || at.Sub(k.At) < f.D) {
+					f.D, f.Found = at.Sub(k.At), true
 				}
 			}
 			out = append(out, f)
@@ -407,19 +477,46 @@ func (r jResult) Summary() string {
 		r.Counts[vTxnDuplicated], r.Counts[vTxnPhantom], r.Counts[vTxnReadThenLost])
 	fmt.Fprintf(&b, "leader epochs: %d records read back | epoch-two-batches=%d epoch-rewritten=%d epoch-back=%d\n",
 		r.EpochObservations, r.Counts[vEpochTwoBatches], r.Counts[vEpochRewritten], r.Counts[vEpochBack])
+	fmt.Fprintf(&b, "leaders: %d partition leaderEpochs observed | two-leaders=%d\n", r.LeaderEpochs, r.Counts[vTwoLeaders])
 	fmt.Fprintf(&b, "unavailability windows (no write acknowledged on any partition): %d\n", len(r.Gaps))
 	for _, g := range r.Gaps {
 		fmt.Fprintf(&b, "  %s for %.2fs\n", r.rel(g.From), g.To.Sub(g.From).Seconds())
 	}
 	var ds []time.Duration
 	fmt.Fprintf(&b, "failover (kill -9 of a leader → first batch acknowledged by its new leader): %d\n", len(r.Failovers))
-	for _, f := range r.Failovers {
-		if !f.Found {
-			fmt.Fprintf(&b, "  %s kill node %d (%s), partition %d: no acknowledged write afterwards\n", r.rel(f.Kill.At), f.Kill.Node, f.Kill.Label, f.Partition)
+	for i := 0; i < len(r.Failovers); {
+		// One kill's partitions are adjacent; a kill of a leader of many
+		// is one line of quantiles, not a line per partition.
+		k := r.Failovers[i].Kill
+		j := i
+		for j < len(r.Failovers) && r.Failovers[j].Kill.At.Equal(k.At) && r.Failovers[j].Kill.Node == k.Node {
+			j++
+		}
+		fs := r.Failovers[i:j]
+		i = j
+		if len(fs) > maxFailoverLines {
+			var kd []time.Duration
+			missing := 0
+			for _, f := range fs {
+				if f.Found {
+					kd = append(kd, f.D)
+				} else {
+					missing++
+				}
+			}
+			ds = append(ds, kd...)
+			fmt.Fprintf(&b, "  %s kill node %d (%s), %d partitions: %s; %d with no acknowledged write afterwards\n",
+				r.rel(k.At), k.Node, k.Label, len(fs), quantiles(kd), missing)
 			continue
 		}
-		ds = append(ds, f.D)
-		fmt.Fprintf(&b, "  %s kill node %d (%s), partition %d: %.2fs (new leader %d)\n", r.rel(f.Kill.At), f.Kill.Node, f.Kill.Label, f.Partition, f.D.Seconds(), f.NewLeader)
+		for _, f := range fs {
+			if !f.Found {
+				fmt.Fprintf(&b, "  %s kill node %d (%s), partition %d: no acknowledged write afterwards\n", r.rel(f.Kill.At), f.Kill.Node, f.Kill.Label, f.Partition)
+				continue
+			}
+			ds = append(ds, f.D)
+			fmt.Fprintf(&b, "  %s kill node %d (%s), partition %d: %.2fs (new leader %d)\n", r.rel(f.Kill.At), f.Kill.Node, f.Kill.Label, f.Partition, f.D.Seconds(), f.NewLeader)
+		}
 	}
 	if len(ds) > 0 {
 		slices.Sort(ds)
@@ -429,6 +526,21 @@ func (r jResult) Summary() string {
 		fmt.Fprintf(&b, "VIOLATION %s: %s\n", v.Kind, v.Detail)
 	}
 	return b.String()
+}
+
+// maxFailoverLines is how many partitions of one kill Summary lists one by
+// one; a kill of a leader of more is summarised by quantiles.
+const maxFailoverLines = 8
+
+// quantiles describes durations as min, median, p99 and max.
+func quantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	q := func(f float64) float64 { return ds[int(f*float64(len(ds)-1))].Seconds() }
+	return fmt.Sprintf("min %.2fs median %.2fs p99 %.2fs max %.2fs", q(0), q(0.5), q(0.99), q(1))
 }
 
 func sortedKeys[V any](m map[int32]V) []int32 {

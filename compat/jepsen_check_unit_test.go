@@ -33,6 +33,17 @@ func cleanHistory() jHistory {
 		{Node: 2, Partition: 0, LeaderEpoch: 2, HW: 3, Sent: at(350), Received: at(355)},
 		{Node: 3, Partition: 1, LeaderEpoch: 1, HW: 3, Sent: at(350), Received: at(355)},
 	}
+	// Every node's Metadata names the same leader per epoch; node 3 still
+	// names the deposed node 1 (epoch 1) after the change, which is no
+	// second leader.
+	h.Leaders = []jLeader{
+		{Via: 1, Partition: 0, LeaderEpoch: 1, Leader: 1, At: at(50)},
+		{Via: 3, Partition: 0, LeaderEpoch: 1, Leader: 1, At: at(50)},
+		{Via: 2, Partition: 0, LeaderEpoch: 2, Leader: 2, At: at(250)},
+		{Via: 3, Partition: 0, LeaderEpoch: 1, Leader: 1, At: at(260)},
+		{Via: 3, Partition: 0, LeaderEpoch: 2, Leader: 2, At: at(300)},
+		{Via: 1, Partition: 1, LeaderEpoch: 1, Leader: 3, At: at(50)},
+	}
 	h.Written = []jWritten{{At: at(200), Node: 2, Partition: 0}}
 	h.Kills = []jKill{{At: at(120), Node: 1, Partitions: []int32{0}, Label: "leader"}}
 	return h
@@ -62,8 +73,11 @@ func TestChecker_CleanHistoryPasses(t *testing.T) {
 	if len(r.Failovers) != 1 || !r.Failovers[0].Found || r.Failovers[0].D != 80*time.Millisecond || r.Failovers[0].NewLeader != 2 {
 		t.Errorf("failovers = %+v, want one of 80ms to node 2", r.Failovers)
 	}
-	if !strings.Contains(r.Summary(), "lost=0") {
-		t.Errorf("summary lacks lost=0:\n%s", r.Summary())
+	if !strings.Contains(r.Summary(), "lost=0") || !strings.Contains(r.Summary(), "two-leaders=0") {
+		t.Errorf("summary lacks lost=0 or two-leaders=0:\n%s", r.Summary())
+	}
+	if r.LeaderEpochs != 3 {
+		t.Errorf("LeaderEpochs = %d, want 3 (partition 0 epochs 1 and 2, partition 1 epoch 1)", r.LeaderEpochs)
 	}
 }
 
@@ -183,6 +197,68 @@ func TestChecker_UnavailabilityGapsAndFailoverFallback(t *testing.T) {
 	}
 	if len(r.Failovers) != 1 || !r.Failovers[0].Found || r.Failovers[0].D != 80*time.Millisecond || r.Failovers[0].NewLeader != -1 {
 		t.Errorf("failovers = %+v, want 80ms (ack at 200ms after the kill at 120ms)", r.Failovers)
+	}
+}
+
+func TestChecker_TwoLeadersAnsweringListOffsetsDetected(t *testing.T) {
+	h := cleanHistory()
+	// Node 1, deposed in epoch 1, answers ListOffsets as leader in epoch 2,
+	// node 2's epoch, with a high watermark it never went back from.
+	h.HWs = append(h.HWs, jHW{Node: 1, Partition: 0, LeaderEpoch: 2, HW: 3, Sent: at(400), Received: at(401)})
+	r := checkOnly(t, h, map[string]int{vTwoLeaders: 1})
+	if d := r.Violations[0].Detail; !strings.Contains(d, "partition 0 leaderEpoch 2: broker 2") || !strings.Contains(d, "broker 1 (answered ListOffsets") {
+		t.Errorf("violation does not name both brokers: %s", d)
+	}
+}
+
+func TestChecker_TwoLeadersInMetadataDetected(t *testing.T) {
+	h := cleanHistory()
+	// Node 3's Metadata names itself leader of partition 0 in epoch 2,
+	// which node 2 led (by its ListOffsets answers and its own Metadata).
+	h.Leaders = append(h.Leaders, jLeader{Via: 3, Partition: 0, LeaderEpoch: 2, Leader: 3, At: at(320)})
+	r := checkOnly(t, h, map[string]int{vTwoLeaders: 1})
+	if d := r.Violations[0].Detail; !strings.Contains(d, "broker 3 (named leader by node 3's Metadata") {
+		t.Errorf("violation does not say where the second leader was seen: %s", d)
+	}
+}
+
+func TestChecker_TwoLeadersOncePerPartitionEpoch(t *testing.T) {
+	h := cleanHistory()
+	h.HWs = nil // Metadata alone: partition 1 epoch 4 named 1, 2 and 3, many times; partition 0 epoch 7 named 1 and 2
+	for i := 0; i < 30; i++ {
+		h.Leaders = append(h.Leaders, jLeader{Via: int32(i%3 + 1), Partition: 1, LeaderEpoch: 4, Leader: int32(i%3 + 1), At: at(400 + i)})
+	}
+	h.Leaders = append(h.Leaders,
+		jLeader{Via: 1, Partition: 0, LeaderEpoch: 7, Leader: 1, At: at(500)},
+		jLeader{Via: 2, Partition: 0, LeaderEpoch: 7, Leader: 2, At: at(500)},
+		jLeader{Via: 2, Partition: 0, LeaderEpoch: -1, Leader: 2, At: at(500)}, // no epoch: not compared
+		jLeader{Via: 1, Partition: 0, LeaderEpoch: -1, Leader: 1, At: at(500)},
+	)
+	checkOnly(t, h, map[string]int{vTwoLeaders: 2})
+}
+
+func TestChecker_FailoverOfManyPartitionsSummarised(t *testing.T) {
+	h := cleanHistory()
+	// Node 1 led partitions 0..99 besides; each is written by node 2 p ms
+	// after the kill, partition 99 never.
+	k := jKill{At: at(1000), Node: 1, Label: "busiest leader"}
+	for p := int32(0); p < 100; p++ {
+		k.Partitions = append(k.Partitions, p)
+		if p < 99 {
+			h.Written = append(h.Written, jWritten{At: at(1000 + 10 + int(p)), Node: 2, Partition: p}, jWritten{At: at(900), Node: 1, Partition: p})
+		}
+	}
+	h.Kills = append(h.Kills, k)
+	r := checkOnly(t, h, nil)
+	if len(r.Failovers) != 101 || r.Failovers[100].Found || !r.Failovers[99].Found || r.Failovers[99].D != 108*time.Millisecond {
+		t.Fatalf("failovers: %d, last two %+v %+v", len(r.Failovers), r.Failovers[99], r.Failovers[100])
+	}
+	sum := r.Summary()
+	if !strings.Contains(sum, "kill node 1 (busiest leader), 100 partitions: min 0.01s median 0.06s p99 0.11s max 0.11s; 1 with no acknowledged write afterwards") {
+		t.Errorf("summary lacks the kill's quantiles:\n%s", sum)
+	}
+	if strings.Count(sum, "\n") > 20 {
+		t.Errorf("summary lists the partitions one by one:\n%s", sum)
 	}
 }
 

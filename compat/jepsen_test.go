@@ -72,6 +72,7 @@ type jepsenRun struct {
 	t     *testing.T
 	c     *cluster
 	topic string
+	parts int32 // topic's partitions
 	rf    int
 	rng   *rand.Rand
 
@@ -82,16 +83,38 @@ type jepsenRun struct {
 
 	mu          sync.Mutex
 	h           jHistory
+	hwRuns      map[jNodePart]jHWRun // each node's latest high watermark observations (monitor)
+	leaderSeen  map[jLeaderKey]bool  // the h.Leaders recorded (leaderMonitor)
+	lastWritten []jWritten           // per partition of topic, the latest batch acknowledged (scale run)
 	produceErrs int
 	commitErrs  int // partitions of commits not acknowledged
 	txnResets   int // transactional clients replaced after an error
 }
 
+// jNodePart is one node's view of one partition.
+type jNodePart struct{ node, partition int32 }
+
+// jHWRun is a node's run of identical answers (leaderEpoch and high
+// watermark) for a partition; last is the index in h.HWs of its latest
+// observation once there are two (the first stays where it was), else -1.
+type jHWRun struct {
+	epoch int32
+	hw    int64
+	last  int
+}
+
+// jLeaderKey identifies a jLeader without its time.
+type jLeaderKey struct{ via, partition, epoch, leader int32 }
+
 // OnProduceBatchWritten records which broker acknowledged a batch.
-func (r *jepsenRun) OnProduceBatchWritten(meta kgo.BrokerMetadata, _ string, partition int32, _ kgo.ProduceBatchMetrics) {
+func (r *jepsenRun) OnProduceBatchWritten(meta kgo.BrokerMetadata, topic string, partition int32, _ kgo.ProduceBatchMetrics) {
 	now := time.Now()
+	w := jWritten{At: now, Node: meta.NodeID, Partition: partition}
 	r.mu.Lock()
-	r.h.Written = append(r.h.Written, jWritten{At: now, Node: meta.NodeID, Partition: partition})
+	r.h.Written = append(r.h.Written, w)
+	if topic == r.topic && int(partition) < len(r.lastWritten) {
+		r.lastWritten[partition] = w
+	}
 	r.mu.Unlock()
 }
 
@@ -104,7 +127,7 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 		rf, minISR = 1, 1
 	}
 	c := startCluster(t, nodes, opts...)
-	r := &jepsenRun{t: t, c: c, topic: topicName(t, ""), rf: rf, rng: rand.New(rand.NewPCG(seed, 10)), seed: seed}
+	r := &jepsenRun{t: t, c: c, topic: topicName(t, ""), parts: jepsenPartitions, rf: rf, rng: rand.New(rand.NewPCG(seed, 10)), seed: seed}
 	r.txnTopic, r.group = topicName(t, "txn"), topicName(t, "group")
 	for i := 0; i < jepsenTxnProducers; i++ {
 		r.txnIDs = append(r.txnIDs, fmt.Sprintf("%s-%d", topicName(t, "txnid"), i))
@@ -146,8 +169,9 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 	}
 	defer func() { stopGroup(); groupWG.Wait() }()
 	for _, nd := range c.Nodes() {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.monitor(work, nd) }()
+		wg.Add(2)
+		go func() { defer wg.Done(); r.monitor(work, nd, jepsenHWEvery) }()
+		go func() { defer wg.Done(); r.leaderMonitor(work, nd, jepsenHWEvery) }()
 	}
 	defer func() { stopWork(); wg.Wait() }()
 
@@ -254,16 +278,22 @@ func (r *jepsenRun) consume(ctx context.Context, topic string, iso kgo.Isolation
 }
 
 // monitor polls ListOffsets (latest, read_uncommitted: the high watermark)
-// for every partition on one node's own listener, past its proxy so that a
-// cut node is still observed, recording every answer given as leader.
-func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode) {
+// for every partition on one node's own listener every `every`, past its
+// proxy so that a cut node is still observed, recording every answer given
+// as leader. Of a run of identical answers (same leaderEpoch and high
+// watermark) from the node for a partition only the first and the latest
+// are kept: the first was received before any other and the latest sent
+// after any other, so checkHWs and checkLeaders find with them whatever
+// they would find with the whole run (a 3,000-partition run would
+// otherwise keep millions).
+func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode, every time.Duration) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nd.DirectAddr()), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
 	if err != nil {
 		r.t.Error(err)
 		return
 	}
 	defer cl.Close()
-	tick := time.NewTicker(jepsenHWEvery)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
@@ -275,7 +305,7 @@ func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode) {
 		req.ReplicaID = -1
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = r.topic
-		for p := int32(0); p < jepsenPartitions; p++ {
+		for p := int32(0); p < r.parts; p++ {
 			rp := kmsg.NewListOffsetsRequestTopicPartition()
 			rp.Partition = p
 			rp.Timestamp = -1 // latest
@@ -300,7 +330,73 @@ func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode) {
 			}
 		}
 		r.mu.Lock()
-		r.h.HWs = append(r.h.HWs, obs...)
+		if r.hwRuns == nil {
+			r.hwRuns = map[jNodePart]jHWRun{}
+		}
+		for _, o := range obs {
+			k := jNodePart{o.Node, o.Partition}
+			run, ok := r.hwRuns[k]
+			switch {
+			case ok && run.epoch == o.LeaderEpoch && run.hw == o.HW && run.last >= 0:
+				r.h.HWs[run.last] = o
+			case ok && run.epoch == o.LeaderEpoch && run.hw == o.HW:
+				run.last = len(r.h.HWs)
+				r.h.HWs = append(r.h.HWs, o)
+			default:
+				run = jHWRun{epoch: o.LeaderEpoch, hw: o.HW, last: -1}
+				r.h.HWs = append(r.h.HWs, o)
+			}
+			r.hwRuns[k] = run
+		}
+		r.mu.Unlock()
+	}
+}
+
+// leaderMonitor polls Metadata for the topic on one node's own listener
+// every `every`, recording each distinct (partition, leaderEpoch, leader)
+// the node names (h.Leaders), for checkLeaders.
+func (r *jepsenRun) leaderMonitor(ctx context.Context, nd *clusterNode, every time.Duration) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nd.DirectAddr()), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	defer cl.Close()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(r.topic)
+		req.Topics = append(req.Topics, rt)
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := cl.SeedBrokers()[0].Request(rctx, req)
+		received := time.Now()
+		cancel()
+		if err != nil {
+			continue
+		}
+		r.mu.Lock()
+		if r.leaderSeen == nil {
+			r.leaderSeen = map[jLeaderKey]bool{}
+		}
+		for _, tp := range resp.(*kmsg.MetadataResponse).Topics {
+			for _, p := range tp.Partitions {
+				if p.Leader < 0 {
+					continue
+				}
+				k := jLeaderKey{nd.ID(), p.Partition, p.LeaderEpoch, p.Leader}
+				if !r.leaderSeen[k] {
+					r.leaderSeen[k] = true
+					r.h.Leaders = append(r.h.Leaders, jLeader{Via: nd.ID(), Partition: p.Partition, LeaderEpoch: p.LeaderEpoch, Leader: p.Leader, At: received})
+				}
+			}
+		}
 		r.mu.Unlock()
 	}
 }
@@ -323,7 +419,7 @@ func (r *jepsenRun) waitRecovered() {
 		for _, b := range md.Brokers {
 			live[b.NodeID] = true
 		}
-		if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != jepsenPartitions {
+		if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != int(r.parts) {
 			return fmt.Errorf("metadata: %d topics", len(md.Topics))
 		}
 		for _, p := range md.Topics[0].Partitions {
@@ -377,7 +473,7 @@ func (r *jepsenRun) progress() (acks, commits, txns int) {
 // it leads.
 func (r *jepsenRun) randomLeader() (int32, []int32) {
 	r.t.Helper()
-	p := int32(r.rng.IntN(jepsenPartitions))
+	p := int32(r.rng.IntN(int(r.parts)))
 	leader := r.c.WaitLeader(r.topic, p)
 	return leader, r.ledBy(leader)
 }
