@@ -107,6 +107,11 @@ type Config struct {
 	// a share group is deleted, so that its share-partition state goes.
 	OnShareMemberLeave  func(group, member string)
 	OnShareGroupDeleted func(group string)
+
+	// Streams groups (streams.go).
+	StreamsSessionTimeout     time.Duration // group.streams.session.timeout.ms
+	StreamsHeartbeatInterval  time.Duration // group.streams.heartbeat.interval.ms
+	StreamsNumStandbyReplicas int           // group.streams.num.standby.replicas
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every
@@ -212,6 +217,12 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ShareHeartbeatInterval <= 0 {
 		cfg.ShareHeartbeatInterval = DefaultShareHeartbeatInterval
+	}
+	if cfg.StreamsSessionTimeout <= 0 {
+		cfg.StreamsSessionTimeout = DefaultStreamsSessionTimeout
+	}
+	if cfg.StreamsHeartbeatInterval <= 0 {
+		cfg.StreamsHeartbeatInterval = DefaultStreamsHeartbeatInterval
 	}
 	var assignors []string
 	for _, a := range cfg.ConsumerAssignors {

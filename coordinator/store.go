@@ -212,6 +212,9 @@ func (c *Coordinator) deleteStoredGroup(g *group) (committed func() *kerr.Error,
 	if g.cg != nil {
 		g.cg.logged = map[string][]byte{}
 	}
+	if g.st != nil {
+		g.st.logged = map[string][]byte{}
+	}
 	tombstones = append(tombstones, modern...)
 	tombstones = append(tombstones, groupMetadataRecord(groupID, nil))
 	_, committed = c.appendAsyncLocked(groupID, tombstones)
