@@ -60,10 +60,19 @@ func assignStreamsTasks(members map[string]string, tasks map[string]int32, stand
 	if len(ids) == 0 {
 		return out
 	}
+	// Tasks in the order partition, subtopology: a member's share spans
+	// the subtopologies (a word count's instance gets both halves of the
+	// same partitions).
 	var all []streamsTask
-	for _, sub := range sortedKeys(tasks) {
-		for p := int32(0); p < tasks[sub]; p++ {
-			all = append(all, streamsTask{sub, p})
+	var most int32
+	for _, n := range tasks {
+		most = max(most, n)
+	}
+	for p := int32(0); p < most; p++ {
+		for _, sub := range sortedKeys(tasks) {
+			if p < tasks[sub] {
+				all = append(all, streamsTask{sub, p})
+			}
 		}
 	}
 	load := func(id string) int { return out[id].active.size() + out[id].standby.size() }
