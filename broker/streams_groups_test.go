@@ -62,7 +62,7 @@ func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 	hcode := func(r *kmsg.StreamsGroupHeartbeatResponse) int16 { return r.ErrorCode }
 	r := retryStreams(t, ctx, cl, streamsJoin("m1"), hcode)
 	if r.ErrorCode != 0 || r.MemberEpoch != 1 || len(r.Status) != 1 || r.Status[0].StatusCode != 3 ||
-		r.Status[0].StatusDetail != "Internal topics are missing: [wc-counts-changelog, wc-repartition]" {
+		r.Status[0].StatusDetail != "Internal topics are missing: wc-counts-changelog, wc-repartition" {
 		t.Fatalf("join: %+v", r)
 	}
 	td, err := adm.ListTopics(ctx, "wc-repartition", "wc-counts-changelog")

@@ -195,6 +195,7 @@ func (c *Coordinator) StreamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatReque
 	if err := waitCommitted(committed); err != nil && r.ErrorCode == 0 {
 		r = kmsg.NewPtrStreamsGroupHeartbeatResponse()
 		r.ErrorCode = err.Code
+		r.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 		return r, nil
 	}
 	return r, create
@@ -205,6 +206,7 @@ func (c *Coordinator) StreamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatReque
 // Lock should be held.
 func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clientHost string) (*kmsg.StreamsGroupHeartbeatResponse, []StreamsTopic) {
 	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	r.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{} // Kafka's answers, errors too, have an empty list
 	fail := func(err *kerr.Error, msg string) (*kmsg.StreamsGroupHeartbeatResponse, []StreamsTopic) {
 		r.ErrorCode = err.Code
 		if msg != "" {
@@ -349,7 +351,7 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 		ownedNow = &o
 	}
 	c.reconcileStreamsLocked(g, m, ownedNow)
-	if !before.assigned.equal(m.assigned) {
+	if m.endpoint != nil && !before.assigned.equal(m.assigned) {
 		sg.endpointEpoch++
 	}
 	c.scheduleStreamsSessionLocked(g, m)
@@ -376,9 +378,6 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 		r.Status = append(r.Status, streamsStatus(streamsStatusShutdownApplication,
 			"A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application."))
 	}
-	if r.Status == nil {
-		r.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
-	}
 	if req.MemberEpoch == 0 || req.MemberEpoch != m.epoch || before.epoch != m.epoch || !before.assigned.equal(m.assigned) ||
 		(ownedNow != nil && !ownedNow.equal(m.assigned)) {
 		r.ActiveTasks = toTaskIDs(m.assigned.active)
@@ -386,7 +385,7 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 		r.WarmupTasks = toTaskIDs(m.assigned.warmup)
 	}
 	r.EndpointInformationEpoch = sg.endpointEpoch
-	if req.EndpointInformationEpoch != sg.endpointEpoch {
+	if m.endpoint != nil && req.EndpointInformationEpoch != sg.endpointEpoch {
 		r.PartitionsByUserEndpoint = c.streamsEndpointsLocked(sg, ct)
 	}
 	return r, create
@@ -506,7 +505,7 @@ func (c *Coordinator) removeStreamsMemberLocked(g *group, m *streamsMember) {
 	c.timers.cancelLocked(&m.revokeDue)
 	sg.remove(m.id)
 	sg.epoch++
-	if m.endpoint != nil || m.assigned.size() > 0 {
+	if m.endpoint != nil {
 		sg.endpointEpoch++
 	}
 	if len(sg.members) == 0 {
@@ -732,9 +731,7 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 			if sg.topology != nil {
 				tp := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 				tp.Epoch = sg.topology.epoch
-				if ct.ready() {
-					tp.Subtopologies = describeSubtopologies(sg.topology, ct, topics)
-				}
+				tp.Subtopologies = describeSubtopologies(sg.topology)
 				d.Topology = &tp
 			}
 			for _, mid := range sortedKeys(sg.members) {
@@ -775,39 +772,19 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 	return r
 }
 
-// describeSubtopologies is the configured topology as
-// StreamsGroupDescribe reports it: internal topics with the partition
-// counts they were given.
-func describeSubtopologies(t *streamsTopology, ct *configuredTopology, topics map[string]ConsumerTopic) []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology {
-	info := func(ti kmsg.TopicInfo) kmsg.TopicInfo {
-		out := kmsg.NewTopicInfo()
-		out.Topic, out.NumPartitions, out.ReplicationFactor = ti.Topic, topics[ti.Topic].Partitions, ti.ReplicationFactor
-		out.Configs = slices.Clone(ti.Configs)
-		if out.Configs == nil {
-			out.Configs = []kmsg.TopicInfoConfig{}
-		}
-		return out
-	}
+// describeSubtopologies is the topology as StreamsGroupDescribe reports
+// it: as the members sent it (Kafka 4.4 reports it so, configured or not:
+// internal topics with the partition counts the topology gave them, 0 for
+// changelogs and derived ones).
+func describeSubtopologies(t *streamsTopology) []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology {
 	out := []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
 	for _, st := range t.subtopologies {
 		d := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
 		d.SubtopologyID = st.SubtopologyID
 		d.SourceTopics = slices.Clone(st.SourceTopics)
 		d.RepartitionSinkTopics = slices.Clone(st.RepartitionSinkTopics)
-		if d.SourceTopics == nil {
-			d.SourceTopics = []string{}
-		}
-		if d.RepartitionSinkTopics == nil {
-			d.RepartitionSinkTopics = []string{}
-		}
-		d.StateChangelogTopics = []kmsg.TopicInfo{}
-		for _, c := range st.StateChangelogTopics {
-			d.StateChangelogTopics = append(d.StateChangelogTopics, info(c))
-		}
-		d.RepartitionSourceTopics = []kmsg.TopicInfo{}
-		for _, rp := range st.RepartitionSourceTopics {
-			d.RepartitionSourceTopics = append(d.RepartitionSourceTopics, info(rp))
-		}
+		d.StateChangelogTopics = slices.Clone(st.StateChangelogTopics)
+		d.RepartitionSourceTopics = slices.Clone(st.RepartitionSourceTopics)
 		out = append(out, d)
 	}
 	return out

@@ -243,13 +243,20 @@ func (t *streamsTopology) configure(topics map[string]ConsumerTopic) *configured
 	}
 	ct.metadata = meta.String()
 	if len(ct.create) > 0 {
-		names := make([]string, len(ct.create))
-		for i, s := range ct.create {
-			names[i] = s.Name
+		// Kafka 4.4 lists the changelog topics, then the repartition
+		// topics, without brackets.
+		var changelogs, repartitions []string
+		for _, s := range ct.create {
+			if _, ok := repart[s.Name]; ok {
+				repartitions = append(repartitions, s.Name)
+			} else {
+				changelogs = append(changelogs, s.Name)
+			}
 		}
-		slices.Sort(names)
+		slices.Sort(changelogs)
+		slices.Sort(repartitions)
 		ct.statuses = append(ct.statuses, streamsStatus(streamsStatusMissingInternalTopics,
-			"Internal topics are missing: ["+strings.Join(names, ", ")+"]"))
+			"Internal topics are missing: "+strings.Join(append(changelogs, repartitions...), ", ")))
 	}
 	if len(wrong) > 0 {
 		slices.Sort(wrong)

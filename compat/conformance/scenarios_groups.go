@@ -467,5 +467,6 @@ func All() []Scenario {
 	out = append(out, moreScenarios()...)
 	out = append(out, textScenarios()...)
 	out = append(out, featureScenarios()...)
+	out = append(out, streamsScenarios()...)
 	return out
 }
