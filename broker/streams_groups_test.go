@@ -40,7 +40,7 @@ func streamsJoin(member string) *kmsg.StreamsGroupHeartbeatRequest {
 // ListGroups says "streams".
 func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 	dir := t.TempDir()
-	b1, addr := startBroker(t, dir, nil)
+	b1, addr := startBroker(t, dir, map[string]string{"group.streams.initial.rebalance.delay.ms": "0"})
 	ctx := testCtx(t)
 	cl := newClient(t, addr)
 	adm := kadm.NewClient(cl)
@@ -125,7 +125,7 @@ func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 	if err := b1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, addr2 := startBroker(t, dir, nil)
+	_, addr2 := startBroker(t, dir, map[string]string{"group.streams.initial.rebalance.delay.ms": "0"})
 	cl2 := newClient(t, addr2)
 	if d2 := describe(cl2); d2.Epoch != 2 || len(d2.Members) != 1 || taskString(d2.Members[0].Assignment.ActiveTasks) != want || d2.State != "Stable" {
 		t.Fatalf("describe after restart: %+v", d2)

@@ -200,6 +200,7 @@ var BrokerDefs = []Def{
 	{"group.streams.session.timeout.ms", kmsg.ConfigTypeInt, "45000", "", true, intAtLeast(1), "The session timeout of streams group (KIP-1071) members."},
 	{"group.streams.heartbeat.interval.ms", kmsg.ConfigTypeInt, "5000", "", true, intAtLeast(1), "The heartbeat interval of streams group members."},
 	{"group.streams.num.standby.replicas", kmsg.ConfigTypeInt, "0", "", true, intAtLeast(0), "The standby replicas of each task of a streams group."},
+	{"group.streams.initial.rebalance.delay.ms", kmsg.ConfigTypeInt, "3000", "", true, intAtLeast(0), "How long the first assignment of a streams group waits for more members."},
 	{"group.share.record.lock.duration.ms", kmsg.ConfigTypeInt, "30000", "", true, intAtLeast(1000), "The acquisition lock duration of records fetched by share groups."},
 	{"group.share.delivery.count.limit", kmsg.ConfigTypeInt, "5", "", true, intAtLeast(2), "The deliveries of a record to a share group after which it is archived."},
 	{"group.share.partition.max.record.locks", kmsg.ConfigTypeInt, "2000", "", true, intAtLeast(100), "The records a share partition keeps in flight at most."},

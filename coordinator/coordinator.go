@@ -112,6 +112,10 @@ type Config struct {
 	StreamsSessionTimeout     time.Duration // group.streams.session.timeout.ms
 	StreamsHeartbeatInterval  time.Duration // group.streams.heartbeat.interval.ms
 	StreamsNumStandbyReplicas int           // group.streams.num.standby.replicas
+	// StreamsInitialRebalanceDelay holds back the first target
+	// assignment of a group that gets its first member
+	// (group.streams.initial.rebalance.delay.ms); negative means none.
+	StreamsInitialRebalanceDelay time.Duration
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every
@@ -223,6 +227,11 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.StreamsHeartbeatInterval <= 0 {
 		cfg.StreamsHeartbeatInterval = DefaultStreamsHeartbeatInterval
+	}
+	if cfg.StreamsInitialRebalanceDelay == 0 {
+		cfg.StreamsInitialRebalanceDelay = DefaultStreamsInitialRebalanceDelay
+	} else if cfg.StreamsInitialRebalanceDelay < 0 {
+		cfg.StreamsInitialRebalanceDelay = 0
 	}
 	var assignors []string
 	for _, a := range cfg.ConsumerAssignors {

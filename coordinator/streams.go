@@ -59,10 +59,15 @@ import (
 const (
 	DefaultStreamsSessionTimeout    = 45 * time.Second // group.streams.session.timeout.ms
 	DefaultStreamsHeartbeatInterval = 5 * time.Second  // group.streams.heartbeat.interval.ms
+	// DefaultStreamsInitialRebalanceDelay is group.streams.initial.rebalance.delay.ms.
+	DefaultStreamsInitialRebalanceDelay = 3 * time.Second
 	// streamsAcceptableRecoveryLag and streamsTaskOffsetInterval are
 	// Kafka's defaults of the values a heartbeat answers.
 	streamsAcceptableRecoveryLag = 10000
 	streamsTaskOffsetInterval    = 60000
+	// streamsStatusAssignmentDelayed is the status of a heartbeat whose
+	// group's first assignment is held back.
+	streamsStatusAssignmentDelayed int8 = 5
 )
 
 // streamsGroupType is the group type of streams groups, as ListGroups and
@@ -123,6 +128,8 @@ type streamsGroup struct {
 	standbys        int                          // num.standby.replicas the target was computed with
 	endpointEpoch   int32
 	shutdown        bool              // a member asked the application to shut down
+	delaying        bool              // the initial rebalance delay runs (not persisted)
+	delay           timerSlot         // its end
 	logged          map[string][]byte // the records last written (streams_records.go), by key
 }
 
@@ -272,6 +279,21 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return c.streamsLeaveLocked(g, req, r), nil
 	}
+	if len(sg.members) == 0 && req.MemberEpoch == 0 && c.cfg.StreamsInitialRebalanceDelay > 0 {
+		// The first member of an empty group: its first assignment
+		// waits for more members, as Kafka's initial rebalance delay.
+		sg.delaying = true
+		c.scheduleLocked(&sg.delay, c.cfg.StreamsInitialRebalanceDelay, func() {
+			if c.groups[g.id] != g || g.st != sg || !sg.delaying {
+				return
+			}
+			sg.delaying = false
+			if len(sg.members) > 0 && sg.assignmentEpoch < sg.epoch {
+				c.computeStreamsTargetLocked(sg, sg.configured(c.topicsByName()))
+				c.persistStreamsLocked(g)
+			}
+		})
+	}
 
 	m, isNew, err := c.streamsMemberLocked(g, req, instanceID)
 	if err != nil {
@@ -340,8 +362,16 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 	if bump {
 		sg.epoch++
 	}
+	// The target: computed for the group epoch, or, while the initial
+	// rebalance delay runs, an empty one at epoch 1 (Kafka's).
+	targetEpoch, delayed := sg.assignmentEpoch, false
 	if sg.assignmentEpoch < sg.epoch {
-		c.computeStreamsTargetLocked(sg, ct)
+		if sg.delaying {
+			targetEpoch, delayed = max(1, sg.assignmentEpoch), true
+		} else {
+			c.computeStreamsTargetLocked(sg, ct)
+			targetEpoch = sg.assignmentEpoch
+		}
 	}
 
 	// Reconcile the member with its target.
@@ -350,7 +380,15 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 		o := streamsAssignment{fromTaskIDs(req.ActiveTasks), fromTaskIDs(req.StandbyTasks), fromTaskIDs(req.WarmupTasks)}
 		ownedNow = &o
 	}
-	c.reconcileStreamsLocked(g, m, ownedNow)
+	if delayed {
+		c.reconcileStreamsLocked(g, m, ownedNow, targetEpoch, newStreamsAssignment())
+	} else {
+		target, ok := sg.target[m.id]
+		if !ok {
+			target = newStreamsAssignment()
+		}
+		c.reconcileStreamsLocked(g, m, ownedNow, targetEpoch, target)
+	}
 	if m.endpoint != nil && !before.assigned.equal(m.assigned) {
 		sg.endpointEpoch++
 	}
@@ -365,6 +403,9 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 	r.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
 	r.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
 	r.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
+	if delayed {
+		r.Status = append(r.Status, streamsStatus(streamsStatusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay."))
+	}
 	if sg.topology != nil && m.topologyEpoch < sg.topology.epoch {
 		r.Status = append(r.Status, streamsStatus(streamsStatusStaleTopology,
 			"The member's topology epoch "+strconv.Itoa(int(m.topologyEpoch))+" is behind the group's topology epoch "+strconv.Itoa(int(sg.topology.epoch))+"."))
@@ -569,7 +610,7 @@ func (c *Coordinator) computeStreamsTargetLocked(sg *streamsGroup, ct *configure
 // say.
 //
 // Lock should be held.
-func (c *Coordinator) reconcileStreamsLocked(g *group, m *streamsMember, ownedNow *streamsAssignment) {
+func (c *Coordinator) reconcileStreamsLocked(g *group, m *streamsMember, ownedNow *streamsAssignment, targetEpoch int32, target streamsAssignment) {
 	sg := g.st
 	if m.state == smUnrevoked {
 		// Still revoking unless the member reports it owns none of them.
@@ -579,12 +620,8 @@ func (c *Coordinator) reconcileStreamsLocked(g *group, m *streamsMember, ownedNo
 		m.revoking = newStreamsAssignment()
 		c.timers.cancelLocked(&m.revokeDue)
 	}
-	if m.epoch == sg.assignmentEpoch && m.state == smStable {
+	if m.epoch == targetEpoch && m.state == smStable {
 		return
-	}
-	target, ok := sg.target[m.id]
-	if !ok {
-		target = newStreamsAssignment()
 	}
 	keep := m.assigned.intersect(target)
 	revoke := m.assigned.minus(target)
@@ -606,8 +643,8 @@ func (c *Coordinator) reconcileStreamsLocked(g *group, m *streamsMember, ownedNo
 	// Standby and warm-up tasks are not exclusive.
 	keep.standby, keep.warmup = target.standby.clone(), target.warmup.clone()
 	m.assigned = keep
-	if m.epoch != sg.assignmentEpoch {
-		m.prevEpoch, m.epoch = m.epoch, sg.assignmentEpoch
+	if m.epoch != targetEpoch {
+		m.prevEpoch, m.epoch = m.epoch, targetEpoch
 	}
 	m.state = smStable
 	if unreleased {
@@ -794,6 +831,7 @@ func describeSubtopologies(t *streamsTopology) []kmsg.StreamsGroupDescribeRespon
 //
 // Lock should be held.
 func (c *Coordinator) cancelStreamsTimersLocked(sg *streamsGroup) {
+	c.timers.cancelLocked(&sg.delay)
 	for _, m := range sg.members {
 		c.timers.cancelLocked(&m.hb)
 		c.timers.cancelLocked(&m.revokeDue)

@@ -110,7 +110,10 @@ func assignStreamsTasks(members map[string]string, tasks map[string]int32, stand
 			rest = append(rest, t)
 		}
 	}
-	least := func(ok func(id string) bool) string {
+	// least picks the least loaded member ok allows: fewest tasks, then
+	// fewest of sub's (a subtopology spreads over the members), then the
+	// least loaded process.
+	least := func(sub string, ok func(id string) bool) string {
 		best := ""
 		for _, id := range ids {
 			if !ok(id) {
@@ -120,14 +123,21 @@ func assignStreamsTasks(members map[string]string, tasks map[string]int32, stand
 				best = id
 				continue
 			}
-			if c := cmp.Compare(load(id), load(best)); c < 0 || (c == 0 && procLoad(members[id]) < procLoad(members[best])) {
+			c := cmp.Compare(load(id), load(best))
+			if c == 0 {
+				c = cmp.Compare(len(out[id].active[sub])+len(out[id].standby[sub]), len(out[best].active[sub])+len(out[best].standby[sub]))
+			}
+			if c == 0 {
+				c = cmp.Compare(procLoad(members[id]), procLoad(members[best]))
+			}
+			if c < 0 {
 				best = id
 			}
 		}
 		return best
 	}
 	for _, t := range rest {
-		take(least(room), t)
+		take(least(t.sub, room), t)
 	}
 	if standbys <= 0 {
 		return out
@@ -154,7 +164,7 @@ func assignStreamsTasks(members map[string]string, tasks map[string]int32, stand
 				}
 			}
 			if id == "" {
-				id = least(free)
+				id = least(t.sub, free)
 			}
 			if id == "" {
 				break // fewer processes than replicas

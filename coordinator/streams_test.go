@@ -3,6 +3,7 @@ package coordinator
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +26,7 @@ func newStreamsHarness(t *testing.T, standbys int) *streamsHarness {
 
 func (h *streamsHarness) open(standbys int) {
 	h.t.Helper()
-	c, err := Open(Config{Dir: h.dir, Log: h.log, LogPartitions: 50, StreamsNumStandbyReplicas: standbys,
+	c, err := Open(Config{Dir: h.dir, Log: h.log, LogPartitions: 50, StreamsNumStandbyReplicas: standbys, StreamsInitialRebalanceDelay: -1,
 		Topics: func() []ConsumerTopic {
 			var out []ConsumerTopic
 			for _, n := range sortedKeys(h.topics) {
@@ -455,7 +456,7 @@ func TestStreams_ReloadFromLog(t *testing.T) {
 func TestStreams_SessionExpiry(t *testing.T) {
 	clock := newManualClock()
 	h := &streamsHarness{t: t, log: newMemLog(), topics: map[string]int32{"input": 2, "app-repartition": 2, "app-counts-changelog": 2}, dir: t.TempDir()}
-	c, err := Open(Config{Dir: h.dir, Log: h.log, Now: clock.Now, AfterFunc: clock.AfterFunc,
+	c, err := Open(Config{Dir: h.dir, Log: h.log, Now: clock.Now, AfterFunc: clock.AfterFunc, StreamsInitialRebalanceDelay: -1,
 		Topics: func() []ConsumerTopic {
 			var out []ConsumerTopic
 			for _, n := range sortedKeys(h.topics) {
@@ -479,5 +480,54 @@ func TestStreams_SessionExpiry(t *testing.T) {
 	d := h.describe("app")
 	if len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Epoch != 3 {
 		t.Fatalf("after m2's session: %+v", d)
+	}
+}
+
+// The first member of a group waits for the initial rebalance delay:
+// meanwhile every member gets epoch 1, no tasks and ASSIGNMENT_DELAYED
+// (the group Assigning); when it ends the target covers every member that
+// joined, and the next heartbeats get it.
+func TestStreams_InitialRebalanceDelay(t *testing.T) {
+	clock := newManualClock()
+	h := &streamsHarness{t: t, log: newMemLog(), topics: map[string]int32{"input": 2, "app-repartition": 2, "app-counts-changelog": 2}, dir: t.TempDir()}
+	c, err := Open(Config{Dir: h.dir, Log: h.log, Now: clock.Now, AfterFunc: clock.AfterFunc,
+		Topics: func() []ConsumerTopic {
+			var out []ConsumerTopic
+			for _, n := range sortedKeys(h.topics) {
+				out = append(out, ConsumerTopic{Name: n, ID: testTopicID(n), Partitions: h.topics[n]})
+			}
+			return out
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.LoadPartition(PartitionFor("app", 50)); err != nil {
+		t.Fatal(err)
+	}
+	h.c = c
+	delayed := []int8{streamsStatusAssignmentDelayed}
+	r1, _ := h.hb("m1", "p1", 0, nil, nil)
+	if r1.MemberEpoch != 1 || len(r1.ActiveTasks) != 0 || r1.ActiveTasks == nil || !reflect.DeepEqual(statusCodes(r1), delayed) ||
+		r1.Status[0].StatusDetail != "Assignment delayed due to the configured initial rebalance delay." {
+		t.Fatalf("m1 join: %+v", r1)
+	}
+	clock.Advance(time.Second)
+	r2, _ := h.hb("m2", "p2", 0, nil, nil)
+	if r2.MemberEpoch != 1 || len(r2.ActiveTasks) != 0 || !reflect.DeepEqual(statusCodes(r2), delayed) {
+		t.Fatalf("m2 join: %+v", r2)
+	}
+	if d := h.describe("app"); d.State != sgAssigning || d.Epoch != 2 || d.AssignmentEpoch != 0 {
+		t.Fatalf("during the delay: %s epoch %d assignment epoch %d", d.State, d.Epoch, d.AssignmentEpoch)
+	}
+	clock.Advance(2 * time.Second)
+	if d := h.describe("app"); d.AssignmentEpoch != 2 {
+		t.Fatalf("after the delay: %s epoch %d assignment epoch %d", d.State, d.Epoch, d.AssignmentEpoch)
+	}
+	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	r2, _ = h.hb("m2", "p2", 1, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	if r1.MemberEpoch != 2 || r2.MemberEpoch != 2 || len(r1.Status) != 0 ||
+		!tasksOf(r1.ActiveTasks).equal(ps("0:0;1:1")) || !tasksOf(r2.ActiveTasks).equal(ps("0:1;1:0")) {
+		t.Fatalf("after the delay: m1 %+v m2 %+v", r1, r2)
 	}
 }
