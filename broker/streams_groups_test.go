@@ -61,7 +61,7 @@ func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 
 	hcode := func(r *kmsg.StreamsGroupHeartbeatResponse) int16 { return r.ErrorCode }
 	r := retryStreams(t, ctx, cl, streamsJoin("m1"), hcode)
-	if r.ErrorCode != 0 || r.MemberEpoch != 1 || len(r.Status) != 1 || r.Status[0].StatusCode != 3 ||
+	if r.ErrorCode != 0 || r.MemberEpoch != 2 || len(r.Status) != 1 || r.Status[0].StatusCode != 3 ||
 		r.Status[0].StatusDetail != "Internal topics are missing: wc-counts-changelog, wc-repartition" {
 		t.Fatalf("join: %+v", r)
 	}
@@ -90,15 +90,15 @@ func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 	}
 
 	hb := kmsg.NewPtrStreamsGroupHeartbeatRequest()
-	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "wc", "m1", 1, -1
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = "wc", "m1", 2, -1
 	hb.ActiveTasks, hb.StandbyTasks, hb.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
 	r = retryStreams(t, ctx, cl, hb, hcode)
 	want := "[{0 [0 1 2]} {1 [0 1 2]}]"
-	if r.ErrorCode != 0 || r.MemberEpoch != 2 || len(r.Status) != 0 || taskString(r.ActiveTasks) != want {
+	if r.ErrorCode != 0 || r.MemberEpoch != 3 || len(r.Status) != 0 || taskString(r.ActiveTasks) != want {
 		t.Fatalf("after creation: %+v", r)
 	}
-	hb.MemberEpoch, hb.ActiveTasks = 2, r.ActiveTasks
-	if r = retryStreams(t, ctx, cl, hb, hcode); r.ErrorCode != 0 || r.MemberEpoch != 2 || r.ActiveTasks != nil {
+	hb.MemberEpoch, hb.ActiveTasks = 3, r.ActiveTasks
+	if r = retryStreams(t, ctx, cl, hb, hcode); r.ErrorCode != 0 || r.MemberEpoch != 3 || r.ActiveTasks != nil {
 		t.Fatalf("steady: %+v", r)
 	}
 
@@ -113,7 +113,7 @@ func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 		return resp.Groups[0]
 	}
 	d := describe(cl)
-	if d.State != "Stable" || d.Epoch != 2 || d.AssignmentEpoch != 2 || len(d.Members) != 1 || d.Members[0].MemberEpoch != 2 ||
+	if d.State != "Stable" || d.Epoch != 3 || d.AssignmentEpoch != 3 || len(d.Members) != 1 || d.Members[0].MemberEpoch != 3 ||
 		taskString(d.Members[0].Assignment.ActiveTasks) != want || d.Topology == nil || len(d.Topology.Subtopologies) != 2 {
 		t.Fatalf("describe: %+v", d)
 	}
@@ -127,10 +127,10 @@ func TestStreamsGroup_InternalTopicsAndRestart(t *testing.T) {
 	}
 	_, addr2 := startBroker(t, dir, map[string]string{"group.streams.initial.rebalance.delay.ms": "0"})
 	cl2 := newClient(t, addr2)
-	if d2 := describe(cl2); d2.Epoch != 2 || len(d2.Members) != 1 || taskString(d2.Members[0].Assignment.ActiveTasks) != want || d2.State != "Stable" {
+	if d2 := describe(cl2); d2.Epoch != 3 || len(d2.Members) != 1 || taskString(d2.Members[0].Assignment.ActiveTasks) != want || d2.State != "Stable" {
 		t.Fatalf("describe after restart: %+v", d2)
 	}
-	if r = retryStreams(t, ctx, cl2, hb, hcode); r.ErrorCode != 0 || r.MemberEpoch != 2 {
+	if r = retryStreams(t, ctx, cl2, hb, hcode); r.ErrorCode != 0 || r.MemberEpoch != 3 {
 		t.Fatalf("heartbeat after restart: %v %+v", kerr.ErrorForCode(r.ErrorCode), r)
 	}
 }

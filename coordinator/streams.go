@@ -356,10 +356,13 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 
 	topics := c.topicsByName()
 	ct := sg.configured(topics)
-	if ct != nil && ct.metadata != sg.metadata {
-		sg.metadata, bump = ct.metadata, true
-	}
 	if bump {
+		sg.epoch++
+	}
+	if ct != nil && ct.metadata != sg.metadata {
+		// A bump of its own, as Kafka's: a first member makes two (its
+		// membership, then the metadata of the topics it brought).
+		sg.metadata = ct.metadata
 		sg.epoch++
 	}
 	// The target: computed for the group epoch, or, while the initial
@@ -367,7 +370,10 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 	targetEpoch, delayed := sg.assignmentEpoch, false
 	if sg.assignmentEpoch < sg.epoch {
 		if sg.delaying {
-			targetEpoch, delayed = max(1, sg.assignmentEpoch), true
+			// Kafka records the empty target's epoch as the assignment
+			// epoch.
+			sg.assignmentEpoch = max(1, sg.assignmentEpoch)
+			targetEpoch, delayed = sg.assignmentEpoch, true
 		} else {
 			c.computeStreamsTargetLocked(sg, ct)
 			targetEpoch = sg.assignmentEpoch

@@ -124,7 +124,7 @@ func statusCodes(r *kmsg.StreamsGroupHeartbeatResponse) []int8 {
 func TestStreams_MissingInternalTopicsThenAssigned(t *testing.T) {
 	h := newStreamsHarness(t, 0)
 	r, create := h.hb("m1", "p1", 0, nil, nil)
-	if r.ErrorCode != 0 || r.MemberEpoch != 1 || r.MemberID != "m1" || r.HeartbeatIntervalMillis != 5000 {
+	if r.ErrorCode != 0 || r.MemberEpoch != 2 || r.MemberID != "m1" || r.HeartbeatIntervalMillis != 5000 {
 		t.Fatalf("join: %+v", r)
 	}
 	if got := statusCodes(r); !reflect.DeepEqual(got, []int8{streamsStatusMissingInternalTopics}) {
@@ -143,20 +143,20 @@ func TestStreams_MissingInternalTopicsThenAssigned(t *testing.T) {
 	if len(r.ActiveTasks) != 0 || r.ActiveTasks == nil {
 		t.Fatalf("tasks before the topics exist: %v", r.ActiveTasks)
 	}
-	if d := h.describe("app"); d.State != sgNotReady || d.Epoch != 1 || d.Topology == nil || len(d.Topology.Subtopologies) != 2 {
+	if d := h.describe("app"); d.State != sgNotReady || d.Epoch != 2 || d.Topology == nil || len(d.Topology.Subtopologies) != 2 {
 		t.Fatalf("describe %+v", d)
 	}
 
 	h.topics["app-repartition"], h.topics["app-counts-changelog"] = 4, 4
-	r, create = h.hb("m1", "p1", 1, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
-	if r.ErrorCode != 0 || r.MemberEpoch != 2 || len(r.Status) != 0 || create != nil {
+	r, create = h.hb("m1", "p1", 2, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	if r.ErrorCode != 0 || r.MemberEpoch != 3 || len(r.Status) != 0 || create != nil {
 		t.Fatalf("after creation: %+v %v", r, create)
 	}
 	if got := tasksOf(r.ActiveTasks); !got.equal(ps("0:0,1,2,3;1:0,1,2,3")) {
 		t.Fatalf("active %v", got)
 	}
 	d := h.describe("app")
-	if d.State != sgStable || d.Epoch != 2 || d.AssignmentEpoch != 2 || len(d.Members) != 1 || d.Members[0].ProcessID != "p1" ||
+	if d.State != sgStable || d.Epoch != 3 || d.AssignmentEpoch != 3 || len(d.Members) != 1 || d.Members[0].ProcessID != "p1" ||
 		d.AssignorName == nil || *d.AssignorName != "sticky" || len(d.Topology.Subtopologies) != 2 ||
 		d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions != 0 {
 		t.Fatalf("describe %+v", d)
@@ -171,16 +171,16 @@ func TestStreams_ScaleOutRevocationAndEpochs(t *testing.T) {
 	h := newStreamsHarness(t, 0)
 	h.topics["app-repartition"], h.topics["app-counts-changelog"] = 4, 4
 	r1, _ := h.hb("m1", "p1", 0, nil, nil)
-	if r1.MemberEpoch != 1 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1,2,3;1:0,1,2,3")) {
+	if r1.MemberEpoch != 2 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1,2,3;1:0,1,2,3")) {
 		t.Fatalf("m1 join: %+v", r1)
 	}
 	r2, _ := h.hb("m2", "p2", 0, nil, nil)
-	if r2.ErrorCode != 0 || r2.MemberEpoch != 2 || len(r2.ActiveTasks) != 0 {
+	if r2.ErrorCode != 0 || r2.MemberEpoch != 3 || len(r2.ActiveTasks) != 0 {
 		t.Fatalf("m2 join: %+v", r2)
 	}
 	// m1 is told to keep half: its epoch stays 1 while it revokes.
-	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{ps("0:0,1,2,3;1:0,1,2,3"), partitionSet{}}, nil)
-	if r1.MemberEpoch != 1 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1;1:0,1")) {
+	r1, _ = h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1,2,3;1:0,1,2,3"), partitionSet{}}, nil)
+	if r1.MemberEpoch != 2 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1;1:0,1")) {
 		t.Fatalf("m1 revoking: %+v", r1)
 	}
 	if d := h.describe("app"); d.State != sgReconciling {
@@ -198,30 +198,30 @@ func TestStreams_ScaleOutRevocationAndEpochs(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 		return h.c.OffsetCommit(req).Topics[0].Partitions[0].ErrorCode
 	}
-	if ec := commit("m1", 1); ec != 0 {
-		t.Fatalf("commit at epoch 1: %v", kerr.ErrorForCode(ec))
+	if ec := commit("m1", 2); ec != 0 {
+		t.Fatalf("commit at epoch 2: %v", kerr.ErrorForCode(ec))
 	}
-	if ec := commit("m2", 1); ec != kerr.StaleMemberEpoch.Code {
+	if ec := commit("m2", 2); ec != kerr.StaleMemberEpoch.Code {
 		t.Fatalf("commit at an older epoch: %v", kerr.ErrorForCode(ec))
 	}
 	if ec := commit("m3", 1); ec != kerr.UnknownMemberID.Code {
 		t.Fatalf("commit of an unknown member: %v", kerr.ErrorForCode(ec))
 	}
 	// m2 heartbeats: its tasks are still owned by m1.
-	r2, _ = h.hb("m2", "p2", 2, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
-	if r2.MemberEpoch != 2 || r2.ActiveTasks != nil {
+	r2, _ = h.hb("m2", "p2", 3, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	if r2.MemberEpoch != 3 || r2.ActiveTasks != nil {
 		t.Fatalf("m2 unreleased: %+v", r2)
 	}
 	// m1 revokes: epoch 2.
-	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
-	if r1.MemberEpoch != 2 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1;1:0,1")) {
+	r1, _ = h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
+	if r1.MemberEpoch != 3 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1;1:0,1")) {
 		t.Fatalf("m1 revoked: %+v", r1)
 	}
-	r2, _ = h.hb("m2", "p2", 2, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
-	if r2.MemberEpoch != 2 || !tasksOf(r2.ActiveTasks).equal(ps("0:2,3;1:2,3")) {
+	r2, _ = h.hb("m2", "p2", 3, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	if r2.MemberEpoch != 3 || !tasksOf(r2.ActiveTasks).equal(ps("0:2,3;1:2,3")) {
 		t.Fatalf("m2 released: %+v", r2)
 	}
-	if d := h.describe("app"); d.State != sgStable || d.Epoch != 2 {
+	if d := h.describe("app"); d.State != sgStable || d.Epoch != 3 {
 		t.Fatalf("state %s epoch %d", d.State, d.Epoch)
 	}
 	// An epoch from the future is fenced.
@@ -232,8 +232,8 @@ func TestStreams_ScaleOutRevocationAndEpochs(t *testing.T) {
 	if r, _ := h.hb("m2", "p2", -1, nil, nil); r.ErrorCode != 0 || r.MemberEpoch != -1 {
 		t.Fatalf("leave: %+v", r)
 	}
-	r1, _ = h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
-	if r1.MemberEpoch != 3 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1,2,3;1:0,1,2,3")) {
+	r1, _ = h.hb("m1", "p1", 3, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
+	if r1.MemberEpoch != 4 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1,2,3;1:0,1,2,3")) {
 		t.Fatalf("m1 after leave: %+v", r1)
 	}
 }
@@ -255,10 +255,10 @@ func TestStreams_StandbysAndEndpoints(t *testing.T) {
 		t.Fatalf("m1 alone: %+v", r1)
 	}
 	h.hb("m2", "p2", 0, nil, ep(7002))
-	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
-	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{tasksOf(r1.ActiveTasks), partitionSet{}}, nil)
-	r2, _ := h.hb("m2", "p2", 2, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
-	if r1.MemberEpoch != 2 || r2.MemberEpoch != 2 {
+	r1, _ = h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
+	r1, _ = h.hb("m1", "p1", 2, &ownedTasks{tasksOf(r1.ActiveTasks), partitionSet{}}, nil)
+	r2, _ := h.hb("m2", "p2", 3, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	if r1.MemberEpoch != 3 || r2.MemberEpoch != 3 {
 		t.Fatalf("epochs %d %d", r1.MemberEpoch, r2.MemberEpoch)
 	}
 	a1, s1 := tasksOf(r1.ActiveTasks), tasksOf(r1.StandbyTasks)
@@ -275,7 +275,7 @@ func TestStreams_StandbysAndEndpoints(t *testing.T) {
 		t.Fatalf("m2's endpoint %+v", e)
 	}
 	// Up to date: not sent again.
-	r2, _ = h.hb("m2", "p2", 2, nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.EndpointInformationEpoch = r2.EndpointInformationEpoch })
+	r2, _ = h.hb("m2", "p2", 3, nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.EndpointInformationEpoch = r2.EndpointInformationEpoch })
 	if r2.PartitionsByUserEndpoint != nil {
 		t.Fatalf("endpoints sent again: %+v", r2.PartitionsByUserEndpoint)
 	}
@@ -347,7 +347,7 @@ func TestStreams_StaticMember(t *testing.T) {
 	h.topics["app-repartition"], h.topics["app-counts-changelog"] = 4, 4
 	inst := func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("i1") }
 	r, _ := h.hb("a", "p1", 0, nil, inst)
-	if r.MemberEpoch != 1 {
+	if r.MemberEpoch != 2 {
 		t.Fatalf("join %+v", r)
 	}
 	if r, _ := h.hb("b", "p1", 0, nil, inst); r.ErrorCode != kerr.UnreleasedInstanceID.Code {
@@ -357,10 +357,10 @@ func TestStreams_StaticMember(t *testing.T) {
 		t.Fatalf("static leave %+v", r)
 	}
 	r, _ = h.hb("b", "p1", 0, nil, inst)
-	if r.ErrorCode != 0 || r.MemberEpoch != 1 || !tasksOf(r.ActiveTasks).equal(ps("0:0,1,2,3;1:0,1,2,3")) {
+	if r.ErrorCode != 0 || r.MemberEpoch != 2 || !tasksOf(r.ActiveTasks).equal(ps("0:0,1,2,3;1:0,1,2,3")) {
 		t.Fatalf("rejoin %+v", r)
 	}
-	if d := h.describe("app"); d.Epoch != 1 || len(d.Members) != 1 || d.Members[0].MemberID != "b" {
+	if d := h.describe("app"); d.Epoch != 2 || len(d.Members) != 1 || d.Members[0].MemberID != "b" {
 		t.Fatalf("describe %+v", d)
 	}
 }
@@ -378,8 +378,8 @@ func TestStreams_ReloadFromLog(t *testing.T) {
 		r.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{{Key: "zone", Value: "z1"}}
 	})
 	h.hb("m2", "p2", 0, nil, nil)
-	r1, _ := h.hb("m1", "p1", 1, &ownedTasks{ps("0:0,1,2,3;1:0,1,2,3"), partitionSet{}}, nil)
-	if r1.MemberEpoch != 1 {
+	r1, _ := h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1,2,3;1:0,1,2,3"), partitionSet{}}, nil)
+	if r1.MemberEpoch != 2 {
 		t.Fatalf("m1 %+v", r1)
 	}
 	before := h.describe("app")
@@ -435,18 +435,18 @@ func TestStreams_ReloadFromLog(t *testing.T) {
 		t.Fatalf("member metadata lost: %+v", after.Members[0])
 	}
 	// The members carry on at their epochs; no rebalance.
-	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{tasksOf(r1.ActiveTasks), tasksOf(r1.StandbyTasks)}, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("i1") })
-	r2, _ := h.hb("m2", "p2", 2, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
-	if r1.ErrorCode != 0 || r2.ErrorCode != 0 || r1.MemberEpoch != 2 || r2.MemberEpoch != 2 {
+	r1, _ = h.hb("m1", "p1", 2, &ownedTasks{tasksOf(r1.ActiveTasks), tasksOf(r1.StandbyTasks)}, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("i1") })
+	r2, _ := h.hb("m2", "p2", 3, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
+	if r1.ErrorCode != 0 || r2.ErrorCode != 0 || r1.MemberEpoch != 3 || r2.MemberEpoch != 3 {
 		t.Fatalf("after reload: m1 %+v m2 %+v", r1, r2)
 	}
-	if d := h.describe("app"); d.Epoch != 2 || d.State != sgStable {
+	if d := h.describe("app"); d.Epoch != 3 || d.State != sgStable {
 		t.Fatalf("after reload: %s epoch %d", d.State, d.Epoch)
 	}
 	// And a restart of the same coordinator (replaying groups.db) too.
 	h.c.Close()
 	h.open(1)
-	if d := h.describe("app"); d.Epoch != 2 || d.State != sgStable || len(d.Members) != 2 {
+	if d := h.describe("app"); d.Epoch != 3 || d.State != sgStable || len(d.Members) != 2 {
 		t.Fatalf("after restart: %+v", d)
 	}
 }
@@ -475,10 +475,10 @@ func TestStreams_SessionExpiry(t *testing.T) {
 	h.hb("m1", "p1", 0, nil, nil)
 	h.hb("m2", "p2", 0, nil, nil)
 	clock.Advance(DefaultStreamsSessionTimeout / 2)
-	h.hb("m1", "p1", 1, nil, nil)
+	h.hb("m1", "p1", 2, nil, nil)
 	clock.Advance(DefaultStreamsSessionTimeout/2 + 1)
 	d := h.describe("app")
-	if len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Epoch != 3 {
+	if len(d.Members) != 1 || d.Members[0].MemberID != "m1" || d.Epoch != 4 {
 		t.Fatalf("after m2's session: %+v", d)
 	}
 }
@@ -517,16 +517,16 @@ func TestStreams_InitialRebalanceDelay(t *testing.T) {
 	if r2.MemberEpoch != 1 || len(r2.ActiveTasks) != 0 || !reflect.DeepEqual(statusCodes(r2), delayed) {
 		t.Fatalf("m2 join: %+v", r2)
 	}
-	if d := h.describe("app"); d.State != sgAssigning || d.Epoch != 2 || d.AssignmentEpoch != 0 {
+	if d := h.describe("app"); d.State != sgAssigning || d.Epoch != 3 || d.AssignmentEpoch != 1 {
 		t.Fatalf("during the delay: %s epoch %d assignment epoch %d", d.State, d.Epoch, d.AssignmentEpoch)
 	}
 	clock.Advance(2 * time.Second)
-	if d := h.describe("app"); d.AssignmentEpoch != 2 {
+	if d := h.describe("app"); d.AssignmentEpoch != 3 {
 		t.Fatalf("after the delay: %s epoch %d assignment epoch %d", d.State, d.Epoch, d.AssignmentEpoch)
 	}
 	r1, _ = h.hb("m1", "p1", 1, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
 	r2, _ = h.hb("m2", "p2", 1, &ownedTasks{partitionSet{}, partitionSet{}}, nil)
-	if r1.MemberEpoch != 2 || r2.MemberEpoch != 2 || len(r1.Status) != 0 ||
+	if r1.MemberEpoch != 3 || r2.MemberEpoch != 3 || len(r1.Status) != 0 ||
 		!tasksOf(r1.ActiveTasks).equal(ps("0:0;1:1")) || !tasksOf(r2.ActiveTasks).equal(ps("0:1;1:0")) {
 		t.Fatalf("after the delay: m1 %+v m2 %+v", r1, r2)
 	}
