@@ -774,7 +774,7 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 			if sg.topology != nil {
 				tp := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 				tp.Epoch = sg.topology.epoch
-				tp.Subtopologies = describeSubtopologies(sg.topology)
+				tp.Subtopologies = describeSubtopologies(sg.topology, ct, topics)
 				d.Topology = &tp
 			}
 			for _, mid := range sortedKeys(sg.members) {
@@ -816,18 +816,27 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 }
 
 // describeSubtopologies is the topology as StreamsGroupDescribe reports
-// it: as the members sent it (Kafka 4.4 reports it so, configured or not:
-// internal topics with the partition counts the topology gave them, 0 for
-// changelogs and derived ones).
-func describeSubtopologies(t *streamsTopology) []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology {
+// it, as Kafka 4.4 does: configured, its internal topics with their
+// partition counts; otherwise as the members sent it (0 for changelogs
+// and derived repartition topics).
+func describeSubtopologies(t *streamsTopology, ct *configuredTopology, topics map[string]ConsumerTopic) []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology {
+	counted := func(in []kmsg.TopicInfo) []kmsg.TopicInfo {
+		out := slices.Clone(in)
+		if ct.ready() {
+			for i := range out {
+				out[i].NumPartitions = topics[out[i].Topic].Partitions
+			}
+		}
+		return out
+	}
 	out := []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
 	for _, st := range t.subtopologies {
 		d := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
 		d.SubtopologyID = st.SubtopologyID
 		d.SourceTopics = slices.Clone(st.SourceTopics)
 		d.RepartitionSinkTopics = slices.Clone(st.RepartitionSinkTopics)
-		d.StateChangelogTopics = slices.Clone(st.StateChangelogTopics)
-		d.RepartitionSourceTopics = slices.Clone(st.RepartitionSourceTopics)
+		d.StateChangelogTopics = counted(st.StateChangelogTopics)
+		d.RepartitionSourceTopics = counted(st.RepartitionSourceTopics)
 		out = append(out, d)
 	}
 	return out

@@ -158,7 +158,7 @@ func TestStreams_MissingInternalTopicsThenAssigned(t *testing.T) {
 	d := h.describe("app")
 	if d.State != sgStable || d.Epoch != 3 || d.AssignmentEpoch != 3 || len(d.Members) != 1 || d.Members[0].ProcessID != "p1" ||
 		d.AssignorName == nil || *d.AssignorName != "sticky" || len(d.Topology.Subtopologies) != 2 ||
-		d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions != 0 {
+		d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions != 4 {
 		t.Fatalf("describe %+v", d)
 	}
 }
