@@ -15,7 +15,9 @@ package broker
 // Gregor refuses are left out and logged). The member's answer says
 // MISSING_INTERNAL_TOPICS meanwhile; its next heartbeat finds them. With
 // an authorizer, they are created only with CREATE on the cluster or the
-// topic, as Kafka requires.
+// topic, as Kafka requires; a replication factor above the live brokers or
+// more than maxStreamsTopicPartitions partitions leave the topic uncreated
+// (logged), so the group stays NotReady.
 
 import (
 	"errors"
@@ -44,6 +46,10 @@ func init() {
 	coordinated(kmsg.StreamsGroupHeartbeat)
 }
 
+// maxStreamsTopicPartitions bounds the partitions of an internal topic a
+// topology (a wire value) makes the broker create.
+const maxStreamsTopicPartitions = 10000
+
 // createStreamsTopics creates the internal topics of a streams group.
 func (b *Broker) createStreamsTopics(r *request, group string, create []coordinator.StreamsTopic) {
 	var specs []newTopic
@@ -64,11 +70,21 @@ func (b *Broker) createStreamsTopics(r *request, group string, create []coordina
 			}
 			configs[k] = v
 		}
-		rf := t.ReplicationFactor
-		if rf <= 0 {
-			rf = -1
+		if t.Partitions > maxStreamsTopicPartitions {
+			b.log.Warn("streams group internal topic not created: too many partitions", "group", group, "topic", t.Name, "partitions", t.Partitions)
+			continue
 		}
-		specs = append(specs, newTopic{name: t.Name, partitions: max(t.Partitions, 1), replicationFactor: rf, configs: configs})
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, max(t.Partitions, 1), t.ReplicationFactor
+		if rt.ReplicationFactor <= 0 {
+			rt.ReplicationFactor = -1
+		}
+		partitions, rf, _, msg, e := b.createTopicsPartitions(rt)
+		if e != nil {
+			b.log.Warn("streams group internal topic not created", "group", group, "topic", t.Name, "err", msg)
+			continue
+		}
+		specs = append(specs, newTopic{name: t.Name, partitions: partitions, replicationFactor: rf, configs: configs})
 	}
 	_, errs := b.createTopics(specs)
 	for i, err := range errs {
