@@ -374,6 +374,9 @@ func (g *group) isSubscribedToTopic(topic string) bool {
 	if g.cg != nil {
 		return g.cg.subscribesTo(topic)
 	}
+	if g.st != nil {
+		return g.st.subscribesTo(topic)
+	}
 	if g.subscribedKnown {
 		return g.subscribed[topic]
 	}

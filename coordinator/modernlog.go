@@ -12,6 +12,9 @@ package coordinator
 //	ConsumerGroupRegularExpression     per regex: the topics it resolved to
 //	ShareGroupMetadata, ShareGroupMemberMetadata, ShareGroupTargetAssignmentMetadata,
 //	ShareGroupTargetAssignmentMember, ShareGroupCurrentMemberAssignment: likewise
+//	StreamsGroupMetadata, StreamsGroupTopology, StreamsGroupMemberMetadata,
+//	StreamsGroupTargetAssignmentMetadata/Member, StreamsGroupCurrentMemberAssignment:
+//	streams groups (KIP-1071; formats in streams_records.go)
 //
 // After every change of a group (a heartbeat, a member expiring or being
 // fenced, a deletion) the records that describe it now are compared with

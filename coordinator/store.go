@@ -31,7 +31,7 @@ import (
 //	                  the offset (int64) up to which this view reflects
 //	                  that partition's log (grouplog.go).
 //	bucket "txn_offsets": pending transactional offsets, see txn_offsets.go.
-//	bucket "modern_groups": one nested bucket per KIP-848 or share group id;
+//	bucket "modern_groups": one nested bucket per KIP-848, share or streams group id;
 //	                  in it a __consumer_offsets record key → its log
 //	                  offset (int64, -1 without a log) and value
 //	                  (modernlog.go).

@@ -899,3 +899,17 @@ func validateStreamsOffsetFetch(g *group, memberID string, epoch int32) *kerr.Er
 	}
 	return nil
 }
+
+// subscribesTo reports whether the group has members and its topology
+// reads topic (a source or repartition source topic), for OffsetDelete.
+func (sg *streamsGroup) subscribesTo(topic string) bool {
+	if len(sg.members) == 0 || sg.topology == nil {
+		return false
+	}
+	for _, st := range sg.topology.subtopologies {
+		if slices.Contains(st.SourceTopics, topic) || slices.ContainsFunc(st.RepartitionSourceTopics, func(t kmsg.TopicInfo) bool { return t.Topic == topic }) {
+			return true
+		}
+	}
+	return false
+}
