@@ -531,3 +531,111 @@ func TestStreams_InitialRebalanceDelay(t *testing.T) {
 		t.Fatalf("after the delay: m1 %+v m2 %+v", r1, r2)
 	}
 }
+
+// The topology's configuration: repartition topics take the partitions of
+// the subtopology writing them, changelogs one per task, copartitioned
+// source topics must agree, and what is missing is reported with Kafka's
+// status codes.
+func TestStreams_ConfigureTopology(t *testing.T) {
+	topics := func(parts map[string]int32) map[string]ConsumerTopic {
+		out := map[string]ConsumerTopic{}
+		for n, p := range parts {
+			out[n] = ConsumerTopic{Name: n, Partitions: p}
+		}
+		return out
+	}
+	top := &streamsTopology{subtopologies: wordCount(0).Subtopologies}
+	ct := top.configure(topics(map[string]int32{}))
+	if ct.ready() || len(ct.statuses) != 1 || ct.statuses[0].StatusCode != streamsStatusMissingSourceTopics ||
+		ct.statuses[0].StatusDetail != "Source topics input are missing." || ct.create != nil {
+		t.Fatalf("no source: %+v", ct)
+	}
+	ct = top.configure(topics(map[string]int32{"input": 6}))
+	if ct.ready() || len(ct.create) != 2 || ct.create[0].Partitions != 6 || ct.create[1].Partitions != 6 {
+		t.Fatalf("internal topics to create: %+v", ct.create)
+	}
+	ct = top.configure(topics(map[string]int32{"input": 6, "app-repartition": 6, "app-counts-changelog": 5}))
+	if ct.ready() || len(ct.statuses) != 1 || ct.statuses[0].StatusCode != streamsStatusIncorrectlyPartition {
+		t.Fatalf("a changelog with 5 partitions for 6 tasks: %+v", ct.statuses)
+	}
+	ct = top.configure(topics(map[string]int32{"input": 6, "app-repartition": 6, "app-counts-changelog": 6}))
+	if !ct.ready() || !reflect.DeepEqual(ct.tasks, map[string]int32{"0": 6, "1": 6}) {
+		t.Fatalf("configured: %+v", ct)
+	}
+	// A fixed repartition count wins over the upstream's.
+	fixed := wordCount(0)
+	fixed.Subtopologies[1].RepartitionSourceTopics[0].NumPartitions = 3
+	ct = (&streamsTopology{subtopologies: fixed.Subtopologies}).configure(topics(map[string]int32{"input": 6}))
+	if ct.create[0].Name != "app-repartition" || ct.create[0].Partitions != 3 || ct.create[1].Partitions != 3 {
+		t.Fatalf("fixed repartition count: %+v", ct.create)
+	}
+	// Copartitioned sources that disagree.
+	join := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	join.SubtopologyID, join.SourceTopics = "0", []string{"left", "right"}
+	join.CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0, 1}}}
+	ct = (&streamsTopology{subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{join}}).configure(topics(map[string]int32{"left": 2, "right": 3}))
+	if ct.ready() || len(ct.statuses) != 1 || ct.statuses[0].StatusCode != streamsStatusIncorrectlyPartition {
+		t.Fatalf("copartitioning: %+v", ct.statuses)
+	}
+}
+
+// Exactly-once v2: TxnOffsetCommit carries the member id and epoch; an
+// older epoch is STALE_MEMBER_EPOCH, the member's passes. OffsetFetch v9
+// checks the epoch too; a joining member with a newer topology epoch
+// replaces the topology and members behind it get STALE_TOPOLOGY; a
+// member asking to shut the application down makes every member's next
+// heartbeat say SHUTDOWN_APPLICATION.
+func TestStreams_TxnOffsetsFetchTopologyShutdown(t *testing.T) {
+	h := newStreamsHarness(t, 0)
+	h.topics["app-repartition"], h.topics["app-counts-changelog"] = 4, 4
+	r1, _ := h.hb("m1", "p1", 0, nil, nil)
+	txn := func(epoch int32) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.TransactionalID, req.Group, req.ProducerID = 3, "app-tx", "app", 7
+		req.MemberID, req.Generation = "m1", epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "input"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 1, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return h.c.TxnOffsetCommit(req).Topics[0].Partitions[0].ErrorCode
+	}
+	if ec := txn(r1.MemberEpoch - 1); ec != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("txn commit at an old epoch: %v", kerr.ErrorForCode(ec))
+	}
+	if ec := txn(r1.MemberEpoch); ec != 0 {
+		t.Fatalf("txn commit at the member's epoch: %v", kerr.ErrorForCode(ec))
+	}
+	fetch := func(epoch int32) int16 {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 9
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group, g.MemberID, g.MemberEpoch = "app", kmsg.StringPtr("m1"), epoch
+		req.Groups = append(req.Groups, g)
+		return h.c.OffsetFetch(req).Groups[0].ErrorCode
+	}
+	if ec := fetch(r1.MemberEpoch + 1); ec != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("fetch at another epoch: %v", kerr.ErrorForCode(ec))
+	}
+	if ec := fetch(r1.MemberEpoch); ec != 0 {
+		t.Fatalf("fetch at the member's epoch: %v", kerr.ErrorForCode(ec))
+	}
+	// m2 joins with topology epoch 1: the group's topology moves on, m1 is stale.
+	r2, _ := h.hb("m2", "p2", 0, nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Topology = wordCount(1) })
+	r1, _ = h.hb("m1", "p1", r1.MemberEpoch, nil, nil)
+	if got := statusCodes(r1); !reflect.DeepEqual(got, []int8{streamsStatusStaleTopology}) ||
+		r1.Status[0].StatusDetail != "The member's topology epoch 0 is behind the group's topology epoch 1." {
+		t.Fatalf("stale topology: %+v", r1.Status)
+	}
+	if d := h.describe("app"); d.Topology.Epoch != 1 {
+		t.Fatalf("topology epoch %d", d.Topology.Epoch)
+	}
+	if r2, _ = h.hb("m2", "p2", r2.MemberEpoch, nil, func(r *kmsg.StreamsGroupHeartbeatRequest) { r.ShutdownApplication = true }); r2.ErrorCode != 0 {
+		t.Fatalf("m2: %v", kerr.ErrorForCode(r2.ErrorCode))
+	}
+	r1, _ = h.hb("m1", "p1", r1.MemberEpoch, nil, nil)
+	if got := statusCodes(r1); !reflect.DeepEqual(got, []int8{streamsStatusStaleTopology, streamsStatusShutdownApplication}) {
+		t.Fatalf("shutdown: %+v", r1.Status)
+	}
+}
