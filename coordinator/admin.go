@@ -53,9 +53,9 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 				d.ErrorMessage = &msg
 			}
 		case g.st != nil:
-			// KIP-1043: a streams group described with the classic API.
-			d.State = g.st.state(g.st.configured(c.topicsByName()))
-			d.ProtocolType = streamsGroupType
+			// A streams group described with the classic API: Kafka 4.4
+			// answers as for an unknown group (Dead, no protocol type).
+			d.State = stateDead.String()
 			if req.Version >= 6 {
 				d.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "Group " + id + " is not a classic group."

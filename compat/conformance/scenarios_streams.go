@@ -68,6 +68,51 @@ func streamsScenarios() []Scenario {
 				"noTopology":    Do[*kmsg.StreamsGroupHeartbeatResponse](e, notop),
 			}
 		}},
+		{"UpdateFeatures", "streams.version at 0: ApiVersions, StreamsGroupHeartbeat and StreamsGroupDescribe", func(e *Env) any {
+			findCoordinator(e, "sfl-app", 0)
+			before := finalizedLevels(e)
+			down := updateFeatures(e, 2, false, "streams.version", 0, 2)
+			e.waitFor("streams.version finalized at 0", func() bool { return finalizedLevels(e)["streams.version"] == 0 })
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "conformance", "1.0"
+			advertised := map[string]bool{}
+			for _, k := range Do[*kmsg.ApiVersionsResponse](e, req).ApiKeys {
+				if k := kmsg.Key(k.ApiKey); k == kmsg.StreamsGroupHeartbeat || k == kmsg.StreamsGroupDescribe {
+					advertised[kmsg.NameForKey(int16(k))] = true
+				}
+			}
+			var hbCode any = "connection closed"
+			if r, err := e.Try(streamsJoinReq("sfl-app", "sfl-in", memberA)); err == nil {
+				hbCode = errName(r.(*kmsg.StreamsGroupHeartbeatResponse).ErrorCode)
+			}
+			d := kmsg.NewPtrStreamsGroupDescribeRequest()
+			d.Groups = []string{"sfl-app"}
+			var dCode any = "connection closed"
+			if r, err := e.Try(d); err == nil && len(r.(*kmsg.StreamsGroupDescribeResponse).Groups) == 1 {
+				dCode = errName(r.(*kmsg.StreamsGroupDescribeResponse).Groups[0].ErrorCode)
+			}
+			up := updateFeatures(e, 2, false, "streams.version", int(before["streams.version"]), 1)
+			return map[string]any{"downgrade": down, "advertised": advertised, "heartbeat": hbCode, "describe": dCode, "restore": up}
+		}},
+		{"ListGroups", "a streams group: type, protocol type and state; DescribeGroups of it", func(e *Env) any {
+			findCoordinator(e, "sgl-app", 0)
+			Do[*kmsg.StreamsGroupHeartbeatResponse](e, streamsJoinReq("sgl-app", "sgl-absent", memberA))
+			lg := kmsg.NewPtrListGroupsRequest()
+			lg.TypesFilter = []string{"streams"}
+			dg := kmsg.NewPtrDescribeGroupsRequest()
+			dg.Groups = []string{"sgl-app"}
+			return map[string]any{"list": Do[*kmsg.ListGroupsResponse](e, lg), "describe": Do[*kmsg.DescribeGroupsResponse](e, dg)}
+		}},
+		{"OffsetCommit", "streams group: the member's epoch, an older epoch, an unknown member", func(e *Env) any {
+			e.CreateTopic("sgo-in", 1)
+			findCoordinator(e, "sgo-app", 0)
+			j := Do[*kmsg.StreamsGroupHeartbeatResponse](e, streamsJoinReq("sgo-app", "sgo-in", memberA))
+			return map[string]any{
+				"current": Do[*kmsg.OffsetCommitResponse](e, offsetCommitReq("sgo-app", memberA, j.MemberEpoch, "sgo-in", 0, 1)),
+				"older":   Do[*kmsg.OffsetCommitResponse](e, offsetCommitReq("sgo-app", memberA, j.MemberEpoch-1, "sgo-in", 0, 2)),
+				"unknown": Do[*kmsg.OffsetCommitResponse](e, offsetCommitReq("sgo-app", memberB, j.MemberEpoch, "sgo-in", 0, 3)),
+			}
+		}},
 		{"StreamsGroupDescribe", "unknown group, classic group and a streams group", func(e *Env) any {
 			joinedGroup(e, "sgd-classic")
 			findCoordinator(e, "sgd-none", 0)
