@@ -49,8 +49,8 @@ import org.junit.jupiter.api.Timeout;
  * Kafka Streams with the streams rebalance protocol (group.protocol=streams,
  * KIP-1071): a word count (a repartition topic and a changelogged store, both
  * created by the broker from the topology) under exactly_once_v2 scales from
- * one instance to two and back while lines keep coming; every count update
- * is in the output exactly once.
+ * one instance to two, then three, and back to one while lines keep coming;
+ * every count update is in the output exactly once.
  */
 @Timeout(180)
 class StreamsProtocolTest {
@@ -167,6 +167,7 @@ class StreamsProtocolTest {
             out.subscribe(List.of(OUT));
             KafkaStreams a = wordCount(Files.createTempDirectory("gregor-streams-a-"), 7001);
             KafkaStreams b = null;
+            KafkaStreams c = null;
             try {
                 // One instance: all 8 tasks (2 subtopologies x 4 partitions).
                 a.start();
@@ -207,16 +208,35 @@ class StreamsProtocolTest {
                     assertTrue(topics.contains(APP + "-words-repartition") && topics.contains(APP + "-counts-changelog"), "internal topics in " + topics);
                 }
 
-                // Back to one: a takes b's tasks when b leaves.
-                b.close(Duration.ofSeconds(30));
-                b = null;
-                await("a runs all 8 tasks again", () -> activeTasks(a) == 8);
+                // Three instances: 3, 3 and 2 tasks.
+                c = wordCount(Files.createTempDirectory("gregor-streams-c-"), 7003);
+                c.start();
+                KafkaStreams cc = c;
+                await("a, b and c run 8 tasks between them, at least 2 each", () -> {
+                    int na = activeTasks(a), nb = activeTasks(bb), nc = activeTasks(cc);
+                    return na >= 2 && nb >= 2 && nc >= 2 && na + nb + nc == 8;
+                });
                 List<String> l3 = lines("c", 40);
                 produce(l3);
                 count(want, l3);
                 words += 80;
                 readCounts(out, latest, updates, want);
+
+                // Back to one: a takes b's and c's tasks when they leave.
+                b.close(Duration.ofSeconds(30));
+                b = null;
+                c.close(Duration.ofSeconds(30));
+                c = null;
+                await("a runs all 8 tasks again", () -> activeTasks(a) == 8);
+                List<String> l4 = lines("d", 40);
+                produce(l4);
+                count(want, l4);
+                words += 80;
+                readCounts(out, latest, updates, want);
             } finally {
+                if (c != null) {
+                    c.close(Duration.ofSeconds(30));
+                }
                 if (b != null) {
                     b.close(Duration.ofSeconds(30));
                 }
