@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -637,5 +638,51 @@ func TestStreams_TxnOffsetsFetchTopologyShutdown(t *testing.T) {
 	r1, _ = h.hb("m1", "p1", r1.MemberEpoch, nil, nil)
 	if got := statusCodes(r1); !reflect.DeepEqual(got, []int8{streamsStatusStaleTopology, streamsStatusShutdownApplication}) {
 		t.Fatalf("shutdown: %+v", r1.Status)
+	}
+}
+
+// Every prefix of every streams record, and every value with one byte
+// flipped, decodes to an error or a value: never a panic (groups.db and
+// __consumer_offsets may hold anything a torn write or another writer
+// left).
+func TestStreams_RecordsDecodeMalformed(t *testing.T) {
+	h := newStreamsHarness(t, 1)
+	h.topics["app-repartition"], h.topics["app-counts-changelog"] = 4, 4
+	h.hb("m1", "p1", 0, nil, func(r *kmsg.StreamsGroupHeartbeatRequest) {
+		r.InstanceID = kmsg.StringPtr("i1")
+		r.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: "h", Port: 1}
+		r.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{{Key: "k", Value: "v"}}
+		r.Topology.Subtopologies[0].CopartitionGroups = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup{{SourceTopics: []int16{0}}}
+	})
+	h.hb("m2", "p2", 0, nil, nil)
+	decoders := map[int16]func([]byte) error{
+		keyStreamsGroupMetadata:          func(b []byte) error { _, err := decodeStreamsGroupMetadata(b); return err },
+		keyStreamsGroupMember:            func(b []byte) error { _, err := decodeStreamsMember(b); return err },
+		keyStreamsGroupTargetMember:      func(b []byte) error { _, err := decodeStreamsTarget(b); return err },
+		keyStreamsGroupCurrentAssignment: func(b []byte) error { _, err := decodeStreamsCurrent(b); return err },
+		keyStreamsGroupTopology:          func(b []byte) error { _, err := decodeStreamsTopology(b); return err },
+	}
+	n := 0
+	for _, recs := range h.log.parts {
+		for _, r := range recs {
+			k, err := decodeRecordKey(r.Key)
+			dec := decoders[k.Type]
+			if err != nil || dec == nil || r.Value == nil {
+				continue
+			}
+			if err := dec(r.Value); err != nil {
+				t.Fatalf("record %+v: %v", k, err)
+			}
+			n++
+			for i := range r.Value {
+				dec(r.Value[:i])
+				flipped := slices.Clone(r.Value)
+				flipped[i] ^= 0xff
+				dec(flipped)
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d records checked", n)
 	}
 }
