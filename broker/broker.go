@@ -328,6 +328,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		StreamsHeartbeatInterval:      ms("group.streams.heartbeat.interval.ms"),
 		StreamsNumStandbyReplicas:     int(b.cfg.int64Prop("group.streams.num.standby.replicas")),
 		StreamsInitialRebalanceDelay:  streamsDelay,
+		StreamsGroupSettings:          b.streamsSettings,
 		OnShareMemberLeave:            b.shareSessions.MemberLeft,
 		OnShareGroupDeleted:           b.onShareGroupDeleted,
 		Logger:                        b.log.With("component", "groups"),

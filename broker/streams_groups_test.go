@@ -200,3 +200,84 @@ func taskString(ts []kmsg.TaskIDs) string {
 	}
 	return s + "]"
 }
+
+// A streams group's own group configs (IncrementalAlterConfigs, GROUP):
+// streams.num.standby.replicas gives every task a standby on the other
+// member's process, streams.heartbeat.interval.ms is what heartbeats
+// answer; out of range values are INVALID_CONFIG.
+func TestStreamsGroup_GroupConfigs(t *testing.T) {
+	_, addr := startBroker(t, "", map[string]string{"group.streams.initial.rebalance.delay.ms": "0"})
+	ctx := testCtx(t)
+	cl := newClient(t, addr)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "words"); err != nil {
+		t.Fatal(err)
+	}
+	alter := func(name, value string) (int16, string) {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "wc"
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: name, Value: kmsg.StringPtr(value)}}
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := ""
+		if m := resp.Resources[0].ErrorMessage; m != nil {
+			msg = *m
+		}
+		return resp.Resources[0].ErrorCode, msg
+	}
+	if code, msg := alter("streams.num.standby.replicas", "3"); code != kerr.InvalidConfig.Code || msg != "streams.num.standby.replicas must be in the range 0 to 2 inclusive." {
+		t.Fatalf("3 standbys: %v %q", kerr.ErrorForCode(code), msg)
+	}
+	for name, v := range map[string]string{"streams.num.standby.replicas": "1", "streams.heartbeat.interval.ms": "6000"} {
+		if code, msg := alter(name, v); code != 0 {
+			t.Fatalf("%s=%s: %v %q", name, v, kerr.ErrorForCode(code), msg)
+		}
+	}
+	hcode := func(r *kmsg.StreamsGroupHeartbeatResponse) int16 { return r.ErrorCode }
+	r1 := retryStreams(t, ctx, cl, streamsJoin("m1"), hcode)
+	if r1.HeartbeatIntervalMillis != 6000 {
+		t.Fatalf("heartbeat interval %d", r1.HeartbeatIntervalMillis)
+	}
+	hb := func(member string, epoch int32, active, standby []kmsg.TaskIDs) *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "wc", member, epoch, -1
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = active, standby, []kmsg.TaskIDs{}
+		return retryStreams(t, ctx, cl, req, hcode)
+	}
+	// Each member reports what it was last given (a null list: unchanged).
+	type owned struct{ active, standby []kmsg.TaskIDs }
+	own := map[string]*owned{"m1": {[]kmsg.TaskIDs{}, []kmsg.TaskIDs{}}, "m2": {[]kmsg.TaskIDs{}, []kmsg.TaskIDs{}}}
+	keep := func(member string, r *kmsg.StreamsGroupHeartbeatResponse) *kmsg.StreamsGroupHeartbeatResponse {
+		if r.ActiveTasks != nil {
+			own[member].active, own[member].standby = r.ActiveTasks, orEmpty(r.StandbyTasks)
+		}
+		return r
+	}
+	r1 = keep("m1", hb("m1", r1.MemberEpoch, own["m1"].active, own["m1"].standby)) // the internal topics exist now
+	r2 := keep("m2", retryStreams(t, ctx, cl, streamsJoin("m2"), hcode))
+	for range 3 {
+		r1 = keep("m1", hb("m1", r1.MemberEpoch, own["m1"].active, own["m1"].standby))
+		r2 = keep("m2", hb("m2", r2.MemberEpoch, own["m2"].active, own["m2"].standby))
+	}
+	d := retryStreams(t, ctx, cl, &kmsg.StreamsGroupDescribeRequest{Groups: []string{"wc"}}, func(r *kmsg.StreamsGroupDescribeResponse) int16 { return r.Groups[0].ErrorCode }).Groups[0]
+	if d.State != "Stable" || len(d.Members) != 2 {
+		t.Fatalf("describe: %+v", d)
+	}
+	for i, m := range d.Members {
+		other := d.Members[1-i]
+		if taskString(m.Assignment.StandbyTasks) != taskString(other.Assignment.ActiveTasks) || len(m.Assignment.ActiveTasks) == 0 {
+			t.Fatalf("member %s: active %s standby %s; other's active %s", m.MemberID, taskString(m.Assignment.ActiveTasks),
+				taskString(m.Assignment.StandbyTasks), taskString(other.Assignment.ActiveTasks))
+		}
+	}
+}
+
+func orEmpty(ts []kmsg.TaskIDs) []kmsg.TaskIDs {
+	if ts == nil {
+		return []kmsg.TaskIDs{}
+	}
+	return ts
+}

@@ -112,6 +112,9 @@ type Config struct {
 	StreamsSessionTimeout     time.Duration // group.streams.session.timeout.ms
 	StreamsHeartbeatInterval  time.Duration // group.streams.heartbeat.interval.ms
 	StreamsNumStandbyReplicas int           // group.streams.num.standby.replicas
+	// StreamsGroupSettings, if set, gives a group's own streams.* group
+	// configs (zero values take the ones above).
+	StreamsGroupSettings func(group string) StreamsSettings
 	// StreamsInitialRebalanceDelay holds back the first target
 	// assignment of a group that gets its first member
 	// (group.streams.initial.rebalance.delay.ms); negative means none.

@@ -93,6 +93,41 @@ const (
 	smUnreleased = "UNRELEASED_TASKS"
 )
 
+// StreamsSettings are a streams group's own settings, its group configs
+// (streams.session.timeout.ms, streams.heartbeat.interval.ms,
+// streams.num.standby.replicas, streams.initial.rebalance.delay.ms). Zero
+// values take the coordinator's; a negative InitialRebalanceDelay is none.
+type StreamsSettings struct {
+	SessionTimeout, HeartbeatInterval, InitialRebalanceDelay time.Duration
+	NumStandbyReplicas                                       int
+}
+
+// streamsSettings returns group's settings, the coordinator's where the
+// group sets none.
+func (c *Coordinator) streamsSettings(group string) StreamsSettings {
+	s := StreamsSettings{SessionTimeout: c.cfg.StreamsSessionTimeout, HeartbeatInterval: c.cfg.StreamsHeartbeatInterval,
+		InitialRebalanceDelay: c.cfg.StreamsInitialRebalanceDelay, NumStandbyReplicas: c.cfg.StreamsNumStandbyReplicas}
+	if c.cfg.StreamsGroupSettings == nil {
+		return s
+	}
+	g := c.cfg.StreamsGroupSettings(group)
+	if g.SessionTimeout > 0 {
+		s.SessionTimeout = g.SessionTimeout
+	}
+	if g.HeartbeatInterval > 0 {
+		s.HeartbeatInterval = g.HeartbeatInterval
+	}
+	if g.InitialRebalanceDelay > 0 {
+		s.InitialRebalanceDelay = g.InitialRebalanceDelay
+	} else if g.InitialRebalanceDelay < 0 {
+		s.InitialRebalanceDelay = 0
+	}
+	if g.NumStandbyReplicas > 0 {
+		s.NumStandbyReplicas = g.NumStandbyReplicas
+	}
+	return s
+}
+
 type streamsEndpoint struct {
 	host string
 	port uint16
@@ -279,17 +314,18 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 	if req.MemberEpoch == leaveEpoch || req.MemberEpoch == staticLeaveEpoch {
 		return c.streamsLeaveLocked(g, req, r), nil
 	}
-	if len(sg.members) == 0 && req.MemberEpoch == 0 && c.cfg.StreamsInitialRebalanceDelay > 0 {
+	settings := c.streamsSettings(g.id)
+	if len(sg.members) == 0 && req.MemberEpoch == 0 && settings.InitialRebalanceDelay > 0 {
 		// The first member of an empty group: its first assignment
 		// waits for more members, as Kafka's initial rebalance delay.
 		sg.delaying = true
-		c.scheduleLocked(&sg.delay, c.cfg.StreamsInitialRebalanceDelay, func() {
+		c.scheduleLocked(&sg.delay, settings.InitialRebalanceDelay, func() {
 			if c.groups[g.id] != g || g.st != sg || !sg.delaying {
 				return
 			}
 			sg.delaying = false
 			if len(sg.members) > 0 && sg.assignmentEpoch < sg.epoch {
-				c.computeStreamsTargetLocked(sg, sg.configured(c.topicsByName()))
+				c.computeStreamsTargetLocked(g.id, sg, sg.configured(c.topicsByName()))
 				c.persistStreamsLocked(g)
 			}
 		})
@@ -375,7 +411,7 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 			sg.assignmentEpoch = max(1, sg.assignmentEpoch)
 			targetEpoch, delayed = sg.assignmentEpoch, true
 		} else {
-			c.computeStreamsTargetLocked(sg, ct)
+			c.computeStreamsTargetLocked(g.id, sg, ct)
 			targetEpoch = sg.assignmentEpoch
 		}
 	}
@@ -405,7 +441,7 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 
 	r.MemberID = m.id
 	r.MemberEpoch = m.epoch
-	r.HeartbeatIntervalMillis = int32(c.cfg.StreamsHeartbeatInterval.Milliseconds())
+	r.HeartbeatIntervalMillis = int32(settings.HeartbeatInterval.Milliseconds())
 	r.AcceptableRecoveryLagLegacy = streamsAcceptableRecoveryLag
 	r.AcceptableRecoveryLag = streamsAcceptableRecoveryLag
 	r.TaskOffsetIntervalMillis = streamsTaskOffsetInterval
@@ -565,7 +601,7 @@ func (c *Coordinator) removeStreamsMemberLocked(g *group, m *streamsMember) {
 //
 // Lock should be held.
 func (c *Coordinator) scheduleStreamsSessionLocked(g *group, m *streamsMember) {
-	c.scheduleStreamsFenceLocked(g, m, &m.hb, c.cfg.StreamsSessionTimeout, "streams group member session expired", nil)
+	c.scheduleStreamsFenceLocked(g, m, &m.hb, c.streamsSettings(g.id).SessionTimeout, "streams group member session expired", nil)
 }
 
 // scheduleStreamsRevokeLocked starts m's rebalance timeout for revoking
@@ -597,7 +633,7 @@ func (c *Coordinator) scheduleStreamsFenceLocked(g *group, m *streamsMember, slo
 // epoch.
 //
 // Lock should be held.
-func (c *Coordinator) computeStreamsTargetLocked(sg *streamsGroup, ct *configuredTopology) {
+func (c *Coordinator) computeStreamsTargetLocked(group string, sg *streamsGroup, ct *configuredTopology) {
 	procs := map[string]string{}
 	for id, m := range sg.members {
 		procs[id] = m.processID
@@ -606,7 +642,7 @@ func (c *Coordinator) computeStreamsTargetLocked(sg *streamsGroup, ct *configure
 	if ct.ready() {
 		tasks = ct.tasks
 	}
-	sg.standbys = c.cfg.StreamsNumStandbyReplicas
+	sg.standbys = c.streamsSettings(group).NumStandbyReplicas
 	sg.target = assignStreamsTasks(procs, tasks, sg.standbys, sg.target)
 	sg.assignmentEpoch = sg.epoch
 }
