@@ -43,6 +43,12 @@ var shortSet = []string{
 	"UpdateFeatures: group.version and share.version at 0: ApiVersions, the group heartbeats and describes, ShareFetch and ShareAcknowledge",
 	"ListConfigResources: v0 and v1: client metrics subscriptions and group configs",
 	"IncrementalAlterConfigs: CLIENT_METRICS: validation errors and their messages",
+	"StreamsGroupHeartbeat: join with a topology whose internal topics are missing, then once they exist",
+	"StreamsGroupHeartbeat: missing source topic, unknown group, unknown member, no topology",
+	"StreamsGroupDescribe: unknown group, classic group and a streams group",
+	"UpdateFeatures: streams.version at 0: ApiVersions, StreamsGroupHeartbeat and StreamsGroupDescribe",
+	"ListGroups: a streams group: type, protocol type and state; DescribeGroups of it",
+	"OffsetCommit: streams group: the member's epoch, an older epoch, an unknown member",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built
