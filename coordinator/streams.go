@@ -42,8 +42,10 @@ package coordinator
 //
 // Streams groups share the group map and committed offsets with the other
 // kinds: OffsetCommit and TxnOffsetCommit check the member epoch exactly
-// (STALE_MEMBER_EPOCH); DescribeGroups and ListGroups report type
-// "streams"; DeleteGroups deletes Empty ones. They are kept in
+// (STALE_MEMBER_EPOCH); ListGroups reports type and protocol type
+// "streams", DescribeGroups answers as Kafka 4.4 does (Dead, and
+// GROUP_ID_NOT_FOUND from v6); DeleteGroups deletes Empty ones; OffsetDelete
+// refuses a source topic of a group with members (GROUP_SUBSCRIBED_TO_TOPIC). They are kept in
 // __consumer_offsets with Kafka's record types (streams_records.go).
 
 import (
@@ -70,8 +72,8 @@ const (
 	streamsStatusAssignmentDelayed int8 = 5
 )
 
-// streamsGroupType is the group type of streams groups, as ListGroups and
-// DescribeGroups report it.
+// streamsGroupType is the group type and protocol type of streams groups,
+// as ListGroups reports them.
 const streamsGroupType = "streams"
 
 // streamsAssignorName is the name of the task assignor.
