@@ -335,7 +335,11 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 
 	m, isNew, err := c.streamsMemberLocked(g, req, instanceID)
 	if err != nil {
-		return fail(err, "Member "+req.MemberID+" is not a member of group "+req.Group+".")
+		msg := ""
+		if err == kerr.UnknownMemberID {
+			msg = "Member " + req.MemberID + " is not a member of group " + req.Group + "."
+		}
+		return fail(err, msg)
 	}
 	if isNew {
 		m.clientID, m.clientHost = clientID, clientHost
