@@ -40,6 +40,8 @@ var aclChecks = map[kmsg.Key]aclCheck{
 	kmsg.DeleteGroups:                 checkDeleteGroups,
 	kmsg.ConsumerGroupHeartbeat:       checkConsumerGroupHeartbeat,
 	kmsg.ConsumerGroupDescribe:        checkConsumerGroupDescribe,
+	kmsg.StreamsGroupHeartbeat:        checkStreamsGroupHeartbeat,
+	kmsg.StreamsGroupDescribe:         checkStreamsGroupDescribe,
 	kmsg.AddPartitionsToTxn:           checkAddPartitionsToTxn,
 	kmsg.AddOffsetsToTxn:              checkAddOffsetsToTxn,
 	kmsg.EndTxn:                       checkEndTxn,
@@ -425,6 +427,51 @@ func checkConsumerGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kms
 	resp.SetVersion(req.Version)
 	resp.ErrorCode = code
 	return resp, nil
+}
+
+// checkStreamsGroupHeartbeat: READ on the group, and DESCRIBE on every
+// source topic of the topology a joining member sends.
+func checkStreamsGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
+	req := r.msg.(*kmsg.StreamsGroupHeartbeatRequest)
+	var topics []string
+	if req.Topology != nil {
+		for _, st := range req.Topology.Subtopologies {
+			topics = append(topics, st.SourceTopics...)
+		}
+	}
+	code := b.heartbeatDenied(r, req.Group, topics)
+	if code == 0 {
+		return nil, nil
+	}
+	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	resp.SetVersion(req.Version)
+	resp.ErrorCode = code
+	return resp, nil
+}
+
+// checkStreamsGroupDescribe: DESCRIBE on each group.
+func checkStreamsGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
+	req := r.msg.(*kmsg.StreamsGroupDescribeRequest)
+	deny, merge := b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
+		if b.groupAllowed(r, acl.Describe, e.String()) {
+			return 0
+		}
+		return kerr.GroupAuthorizationFailed.Code
+	})
+	if deny != nil || !req.IncludeAuthorizedOperations {
+		return deny, merge
+	}
+	return nil, func(kr kmsg.Response) {
+		resp := kr.(*kmsg.StreamsGroupDescribeResponse)
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; g.ErrorCode == 0 {
+				g.AuthorizedOperations = b.authorizedOps(r, acl.Group, g.Group, groupOps...)
+			}
+		}
+		if merge != nil {
+			merge(kr)
+		}
+	}
 }
 
 // heartbeatDenied is the check of a KIP-848 or share group heartbeat: READ

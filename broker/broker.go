@@ -301,6 +301,10 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 	if delay == 0 {
 		delay = -1 // the coordinator reads 0 as "default"; Kafka's 0 means none
 	}
+	streamsDelay := ms("group.streams.initial.rebalance.delay.ms")
+	if streamsDelay == 0 {
+		streamsDelay = -1 // as above
+	}
 	return coordinator.Open(coordinator.Config{
 		Dir:                           filepath.Join(b.cfg.DataDir, metaDirName),
 		Now:                           b.cfg.Now,
@@ -321,6 +325,11 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		ShareSessionTimeout:           ms("group.share.session.timeout.ms"),
 		ShareHeartbeatInterval:        ms("group.share.heartbeat.interval.ms"),
 		ShareGroupTimeouts:            b.shareTimeouts,
+		StreamsSessionTimeout:         ms("group.streams.session.timeout.ms"),
+		StreamsHeartbeatInterval:      ms("group.streams.heartbeat.interval.ms"),
+		StreamsNumStandbyReplicas:     int(b.cfg.int64Prop("group.streams.num.standby.replicas")),
+		StreamsInitialRebalanceDelay:  streamsDelay,
+		StreamsGroupSettings:          b.streamsSettings,
 		OnShareMemberLeave:            b.shareSessions.MemberLeft,
 		OnShareGroupDeleted:           b.onShareGroupDeleted,
 		Logger:                        b.log.With("component", "groups"),

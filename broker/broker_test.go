@@ -344,14 +344,14 @@ func TestApiVersions_Features(t *testing.T) {
 		for _, f := range resp.FinalizedFeatures {
 			fin = append(fin, fmt.Sprintf("%s %d-%d", f.Name, f.MinVersionLevel, f.MaxVersionLevel))
 		}
-		wantSup := "[eligible.leader.replicas.version 0-0 group.version 0-1 kraft.version 0-0 metadata.version 7-33 share.version 0-2 streams.version 0-0 transaction.version 0-2]"
+		wantSup := "[eligible.leader.replicas.version 0-0 group.version 0-1 kraft.version 0-0 metadata.version 7-33 share.version 0-2 streams.version 0-1 transaction.version 0-2]"
 		if v == 3 {
 			wantSup = "[metadata.version 7-33]"
 		}
 		if got := fmt.Sprint(sup); got != wantSup {
 			t.Errorf("v%d supported %s, want %s", v, got, wantSup)
 		}
-		if got, want := fmt.Sprint(fin), "[group.version 1-1 metadata.version 33-33 share.version 2-2]"; got != want {
+		if got, want := fmt.Sprint(fin), "[group.version 1-1 metadata.version 33-33 share.version 2-2 streams.version 1-1]"; got != want {
 			t.Errorf("v%d finalized %s, want %s", v, got, want)
 		}
 		if resp.FinalizedFeaturesEpoch < 0 {

@@ -236,6 +236,16 @@
 // state (83_share_group_state.go) for the offset admin APIs (90-92) and
 // group deletion.
 //
+// # Streams groups
+//
+// Streams group membership (KIP-1071) is the group coordinator's
+// (coordinator/streams*.go; 88_streams_group_heartbeat.go,
+// 89_streams_group_describe.go), gated by the streams.version feature
+// (features.go). The broker's part is creating the internal topics a
+// group's topology needs (repartition and changelog topics, with the
+// partition counts the coordinator derives), after the heartbeat that
+// found them missing, as Kafka's KafkaApis does.
+//
 // # Fault injection
 //
 // InjectFault makes the broker misbehave on purpose, for testing clients

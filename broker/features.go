@@ -19,9 +19,11 @@ package broker
 //   - metadata.version 7-33, finalized 33, as Kafka 4.4: it names the
 //     request versions a broker serves, which Gregor reports in the keys;
 //     it cannot be downgraded, as in Kafka.
-//   - kraft.version, streams.version and eligible.leader.replicas.version
-//     0 only: Gregor's metadata lives in etcd, and it has neither streams
-//     groups (KIP-1071) nor ELR (KIP-966).
+//   - streams.version 0-1, finalized 1 as in Kafka 4.4: streams groups
+//     (KIP-1071); at 0 StreamsGroupHeartbeat and StreamsGroupDescribe
+//     answer UNSUPPORTED_VERSION (still advertised).
+//   - kraft.version and eligible.leader.replicas.version 0 only: Gregor's
+//     metadata lives in etcd, and it has no ELR (KIP-966).
 //
 // The finalized levels are changed with UpdateFeatures
 // (57_update_features.go) and kept in the metastore collection "features"
@@ -53,7 +55,7 @@ var features = []feature{
 	{"kraft.version", 0, 0, 0},
 	{"metadata.version", 7, 33, 33},
 	{"share.version", 0, 2, 2},
-	{"streams.version", 0, 0, 0},
+	{"streams.version", 0, 1, 1},
 	{"transaction.version", 0, 2, 0},
 }
 
@@ -108,6 +110,10 @@ func (b *Broker) featureLevel(name string) int16 {
 // advertising them.
 func (b *Broker) consumerGroupsOff() bool { return b.featureLevel("group.version") < 1 }
 func (b *Broker) shareGroupsOff() bool    { return b.featureLevel("share.version") < 1 }
+
+// streamsGroupsOff reports streams.version finalized at 0 (KIP-1071's
+// APIs answer UNSUPPORTED_VERSION).
+func (b *Broker) streamsGroupsOff() bool { return b.featureLevel("streams.version") < 1 }
 
 // finalizedFeatures returns the finalized level of every feature and the
 // epoch of those levels.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -121,4 +122,21 @@ func (b *Broker) consumerTimeouts(group string) (time.Duration, time.Duration) {
 func (b *Broker) shareTimeouts(group string) (time.Duration, time.Duration) {
 	return time.Duration(b.groupConfigInt(group, "share.session.timeout.ms")) * time.Millisecond,
 		time.Duration(b.groupConfigInt(group, "share.heartbeat.interval.ms")) * time.Millisecond
+}
+
+// streamsSettings gives the coordinator a streams group's group configs.
+func (b *Broker) streamsSettings(group string) coordinator.StreamsSettings {
+	ms := func(name string) time.Duration {
+		return time.Duration(b.groupConfigInt(group, name)) * time.Millisecond
+	}
+	s := coordinator.StreamsSettings{
+		SessionTimeout:        ms("streams.session.timeout.ms"),
+		HeartbeatInterval:     ms("streams.heartbeat.interval.ms"),
+		InitialRebalanceDelay: ms("streams.initial.rebalance.delay.ms"),
+		NumStandbyReplicas:    int(b.groupConfigInt(group, "streams.num.standby.replicas")),
+	}
+	if s.InitialRebalanceDelay == 0 {
+		s.InitialRebalanceDelay = -1 // Kafka's 0 is none; the coordinator's 0 is its default
+	}
+	return s
 }

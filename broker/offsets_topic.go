@@ -172,6 +172,10 @@ func requestGroups(msg kmsg.Request) ([]string, bool) {
 		return m.Groups, true
 	case *kmsg.ShareGroupHeartbeatRequest:
 		return []string{m.GroupID}, true
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return []string{m.Group}, true
+	case *kmsg.StreamsGroupDescribeRequest:
+		return m.Groups, true
 	case *kmsg.ShareGroupDescribeRequest:
 		return m.GroupIDs, true
 	case *kmsg.DescribeShareGroupOffsetsRequest:

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,14 @@ var GroupDefs = []GroupDef{
 		Doc: "The heartbeat interval given to share group members."},
 	{Name: "share.delivery.count.limit", BrokerProp: "group.share.delivery.count.limit", Default: "5", AtLeast: 2, Min: 2, Max: 10,
 		Doc: "The number of deliveries of a record after which it is archived."},
+	{Name: "streams.session.timeout.ms", BrokerProp: "group.streams.session.timeout.ms", Default: "45000", AtLeast: 1, Min: 45000, Max: 60000,
+		Doc: "The timeout to detect streams group members that stopped heartbeating."},
+	{Name: "streams.heartbeat.interval.ms", BrokerProp: "group.streams.heartbeat.interval.ms", Default: "5000", AtLeast: 1, Min: 5000, Max: 15000,
+		Doc: "The heartbeat interval given to streams group members."},
+	{Name: "streams.num.standby.replicas", BrokerProp: "group.streams.num.standby.replicas", Default: "0", AtLeast: 0, Min: 0, Max: 2,
+		Doc: "The number of standby replicas of each task of a streams group."},
+	{Name: "streams.initial.rebalance.delay.ms", BrokerProp: "group.streams.initial.rebalance.delay.ms", Default: "3000", AtLeast: 0, Min: 0, Max: math.MaxInt32,
+		Doc: "How long the first assignment of a streams group waits for more members."},
 }
 
 // Group returns the definition of a group config, nil for an unknown one.

@@ -52,6 +52,15 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 				msg := "Group " + id + " not found."
 				d.ErrorMessage = &msg
 			}
+		case g.st != nil:
+			// A streams group described with the classic API: Kafka 4.4
+			// answers as for an unknown group (Dead, no protocol type).
+			d.State = stateDead.String()
+			if req.Version >= 6 {
+				d.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := "Group " + id + " is not a classic group."
+				d.ErrorMessage = &msg
+			}
 		case g.cg != nil:
 			// KIP-1043: a consumer group described with the classic API.
 			d.State = g.cg.state()
@@ -113,6 +122,9 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 		state, typ := g.state.String(), classicGroupType
 		if g.cg != nil {
 			state, typ = g.cg.state(), consumerGroupType
+		}
+		if g.st != nil {
+			state, typ = g.st.state(g.st.configured(c.topicsByName())), streamsGroupType
 		}
 		if !matches(req.StatesFilter, state) || !matches(req.TypesFilter, typ) {
 			continue

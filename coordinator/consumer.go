@@ -376,6 +376,9 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 		return fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.st != nil {
+		return fail(kerr.GroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+	}
 	if g != nil && g.cg == nil {
 		if len(g.members) > 0 {
 			// A non-empty classic group is upgraded online, if allowed,

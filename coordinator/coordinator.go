@@ -110,6 +110,18 @@ type Config struct {
 	// a share group is deleted, so that its share-partition state goes.
 	OnShareMemberLeave  func(group, member string)
 	OnShareGroupDeleted func(group string)
+
+	// Streams groups (streams.go).
+	StreamsSessionTimeout     time.Duration // group.streams.session.timeout.ms
+	StreamsHeartbeatInterval  time.Duration // group.streams.heartbeat.interval.ms
+	StreamsNumStandbyReplicas int           // group.streams.num.standby.replicas
+	// StreamsGroupSettings, if set, gives a group's own streams.* group
+	// configs (zero values take the ones above).
+	StreamsGroupSettings func(group string) StreamsSettings
+	// StreamsInitialRebalanceDelay holds back the first target
+	// assignment of a group that gets its first member
+	// (group.streams.initial.rebalance.delay.ms); negative means none.
+	StreamsInitialRebalanceDelay time.Duration
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every
@@ -215,6 +227,17 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ShareHeartbeatInterval <= 0 {
 		cfg.ShareHeartbeatInterval = DefaultShareHeartbeatInterval
+	}
+	if cfg.StreamsSessionTimeout <= 0 {
+		cfg.StreamsSessionTimeout = DefaultStreamsSessionTimeout
+	}
+	if cfg.StreamsHeartbeatInterval <= 0 {
+		cfg.StreamsHeartbeatInterval = DefaultStreamsHeartbeatInterval
+	}
+	if cfg.StreamsInitialRebalanceDelay == 0 {
+		cfg.StreamsInitialRebalanceDelay = DefaultStreamsInitialRebalanceDelay
+	} else if cfg.StreamsInitialRebalanceDelay < 0 {
+		cfg.StreamsInitialRebalanceDelay = 0
 	}
 	var assignors []string
 	for _, a := range cfg.ConsumerAssignors {

@@ -1,7 +1,11 @@
 // Package coordinator is Gregor's consumer group coordinator: the classic
 // JoinGroup / SyncGroup / Heartbeat / LeaveGroup membership protocol, the
 // KIP-848 consumer protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe;
-// see consumer.go), offset commits and fetches, and the group admin APIs,
+// see consumer.go), the KIP-1071 streams protocol of Kafka Streams
+// (StreamsGroupHeartbeat, StreamsGroupDescribe: streams.go, with the
+// topology's configuration in streams_topology.go, the sticky task assignor
+// in streams_assign.go and the records in streams_records.go), offset
+// commits and fetches, and the group admin APIs,
 // with groups and committed offsets kept in one bbolt file; and its
 // transaction coordinator
 // (TxnCoordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
@@ -47,7 +51,8 @@
 //
 // These are the states of classic groups; consumer-protocol groups have
 // Kafka's ConsumerGroupState (Empty, Assigning, Reconciling, Stable),
-// described in consumer.go. The state names are Kafka's (ClassicGroupState); DescribeGroups and
+// described in consumer.go, and streams groups Kafka's StreamsGroupState
+// (Empty, NotReady, Assigning, Reconciling, Stable), in streams.go. The state names are Kafka's (ClassicGroupState); DescribeGroups and
 // ListGroups report them.
 //
 // Empty: the group has no members, but may have committed offsets (also the

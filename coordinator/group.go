@@ -149,6 +149,9 @@ type group struct {
 	// classic groups (consumer.go). A consumer group's state is Empty
 	// without members and Stable otherwise; cg.state() is what is reported.
 	cg *consumerGroup
+	// st is the membership of a streams group (KIP-1071, streams.go), nil
+	// for the other kinds; like cg, Empty without members, else Stable.
+	st *streamsGroup
 }
 
 func newGroup(id string, now time.Time) *group {
@@ -370,6 +373,9 @@ func (g *group) computeSubscribed() {
 func (g *group) isSubscribedToTopic(topic string) bool {
 	if g.cg != nil {
 		return g.cg.subscribesTo(topic)
+	}
+	if g.st != nil {
+		return g.st.subscribesTo(topic)
 	}
 	if g.subscribedKnown {
 		return g.subscribed[topic]

@@ -58,14 +58,17 @@ type recordKey struct {
 func keyHasMember(t int16) bool {
 	switch t {
 	case keyConsumerGroupMember, keyConsumerGroupTargetMember, keyConsumerGroupCurrentAssignment,
-		keyShareGroupMember, keyShareGroupTargetMember, keyShareGroupCurrentAssignment, keyConsumerGroupRegex:
+		keyShareGroupMember, keyShareGroupTargetMember, keyShareGroupCurrentAssignment, keyConsumerGroupRegex,
+		keyStreamsGroupMember, keyStreamsGroupTargetMember, keyStreamsGroupCurrentAssignment:
 		return true
 	}
 	return false
 }
 
 // isModernKey reports whether t is a key type of recordKey.
-func isModernKey(t int16) bool { return t >= keyConsumerGroupMetadata && t <= keyConsumerGroupRegex }
+func isModernKey(t int16) bool {
+	return (t >= keyConsumerGroupMetadata && t <= keyConsumerGroupRegex) || isStreamsKey(t)
+}
 
 func (k recordKey) encode() []byte {
 	b := kbin.AppendInt16(nil, k.Type)

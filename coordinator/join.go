@@ -59,6 +59,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest,
 		c.mu.Unlock()
 		return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
 	}
+	if g := c.groups[req.Group]; g != nil && g.st != nil {
+		c.mu.Unlock()
+		return joinError(req.MemberID, kerr.InconsistentGroupProtocol)
+	}
 	if g := c.groups[req.Group]; g != nil && g.cg != nil {
 		if len(g.cg.members) > 0 {
 			// The member joins the consumer group using the classic
@@ -548,5 +552,8 @@ func (c *Coordinator) cancelGroupTimersLocked(g *group) {
 	}
 	if g.cg != nil {
 		c.cancelConsumerTimersLocked(g.cg)
+	}
+	if g.st != nil {
+		c.cancelStreamsTimersLocked(g.st)
 	}
 }

@@ -12,6 +12,9 @@ package coordinator
 //	ConsumerGroupRegularExpression     per regex: the topics it resolved to
 //	ShareGroupMetadata, ShareGroupMemberMetadata, ShareGroupTargetAssignmentMetadata,
 //	ShareGroupTargetAssignmentMember, ShareGroupCurrentMemberAssignment: likewise
+//	StreamsGroupMetadata, StreamsGroupTopology, StreamsGroupMemberMetadata,
+//	StreamsGroupTargetAssignmentMetadata/Member, StreamsGroupCurrentMemberAssignment:
+//	streams groups (KIP-1071; formats in streams_records.go)
 //
 // After every change of a group (a heartbeat, a member expiring or being
 // fenced, a deletion) the records that describe it now are compared with
@@ -58,6 +61,9 @@ func subscriptionHash(sub string) int64 {
 
 // recordRank orders the records of one change as Kafka writes them.
 func recordRank(t int16) int {
+	if isStreamsKey(t) {
+		return streamsRecordRank(t)
+	}
 	switch t {
 	case keyConsumerGroupMember, keyShareGroupMember:
 		return 0
@@ -356,6 +362,8 @@ func (c *Coordinator) restoreModernLocked(tx *bolt.Tx, keep func(id string) bool
 			c.restoreConsumerGroupLocked(id, recs, logged, topics, names)
 		} else if _, ok := recs[recordKey{Type: keyShareGroupMetadata, Group: id}]; ok {
 			c.restoreShareGroupLocked(id, recs, logged, topics, names)
+		} else if _, ok := recs[recordKey{Type: keyStreamsGroupMetadata, Group: id}]; ok {
+			c.restoreStreamsGroupLocked(id, recs, logged, topics)
 		}
 		return nil
 	})
@@ -488,6 +496,9 @@ func (c *Coordinator) restoreShareGroupLocked(id string, recs map[recordKey][]by
 // Lock should be held.
 func (c *Coordinator) scheduleModernTimersLocked(keep func(id string) bool) {
 	for id, g := range c.groups {
+		if g.st != nil && (keep == nil || keep(id)) {
+			c.scheduleStreamsTimersLocked(g)
+		}
 		if g.cg == nil || (keep != nil && !keep(id)) {
 			continue
 		}

@@ -56,7 +56,11 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		g = newGroup(req.Group, c.cfg.Now())
 		created = true
 	}
-	if g.cg != nil {
+	if g.st != nil {
+		if err := validateStreamsOffsetCommit(g, memberID, gen, commitKind{version: req.Version}); err != nil {
+			return setAll(err)
+		}
+	} else if g.cg != nil {
 		// The partitions checked are those that would be written.
 		parts := func(yield func(offsetKey) bool) {
 			for _, t := range req.Topics {
@@ -240,7 +244,11 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 				}
 			}
 			res, err := c.fetchOffsetsLocked(rg.Group, topics, rg.Topics == nil, stable)
-			if g := c.groups[rg.Group]; err == noError && req.Version >= 9 && g != nil && g.cg != nil && rg.MemberID != nil {
+			if g := c.groups[rg.Group]; err == noError && req.Version >= 9 && g != nil && g.st != nil && rg.MemberID != nil {
+				if verr := validateStreamsOffsetFetch(g, *rg.MemberID, rg.MemberEpoch); verr != nil {
+					err, res = verr, nil
+				}
+			} else if g := c.groups[rg.Group]; err == noError && req.Version >= 9 && g != nil && g.cg != nil && rg.MemberID != nil {
 				// v9: a consumer group member's fetch checks its epoch.
 				if verr := validateConsumerOffsetFetch(g, *rg.MemberID, rg.MemberEpoch); verr != nil {
 					err, res = verr, nil

@@ -31,7 +31,7 @@ import (
 //	                  the offset (int64) up to which this view reflects
 //	                  that partition's log (grouplog.go).
 //	bucket "txn_offsets": pending transactional offsets, see txn_offsets.go.
-//	bucket "modern_groups": one nested bucket per KIP-848 or share group id;
+//	bucket "modern_groups": one nested bucket per KIP-848, share or streams group id;
 //	                  in it a __consumer_offsets record key → its log
 //	                  offset (int64, -1 without a log) and value
 //	                  (modernlog.go).
@@ -211,6 +211,9 @@ func (c *Coordinator) deleteStoredGroup(g *group) (committed func() *kerr.Error,
 	}
 	if g.cg != nil {
 		g.cg.logged = map[string][]byte{}
+	}
+	if g.st != nil {
+		g.st.logged = map[string][]byte{}
 	}
 	tombstones = append(tombstones, modern...)
 	tombstones = append(tombstones, groupMetadataRecord(groupID, nil))

@@ -254,7 +254,13 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 	if g == nil {
 		g = newGroup(req.Group, c.cfg.Now())
 	}
-	if g.cg != nil {
+	if g.st != nil {
+		kind := commitKind{txn: true, version: req.Version, instance: req.Version >= 3 && req.InstanceID != nil}
+		if err := validateStreamsOffsetCommit(g, memberID, gen, kind); err != nil {
+			setAll(err)
+			return nil
+		}
+	} else if g.cg != nil {
 		// The partitions checked are those that would be written.
 		parts := func(yield func(offsetKey) bool) {
 			for i, t := range req.Topics {

@@ -51,6 +51,12 @@ var shortSet = []string{
 	"IncrementalAlterConfigs: per-broker dynamic config, describe with synonyms",
 	"IncrementalAlterConfigs: group configs: share and consumer keys, bad value, unknown key",
 	"DescribeShareGroupOffsets: unknown group, unknown topic",
+	"StreamsGroupHeartbeat: join with a topology whose internal topics are missing, then once they exist",
+	"StreamsGroupHeartbeat: missing source topic, unknown group, unknown member, no topology",
+	"StreamsGroupDescribe: unknown group, classic group and a streams group",
+	"UpdateFeatures: streams.version at 0: ApiVersions, StreamsGroupHeartbeat and StreamsGroupDescribe",
+	"ListGroups: a streams group: type, protocol type and state; DescribeGroups of it",
+	"OffsetCommit: streams group: the member's epoch, an older epoch, an unknown member",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built

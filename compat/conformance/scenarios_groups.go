@@ -544,5 +544,6 @@ func All() []Scenario {
 	out = append(out, moreScenarios()...)
 	out = append(out, textScenarios()...)
 	out = append(out, featureScenarios()...)
+	out = append(out, streamsScenarios()...)
 	return out
 }
