@@ -225,7 +225,7 @@ func (r *jepsenRun) produce(ctx context.Context, id int) {
 		r.mu.Unlock()
 		rec := kgo.StringRecord(v)
 		if r.keyed {
-			rec.Key = fmt.Appendf(nil, "k%d", i%13)
+			rec.Key = fmt.Appendf(nil, "k%d", i%101) // over every partition
 			rec.Headers = []kgo.RecordHeader{{Key: "producer", Value: fmt.Appendf(nil, "%d", id)}, {Key: "n", Value: fmt.Appendf(nil, "%d", i)}}
 		}
 		cl.Produce(ctx, rec, func(rec *kgo.Record, err error) {
