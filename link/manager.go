@@ -259,6 +259,18 @@ type runner struct {
 	// mirror (noteDeletedSources; the sync's goroutine only).
 	missing map[string]int
 
+	// down holds the source brokers whose latest fetch failed (the run
+	// goroutine's only): the partitions they lead wait out that broker's
+	// own backoff while those of the other brokers are fetched on.
+	down map[int32]*brokerBackoff
+	// backoff is the whole link's while no source broker can be asked
+	// (the run goroutine's only).
+	backoff time.Duration
+	// fetch is fetchFrom and readMetadata sourceMetadata (a test's
+	// stand-ins otherwise).
+	fetch        func(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error
+	readMetadata func(ctx context.Context) (map[string]*sourceTopic, error)
+
 	// gen moves with every poke; assign's last scan of the partitions led
 	// (the run goroutine's only) is kept while gen and the store's state
 	// stay as they were.
@@ -281,9 +293,30 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}}, nil
+	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
+	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
+	return r, nil
 }
+
+// brokerBackoff is how long a failing source broker's partitions wait
+// before it is asked again: doubled by every failure from 100ms up to
+// maxBackoff, forgotten at its first answer.
+type brokerBackoff struct {
+	wait  time.Duration
+	until time.Time
+}
+
+// Backoffs of a link's fetching: a source broker's, and the whole link's
+// when no source broker can be asked (the source's metadata unreadable).
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+	// downMetadataEvery is how often the source's metadata is read again
+	// while a source broker is failing: its partitions' new leaders are
+	// fetched from as soon as the source elected them.
+	downMetadataEvery = time.Second
+)
 
 func (r *runner) poke() {
 	r.gen.Add(1)
@@ -334,9 +367,6 @@ func (r *runner) run() {
 	defer close(r.done)
 	ctx, cancel := r.ctx()
 	defer cancel()
-	// backoff grows while fetch rounds fail, up to 5s, and is reset by
-	// one that succeeds; retry says the next wait is the backoff.
-	backoff, retry := time.Duration(0), false
 	for {
 		select {
 		case <-r.stop:
@@ -347,35 +377,27 @@ func (r *runner) run() {
 			r.sync(ctx)
 			r.nextSync = time.Now().Add(r.link.SyncInterval())
 		}
-		work := r.assign()
-		if len(work) == 0 || retry {
-			wait := min(r.m.cfg.Poll, time.Until(r.nextSync))
-			if retry {
-				wait = backoff
-			}
-			t := time.NewTimer(max(wait, time.Millisecond))
-			select {
-			case <-r.stop:
-				t.Stop()
-				return
-			case <-r.pokec: // leadership or the links changed: look again now
-			case <-t.C:
-			}
-			t.Stop()
-			retry = false
-			continue
-		}
-		if err := r.fetchRound(ctx, work); err != nil {
+		var wait time.Duration
+		if work := r.assign(); len(work) == 0 {
+			wait = min(r.m.cfg.Poll, time.Until(r.nextSync))
+		} else {
+			wait = r.fetchRound(ctx, work)
 			if ctx.Err() != nil {
 				return // stopping: the fetch was cut short, not failed
 			}
-			r.fetchErrors.Add(1)
-			r.fail("fetching from the source", err)
-			r.invalidateSource()
-			backoff, retry = min(max(2*backoff, 100*time.Millisecond), 5*time.Second), true
+		}
+		if wait <= 0 {
 			continue
 		}
-		backoff = 0
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-r.stop:
+			t.Stop()
+			return
+		case <-r.pokec: // leadership or the links changed: look again now
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
@@ -511,13 +533,25 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 	if src != nil && time.Since(at) < r.link.SyncInterval() {
 		return src, nil
 	}
+	src, err := r.readMetadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.src, r.srcAt = src, time.Now()
+	r.mu.Unlock()
+	return src, nil
+}
+
+// sourceMetadata reads the source's metadata of every topic.
+func (r *runner) sourceMetadata(ctx context.Context) (map[string]*sourceTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = nil // every topic
 	resp, err := req.RequestWith(ctx, r.cl)
 	if err != nil {
 		return nil, err
 	}
-	src = map[string]*sourceTopic{}
+	src := map[string]*sourceTopic{}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || t.ErrorCode != 0 {
 			continue
@@ -533,9 +567,6 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 		}
 		src[*t.Topic] = st
 	}
-	r.mu.Lock()
-	r.src, r.srcAt = src, time.Now()
-	r.mu.Unlock()
 	return src, nil
 }
 
@@ -549,51 +580,131 @@ const (
 )
 
 // fetchRound fetches every partition in work once, one request per source
-// leader at the same time, and appends what comes back.
-func (r *runner) fetchRound(ctx context.Context, work []*mpart) error {
+// leader at the same time, and appends what comes back. It returns how
+// long to wait before the next round: 0 after an answer from any source
+// broker (a fetch waits on the source for records, fetchMaxWait at most),
+// else until the first failing broker may be asked again.
+//
+// A source broker that fails (killed, unreachable, …) is asked again only
+// after its own backoff, and only its partitions wait: those led by the
+// other brokers are fetched on. Its error stays in the link's status until
+// a round fetched every partition; the source's metadata is read again
+// every downMetadataEvery meanwhile, so that its partitions move to the
+// leaders the source elects in its place.
+func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
+	if len(r.down) > 0 {
+		r.mu.Lock()
+		stale := time.Since(r.srcAt) >= downMetadataEvery
+		r.mu.Unlock()
+		if stale {
+			r.invalidateSource()
+		}
+	}
 	src, err := r.source(ctx)
 	if err != nil {
-		return err
+		return r.roundFailed(fmt.Errorf("metadata of the source: %w", err))
 	}
+	now := time.Now()
 	byLeader := map[int32][]*mpart{}
-	refresh := false
+	refresh, held := false, false
+	leaders := map[int32]bool{}
 	for _, mp := range work {
 		st := src[mp.topic]
 		if st == nil || int(mp.partition) >= len(st.leaders) || st.leaders[mp.partition] < 0 {
 			refresh = true // a topic or leader not known yet
 			continue
 		}
-		byLeader[st.leaders[mp.partition]] = append(byLeader[st.leaders[mp.partition]], mp)
+		leader := st.leaders[mp.partition]
+		leaders[leader] = true
+		if d := r.down[leader]; d != nil && now.Before(d.until) {
+			held = true // its broker's backoff
+			continue
+		}
+		byLeader[leader] = append(byLeader[leader], mp)
+	}
+	for b := range r.down {
+		if !leaders[b] {
+			delete(r.down, b) // it leads none of ours any more
+		}
 	}
 	if refresh {
 		r.invalidateSource()
 	}
 	if len(byLeader) == 0 {
 		if refresh {
-			return fmt.Errorf("no leader known in the source for %d partitions", len(work))
+			return r.roundFailed(fmt.Errorf("no leader known in the source for %d partitions", len(work)))
 		}
-		return nil
+		return r.nextUp(now) // only failing brokers' partitions: wait for the first
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, 0, len(byLeader))
+	failed := make(map[int32]error, len(byLeader))
 	var emu sync.Mutex
 	for leader, parts := range byLeader {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.fetchFrom(ctx, leader, parts, src); err != nil {
+			if err := r.fetch(ctx, leader, parts, src); err != nil {
 				emu.Lock()
-				errs = append(errs, fmt.Errorf("source broker %d: %w", leader, err))
+				failed[leader] = err
 				emu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if ctx.Err() != nil {
+		return 0
 	}
-	r.ok()
-	return nil
+	r.backoff = 0
+	now = time.Now()
+	var errs []error
+	for _, leader := range slices.Sorted(maps.Keys(byLeader)) {
+		err := failed[leader]
+		if err == nil {
+			delete(r.down, leader)
+			continue
+		}
+		d := r.down[leader]
+		if d == nil {
+			d = &brokerBackoff{}
+			r.down[leader] = d
+		}
+		d.wait = min(max(2*d.wait, minBackoff), maxBackoff)
+		d.until = now.Add(d.wait)
+		errs = append(errs, fmt.Errorf("source broker %d: %w", leader, err))
+	}
+	if len(errs) > 0 {
+		r.fetchErrors.Add(1)
+		r.fail("fetching from the source", errors.Join(errs...))
+		r.invalidateSource() // the broker may have lost its partitions
+		if len(errs) == len(byLeader) {
+			return r.nextUp(now) // no broker answered: no busy loop
+		}
+		return 0
+	}
+	if !held {
+		r.ok()
+	}
+	return 0
+}
+
+// nextUp returns the time from now until the first failing source broker
+// may be asked again.
+func (r *runner) nextUp(now time.Time) time.Duration {
+	wait := maxBackoff
+	for _, d := range r.down {
+		wait = min(wait, d.until.Sub(now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// roundFailed records an error that kept a whole round from fetching
+// and returns the link's backoff, doubled.
+func (r *runner) roundFailed(err error) time.Duration {
+	r.fetchErrors.Add(1)
+	r.fail("fetching from the source", err)
+	r.invalidateSource()
+	r.backoff = min(max(2*r.backoff, minBackoff), maxBackoff)
+	return r.backoff
 }
 
 func (r *runner) fetchFrom(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error {
