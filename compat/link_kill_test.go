@@ -56,11 +56,16 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		t.Fatalf("GREGOR_LINKKILL_NODES=%d: 1 or 3", nodes)
 	}
 	ctx := testCtx(t, 5*time.Minute)
+	began := time.Now()
+	phase := func(what string) { t.Logf("t+%.1fs: %s", time.Since(began).Seconds(), what) }
 	if err := kafkaref.Available(); err != nil {
 		t.Fatalf("Apache Kafka is needed as the source: %v", err)
 	}
 	kc, err := kafkaref.StartCluster(ctx, 3, kafkaref.Options{Dir: t.TempDir(), Heap: "384m",
-		Props: map[string]string{"default.replication.factor": "3", "min.insync.replicas": "2"}})
+		// A dead broker is fenced, its partitions given new leaders, after
+		// 5s without a heartbeat (9s by default).
+		Props: map[string]string{"default.replication.factor": "3", "min.insync.replicas": "2",
+			"broker.session.timeout.ms": "5000", "broker.heartbeat.interval.ms": "1000"}})
 	if err != nil {
 		t.Fatalf("starting a three-node Apache Kafka: %v", err)
 	}
@@ -73,7 +78,9 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 	} else {
 		opts = append(opts, withSet("default.replication.factor=3", "min.insync.replicas=2"))
 	}
+	phase("Kafka started")
 	c := startCluster(t, nodes, opts...)
+	phase(fmt.Sprintf("Gregor started (%d nodes)", nodes))
 	seeds := strings.Join(c.Seeds(), ",")
 
 	r := &jepsenRun{t: t, c: c, topic: topicName(t, ""), txnTopic: topicName(t, "txn"), writeTo: kc.Addrs(), keyed: true, seed: uint64(time.Now().UnixNano() % 1e9)}
@@ -114,10 +121,12 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		}
 		return out, nil
 	}
-	// grown waits until every mirror partition of both topics ends past
-	// from (offsets mirrored since).
+	// grown waits until every mirror partition ends by offsets past from:
+	// by of the idempotent topic, a transaction (two records and a
+	// marker) of the transactional one.
 	grown := func(what string, from map[string]map[int32]int64, by int64) {
 		t.Helper()
+		need := map[string]int64{r.topic: by, r.txnTopic: min(by, 3)}
 		var last map[string]map[int32]int64
 		if err := waitUntil(time.Minute, func() error {
 			ends, err := mirrorEnds()
@@ -127,14 +136,15 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 			last = ends
 			for _, topic := range topics {
 				for p := range int32(jepsenPartitions) {
-					if ends[topic][p] < from[topic][p]+by {
+					if ends[topic][p] < from[topic][p]+need[topic] {
 						return fmt.Errorf("%s-%d mirrored to %d", topic, p, ends[topic][p])
 					}
 				}
 			}
 			return nil
 		}); err != nil {
-			t.Fatalf("%s: the mirror did not move on (%v): ends %v, from %v", what, err, last, from)
+			srcEnds, serr := srcAdm.ListEndOffsets(ctx, topics...)
+			t.Fatalf("%s: the mirror did not move on (%v): ends %v, from %v; Kafka's ends %v (%v)", what, err, last, from, srcEnds, serr)
 		}
 	}
 
@@ -190,6 +200,7 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	phase("killing")
 	killedAt := time.Now()
 	if err := kc.Kill(int(victim) - 1); err != nil {
 		t.Fatal(err)
@@ -218,11 +229,12 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 	t.Logf("%.1fs after the kill, the status says:\n%s", time.Since(killedAt).Seconds(), firstLines(status, 2))
 	// Under the source's new leaders the mirror moves on.
 	grown("with the source broker down", atKill, 100)
-	t.Logf("%.1fs after the kill, every partition has mirrored 100 records more", time.Since(killedAt).Seconds())
+	t.Logf("%.1fs after the kill, every partition has mirrored more (100 records of the idempotent topic, a transaction of the other)", time.Since(killedAt).Seconds())
 
 	if err := kc.Restart(ctx, int(victim)-1); err != nil {
 		t.Fatalf("restarting Kafka node %d: %v", victim, err)
 	}
+	phase(fmt.Sprintf("Kafka node %d restarted", victim))
 	atRestart, err := mirrorEnds()
 	if err != nil {
 		t.Fatal(err)
@@ -289,6 +301,7 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		t.Fatalf("the mirror did not catch up after the restart: %v; status:\n%s", err, status)
 	}
 
+	phase("caught up")
 	r.finalRead(ctx)
 	r.mu.Lock()
 	h := r.h
@@ -331,6 +344,7 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 			total += a.hw
 		}
 	}
+	phase("compared")
 	t.Logf("%d offsets mirrored across the kill and restart of Kafka node %d, identical", total, victim)
 }
 
