@@ -312,6 +312,9 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 	}
 	res := jepsenCheck(h, jepsenGapThreshold)
 	t.Logf("%s(produce errors: %d, transactional clients replaced: %d, mirror HW observations: %d)", res.Summary(), produceErrs, txnResets, len(h.HWs))
+	for _, f := range res.Failovers {
+		t.Logf("%s-%d: %s", r.topic, f.Partition, mirrorPickup(h, f))
+	}
 	if !res.OK() {
 		t.Fatalf("the mirror broke %d properties of the source's history; see the VIOLATION lines above", len(res.Violations))
 	}
@@ -346,6 +349,37 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 	}
 	phase("compared")
 	t.Logf("%d offsets mirrored across the kill and restart of Kafka node %d, identical", total, victim)
+}
+
+// mirrorPickup says how long after the source's new leader acknowledged
+// its first record of a partition whose leader was killed the mirror held
+// it: the first acknowledgement at or after the failover, and the first
+// high watermark observed past it here (polled every jepsenHWEvery).
+func mirrorPickup(h jHistory, f jFailover) string {
+	if !f.Found {
+		return "no failover seen"
+	}
+	at := f.Kill.At.Add(f.D)
+	var first *jAck
+	for i := range h.Acks {
+		a := &h.Acks[i]
+		if a.Partition == f.Partition && !a.At.Before(at) && (first == nil || a.At.Before(first.At)) {
+			first = a
+		}
+	}
+	if first == nil {
+		return "no acknowledgement after the failover"
+	}
+	var seen time.Time
+	for _, o := range h.HWs {
+		if o.Partition == f.Partition && o.HW > first.Offset && (seen.IsZero() || o.Received.Before(seen)) {
+			seen = o.Received
+		}
+	}
+	if seen.IsZero() {
+		return fmt.Sprintf("offset %d (the new leader's first) never seen mirrored", first.Offset)
+	}
+	return fmt.Sprintf("the source's new leader acknowledged offset %d %.1fs after the kill; mirrored %.2fs later", first.Offset, first.At.Sub(f.Kill.At).Seconds(), seen.Sub(first.At).Seconds())
 }
 
 // linkStatus is `gregor link status mig` asked of one broker: the link's
