@@ -9,14 +9,21 @@ import (
 	"time"
 )
 
-// A source broker that fails (kill -9) holds back only the partitions it
-// leads: those of the other source brokers are fetched every round, not
-// once per backoff of the whole link; the failing broker is asked again
-// only after its own backoff, which doubles, and a round left with only
-// its partitions waits instead of spinning; its error stays in the status
-// until the source elects other leaders, whose partitions are then fetched
-// from them at once, the error gone.
-func TestFetchRound_FailingSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
+// fakeSource is a source cluster for fetchRound: topic t's partitions
+// led by leaders, a Fetch answered by answer (nil: at once, no error).
+type fakeSource struct {
+	mu            sync.Mutex
+	leaders       []int32
+	calls         map[int32]int
+	metadataReads int
+	active        map[tp]bool // partitions a fetch is out for
+	answer        func(leader int32) error
+}
+
+// fetchRunner is a runner of link mig mirroring t (two partitions, both
+// led here) from src.
+func fetchRunner(t *testing.T, src *fakeSource) *runner {
+	t.Helper()
 	ctx := context.Background()
 	s := memStore(t)
 	l := &Link{Name: "mig", Source: []string{"127.0.0.1:1"}, Topics: "t"}
@@ -27,44 +34,75 @@ func TestFetchRound_FailingSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &fakeHost{parts: map[string]int32{"t": 2}, logs: map[tp]*fakeLog{}}
-	m := NewManager(Config{NodeID: 1, Store: s, Host: h})
-	r, err := newRunner(m, l)
+	r, err := newRunner(NewManager(Config{NodeID: 1, Store: s, Host: h}), l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.cl.Close()
-
-	// The source: t-0 led by broker 1, t-1 by broker 2; broker 1 dead.
-	var mu sync.Mutex
-	leaders := []int32{1, 2}
-	dead := map[int32]bool{1: true}
-	calls := map[int32]int{}
-	metadataReads := 0
+	t.Cleanup(r.cl.Close)
+	src.calls, src.active = map[int32]int{}, map[tp]bool{}
 	r.readMetadata = func(context.Context) (map[string]*sourceTopic, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		metadataReads++
-		return map[string]*sourceTopic{"t": {leaders: append([]int32(nil), leaders...)}}, nil
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		src.metadataReads++
+		return map[string]*sourceTopic{"t": {leaders: append([]int32(nil), src.leaders...)}}, nil
 	}
 	r.fetch = func(_ context.Context, leader int32, parts []*mpart, _ map[string]*sourceTopic) error {
-		mu.Lock()
-		defer mu.Unlock()
-		calls[leader] += len(parts)
-		if dead[leader] {
+		src.mu.Lock()
+		src.calls[leader] += len(parts)
+		for _, mp := range parts {
+			if src.active[mp.tp] {
+				t.Errorf("%s-%d fetched twice at once", mp.topic, mp.partition)
+			}
+			src.active[mp.tp] = true
+		}
+		answer := src.answer
+		src.mu.Unlock()
+		var err error
+		if answer != nil {
+			err = answer(leader)
+		}
+		src.mu.Lock()
+		for _, mp := range parts {
+			delete(src.active, mp.tp)
+		}
+		src.mu.Unlock()
+		return err
+	}
+	return r
+}
+
+func (s *fakeSource) count() (int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[1], s.calls[2]
+}
+
+func (r *runner) status() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// A source broker that fails (kill -9) holds back only the partitions it
+// leads: those of the other source brokers are fetched every round, not
+// once per backoff of the whole link; the failing broker is asked again
+// only after its own backoff, which doubles, and a round left with only
+// its partitions waits instead of spinning; its error stays in the status
+// until the source elects other leaders, whose partitions are then fetched
+// from them at once, the error gone.
+func TestFetchRound_FailingSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
+	ctx := context.Background()
+	// The source: t-0 led by broker 1, t-1 by broker 2; broker 1 dead.
+	src := &fakeSource{leaders: []int32{1, 2}}
+	src.answer = func(leader int32) error {
+		if leader == 1 {
 			return errors.New("dial tcp: connection refused")
 		}
 		return nil
 	}
-	count := func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return calls[1], calls[2]
-	}
-	status := func() string {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.lastErr
-	}
+	r := fetchRunner(t, src)
+	mu := &src.mu
+	count, status := src.count, r.status
 
 	work := r.assign()
 	if len(work) != 2 {
@@ -121,8 +159,8 @@ func TestFetchRound_FailingSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
 	// (every downMetadataEvery while a broker fails) and t-0 is fetched
 	// from broker 2 at once, in spite of broker 1's backoff.
 	mu.Lock()
-	leaders[0] = 2
-	reads := metadataReads
+	src.leaders[0] = 2
+	reads := src.metadataReads
 	mu.Unlock()
 	r.mu.Lock()
 	r.srcAt = r.srcAt.Add(-downMetadataEvery)
@@ -131,12 +169,99 @@ func TestFetchRound_FailingSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
 		t.Fatalf("after the election the round waits %v", wait)
 	}
 	mu.Lock()
-	reread := metadataReads > reads
+	reread := src.metadataReads > reads
 	mu.Unlock()
 	if b1, b2 := count(); !reread || b1 != 2 || b2 != 23 {
 		t.Fatalf("after the election: metadata read again %v, broker 1 asked %d times, broker 2 %d; want true, 2, 23", reread, b1, b2)
 	}
 	if st := status(); st != "" || len(r.down) != 0 {
 		t.Fatalf("every partition fetched, yet the status says %q and %d brokers are held back", st, len(r.down))
+	}
+}
+
+// A source broker that does not answer (stopped, its host gone: its Fetch
+// hangs until it times out) holds back only the partitions it leads: a
+// round waits roundWait for it, then goes on with the other brokers'
+// partitions, round after round, without sending it anything more; its
+// partition is fetched neither twice at once nor from the leader the
+// source elects meanwhile until its fetch ends, failed; then it moves
+// there.
+func TestFetchRound_HungSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
+	ctx := context.Background()
+	src := &fakeSource{leaders: []int32{1, 2}}
+	hung, release := make(chan struct{}, 1), make(chan struct{})
+	src.answer = func(leader int32) error {
+		if leader != 1 {
+			return nil
+		}
+		hung <- struct{}{}
+		<-release
+		return errors.New("read tcp: i/o timeout")
+	}
+	r := fetchRunner(t, src)
+	r.roundWait = 20 * time.Millisecond
+	defer func() {
+		close(release)
+		r.fetches.Wait()
+	}()
+
+	if wait := r.fetchRound(ctx, r.assign()); wait != 0 {
+		t.Fatalf("the first round waits %v more", wait)
+	}
+	<-hung
+	for range 20 {
+		if wait := r.fetchRound(ctx, r.assign()); wait != 0 {
+			t.Fatalf("broker 2 answered, yet the next round waits %v", wait)
+		}
+	}
+	if b1, b2 := src.count(); b1 != 1 || b2 != 21 {
+		t.Fatalf("21 rounds with broker 1 hung sent it %d fetches and broker 2 %d; want 1 and 21", b1, b2)
+	}
+	if st := r.status(); st != "" {
+		t.Fatalf("status error %q before broker 1's fetch failed", st)
+	}
+	// The source elects broker 2 for t-0 while the fetch to broker 1 is
+	// still out: t-0 waits for it.
+	src.mu.Lock()
+	src.leaders[0] = 2
+	src.mu.Unlock()
+	r.mu.Lock()
+	r.srcAt = r.srcAt.Add(-downMetadataEvery)
+	r.mu.Unlock()
+	r.fetchRound(ctx, r.assign())
+	if b1, b2 := src.count(); b1 != 1 || b2 != 22 {
+		t.Fatalf("with t-0's fetch still out: broker 1 sent %d fetches, broker 2 %d partitions; want 1 and 22", b1, b2)
+	}
+	// Broker 1's fetch times out: its error is reported, and t-0 is
+	// fetched from broker 2 from the next round on.
+	release <- struct{}{}
+	if err := waitFor(time.Minute, func() bool {
+		r.fetchRound(ctx, r.assign())
+		return strings.Contains(r.status(), "source broker 1: read tcp: i/o timeout")
+	}); err != nil {
+		t.Fatalf("broker 1's failure not in the status: %q", r.status())
+	}
+	if b1, _ := src.count(); b1 != 1 {
+		t.Fatalf("broker 1 sent %d fetches, want 1", b1)
+	}
+	_, before := src.count()
+	r.fetchRound(ctx, r.assign())
+	if _, b2 := src.count(); b2 != before+2 {
+		t.Fatalf("after broker 1's fetch ended, a round fetched %d partitions from broker 2, want 2", b2-before)
+	}
+	if st := r.status(); st != "" {
+		t.Fatalf("every partition fetched from broker 2, yet the status says %q", st)
+	}
+}
+
+// waitFor calls f until it reports true, for d at most.
+func waitFor(d time.Duration, f func() bool) error {
+	for end := time.Now().Add(d); ; {
+		if f() {
+			return nil
+		}
+		if time.Now().After(end) {
+			return errors.New("timed out")
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,6 +267,16 @@ type runner struct {
 	// backoff is the whole link's while no source broker can be asked
 	// (the run goroutine's only).
 	backoff time.Duration
+	// inflight holds the source brokers a fetch is out to, with the
+	// partitions it fetches (the run goroutine's only): a broker that does
+	// not answer (stopped, its host gone, a network cut) holds back only
+	// those, and is sent nothing more until it answers or times out.
+	inflight map[int32][]*mpart
+	results  chan fetchResult
+	fetches  sync.WaitGroup
+	// roundWait bounds how long a round waits for its fetches' answers
+	// (fetchMaxWait and a margin; a test's own otherwise).
+	roundWait time.Duration
 	// fetch is fetchFrom and readMetadata sourceMetadata (a test's
 	// stand-ins otherwise).
 	fetch        func(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error
@@ -296,7 +307,14 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
 	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
+	r.inflight, r.results, r.roundWait = map[int32][]*mpart{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
 	return r, nil
+}
+
+// fetchResult is the outcome of one Fetch to a source broker.
+type fetchResult struct {
+	leader int32
+	err    error
 }
 
 // brokerBackoff is how long a failing source broker's partitions wait
@@ -366,6 +384,7 @@ func (r *runner) ok() {
 func (r *runner) run() {
 	defer close(r.done)
 	ctx, cancel := r.ctx()
+	defer r.fetches.Wait() // cut short by cancel: nothing appends after
 	defer cancel()
 	for {
 		select {
@@ -436,7 +455,7 @@ func (r *runner) assign() []*mpart {
 		skip := false
 		if l.promoting {
 			skip = l.target < 0 || l.log.LogEndOffset() >= l.target
-			if skip {
+			if skip && !r.fetching(l.k) {
 				r.abortOpen(l.k.topic, l.k.partition, l.log)
 			}
 		}
@@ -465,6 +484,19 @@ func (r *runner) assign() []*mpart {
 		}
 	}
 	return out
+}
+
+// fetching reports whether a fetch of a partition is out (the run
+// goroutine's only).
+func (r *runner) fetching(k tp) bool {
+	for _, parts := range r.inflight {
+		for _, mp := range parts {
+			if mp.tp == k {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // abortOpen aborts the transactions left open in a promoting partition
@@ -580,19 +612,23 @@ const (
 )
 
 // fetchRound fetches every partition in work once, one request per source
-// leader at the same time, and appends what comes back. It returns how
-// long to wait before the next round: 0 after an answer from any source
-// broker (a fetch waits on the source for records, fetchMaxWait at most),
+// leader at the same time, and appends what comes back. It waits for the
+// answers up to roundWait and returns how long to wait before the next
+// round: 0 after an answer from any source broker (a fetch waits on the
+// source for records, fetchMaxWait at most) or after waiting roundWait,
 // else until the first failing broker may be asked again.
 //
 // A source broker that fails (killed, unreachable, …) is asked again only
 // after its own backoff, and only its partitions wait: those led by the
-// other brokers are fetched on. Its error stays in the link's status until
-// a round fetched every partition; the source's metadata is read again
-// every downMetadataEvery meanwhile, so that its partitions move to the
-// leaders the source elects in its place.
+// other brokers are fetched on. One that does not answer (stopped, its
+// host gone) is left with its fetch out, its partitions with it, until it
+// answers or the fetch times out; the other brokers are fetched on
+// meanwhile. A failing broker's error stays in the link's status until it
+// answers or leads none of the partitions; the source's metadata is read
+// again every downMetadataEvery meanwhile, so that its partitions move to
+// the leaders the source elects in its place.
 func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
-	if len(r.down) > 0 {
+	if len(r.down) > 0 || len(r.inflight) > 0 {
 		r.mu.Lock()
 		stale := time.Since(r.srcAt) >= downMetadataEvery
 		r.mu.Unlock()
@@ -601,14 +637,23 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 		}
 	}
 	src, err := r.source(ctx)
-	if err != nil {
+	if err != nil && len(r.inflight) == 0 {
 		return r.roundFailed(fmt.Errorf("metadata of the source: %w", err))
 	}
 	now := time.Now()
+	busy := map[tp]bool{}
+	for _, parts := range r.inflight {
+		for _, mp := range parts {
+			busy[mp.tp] = true
+		}
+	}
 	byLeader := map[int32][]*mpart{}
-	refresh, held := false, false
+	refresh := false
 	leaders := map[int32]bool{}
 	for _, mp := range work {
+		if busy[mp.tp] || src == nil {
+			continue // its fetch is still out
+		}
 		st := src[mp.topic]
 		if st == nil || int(mp.partition) >= len(st.leaders) || st.leaders[mp.partition] < 0 {
 			refresh = true // a topic or leader not known yet
@@ -616,72 +661,82 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 		}
 		leader := st.leaders[mp.partition]
 		leaders[leader] = true
-		if d := r.down[leader]; d != nil && now.Before(d.until) {
-			held = true // its broker's backoff
-			continue
+		if d := r.down[leader]; r.inflight[leader] != nil || (d != nil && now.Before(d.until)) {
+			continue // one fetch at a time per broker; or its backoff
 		}
 		byLeader[leader] = append(byLeader[leader], mp)
 	}
 	for b := range r.down {
-		if !leaders[b] {
+		if !leaders[b] && r.inflight[b] == nil {
 			delete(r.down, b) // it leads none of ours any more
 		}
 	}
 	if refresh {
 		r.invalidateSource()
 	}
-	if len(byLeader) == 0 {
+	if len(byLeader) == 0 && len(r.inflight) == 0 {
 		if refresh {
 			return r.roundFailed(fmt.Errorf("no leader known in the source for %d partitions", len(work)))
 		}
 		return r.nextUp(now) // only failing brokers' partitions: wait for the first
 	}
-	var wg sync.WaitGroup
-	failed := make(map[int32]error, len(byLeader))
-	var emu sync.Mutex
 	for leader, parts := range byLeader {
-		wg.Add(1)
+		r.inflight[leader] = parts
+		r.fetches.Add(1)
 		go func() {
-			defer wg.Done()
-			if err := r.fetch(ctx, leader, parts, src); err != nil {
-				emu.Lock()
-				failed[leader] = err
-				emu.Unlock()
+			defer r.fetches.Done()
+			err := r.fetch(ctx, leader, parts, src)
+			select {
+			case r.results <- fetchResult{leader, err}:
+			case <-ctx.Done():
 			}
 		}()
 	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		return 0
-	}
-	r.backoff = 0
-	now = time.Now()
+	// Every answer to this round's fetches (or, if it sent none, the first
+	// to an earlier one), for roundWait at most.
+	t := time.NewTimer(r.roundWait)
+	defer t.Stop()
 	var errs []error
-	for _, leader := range slices.Sorted(maps.Keys(byLeader)) {
-		err := failed[leader]
-		if err == nil {
-			delete(r.down, leader)
-			continue
+	answered := 0
+	for waiting := true; waiting; {
+		select {
+		case res := <-r.results:
+			delete(r.inflight, res.leader)
+			delete(byLeader, res.leader)
+			waiting = len(byLeader) > 0
+			if res.err == nil {
+				answered++
+				delete(r.down, res.leader)
+				continue
+			}
+			d := r.down[res.leader]
+			if d == nil {
+				d = &brokerBackoff{}
+				r.down[res.leader] = d
+			}
+			d.wait = min(max(2*d.wait, minBackoff), maxBackoff)
+			d.until = time.Now().Add(d.wait)
+			errs = append(errs, fmt.Errorf("source broker %d: %w", res.leader, res.err))
+		case <-t.C:
+			waiting = false
+		case <-ctx.Done():
+			return 0
 		}
-		d := r.down[leader]
-		if d == nil {
-			d = &brokerBackoff{}
-			r.down[leader] = d
-		}
-		d.wait = min(max(2*d.wait, minBackoff), maxBackoff)
-		d.until = now.Add(d.wait)
-		errs = append(errs, fmt.Errorf("source broker %d: %w", leader, err))
+	}
+	if answered > 0 {
+		r.backoff = 0
 	}
 	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		r.fetchErrors.Add(1)
 		r.fail("fetching from the source", errors.Join(errs...))
 		r.invalidateSource() // the broker may have lost its partitions
-		if len(errs) == len(byLeader) {
-			return r.nextUp(now) // no broker answered: no busy loop
+		if answered == 0 && len(r.inflight) == 0 {
+			return r.nextUp(time.Now()) // no broker answered: no busy loop
 		}
 		return 0
 	}
-	if !held {
+	if answered > 0 && len(r.down) == 0 {
 		r.ok()
 	}
 	return 0
