@@ -270,8 +270,9 @@ type runner struct {
 	// inflight holds the source brokers a fetch is out to, with the
 	// partitions it fetches (the run goroutine's only): a broker that does
 	// not answer (stopped, its host gone, a network cut) holds back only
-	// those, and is sent nothing more until it answers or times out.
-	inflight map[int32][]*mpart
+	// those, and is sent nothing more until it answers or times out, or
+	// the source elects another leader for one of them.
+	inflight map[int32]*outFetch
 	results  chan fetchResult
 	fetches  sync.WaitGroup
 	// roundWait bounds how long a round waits for its fetches' answers
@@ -307,8 +308,17 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
 	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
-	r.inflight, r.results, r.roundWait = map[int32][]*mpart{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
+	r.inflight, r.results, r.roundWait = map[int32]*outFetch{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
 	return r, nil
+}
+
+// outFetch is a Fetch out to a source broker: its partitions, and how to
+// cut it short once the source elected another leader for one of them
+// (moved).
+type outFetch struct {
+	parts  []*mpart
+	cancel context.CancelFunc
+	moved  bool
 }
 
 // fetchResult is the outcome of one Fetch to a source broker.
@@ -489,8 +499,8 @@ func (r *runner) assign() []*mpart {
 // fetching reports whether a fetch of a partition is out (the run
 // goroutine's only).
 func (r *runner) fetching(k tp) bool {
-	for _, parts := range r.inflight {
-		for _, mp := range parts {
+	for _, of := range r.inflight {
+		for _, mp := range of.parts {
 			if mp.tp == k {
 				return true
 			}
@@ -642,9 +652,16 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 	}
 	now := time.Now()
 	busy := map[tp]bool{}
-	for _, parts := range r.inflight {
-		for _, mp := range parts {
+	for leader, of := range r.inflight {
+		for _, mp := range of.parts {
 			busy[mp.tp] = true
+			// The source elected another leader for it: the fetch out to
+			// the old one (which may never answer) is cut short, and the
+			// partition fetched from the new one next round.
+			if st := src[mp.topic]; !of.moved && st != nil && int(mp.partition) < len(st.leaders) && st.leaders[mp.partition] >= 0 && st.leaders[mp.partition] != leader {
+				of.moved = true
+				of.cancel()
+			}
 		}
 	}
 	byLeader := map[int32][]*mpart{}
@@ -681,11 +698,13 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 		return r.nextUp(now) // only failing brokers' partitions: wait for the first
 	}
 	for leader, parts := range byLeader {
-		r.inflight[leader] = parts
+		fctx, cancel := context.WithCancel(ctx)
+		r.inflight[leader] = &outFetch{parts: parts, cancel: cancel}
 		r.fetches.Add(1)
 		go func() {
 			defer r.fetches.Done()
-			err := r.fetch(ctx, leader, parts, src)
+			err := r.fetch(fctx, leader, parts, src)
+			cancel()
 			select {
 			case r.results <- fetchResult{leader, err}:
 			case <-ctx.Done():
@@ -701,9 +720,13 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 	for waiting := true; waiting; {
 		select {
 		case res := <-r.results:
+			of := r.inflight[res.leader]
 			delete(r.inflight, res.leader)
 			delete(byLeader, res.leader)
 			waiting = len(byLeader) > 0
+			if of != nil && of.moved && res.err != nil {
+				continue // cut short: no failure of the broker's
+			}
 			if res.err == nil {
 				answered++
 				delete(r.down, res.leader)
