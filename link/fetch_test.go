@@ -101,6 +101,11 @@ func TestFetchRound_FailingSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
 		return nil
 	}
 	r := fetchRunner(t, src)
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		r.fetches.Wait()
+	}()
 	mu := &src.mu
 	count, status := src.count, r.status
 
@@ -204,8 +209,12 @@ func TestFetchRound_HungSourceBrokerHoldsOnlyItsPartitions(t *testing.T) {
 		}
 	}
 	r := fetchRunner(t, src)
-	r.roundWait = 20 * time.Millisecond
+	// Round 1 and the retry wait this long for broker 1; every other
+	// round only for broker 2, which answers at once.
+	r.roundWait = time.Second
+	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
+		cancel() // the fetches still out end, with the test failed
 		close(release)
 		r.fetches.Wait()
 	}()
