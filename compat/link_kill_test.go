@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,8 +35,10 @@ import (
 // While the killed broker still leads its partitions (until Kafka's
 // controller fences it), the link's status reports the failing source
 // broker; under the new source leaders the mirror moves on, and on again
-// after the restart. Once the producers stop, the mirror catches up (lag 0,
-// no error) and:
+// after the restart. Then the broker leading the most partitions is
+// SIGSTOPped (its sockets open: a fetch out to it hangs) until the mirror
+// moved on under the leaders elected in its place, and continued. Once
+// the producers stop, the mirror catches up (lag 0, no error) and:
 //
 //   - the Jepsen checker (jepsenCheck) finds every record the source
 //     acknowledged in the mirror exactly once at its acknowledged offset,
@@ -176,26 +179,7 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 	grown("before the kill", before, 100)
 
 	// The victim: the source broker leading the most mirrored partitions.
-	md, err := srcAdm.Metadata(ctx, topics...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	led := map[int32][]int32{} // node -> partitions of r.topic it leads
-	count := map[int32]int{}
-	for _, topic := range topics {
-		for _, p := range md.Topics[topic].Partitions {
-			count[p.Leader]++
-			if topic == r.topic {
-				led[p.Leader] = append(led[p.Leader], p.Partition)
-			}
-		}
-	}
-	victim := int32(-1)
-	for _, n := range slices.Sorted(maps.Keys(count)) {
-		if victim < 0 || count[n] > count[victim] {
-			victim = n
-		}
-	}
+	victim, victimLed := sourceLeader(t, ctx, srcAdm, topics, r.topic)
 	atKill, err := mirrorEnds()
 	if err != nil {
 		t.Fatal(err)
@@ -206,10 +190,9 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
-	r.h.Kills = append(r.h.Kills, jKill{At: killedAt, Node: victim, Partitions: led[victim], Label: "kill -9 of the source leader"})
+	r.h.Kills = append(r.h.Kills, jKill{At: killedAt, Node: victim, Partitions: victimLed, Label: "kill -9 of the source leader"})
 	r.mu.Unlock()
-	t.Logf("killed Kafka node %d, leader of %d of the %d mirrored partitions (%s: %v); mirror ends %v",
-		victim, count[victim], 2*jepsenPartitions, r.topic, led[victim], atKill)
+	t.Logf("killed Kafka node %d, leader of %v of %s; mirror ends %v", victim, victimLed, r.topic, atKill)
 
 	// While it is down and still the leader on record, the link says so
 	// (on the Gregor broker fetching those partitions).
@@ -240,6 +223,47 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		t.Fatal(err)
 	}
 	grown("after the restart", atRestart, 100)
+
+	// SIGSTOP of the source broker leading the most mirrored partitions
+	// now: its sockets stay open, a fetch out to it hangs. Once the
+	// source elected other leaders, its partitions move to them.
+	paused, pausedLed := sourceLeader(t, ctx, srcAdm, topics, r.topic)
+	pid := kc.Pids()[paused-1]
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Signal(sigCont) })
+	atPause, err := mirrorEnds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase(fmt.Sprintf("stopping Kafka node %d", paused))
+	pausedAt := time.Now()
+	if err := proc.Signal(sigStop); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitUntil(10*time.Second, func() error {
+		if !allThreadsStopped(pid) {
+			return errors.New("running")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("Kafka node %d (pid %d) not stopped 10s after SIGSTOP", paused, pid)
+	}
+	r.mu.Lock()
+	r.h.Kills = append(r.h.Kills, jKill{At: pausedAt, Node: paused, Partitions: pausedLed, Label: "SIGSTOP of the source leader"})
+	r.mu.Unlock()
+	grown("with a source broker stopped", atPause, 100)
+	phase(fmt.Sprintf("every partition mirrored more with Kafka node %d stopped", paused))
+	if err := proc.Signal(sigCont); err != nil {
+		t.Fatal(err)
+	}
+	atCont, err := mirrorEnds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown("after SIGCONT", atCont, 100)
 	stopWork()
 	wg.Wait()
 
@@ -348,7 +372,37 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		}
 	}
 	phase("compared")
-	t.Logf("%d offsets mirrored across the kill and restart of Kafka node %d, identical", total, victim)
+	t.Logf("%d offsets mirrored across the kill and restart of Kafka node %d and the SIGSTOP of node %d, identical", total, victim, paused)
+}
+
+// sourceLeader returns the source broker leading the most partitions of
+// topics, and the partitions of topic it leads.
+func sourceLeader(t *testing.T, ctx context.Context, adm *kadm.Client, topics []string, topic string) (int32, []int32) {
+	t.Helper()
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := map[int32][]int32{}
+	count := map[int32]int{}
+	for _, name := range topics {
+		for _, p := range md.Topics[name].Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				t.Fatalf("source %s-%d: leader %d (%v)", name, p.Partition, p.Leader, p.Err)
+			}
+			count[p.Leader]++
+			if name == topic {
+				led[p.Leader] = append(led[p.Leader], p.Partition)
+			}
+		}
+	}
+	node := int32(-1)
+	for _, n := range slices.Sorted(maps.Keys(count)) {
+		if node < 0 || count[n] > count[node] {
+			node = n
+		}
+	}
+	return node, led[node]
 }
 
 // mirrorPickup says how long after the source's new leader acknowledged
