@@ -405,35 +405,32 @@ func sourceLeader(t *testing.T, ctx context.Context, adm *kadm.Client, topics []
 	return node, led[node]
 }
 
-// mirrorPickup says how long after the source's new leader acknowledged
-// its first record of a partition whose leader was killed the mirror held
-// it: the first acknowledgement at or after the failover, and the first
-// high watermark observed past it here (polled every jepsenHWEvery).
+// mirrorPickup says how long after the source's new leader of a partition
+// whose leader was killed or stopped took its first write the mirror moved
+// on: from the mirror's end observed by then to the first end observed
+// past it (polled every jepsenHWEvery).
 func mirrorPickup(h jHistory, f jFailover) string {
 	if !f.Found {
 		return "no failover seen"
 	}
 	at := f.Kill.At.Add(f.D)
-	var first *jAck
-	for i := range h.Acks {
-		a := &h.Acks[i]
-		if a.Partition == f.Partition && !a.At.Before(at) && (first == nil || a.At.Before(first.At)) {
-			first = a
+	before := int64(-1)
+	for _, o := range h.HWs {
+		if o.Partition == f.Partition && !o.Received.After(at) {
+			before = max(before, o.HW)
 		}
-	}
-	if first == nil {
-		return "no acknowledgement after the failover"
 	}
 	var seen time.Time
 	for _, o := range h.HWs {
-		if o.Partition == f.Partition && o.HW > first.Offset && (seen.IsZero() || o.Received.Before(seen)) {
+		if o.Partition == f.Partition && o.HW > before && o.Received.After(at) && (seen.IsZero() || o.Received.Before(seen)) {
 			seen = o.Received
 		}
 	}
 	if seen.IsZero() {
-		return fmt.Sprintf("offset %d (the new leader's first) never seen mirrored", first.Offset)
+		return fmt.Sprintf("%s: the mirror never moved past %d after the source's failover", f.Kill.Label, before)
 	}
-	return fmt.Sprintf("the source's new leader acknowledged offset %d %.1fs after the kill; mirrored %.2fs later", first.Offset, first.At.Sub(f.Kill.At).Seconds(), seen.Sub(first.At).Seconds())
+	return fmt.Sprintf("%s: the source's new leader (node %d) took its first write %.1fs after; the mirror moved past %d %.2fs later",
+		f.Kill.Label, f.NewLeader, f.D.Seconds(), before, seen.Sub(at).Seconds())
 }
 
 // linkStatus is `gregor link status mig` asked of one broker: the link's
