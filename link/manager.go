@@ -684,7 +684,7 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 		byLeader[leader] = append(byLeader[leader], mp)
 	}
 	for b := range r.down {
-		if !leaders[b] && r.inflight[b] == nil {
+		if src != nil && !leaders[b] && r.inflight[b] == nil {
 			delete(r.down, b) // it leads none of ours any more
 		}
 	}
