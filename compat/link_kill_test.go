@@ -344,7 +344,11 @@ func TestLink_SourceBrokerKilledWhileMirroring(t *testing.T) {
 		}
 	}
 	phase("compared")
-	t.Logf("%d offsets mirrored across the kill and restart of Kafka node %d (and the SIGSTOP of node %d), identical", total, victim, paused)
+	also := ""
+	if paused > 0 {
+		also = fmt.Sprintf(" and the SIGSTOP of node %d", paused)
+	}
+	t.Logf("%d offsets mirrored across the kill and restart of Kafka node %d%s, identical", total, victim, also)
 }
 
 // pauseSourceLeader SIGSTOPs the source broker leading the most mirrored
