@@ -275,6 +275,9 @@ type runner struct {
 	inflight map[int32]*outFetch
 	results  chan fetchResult
 	fetches  sync.WaitGroup
+	// answered is the source broker that answered a fetch last (-1:
+	// none yet), asked first for the source's metadata.
+	answered atomic.Int32
 	// roundWait bounds how long a round waits for its fetches' answers
 	// (fetchMaxWait and a margin; a test's own otherwise).
 	roundWait time.Duration
@@ -308,6 +311,7 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
 	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
+	r.answered.Store(-1)
 	r.inflight, r.results, r.roundWait = map[int32]*outFetch{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
 	return r, nil
 }
@@ -344,6 +348,9 @@ const (
 	// while a source broker is failing: its partitions' new leaders are
 	// fetched from as soon as the source elected them.
 	downMetadataEvery = time.Second
+	// metadataTimeout bounds a metadata read from the broker that
+	// answered last, before any broker is asked.
+	metadataTimeout = 5 * time.Second
 )
 
 func (r *runner) poke() {
@@ -589,9 +596,21 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 func (r *runner) sourceMetadata(ctx context.Context) (map[string]*sourceTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = nil // every topic
-	resp, err := req.RequestWith(ctx, r.cl)
+	var resp *kmsg.MetadataResponse
+	err := errors.New("no source broker answered yet")
+	// Asked first of the source broker that answered a fetch last: the
+	// client's "any broker" goes round every broker, a stopped one too,
+	// whose request hangs until the client's timeout, and the fetches
+	// with it.
+	if b := r.answered.Load(); b >= 0 {
+		mctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+		resp, err = req.RequestWith(mctx, r.cl.Broker(int(b)))
+		cancel()
+	}
 	if err != nil {
-		return nil, err
+		if resp, err = req.RequestWith(ctx, r.cl); err != nil {
+			return nil, err
+		}
 	}
 	src := map[string]*sourceTopic{}
 	for _, t := range resp.Topics {
@@ -729,6 +748,7 @@ func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
 			}
 			if res.err == nil {
 				answered++
+				r.answered.Store(res.leader)
 				delete(r.down, res.leader)
 				continue
 			}
