@@ -80,6 +80,12 @@ type jepsenRun struct {
 	group    string   // the committing consumer group (of topic)
 	txnTopic string   // the transactional producers' topic
 	txnIDs   []string // their transactional ids
+	// writeTo are the brokers the producers write to (the transactional
+	// ones' end markers too); nil: the cluster's. A cluster link's test
+	// writes to its source and reads the mirror in c.
+	writeTo []string
+	// keyed gives every idempotent record a key and a header.
+	keyed bool
 
 	mu          sync.Mutex
 	h           jHistory
@@ -220,7 +226,7 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 // produce writes unique values with an idempotent acks=all client until ctx
 // ends, recording every attempt and every acknowledgement.
 func (r *jepsenRun) produce(ctx context.Context, id int) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.Seeds()...), kgo.DefaultProduceTopic(r.topic),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.writeSeeds()...), kgo.DefaultProduceTopic(r.topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(time.Millisecond),
 		kgo.RecordDeliveryTimeout(10*time.Second), kgo.RetryTimeout(10*time.Second),
 		kgo.MaxBufferedRecords(2000), kgo.WithHooks(r))
@@ -241,7 +247,12 @@ func (r *jepsenRun) produce(ctx context.Context, id int) {
 		r.mu.Lock()
 		r.h.Attempted[v] = true
 		r.mu.Unlock()
-		cl.Produce(ctx, kgo.StringRecord(v), func(rec *kgo.Record, err error) {
+		rec := kgo.StringRecord(v)
+		if r.keyed {
+			rec.Key = fmt.Appendf(nil, "k%d", i%101) // over every partition
+			rec.Headers = []kgo.RecordHeader{{Key: "producer", Value: fmt.Appendf(nil, "%d", id)}, {Key: "n", Value: fmt.Appendf(nil, "%d", i)}}
+		}
+		cl.Produce(ctx, rec, func(rec *kgo.Record, err error) {
 			now := time.Now()
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -252,6 +263,14 @@ func (r *jepsenRun) produce(ctx context.Context, id int) {
 			r.h.Acks = append(r.h.Acks, jAck{Partition: rec.Partition, Offset: rec.Offset, Value: string(rec.Value), At: now})
 		})
 	}
+}
+
+// writeSeeds are the brokers the producers write to.
+func (r *jepsenRun) writeSeeds() []string {
+	if r.writeTo != nil {
+		return r.writeTo
+	}
+	return r.c.Seeds()
 }
 
 // consume reads a topic from the start with the given isolation level until

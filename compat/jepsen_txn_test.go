@@ -207,7 +207,7 @@ func (r *jepsenRun) finalGroup(ctx context.Context) {
 func (r *jepsenRun) txnProduce(ctx context.Context, id int) {
 	rng := rand.New(rand.NewPCG(r.seed, uint64(100+id)))
 	newClient := func() *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(r.c.Seeds()...), kgo.DefaultProduceTopic(r.txnTopic),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(r.writeSeeds()...), kgo.DefaultProduceTopic(r.txnTopic),
 			kgo.TransactionalID(r.txnIDs[id]), kgo.TransactionTimeout(jepsenTxnTimeout),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
 			kgo.RecordDeliveryTimeout(10*time.Second), kgo.RetryTimeout(10*time.Second))
@@ -288,8 +288,12 @@ func (r *jepsenRun) txnProduce(ctx context.Context, id int) {
 // transaction before them was committed or aborted.
 func (r *jepsenRun) finalTxnRead(ctx context.Context) {
 	r.t.Helper()
-	pcl := r.c.Client(kgo.DefaultProduceTopic(r.txnTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RecordDeliveryTimeout(10*time.Second))
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(r.writeSeeds()...), kgo.DefaultProduceTopic(r.txnTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(10*time.Second), kgo.RetryTimeout(15*time.Second))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer pcl.Close()
 	markers := map[string]bool{}
 	for p := int32(0); p < jepsenPartitions; p++ {
 		for i := 0; ; i++ {

@@ -22,6 +22,17 @@
 //     anew, so producer state and transactions are rebuilt as on the
 //     source. Followers here replicate them as any other batches. The
 //     source's log start offset is followed (DeleteRecords, retention).
+//     A source broker that fails (killed, unreachable) holds back only the
+//     partitions it leads, with a backoff of its own (100ms doubling to
+//     5s); the link's status shows its error, and the source's metadata is
+//     read every second meanwhile (first from the broker that answered
+//     last), so that the partitions are fetched from the leaders the source
+//     elects in its place as soon as it has. A source broker that does not
+//     answer (stopped, its host gone) has one fetch out at a time, its
+//     partitions with it; the others are fetched on, and the fetch is cut
+//     short once the source elected another leader for one of them. Only
+//     the source's high watermark is ever fetched (a consumer's Fetch), so
+//     what a source leader loses in a failover was never mirrored.
 //   - On the controller (Host.Controller), every sync interval, the source
 //     topics matching the pattern become mirror topics, created with the
 //     source's partition count and the configs in SyncedConfigs, and keep

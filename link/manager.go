@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -259,6 +260,32 @@ type runner struct {
 	// mirror (noteDeletedSources; the sync's goroutine only).
 	missing map[string]int
 
+	// down holds the source brokers whose latest fetch failed (the run
+	// goroutine's only): the partitions they lead wait out that broker's
+	// own backoff while those of the other brokers are fetched on.
+	down map[int32]*brokerBackoff
+	// backoff is the whole link's while no source broker can be asked
+	// (the run goroutine's only).
+	backoff time.Duration
+	// inflight holds the source brokers a fetch is out to, with the
+	// partitions it fetches (the run goroutine's only): a broker that does
+	// not answer (stopped, its host gone, a network cut) holds back only
+	// those, and is sent nothing more until it answers or times out, or
+	// the source elects another leader for one of them.
+	inflight map[int32]*outFetch
+	results  chan fetchResult
+	fetches  sync.WaitGroup
+	// answered is the source broker that answered a fetch last (-1:
+	// none yet), asked first for the source's metadata.
+	answered atomic.Int32
+	// roundWait bounds how long a round waits for its fetches' answers
+	// (fetchMaxWait and a margin; a test's own otherwise).
+	roundWait time.Duration
+	// fetch is fetchFrom and readMetadata sourceMetadata (a test's
+	// stand-ins otherwise).
+	fetch        func(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error
+	readMetadata func(ctx context.Context) (map[string]*sourceTopic, error)
+
 	// gen moves with every poke; assign's last scan of the partitions led
 	// (the run goroutine's only) is kept while gen and the store's state
 	// stay as they were.
@@ -281,9 +308,50 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}}, nil
+	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
+	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
+	r.answered.Store(-1)
+	r.inflight, r.results, r.roundWait = map[int32]*outFetch{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
+	return r, nil
 }
+
+// outFetch is a Fetch out to a source broker: its partitions, and how to
+// cut it short once the source elected another leader for one of them
+// (moved).
+type outFetch struct {
+	parts  []*mpart
+	cancel context.CancelFunc
+	moved  bool
+}
+
+// fetchResult is the outcome of one Fetch to a source broker.
+type fetchResult struct {
+	leader int32
+	err    error
+}
+
+// brokerBackoff is how long a failing source broker's partitions wait
+// before it is asked again: doubled by every failure from 100ms up to
+// maxBackoff, forgotten at its first answer.
+type brokerBackoff struct {
+	wait  time.Duration
+	until time.Time
+}
+
+// Backoffs of a link's fetching: a source broker's, and the whole link's
+// when no source broker can be asked (the source's metadata unreadable).
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+	// downMetadataEvery is how often the source's metadata is read again
+	// while a source broker is failing: its partitions' new leaders are
+	// fetched from as soon as the source elected them.
+	downMetadataEvery = time.Second
+	// metadataTimeout bounds a metadata read from the broker that
+	// answered last, before any broker is asked.
+	metadataTimeout = 5 * time.Second
+)
 
 func (r *runner) poke() {
 	r.gen.Add(1)
@@ -333,10 +401,8 @@ func (r *runner) ok() {
 func (r *runner) run() {
 	defer close(r.done)
 	ctx, cancel := r.ctx()
+	defer r.fetches.Wait() // cut short by cancel: nothing appends after
 	defer cancel()
-	// backoff grows while fetch rounds fail, up to 5s, and is reset by
-	// one that succeeds; retry says the next wait is the backoff.
-	backoff, retry := time.Duration(0), false
 	for {
 		select {
 		case <-r.stop:
@@ -347,35 +413,27 @@ func (r *runner) run() {
 			r.sync(ctx)
 			r.nextSync = time.Now().Add(r.link.SyncInterval())
 		}
-		work := r.assign()
-		if len(work) == 0 || retry {
-			wait := min(r.m.cfg.Poll, time.Until(r.nextSync))
-			if retry {
-				wait = backoff
-			}
-			t := time.NewTimer(max(wait, time.Millisecond))
-			select {
-			case <-r.stop:
-				t.Stop()
-				return
-			case <-r.pokec: // leadership or the links changed: look again now
-			case <-t.C:
-			}
-			t.Stop()
-			retry = false
-			continue
-		}
-		if err := r.fetchRound(ctx, work); err != nil {
+		var wait time.Duration
+		if work := r.assign(); len(work) == 0 {
+			wait = min(r.m.cfg.Poll, time.Until(r.nextSync))
+		} else {
+			wait = r.fetchRound(ctx, work)
 			if ctx.Err() != nil {
 				return // stopping: the fetch was cut short, not failed
 			}
-			r.fetchErrors.Add(1)
-			r.fail("fetching from the source", err)
-			r.invalidateSource()
-			backoff, retry = min(max(2*backoff, 100*time.Millisecond), 5*time.Second), true
+		}
+		if wait <= 0 {
 			continue
 		}
-		backoff = 0
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-r.stop:
+			t.Stop()
+			return
+		case <-r.pokec: // leadership or the links changed: look again now
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
@@ -414,7 +472,7 @@ func (r *runner) assign() []*mpart {
 		skip := false
 		if l.promoting {
 			skip = l.target < 0 || l.log.LogEndOffset() >= l.target
-			if skip {
+			if skip && !r.fetching(l.k) {
 				r.abortOpen(l.k.topic, l.k.partition, l.log)
 			}
 		}
@@ -443,6 +501,19 @@ func (r *runner) assign() []*mpart {
 		}
 	}
 	return out
+}
+
+// fetching reports whether a fetch of a partition is out (the run
+// goroutine's only).
+func (r *runner) fetching(k tp) bool {
+	for _, of := range r.inflight {
+		for _, mp := range of.parts {
+			if mp.tp == k {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // abortOpen aborts the transactions left open in a promoting partition
@@ -511,13 +582,37 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 	if src != nil && time.Since(at) < r.link.SyncInterval() {
 		return src, nil
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = nil // every topic
-	resp, err := req.RequestWith(ctx, r.cl)
+	src, err := r.readMetadata(ctx)
 	if err != nil {
 		return nil, err
 	}
-	src = map[string]*sourceTopic{}
+	r.mu.Lock()
+	r.src, r.srcAt = src, time.Now()
+	r.mu.Unlock()
+	return src, nil
+}
+
+// sourceMetadata reads the source's metadata of every topic.
+func (r *runner) sourceMetadata(ctx context.Context) (map[string]*sourceTopic, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = nil // every topic
+	var resp *kmsg.MetadataResponse
+	err := errors.New("no source broker answered yet")
+	// Asked first of the source broker that answered a fetch last: the
+	// client's "any broker" goes round every broker, a stopped one too,
+	// whose request hangs until the client's timeout, and the fetches
+	// with it.
+	if b := r.answered.Load(); b >= 0 {
+		mctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+		resp, err = req.RequestWith(mctx, r.cl.Broker(int(b)))
+		cancel()
+	}
+	if err != nil {
+		if resp, err = req.RequestWith(ctx, r.cl); err != nil {
+			return nil, err
+		}
+	}
+	src := map[string]*sourceTopic{}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || t.ErrorCode != 0 {
 			continue
@@ -533,9 +628,6 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 		}
 		src[*t.Topic] = st
 	}
-	r.mu.Lock()
-	r.src, r.srcAt = src, time.Now()
-	r.mu.Unlock()
 	return src, nil
 }
 
@@ -549,51 +641,168 @@ const (
 )
 
 // fetchRound fetches every partition in work once, one request per source
-// leader at the same time, and appends what comes back.
-func (r *runner) fetchRound(ctx context.Context, work []*mpart) error {
+// leader at the same time, and appends what comes back. It waits for the
+// answers up to roundWait and returns how long to wait before the next
+// round: 0 after an answer from any source broker (a fetch waits on the
+// source for records, fetchMaxWait at most) or after waiting roundWait,
+// else until the first failing broker may be asked again.
+//
+// A source broker that fails (killed, unreachable, …) is asked again only
+// after its own backoff, and only its partitions wait: those led by the
+// other brokers are fetched on. One that does not answer (stopped, its
+// host gone) is left with its fetch out, its partitions with it, until it
+// answers or the fetch times out; the other brokers are fetched on
+// meanwhile. A failing broker's error stays in the link's status until it
+// answers or leads none of the partitions; the source's metadata is read
+// again every downMetadataEvery meanwhile, so that its partitions move to
+// the leaders the source elects in its place.
+func (r *runner) fetchRound(ctx context.Context, work []*mpart) time.Duration {
+	if len(r.down) > 0 || len(r.inflight) > 0 {
+		r.mu.Lock()
+		stale := time.Since(r.srcAt) >= downMetadataEvery
+		r.mu.Unlock()
+		if stale {
+			r.invalidateSource()
+		}
+	}
 	src, err := r.source(ctx)
-	if err != nil {
-		return err
+	if err != nil && len(r.inflight) == 0 {
+		return r.roundFailed(fmt.Errorf("metadata of the source: %w", err))
+	}
+	now := time.Now()
+	busy := map[tp]bool{}
+	for leader, of := range r.inflight {
+		for _, mp := range of.parts {
+			busy[mp.tp] = true
+			// The source elected another leader for it: the fetch out to
+			// the old one (which may never answer) is cut short, and the
+			// partition fetched from the new one next round.
+			if st := src[mp.topic]; !of.moved && st != nil && int(mp.partition) < len(st.leaders) && st.leaders[mp.partition] >= 0 && st.leaders[mp.partition] != leader {
+				of.moved = true
+				of.cancel()
+			}
+		}
 	}
 	byLeader := map[int32][]*mpart{}
 	refresh := false
+	leaders := map[int32]bool{}
 	for _, mp := range work {
+		if busy[mp.tp] || src == nil {
+			continue // its fetch is still out
+		}
 		st := src[mp.topic]
 		if st == nil || int(mp.partition) >= len(st.leaders) || st.leaders[mp.partition] < 0 {
 			refresh = true // a topic or leader not known yet
 			continue
 		}
-		byLeader[st.leaders[mp.partition]] = append(byLeader[st.leaders[mp.partition]], mp)
+		leader := st.leaders[mp.partition]
+		leaders[leader] = true
+		if d := r.down[leader]; r.inflight[leader] != nil || (d != nil && now.Before(d.until)) {
+			continue // one fetch at a time per broker; or its backoff
+		}
+		byLeader[leader] = append(byLeader[leader], mp)
+	}
+	for b := range r.down {
+		if src != nil && !leaders[b] && r.inflight[b] == nil {
+			delete(r.down, b) // it leads none of ours any more
+		}
 	}
 	if refresh {
 		r.invalidateSource()
 	}
-	if len(byLeader) == 0 {
+	if len(byLeader) == 0 && len(r.inflight) == 0 {
 		if refresh {
-			return fmt.Errorf("no leader known in the source for %d partitions", len(work))
+			return r.roundFailed(fmt.Errorf("no leader known in the source for %d partitions", len(work)))
 		}
-		return nil
+		return r.nextUp(now) // only failing brokers' partitions: wait for the first
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, 0, len(byLeader))
-	var emu sync.Mutex
 	for leader, parts := range byLeader {
-		wg.Add(1)
+		fctx, cancel := context.WithCancel(ctx)
+		r.inflight[leader] = &outFetch{parts: parts, cancel: cancel}
+		r.fetches.Add(1)
 		go func() {
-			defer wg.Done()
-			if err := r.fetchFrom(ctx, leader, parts, src); err != nil {
-				emu.Lock()
-				errs = append(errs, fmt.Errorf("source broker %d: %w", leader, err))
-				emu.Unlock()
+			defer r.fetches.Done()
+			err := r.fetch(fctx, leader, parts, src)
+			cancel()
+			select {
+			case r.results <- fetchResult{leader, err}:
+			case <-ctx.Done():
 			}
 		}()
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	// Every answer to this round's fetches (or, if it sent none, the first
+	// to an earlier one), for roundWait at most.
+	t := time.NewTimer(r.roundWait)
+	defer t.Stop()
+	var errs []error
+	answered := 0
+	for waiting := true; waiting; {
+		select {
+		case res := <-r.results:
+			of := r.inflight[res.leader]
+			delete(r.inflight, res.leader)
+			delete(byLeader, res.leader)
+			waiting = len(byLeader) > 0
+			if of != nil && of.moved && res.err != nil {
+				continue // cut short: no failure of the broker's
+			}
+			if res.err == nil {
+				answered++
+				r.answered.Store(res.leader)
+				delete(r.down, res.leader)
+				continue
+			}
+			d := r.down[res.leader]
+			if d == nil {
+				d = &brokerBackoff{}
+				r.down[res.leader] = d
+			}
+			d.wait = min(max(2*d.wait, minBackoff), maxBackoff)
+			d.until = time.Now().Add(d.wait)
+			errs = append(errs, fmt.Errorf("source broker %d: %w", res.leader, res.err))
+		case <-t.C:
+			waiting = false
+		case <-ctx.Done():
+			return 0
+		}
 	}
-	r.ok()
-	return nil
+	if answered > 0 {
+		r.backoff = 0
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		r.fetchErrors.Add(1)
+		r.fail("fetching from the source", errors.Join(errs...))
+		r.invalidateSource() // the broker may have lost its partitions
+		if answered == 0 && len(r.inflight) == 0 {
+			return r.nextUp(time.Now()) // no broker answered: no busy loop
+		}
+		return 0
+	}
+	if answered > 0 && len(r.down) == 0 {
+		r.ok()
+	}
+	return 0
+}
+
+// nextUp returns the time from now until the first failing source broker
+// may be asked again.
+func (r *runner) nextUp(now time.Time) time.Duration {
+	wait := maxBackoff
+	for _, d := range r.down {
+		wait = min(wait, d.until.Sub(now))
+	}
+	return max(wait, time.Millisecond)
+}
+
+// roundFailed records an error that kept a whole round from fetching
+// and returns the link's backoff, doubled.
+func (r *runner) roundFailed(err error) time.Duration {
+	r.fetchErrors.Add(1)
+	r.fail("fetching from the source", err)
+	r.invalidateSource()
+	r.backoff = min(max(2*r.backoff, minBackoff), maxBackoff)
+	return r.backoff
 }
 
 func (r *runner) fetchFrom(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error {
