@@ -300,6 +300,7 @@ class StreamsClusterTest {
             List<String> lines;
             int killedCoordinator;
             int killedLeader;
+            int killedAgain;
             Output out = new Output();
             try (LineProducer lp = new LineProducer()) {
                 // One instance: all 8 tasks (2 subtopologies x 4 partitions).
@@ -356,13 +357,21 @@ class StreamsClusterTest {
                     return na >= 0 && nb >= 0 && nc >= 0 && na + nb + nc == 8;
                 });
 
-                // Back to one: a takes b's and c's tasks when they leave.
+                // Back to one: a takes b's and c's tasks when they leave,
+                // the coordinator killed between the two leaving.
                 b.close(Duration.ofSeconds(30));
                 b = null;
+                killedAgain = describe(adm).coordinator().id();
+                log("b left; killing the coordinator, node " + killedAgain);
+                cluster.node(killedAgain).kill();
                 c.close(Duration.ofSeconds(30));
                 c = null;
                 await("a runs all 8 tasks again", () -> activeTasks(a) == 8);
-                awaitProgress("a alone again", out, 2L * lp.size());
+                awaitProduced(lp, 80);
+                awaitProgress("a alone again, coordinator " + killedAgain + " killed", out, 2L * lp.size());
+                cluster.node(killedAgain).start();
+                awaitFullIsr(adm, IN);
+                awaitProgress("a alone again, coordinator " + killedAgain + " restarted", out, 2L * lp.size());
                 lines = lp.finish();
                 log(lines.size() + " lines produced");
             } finally {
@@ -399,7 +408,7 @@ class StreamsClusterTest {
             List<String> got = new ArrayList<>(out.updates);
             Collections.sort(got);
             Collections.sort(wantUpdates);
-            assertEquals(wantUpdates, got, "count updates (killed coordinator " + killedCoordinator + ", leader " + killedLeader + ")");
+            assertEquals(wantUpdates, got, "count updates (killed coordinator " + killedCoordinator + ", leader " + killedLeader + ", coordinator " + killedAgain + ")");
             assertTrue(lines.size() > 100, "lines produced: " + lines.size());
         }
     }
