@@ -74,7 +74,8 @@ class StreamsClusterTest {
                 "default.replication.factor=3", "min.insync.replicas=2",
                 "offsets.topic.replication.factor=3", "transaction.state.log.replication.factor=3",
                 "transaction.state.log.min.isr=2",
-                "group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=10000");
+                "group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=10000",
+                "group.streams.initial.rebalance.delay.ms=0");
     }
 
     @AfterAll
@@ -312,28 +313,36 @@ class StreamsClusterTest {
                     assertEquals(3, d.partitions().get(0).replicas().size(), "replicas of " + t);
                 }
 
-                // Three instances: 8 tasks, at least 2 each.
+                // Three instances, the coordinator killed with kill -9 while
+                // a hands tasks over to b and c: its successor loads the group
+                // from __consumer_offsets (the three members, no epoch going
+                // back), the rebalance completes there (8 tasks, at least 2
+                // each) and processing goes on; then the node is restarted.
                 b = wordCount("b");
                 c = wordCount("c");
                 b.start();
                 c.start();
                 KafkaStreams bb = b;
                 KafkaStreams cc = c;
+                AtomicReference<StreamsGroupDescription> joined = new AtomicReference<>();
+                await("b and c join the group", () -> {
+                    try {
+                        joined.set(describe(adm));
+                        return joined.get().members().size() == 3;
+                    } catch (Exception e) {
+                        return false;
+                    }
+                });
+                StreamsGroupDescription before = joined.get();
+                killedCoordinator = before.coordinator().id();
+                log("killing the coordinator, node " + killedCoordinator + ", tasks a/b/c " + activeTasks(a) + "/" + activeTasks(bb) + "/" + activeTasks(cc) + ": " + before);
+                cluster.node(killedCoordinator).kill();
                 await("a, b and c run 8 tasks between them, at least 2 each", () -> {
                     int na = activeTasks(a), nb = activeTasks(bb), nc = activeTasks(cc);
                     return na >= 2 && nb >= 2 && nc >= 2 && na + nb + nc == 8;
                 });
-                awaitProgress("a, b and c", out, 2L * lp.size());
-
-                // kill -9 the group's coordinator mid-stream: its successor
-                // loads the group from __consumer_offsets (same members, no
-                // epoch going back) and processing goes on; restart it.
-                StreamsGroupDescription before = describe(adm);
-                killedCoordinator = before.coordinator().id();
-                log("killing the coordinator, node " + killedCoordinator + ": " + before);
-                cluster.node(killedCoordinator).kill();
                 awaitProduced(lp, 80);
-                awaitProgress("coordinator " + killedCoordinator + " killed", out, 2L * lp.size());
+                awaitProgress("a, b and c, coordinator " + killedCoordinator + " killed", out, 2L * lp.size());
                 StreamsGroupDescription after = describe(adm);
                 log("after the kill: " + after);
                 assertTrue(after.coordinator().id() != killedCoordinator, "a new coordinator: " + after);
