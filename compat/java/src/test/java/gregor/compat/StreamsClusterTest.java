@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.clients.admin.TopicDescription;
@@ -30,6 +31,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -311,6 +313,9 @@ class StreamsClusterTest {
                 for (String t : List.of("__consumer_offsets", "__transaction_state", APP + "-words-repartition", APP + "-counts-changelog")) {
                     TopicDescription d = adm.describeTopics(List.of(t)).allTopicNames().get().get(t);
                     assertEquals(3, d.partitions().get(0).replicas().size(), "replicas of " + t);
+                    ConfigResource r = new ConfigResource(ConfigResource.Type.TOPIC, t);
+                    Config cfg = adm.describeConfigs(List.of(r)).all().get().get(r);
+                    assertEquals("2", cfg.get("min.insync.replicas").value(), "min.insync.replicas of " + t);
                 }
 
                 // Three instances, the coordinator killed with kill -9 while
