@@ -76,7 +76,7 @@ class StreamsClusterTest {
                 "default.replication.factor=3", "min.insync.replicas=2",
                 "offsets.topic.replication.factor=3", "transaction.state.log.replication.factor=3",
                 "transaction.state.log.min.isr=2",
-                "group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=10000",
+                "group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=6000",
                 "group.streams.initial.rebalance.delay.ms=0");
     }
 
@@ -304,6 +304,7 @@ class StreamsClusterTest {
             int killedCoordinator;
             int killedLeader;
             int killedAgain;
+            int killedTxn;
             Output out = new Output();
             try (LineProducer lp = new LineProducer()) {
                 // One instance: all 8 tasks (2 subtopologies x 4 partitions).
@@ -386,6 +387,20 @@ class StreamsClusterTest {
                 cluster.node(killedAgain).start();
                 awaitFullIsr(adm, IN);
                 awaitProgress("a alone again, coordinator " + killedAgain + " restarted", out, 2L * lp.size());
+
+                // kill -9 the transaction coordinator of a's producer (its
+                // transactional id is the application id, a's process id and
+                // thread 1) mid-transaction, restart it.
+                String processId = describe(adm).members().iterator().next().processId();
+                String txnId = APP + "-" + processId + "-1";
+                killedTxn = adm.describeTransactions(List.of(txnId)).all().get().get(txnId).coordinatorId();
+                log("killing the transaction coordinator of " + txnId + ", node " + killedTxn);
+                cluster.node(killedTxn).kill();
+                awaitProduced(lp, 80);
+                awaitProgress("transaction coordinator " + killedTxn + " killed", out, 2L * lp.size());
+                cluster.node(killedTxn).start();
+                awaitFullIsr(adm, IN);
+                awaitProgress("transaction coordinator " + killedTxn + " restarted", out, 2L * lp.size());
                 lines = lp.finish();
                 log(lines.size() + " lines produced");
             } finally {
@@ -422,7 +437,7 @@ class StreamsClusterTest {
             List<String> got = new ArrayList<>(out.updates);
             Collections.sort(got);
             Collections.sort(wantUpdates);
-            assertEquals(wantUpdates, got, "count updates (killed coordinator " + killedCoordinator + ", leader " + killedLeader + ", coordinator " + killedAgain + ")");
+            assertEquals(wantUpdates, got, "count updates (killed coordinator " + killedCoordinator + ", leader " + killedLeader + ", coordinator " + killedAgain + ", transaction coordinator " + killedTxn + ")");
             assertTrue(lines.size() > 100, "lines produced: " + lines.size());
         }
     }
