@@ -63,8 +63,11 @@ import org.junit.jupiter.api.Timeout;
  * the output exactly once (read_committed), the final counts are exact, and
  * no instance ever calls its uncaught exception handler.
  */
-@Timeout(180)
+@Timeout(600)
 class StreamsClusterTest {
+    /** Extra kill rounds (system property gregor.streams.chaos.rounds), about 20 s each. */
+    static final int CHAOS_ROUNDS = Integer.getInteger("gregor.streams.chaos.rounds", 0);
+
     static final String APP = "wcc";
     static final String IN = "wcc-lines";
     static final String OUT = "wcc-counts";
@@ -421,6 +424,41 @@ class StreamsClusterTest {
                 cluster.node(killedTxn).start();
                 awaitFullIsr(adm, killedTxn);
                 awaitProgress("transaction coordinator " + killedTxn + " restarted", out, 2L * lp.size());
+                // Chaos rounds (make compat-java-streams-chaos; none in
+                // make test): a fourth instance joins, the coordinator is
+                // killed while a hands it half the tasks; it leaves while
+                // the leader of a repartition partition is killed; each
+                // node restarted and back in every ISR.
+                for (int round = 0; round < CHAOS_ROUNDS; round++) {
+                    KafkaStreams d = wordCount("d" + round);
+                    d.start();
+                    await("d joins", () -> {
+                        try {
+                            return describe(adm).members().size() == 2;
+                        } catch (Exception e) {
+                            return false;
+                        }
+                    });
+                    int k1 = describe(adm).coordinator().id();
+                    log("round " + round + ": d joined, killing the coordinator, node " + k1);
+                    cluster.node(k1).kill();
+                    await("a and d run 4 tasks each", () -> activeTasks(a) == 4 && activeTasks(d) == 4);
+                    awaitProduced(lp, 40);
+                    awaitProgress("round " + round + ", a and d", out, 2L * lp.size());
+                    cluster.node(k1).start();
+                    awaitFullIsr(adm, k1);
+                    int k2 = leaderOf(adm, APP + "-words-repartition", round % 4);
+                    log("round " + round + ": d leaves, killing the leader of " + APP + "-words-repartition-" + (round % 4) + ", node " + k2);
+                    Thread leaving = new Thread(() -> d.close(Duration.ofSeconds(30)));
+                    leaving.start();
+                    cluster.node(k2).kill();
+                    leaving.join(60_000);
+                    await("a runs all 8 tasks again", () -> activeTasks(a) == 8);
+                    awaitProduced(lp, 40);
+                    awaitProgress("round " + round + ", a alone", out, 2L * lp.size());
+                    cluster.node(k2).start();
+                    awaitFullIsr(adm, k2);
+                }
                 lines = lp.finish();
                 log(lines.size() + " lines produced");
             } finally {
