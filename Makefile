@@ -20,7 +20,7 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 # Release builds (make dist): no cgo, no local paths, no symbol tables.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance registry-conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-python crash link-kill jepsen jepsen-scale fuzz bench lint clean
+.PHONY: cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance registry-conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-java-streams-chaos compat-python crash link-kill jepsen jepsen-scale fuzz bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
@@ -255,6 +255,15 @@ compat: deps
 ## repository ~/.m2). GREGOR_BIN=path skips the go build.
 compat-java:
 	cd compat/java && mvn -q -B test && mvn -q -B test -Pconnect && mvn -q -B test -Pregistry
+
+## compat-java-streams-chaos: StreamsClusterTest (Kafka Streams with
+## group.protocol=streams, exactly_once_v2, on three gregor processes killed
+## with kill -9; about 40 s, part of make test) with ROUNDS (default 5) more
+## rounds of an instance joining and leaving while the group coordinator and
+## a repartition leader are killed (about 20 s each).
+ROUNDS ?= 5
+compat-java-streams-chaos:
+	cd compat/java && mvn -q -B test -Dtest=StreamsClusterTest -Dgregor.streams.chaos.rounds=$(ROUNDS)
 
 ## compat-python: the Python client tests (compat/python: confluent-kafka
 ## and aiokafka under pytest, pinned in compat/python/requirements.txt)

@@ -151,8 +151,8 @@ func (b *Broker) producePartition(req *kmsg.ProduceRequest, settings produceSett
 			return kerr.TransactionalIDAuthorizationFailed.Code, "a transactional batch needs the request's transactional id", nil
 		}
 		code := b.checkTxnProduce(*req.TransactionID, hdr.ProducerID, hdr.ProducerEpoch, p, req.Version >= 12)
-		if code = coordinator.ProduceTxnError(code, req.Version); code != 0 {
-			return code, "the partition is not part of the producer's ongoing transaction", nil
+		if code, msg := coordinator.ProduceTxnError(code, req.Version); code != 0 {
+			return code, msg, nil
 		}
 	}
 	if code, msg := minInsync(ldr, req.Acks, settings.minInsyncReplicas); code != 0 {

@@ -49,14 +49,17 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 // producer's ongoing transaction (adding the partition to it with Produce
 // v12, KIP-890 part 2), asking the transaction coordinator: in-process when
 // it is this broker, else with an inter-broker AddPartitionsToTxn (VerifyOnly
-// for the older Produce versions), as Kafka's partition leaders do.
+// for the older Produce versions), as Kafka's partition leaders do. It
+// returns the coordinator's error, or NOT_COORDINATOR and the like when no
+// coordinator is known and NETWORK_EXCEPTION when it did not answer; the
+// caller converts them with coordinator.ProduceTxnError.
 func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p *partition, implicitAdd bool) int16 {
 	if b.cluster == nil || b.txns.TxnError(txnID) == 0 {
 		return b.txns.CheckProduce(producerID, epoch, p.topic.name, p.index, implicitAdd)
 	}
 	c, code := b.txnCoordinator(txnID)
 	if code != 0 {
-		return kerr.NotEnoughReplicas.Code // retriable: the producer tries again
+		return code // NOT_COORDINATOR or the like: ProduceTxnError makes it retriable
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -70,7 +73,7 @@ func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p 
 	kresp, err := b.peerRequest(ctx, c.id, req)
 	if err != nil {
 		b.log.Warn("verifying a transactional produce with the coordinator", "coordinator", c.id, "err", err)
-		return kerr.NotEnoughReplicas.Code // retriable: the producer tries again
+		return kerr.NetworkException.Code // ProduceTxnError makes it NOT_ENOUGH_REPLICAS
 	}
 	resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
 	if resp.ErrorCode != 0 {

@@ -56,21 +56,21 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 		g = newGroup(req.Group, c.cfg.Now())
 		created = true
 	}
-	if g.st != nil {
-		if err := validateStreamsOffsetCommit(g, memberID, gen, commitKind{version: req.Version}); err != nil {
-			return setAll(err)
-		}
-	} else if g.cg != nil {
-		// The partitions checked are those that would be written.
-		parts := func(yield func(offsetKey) bool) {
-			for _, t := range req.Topics {
-				for _, p := range t.Partitions {
-					if c.partitionExists(t.Topic, p.Partition) && !c.metadataTooLarge(p.Metadata) && !yield(offsetKey{t.Topic, p.Partition}) {
-						return
-					}
+	// The partitions checked are those that would be written.
+	parts := func(yield func(offsetKey) bool) {
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				if c.partitionExists(t.Topic, p.Partition) && !c.metadataTooLarge(p.Metadata) && !yield(offsetKey{t.Topic, p.Partition}) {
+					return
 				}
 			}
 		}
+	}
+	if g.st != nil {
+		if err := validateStreamsOffsetCommit(g, memberID, gen, commitKind{version: req.Version}, parts); err != nil {
+			return setAll(err)
+		}
+	} else if g.cg != nil {
 		if err := validateConsumerOffsetCommit(g, memberID, gen, commitKind{version: req.Version}, parts); err != nil {
 			return setAll(err)
 		}

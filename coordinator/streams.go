@@ -49,6 +49,7 @@ package coordinator
 // __consumer_offsets with Kafka's record types (streams_records.go).
 
 import (
+	"iter"
 	"slices"
 	"strconv"
 	"time"
@@ -147,6 +148,9 @@ type streamsMember struct {
 	state            string
 	assigned         streamsAssignment // current assignment
 	revoking         streamsAssignment // tasks it must still revoke
+	// epochs are the assignment epochs of the active tasks in assigned and
+	// revoking: the target epoch at which each was given (KIP-1251).
+	epochs partEpochs
 
 	taskOffsets, taskEndOffsets []kmsg.TaskOffset // as last reported, for describe
 
@@ -517,6 +521,7 @@ func (c *Coordinator) streamsMemberLocked(g *group, req *kmsg.StreamsGroupHeartb
 			// and starts over owning nothing.
 			c.timers.cancelLocked(&m.revokeDue)
 			m.assigned, m.revoking, m.state, m.epoch = newStreamsAssignment(), newStreamsAssignment(), smStable, 0
+			m.epochs = nil
 			return m, false, nil
 		}
 		if len(sg.members) >= c.cfg.MaxGroupSize {
@@ -686,11 +691,13 @@ func (c *Coordinator) reconcileStreamsLocked(g *group, m *streamsMember, ownedNo
 				continue
 			}
 			keep.active.add(sub, p)
+			m.setTaskEpoch(sub, p, targetEpoch)
 		}
 	}
 	// Standby and warm-up tasks are not exclusive.
 	keep.standby, keep.warmup = target.standby.clone(), target.warmup.clone()
 	m.assigned = keep
+	m.pruneTaskEpochs()
 	if m.epoch != targetEpoch {
 		m.prevEpoch, m.epoch = m.epoch, targetEpoch
 	}
@@ -896,13 +903,20 @@ func (c *Coordinator) cancelStreamsTimersLocked(sg *streamsGroup) {
 }
 
 // validateStreamsOffsetCommit is the check of an OffsetCommit or
-// TxnOffsetCommit to a streams group: a commit without member (epoch < 0)
+// TxnOffsetCommit to a streams group, as Kafka 4.4's
+// StreamsGroup.validateOffsetCommit: a commit without member (epoch < 0)
 // is accepted while the group has no members (an admin's), a
 // transactional one without member, epoch or instance id always; otherwise
-// the member must exist (UNKNOWN_MEMBER_ID) and commit at exactly its epoch
-// (STALE_MEMBER_EPOCH). OffsetCommit before v9 cannot carry a member epoch
-// (UNSUPPORTED_VERSION).
-func validateStreamsOffsetCommit(g *group, memberID string, epoch int32, kind commitKind) *kerr.Error {
+// the member must exist (UNKNOWN_MEMBER_ID). OffsetCommit before v9 cannot
+// carry a member epoch (UNSUPPORTED_VERSION). The member's epoch commits
+// anything; a newer one is STALE_MEMBER_EPOCH; an older one (a commit
+// built before the heartbeat that moved the member on was answered, or
+// whose answer a coordinator's crash lost) commits only if each of parts
+// is an input partition (source or repartition source topic) of an active
+// task the member holds or must still revoke, assigned at an epoch not
+// after the commit's (KIP-1251, createAssignmentEpochValidator); otherwise
+// nothing of the request is written (STALE_MEMBER_EPOCH).
+func validateStreamsOffsetCommit(g *group, memberID string, epoch int32, kind commitKind, parts iter.Seq[offsetKey]) *kerr.Error {
 	sg := g.st
 	if epoch < 0 && memberID == "" && len(sg.members) == 0 {
 		return nil
@@ -917,10 +931,75 @@ func validateStreamsOffsetCommit(g *group, memberID string, epoch int32, kind co
 	if !kind.txn && kind.version < 9 {
 		return kerr.UnsupportedVersion
 	}
-	if epoch != m.epoch {
+	if epoch == m.epoch {
+		return nil
+	}
+	if epoch > m.epoch || sg.topology == nil {
 		return kerr.StaleMemberEpoch
 	}
+	for k := range parts {
+		sub, ok := sg.topology.subtopologyReading(k.topic)
+		if !ok {
+			return kerr.StaleMemberEpoch
+		}
+		if e, ok := m.taskAssignmentEpoch(sub, k.partition); !ok || epoch < e {
+			return kerr.StaleMemberEpoch
+		}
+	}
 	return nil
+}
+
+// subtopologyReading returns the subtopology that reads topic (a source or
+// repartition source topic), and false if none does.
+func (t *streamsTopology) subtopologyReading(topic string) (string, bool) {
+	for _, st := range t.subtopologies {
+		if slices.Contains(st.SourceTopics, topic) || slices.ContainsFunc(st.RepartitionSourceTopics, func(ti kmsg.TopicInfo) bool { return ti.Topic == topic }) {
+			return st.SubtopologyID, true
+		}
+	}
+	return "", false
+}
+
+// taskAssignmentEpoch returns the epoch at which m was given active task
+// sub/p, and false if m neither holds it nor must revoke it. A task
+// without a recorded epoch has max(member epoch, 0), as a record without
+// epochs gives it.
+func (m *streamsMember) taskAssignmentEpoch(sub string, p int32) (int32, bool) {
+	if !m.assigned.active.has(sub, p) && !m.revoking.active.has(sub, p) {
+		return 0, false
+	}
+	if e, ok := m.epochs[sub][p]; ok {
+		return e, true
+	}
+	return max(m.epoch, 0), true
+}
+
+// setTaskEpoch records e as the assignment epoch of active task sub/p.
+func (m *streamsMember) setTaskEpoch(sub string, p, e int32) {
+	if m.epochs == nil {
+		m.epochs = partEpochs{}
+	}
+	ps := m.epochs[sub]
+	if ps == nil {
+		ps = map[int32]int32{}
+		m.epochs[sub] = ps
+	}
+	ps[p] = e
+}
+
+// pruneTaskEpochs drops the epochs of active tasks m neither holds nor
+// revokes.
+func (m *streamsMember) pruneTaskEpochs() {
+	for sub, ps := range m.epochs {
+		for p := range ps {
+			if !m.assigned.active.has(sub, p) && !m.revoking.active.has(sub, p) {
+				delete(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			delete(m.epochs, sub)
+		}
+	}
 }
 
 // validateStreamsOffsetFetch is OffsetFetch's (v9+) check for streams

@@ -24,7 +24,12 @@ package coordinator
 //	                                     CopartitionGroups [SourceTopics, SourceTopicRegex,
 //	                                     RepartitionSourceTopics: int16 indexes]]
 //
-// TaskIds is {SubtopologyId string, Partitions [int32]}; TopicInfo is
+// TaskIds is {SubtopologyId string, Partitions [int32]}, and in the active
+// tasks (assigned and pending revocation) of the current assignment the
+// tagged AssignmentEpochs [int32] (tag 0, aligned with Partitions: the
+// epoch at which each task was given, which older-epoch commits are
+// checked against; a record without them gives max(member epoch, 0), as
+// Kafka reads it); TopicInfo is
 // {Name, Partitions int32, ReplicationFactor int16, TopicConfigs [key,
 // value]}. A nullable struct is an int8 (-1 null, 1 present) followed by
 // its fields. MetadataHash is Gregor's, as for consumer groups: an FNV-1a
@@ -174,6 +179,13 @@ func decodeStreamsMember(b []byte) (v streamsMemberValue, err error) {
 }
 
 func appendTaskIDs(b []byte, a partitionSet) []byte {
+	return appendTaskIDsEpochs(b, a, nil)
+}
+
+// appendTaskIDsEpochs appends a TaskIds array; with epochOf, each entry
+// carries the tagged AssignmentEpochs (tag 0, aligned with Partitions), as
+// Kafka 4.4 writes them for active tasks.
+func appendTaskIDsEpochs(b []byte, a partitionSet, epochOf func(sub string, p int32) int32) []byte {
 	subs := make([]string, 0, len(a))
 	for _, s := range sortedKeys(a) {
 		if len(a[s]) > 0 {
@@ -184,26 +196,64 @@ func appendTaskIDs(b []byte, a partitionSet) []byte {
 	for _, s := range subs {
 		b = kbin.AppendCompactString(b, s)
 		b = appendInt32s(b, a[s])
-		b = appendNoTags(b)
+		if epochOf == nil {
+			b = appendNoTags(b)
+			continue
+		}
+		es := make([]int32, len(a[s]))
+		for i, p := range a[s] {
+			es[i] = epochOf(s, p)
+		}
+		f := appendInt32s(nil, es)
+		b = kbin.AppendUvarint(b, 1) // one tagged field
+		b = kbin.AppendUvarint(b, 0) // tag 0
+		b = kbin.AppendUvarint(b, uint32(len(f)))
+		b = append(b, f...)
 	}
 	return b
 }
 
 func (r *vreader) taskIDs() partitionSet {
+	a, _ := r.taskIDsEpochs()
+	return a
+}
+
+// taskIDsEpochs reads a TaskIds array and the AssignmentEpochs its entries
+// carry (entries without them, or whose epochs do not line up with their
+// partitions, have none).
+func (r *vreader) taskIDsEpochs() (partitionSet, partEpochs) {
 	n := r.CompactArrayLen()
 	out := partitionSet{}
 	if n < 0 || int(n)*3 > len(r.Src) {
 		r.Span(len(r.Src) + 1)
-		return out
+		return out, nil
 	}
+	var epochs partEpochs
 	for range n {
 		sub := r.CompactString()
-		for _, p := range r.int32s() {
+		ps := r.int32s()
+		for _, p := range ps {
 			out.add(sub, p)
 		}
-		r.tags(nil)
+		r.tags(func(tag uint32, f *kbin.Reader) {
+			if tag != 0 {
+				return
+			}
+			es, bad := readNullableInt32s(f)
+			if bad || es == nil || len(es) != len(ps) {
+				return
+			}
+			if epochs == nil {
+				epochs = partEpochs{}
+			}
+			m := map[int32]int32{}
+			for i, p := range ps {
+				m[p] = es[i]
+			}
+			epochs[sub] = m
+		})
 	}
-	return out
+	return out, epochs
 }
 
 func encodeStreamsTarget(a streamsAssignment) []byte {
@@ -228,6 +278,9 @@ type streamsCurrentValue struct {
 	MemberEpoch, PreviousMemberEpoch int32
 	State                            int8
 	Assigned, Revoking               streamsAssignment
+	// Epochs are the assignment epochs of the active tasks (assigned and
+	// pending revocation), the AssignmentEpochs of their TaskIds.
+	Epochs partEpochs
 }
 
 func (v *streamsCurrentValue) encode() []byte {
@@ -235,9 +288,18 @@ func (v *streamsCurrentValue) encode() []byte {
 	b = kbin.AppendInt32(b, v.MemberEpoch)
 	b = kbin.AppendInt32(b, v.PreviousMemberEpoch)
 	b = kbin.AppendInt8(b, v.State)
-	for _, a := range []partitionSet{v.Assigned.active, v.Assigned.standby, v.Assigned.warmup, v.Revoking.active, v.Revoking.standby, v.Revoking.warmup} {
-		b = appendTaskIDs(b, a)
+	epochOf := func(sub string, p int32) int32 {
+		if e, ok := v.Epochs[sub][p]; ok {
+			return e
+		}
+		return max(v.MemberEpoch, 0)
 	}
+	b = appendTaskIDsEpochs(b, v.Assigned.active, epochOf)
+	b = appendTaskIDs(b, v.Assigned.standby)
+	b = appendTaskIDs(b, v.Assigned.warmup)
+	b = appendTaskIDsEpochs(b, v.Revoking.active, epochOf)
+	b = appendTaskIDs(b, v.Revoking.standby)
+	b = appendTaskIDs(b, v.Revoking.warmup)
 	return appendNoTags(b)
 }
 
@@ -247,8 +309,23 @@ func decodeStreamsCurrent(b []byte) (v streamsCurrentValue, err error) {
 		return v, err
 	}
 	v.MemberEpoch, v.PreviousMemberEpoch, v.State = r.Int32(), r.Int32(), r.Int8()
-	v.Assigned = streamsAssignment{r.taskIDs(), r.taskIDs(), r.taskIDs()}
-	v.Revoking = streamsAssignment{r.taskIDs(), r.taskIDs(), r.taskIDs()}
+	active, e1 := r.taskIDsEpochs()
+	v.Assigned = streamsAssignment{active, r.taskIDs(), r.taskIDs()}
+	revoking, e2 := r.taskIDsEpochs()
+	v.Revoking = streamsAssignment{revoking, r.taskIDs(), r.taskIDs()}
+	for _, es := range []partEpochs{e1, e2} {
+		for sub, ps := range es {
+			for p, e := range ps {
+				if v.Epochs == nil {
+					v.Epochs = partEpochs{}
+				}
+				if v.Epochs[sub] == nil {
+					v.Epochs[sub] = map[int32]int32{}
+				}
+				v.Epochs[sub][p] = e
+			}
+		}
+	}
 	r.tags(nil)
 	return v, r.done()
 }
@@ -410,7 +487,7 @@ func (c *Coordinator) streamsRecordsLocked(id string, sg *streamsGroup) map[stri
 			put(keyStreamsGroupTargetMember, mid, encodeStreamsTarget(t))
 		}
 		cv := streamsCurrentValue{MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: streamsMemberStateCode(m.state),
-			Assigned: m.assigned, Revoking: m.revoking}
+			Assigned: m.assigned, Revoking: m.revoking, Epochs: m.epochs}
 		put(keyStreamsGroupCurrentAssignment, mid, cv.encode())
 	}
 	return out
@@ -476,7 +553,7 @@ func (c *Coordinator) restoreStreamsGroupLocked(id string, recs map[recordKey][]
 		if cv, ok := recs[recordKey{keyStreamsGroupCurrentAssignment, id, k.Member}]; ok {
 			if a, err := decodeStreamsCurrent(cv); err == nil {
 				m.epoch, m.prevEpoch = a.MemberEpoch, a.PreviousMemberEpoch
-				m.assigned, m.revoking = a.Assigned, a.Revoking
+				m.assigned, m.revoking, m.epochs = a.Assigned, a.Revoking, a.Epochs
 				switch a.State {
 				case streamsMemberUnrevoked:
 					m.state = smUnrevoked

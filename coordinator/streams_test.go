@@ -686,3 +686,78 @@ func TestStreams_RecordsDecodeMalformed(t *testing.T) {
 		t.Fatalf("only %d records checked", n)
 	}
 }
+
+// A commit at an older member epoch (the Streams thread built it before
+// the heartbeat that moved its member on was answered, or a coordinator's
+// kill -9 lost that answer) is accepted for the tasks the member was
+// given at or before that epoch and still holds, as Kafka 4.4 accepts it
+// (KIP-1251); for a task it no longer holds, at an epoch before the task
+// was given, or at a newer epoch it is STALE_MEMBER_EPOCH. The assignment
+// epochs survive another coordinator loading the partition. Found by
+// StreamsClusterTest: after a coordinator failover, Streams' TxnOffsetCommit
+// at the previous epoch was refused, the thread was "fenced", dropped all
+// its tasks and rejoined.
+func TestStreams_OlderEpochCommitForHeldTasks(t *testing.T) {
+	h := newStreamsHarness(t, 0)
+	h.topics["app-repartition"], h.topics["app-counts-changelog"] = 4, 4
+	h.hb("m1", "p1", 0, nil, nil)
+	h.hb("m2", "p2", 0, nil, nil)
+	h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1,2,3;1:0,1,2,3"), partitionSet{}}, nil)
+	r1, _ := h.hb("m1", "p1", 2, &ownedTasks{ps("0:0,1;1:0,1"), partitionSet{}}, nil)
+	if r1.MemberEpoch != 3 || !tasksOf(r1.ActiveTasks).equal(ps("0:0,1;1:0,1")) {
+		t.Fatalf("m1 after revoking: %+v", r1)
+	}
+	commit := func(epoch int32, topic string, p int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = 9, "app", "m1", epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, 10
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return h.c.OffsetCommit(req).Topics[0].Partitions[0].ErrorCode
+	}
+	txn := func(epoch int32, topic string, p int32) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.TransactionalID, req.Group, req.ProducerID = 3, "app-tx", "app", 7
+		req.MemberID, req.Generation = "m1", epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return h.c.TxnOffsetCommit(req).Topics[0].Partitions[0].ErrorCode
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			epoch int32
+			topic string
+			p     int32
+			want  int16
+		}{
+			{3, "input", 2, 0},                                         // the member's epoch commits anything
+			{2, "input", 0, 0},                                         // task 0_0, held since epoch 2
+			{2, "app-repartition", 1, 0},                               // task 1_1, held since epoch 2
+			{2, "input", 2, kerr.StaleMemberEpoch.Code},                // task 0_2 went to m2
+			{1, "input", 0, kerr.StaleMemberEpoch.Code},                // before task 0_0 was given
+			{4, "input", 0, kerr.StaleMemberEpoch.Code},                // a newer epoch
+			{2, "app-counts-changelog", 0, kerr.StaleMemberEpoch.Code}, // no subtopology reads it
+		} {
+			if got := commit(c.epoch, c.topic, c.p); got != c.want {
+				t.Errorf("%s: OffsetCommit at epoch %d of %s[%d] = %v, want %v", when, c.epoch, c.topic, c.p, kerr.ErrorForCode(got), kerr.ErrorForCode(c.want))
+			}
+			if got := txn(c.epoch, c.topic, c.p); got != c.want {
+				t.Errorf("%s: TxnOffsetCommit at epoch %d of %s[%d] = %v, want %v", when, c.epoch, c.topic, c.p, kerr.ErrorForCode(got), kerr.ErrorForCode(c.want))
+			}
+		}
+	}
+	check("before reload")
+	// Another coordinator, with an empty groups.db, loads the partition.
+	h.c.Close()
+	h.dir = t.TempDir()
+	h.open(0)
+	check("after reload")
+}

@@ -353,15 +353,44 @@ func (c *TxnCoordinator) CheckProduce(producerID int64, epoch int16, topic strin
 	return errCode(err)
 }
 
-// ProduceTxnError converts a CheckProduce result for a Produce request of
-// the given version: Produce v11 and later answer TRANSACTION_ABORTABLE
-// where older clients get INVALID_TXN_STATE (Kafka's genericError
-// handling for apiVersion > 10, KIP-890).
-func ProduceTxnError(code int16, produceVersion int16) int16 {
-	if code == kerr.InvalidTxnState.Code && produceVersion >= 11 {
-		return kerr.TransactionAbortable.Code
+// ProduceTxnError converts a transactional produce's verification result
+// (CheckProduce's, or the remote coordinator's AddPartitionsToTxn answer)
+// into the error and message a Produce request of the given version gets,
+// as Kafka 4.4's ReplicaManager (handleProduceAppend) answers them:
+//   - INVALID_TXN_STATE: "Partition was not added to the transaction";
+//     TRANSACTION_ABORTABLE for Produce v11 and later, where older clients
+//     get INVALID_TXN_STATE (genericError handling for apiVersion > 10,
+//     KIP-890);
+//   - NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
+//     COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR (the coordinator could
+//     not answer): NOT_ENOUGH_REPLICAS, which every producer retries,
+//     "Unable to verify the partition has been added to the transaction.
+//     Underlying error: " and the error's name;
+//   - CONCURRENT_TRANSACTIONS: the same for Produce before v12 (no epoch
+//     bump, transaction version 1); kept for v12, which retries it;
+//   - anything else: the error with its description.
+//
+// 0 stays 0 with no message.
+func ProduceTxnError(code int16, produceVersion int16) (int16, string) {
+	switch code {
+	case 0:
+		return 0, ""
+	case kerr.InvalidTxnState.Code:
+		if produceVersion >= 11 {
+			code = kerr.TransactionAbortable.Code
+		}
+		return code, "Partition was not added to the transaction"
+	case kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return kerr.NotEnoughReplicas.Code, "Unable to verify the partition has been added to the transaction. Underlying error: " + kerr.ErrorForCode(code).(*kerr.Error).Message
+	case kerr.ConcurrentTransactions.Code:
+		if produceVersion < 12 {
+			return kerr.NotEnoughReplicas.Code, "Unable to verify the partition has been added to the transaction. Underlying error: " + kerr.ConcurrentTransactions.Message
+		}
 	}
-	return code
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return code, e.Description
+	}
+	return code, ""
 }
 
 // addTopic is one topic's partitions of an AddPartitionsToTxn transaction.

@@ -254,23 +254,23 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, r *kmsg.
 	if g == nil {
 		g = newGroup(req.Group, c.cfg.Now())
 	}
+	// The partitions checked are those that would be written.
+	parts := func(yield func(offsetKey) bool) {
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if r.Topics[i].Partitions[j].ErrorCode == 0 && !c.metadataTooLarge(p.Metadata) && !yield(offsetKey{t.Topic, p.Partition}) {
+					return
+				}
+			}
+		}
+	}
 	if g.st != nil {
 		kind := commitKind{txn: true, version: req.Version, instance: req.Version >= 3 && req.InstanceID != nil}
-		if err := validateStreamsOffsetCommit(g, memberID, gen, kind); err != nil {
+		if err := validateStreamsOffsetCommit(g, memberID, gen, kind, parts); err != nil {
 			setAll(err)
 			return nil
 		}
 	} else if g.cg != nil {
-		// The partitions checked are those that would be written.
-		parts := func(yield func(offsetKey) bool) {
-			for i, t := range req.Topics {
-				for j, p := range t.Partitions {
-					if r.Topics[i].Partitions[j].ErrorCode == 0 && !c.metadataTooLarge(p.Metadata) && !yield(offsetKey{t.Topic, p.Partition}) {
-						return
-					}
-				}
-			}
-		}
 		kind := commitKind{txn: true, version: req.Version, instance: req.Version >= 3 && req.InstanceID != nil}
 		if err := validateConsumerOffsetCommit(g, memberID, gen, kind, parts); err != nil {
 			setAll(err)

@@ -284,3 +284,35 @@ func TestDescribeTransactions_ErrorAnswerZeroes(t *testing.T) {
 		t.Errorf("known: %+v", d)
 	}
 }
+
+// TestProduceTxnError_KafkaMapping checks what a Produce gets when its
+// transaction could not be verified, as Kafka 4.4's ReplicaManager answers:
+// an unreachable or moving coordinator (found when a broker is killed
+// under Kafka Streams with exactly_once_v2, StreamsClusterTest) is the
+// retriable NOT_ENOUGH_REPLICAS saying so, not a coordinator error code
+// in a Produce response nor "not part of the transaction".
+func TestProduceTxnError_KafkaMapping(t *testing.T) {
+	unable := "Unable to verify the partition has been added to the transaction. Underlying error: "
+	for _, c := range []struct {
+		code    int16
+		version int16
+		want    int16
+		msg     string
+	}{
+		{0, 12, 0, ""},
+		{kerr.InvalidTxnState.Code, 10, kerr.InvalidTxnState.Code, "Partition was not added to the transaction"},
+		{kerr.InvalidTxnState.Code, 11, kerr.TransactionAbortable.Code, "Partition was not added to the transaction"},
+		{kerr.NetworkException.Code, 12, kerr.NotEnoughReplicas.Code, unable + "NETWORK_EXCEPTION"},
+		{kerr.NotCoordinator.Code, 9, kerr.NotEnoughReplicas.Code, unable + "NOT_COORDINATOR"},
+		{kerr.CoordinatorLoadInProgress.Code, 12, kerr.NotEnoughReplicas.Code, unable + "COORDINATOR_LOAD_IN_PROGRESS"},
+		{kerr.CoordinatorNotAvailable.Code, 11, kerr.NotEnoughReplicas.Code, unable + "COORDINATOR_NOT_AVAILABLE"},
+		{kerr.ConcurrentTransactions.Code, 11, kerr.NotEnoughReplicas.Code, unable + "CONCURRENT_TRANSACTIONS"},
+		{kerr.ConcurrentTransactions.Code, 12, kerr.ConcurrentTransactions.Code, kerr.ConcurrentTransactions.Description},
+		{kerr.InvalidProducerEpoch.Code, 12, kerr.InvalidProducerEpoch.Code, kerr.InvalidProducerEpoch.Description},
+	} {
+		code, msg := ProduceTxnError(c.code, c.version)
+		if code != c.want || msg != c.msg {
+			t.Errorf("ProduceTxnError(%v, v%d) = %v %q, want %v %q", kerr.ErrorForCode(c.code), c.version, kerr.ErrorForCode(code), msg, kerr.ErrorForCode(c.want), c.msg)
+		}
+	}
+}

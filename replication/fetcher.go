@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -437,7 +438,11 @@ func (f *Fetcher) fetch(parts []fpart) error {
 func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
 	l := p.log
 	if len(rp.RecordBatches) > 0 {
-		if err := l.AppendAsFollower(rp.RecordBatches); err != nil {
+		at, err := appendAsFollower(l, rp.RecordBatches)
+		if at >= 0 {
+			f.cfg.Logger.Info("follower log restarted at the base offset of the batch holding its log start offset", "partition", p.tp, "at", at)
+		}
+		if err != nil {
 			if errors.Is(err, ErrOffsetMismatch) {
 				f.cfg.Logger.Warn("follower append out of place; truncating again", "partition", p.tp, "err", err)
 				p.truncate = true
@@ -457,6 +462,45 @@ func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
 			f.cfg.Logger.Warn("follower log start offset", "partition", p.tp, "err", err)
 		}
 	}
+}
+
+// appendAsFollower appends the leader's batches to l. When l is empty (its
+// log end offset is its log start offset, as after TruncateFullyAndStartAt
+// at the leader's log start offset) and the first batch starts before that
+// offset and ends at or after it, the leader's log start offset fell inside
+// the batch (DeleteRecords, which Kafka Streams sends for its repartition
+// topics after each commit): the log restarts at the batch's base offset
+// and the append is retried, as Kafka's
+// Partition.appendRecordsToFollowerOrFutureReplica does on an
+// UnexpectedAppendOffsetException. Without it the follower truncated again
+// and refetched the same batch forever. It returns the offset the log was
+// restarted at, -1 if it was not.
+func appendAsFollower(l FollowerLog, batches []byte) (int64, error) {
+	err := l.AppendAsFollower(batches)
+	if err == nil || !errors.Is(err, ErrOffsetMismatch) {
+		return -1, err
+	}
+	first, last, ok := firstBatchOffsets(batches)
+	leo := l.LogEndOffset()
+	if !ok || leo != l.LogStartOffset() || first >= leo || last < leo {
+		return -1, err
+	}
+	if err := l.TruncateFullyAndStartAt(first); err != nil {
+		return -1, err
+	}
+	return first, l.AppendAsFollower(batches)
+}
+
+// firstBatchOffsets returns the base and last offsets of the first record
+// batch in b (base offset: bytes 0-7; last offset delta: bytes 23-26, after
+// the length, partition leader epoch, magic, CRC and attributes); false if
+// b is too short to hold a batch header.
+func firstBatchOffsets(b []byte) (first, last int64, ok bool) {
+	if len(b) < 27 {
+		return 0, 0, false
+	}
+	first = int64(binary.BigEndian.Uint64(b[0:8]))
+	return first, first + int64(int32(binary.BigEndian.Uint32(b[23:27]))), true
 }
 
 // outOfRange handles a fetch offset the leader does not have: below its
