@@ -306,20 +306,7 @@ func (r *jepsenRun) consume(ctx context.Context, topic string, iso kgo.Isolation
 // they would find with the whole run (a 3,000-partition run would
 // otherwise keep millions).
 func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode, every time.Duration) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(nd.DirectAddr()), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
-	if err != nil {
-		r.t.Error(err)
-		return
-	}
-	defer cl.Close()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	r.pollNode(ctx, nd, every, func() kmsg.Request {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.ReplicaID = -1
 		rt := kmsg.NewListOffsetsRequestTopic()
@@ -331,14 +318,8 @@ func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode, every time.Dur
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		sent := time.Now()
-		resp, err := cl.SeedBrokers()[0].Request(rctx, req)
-		received := time.Now()
-		cancel()
-		if err != nil {
-			continue
-		}
+		return req
+	}, func(resp kmsg.Response, sent, received time.Time) {
 		var obs []jHW
 		for _, tp := range resp.(*kmsg.ListOffsetsResponse).Topics {
 			for _, p := range tp.Partitions {
@@ -368,13 +349,15 @@ func (r *jepsenRun) monitor(ctx context.Context, nd *clusterNode, every time.Dur
 			r.hwRuns[k] = run
 		}
 		r.mu.Unlock()
-	}
+	})
 }
 
-// leaderMonitor polls Metadata for the topic on one node's own listener
-// every `every`, recording each distinct (partition, leaderEpoch, leader)
-// the node names (h.Leaders), for checkLeaders.
-func (r *jepsenRun) leaderMonitor(ctx context.Context, nd *clusterNode, every time.Duration) {
+// pollNode sends the request req builds to one node's own listener (past
+// its proxy, so that a cut node is still observed) every `every` until ctx
+// ends, and hands each answer to handle with when the request was sent and
+// the answer received; a request that fails or takes over a second is
+// dropped.
+func (r *jepsenRun) pollNode(ctx context.Context, nd *clusterNode, every time.Duration, req func() kmsg.Request, handle func(resp kmsg.Response, sent, received time.Time)) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nd.DirectAddr()), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
 	if err != nil {
 		r.t.Error(err)
@@ -389,17 +372,28 @@ func (r *jepsenRun) leaderMonitor(ctx context.Context, nd *clusterNode, every ti
 			return
 		case <-tick.C:
 		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		sent := time.Now()
+		resp, err := cl.SeedBrokers()[0].Request(rctx, req())
+		received := time.Now()
+		cancel()
+		if err == nil {
+			handle(resp, sent, received)
+		}
+	}
+}
+
+// leaderMonitor polls Metadata for the topic on one node's own listener
+// every `every`, recording each distinct (partition, leaderEpoch, leader)
+// the node names (h.Leaders), for checkLeaders.
+func (r *jepsenRun) leaderMonitor(ctx context.Context, nd *clusterNode, every time.Duration) {
+	r.pollNode(ctx, nd, every, func() kmsg.Request {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(r.topic)
 		req.Topics = append(req.Topics, rt)
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		resp, err := cl.SeedBrokers()[0].Request(rctx, req)
-		received := time.Now()
-		cancel()
-		if err != nil {
-			continue
-		}
+		return req
+	}, func(resp kmsg.Response, _, received time.Time) {
 		r.mu.Lock()
 		if r.leaderSeen == nil {
 			r.leaderSeen = map[jLeaderKey]bool{}
@@ -417,7 +411,7 @@ func (r *jepsenRun) leaderMonitor(ctx context.Context, nd *clusterNode, every ti
 			}
 		}
 		r.mu.Unlock()
-	}
+	})
 }
 
 // waitRecovered waits until every node answers through its proxy, Metadata
