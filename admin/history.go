@@ -275,7 +275,7 @@ topics:
 }
 
 func (s *sampler) sample(b *broker.Broker, now time.Time) map[string]float64 {
-	mfs, _ := b.Metrics().Gather() // a partial gather still has what it has
+	mfs, _ := b.ConsoleMetrics().Gather() // a partial gather still has what it has
 	var cv *clusterView
 	if b.Clustered() {
 		cv = takeClusterView(b)

@@ -213,11 +213,12 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 // wait on) it returns nil; otherwise it releases what it read and returns
 // the channels to wait on, taken before the read so that an append between
 // the read and the wait is not missed.
-func (b *Broker) fetchPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time) []<-chan struct{} {
-	var wake []<-chan struct{}
+func (b *Broker) fetchPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time) []logWake {
+	var wake []logWake
 	for _, tg := range targets {
 		if tg.part != nil && tg.code == 0 {
-			wake = append(wake, tg.part.log.Notify())
+			l := tg.part.log
+			wake = append(wake, logWake{l, l.Notify()})
 		}
 	}
 	total, now := b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
@@ -232,10 +233,10 @@ func (b *Broker) fetchPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 // deadline, or the end of the request's context) and reads again, until
 // fetchPass has the answer. It returns the time spent waiting, which the
 // request quota does not count.
-func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time, wake []<-chan struct{}) (waited time.Duration) {
+func (b *Broker) fetchWaiting(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time, wake []logWake) (waited time.Duration) {
 	for wake != nil {
 		w := time.Now()
-		woken := waitAny(r.ctx, wake, time.Until(deadline))
+		woken := waitLogs(r.ctx, wake, time.Until(deadline))
 		waited += time.Since(w)
 		if !woken {
 			// Timed out or shutting down: answer with what is there now.

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -315,6 +317,73 @@ func TestFetch_LongPollWokenByProduce(t *testing.T) {
 	}
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)
+	}
+}
+
+// A long poll over many partitions (a follower's Fetch names every
+// partition it replicates from the leader) waits without a goroutine per
+// partition, is woken by an append to any one of them, and leaves nothing
+// on the partitions' logs.
+func TestFetch_LongPollOverManyPartitions(t *testing.T) {
+	const n = 1000
+	b, addr := startBroker(t, "", nil)
+	tp, err := b.createTopic("many", n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := b.partitionsOf(tp)
+	c := dialRaw(t, addr)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version = 11
+	fetch.MaxWaitMillis = 30000
+	fetch.MinBytes = 1
+	fetch.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "many"
+	for i := range n {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition = int32(i)
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	fetch.Topics = append(fetch.Topics, ft)
+	before := runtime.NumGoroutine()
+	start := time.Now()
+	c.send(1, fetch)
+	ctx := testCtx(t)
+	// Waiting: on the logs, or (as before) a goroutine per partition.
+	for parts[n-1].log.Waiters() == 0 && runtime.NumGoroutine()-before < n/2 {
+		if ctx.Err() != nil {
+			t.Fatal("the fetch never waited on the last partition")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g-before > 50 {
+		t.Fatalf("%d goroutines while one fetch of %d partitions waits (%d before)", g, n, before)
+	}
+	prod := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "many", Partition: n - 1, Value: []byte("last")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 11
+	c.recv(1, resp)
+	if el := time.Since(start); el > 20*time.Second {
+		t.Fatalf("answered after %v: not woken by the append", el)
+	}
+	var with []int32
+	for _, p := range resp.Topics[0].Partitions {
+		if len(p.RecordBatches) > 0 {
+			with = append(with, p.Partition)
+		}
+	}
+	if !slices.Equal(with, []int32{n - 1}) {
+		t.Fatalf("records in partitions %v, want [%d]", with, n-1)
+	}
+	for i, p := range parts {
+		if w := p.log.Waiters(); w != 0 {
+			t.Fatalf("partition %d keeps %d waiters after the answer", i, w)
+		}
 	}
 }
 

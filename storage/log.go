@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,11 @@ type Log struct {
 	logStartOffset atomic.Int64
 	recoveryPoint  atomic.Int64 // every batch below it is fsynced
 	notify         atomic.Pointer[chan struct{}]
+	// Waiters (Wait) woken with notify; hasWaiters spares an advance the
+	// lock when there are none.
+	waitMu     sync.Mutex
+	waiters    []*Waiter
+	hasWaiters atomic.Bool
 }
 
 // endState is the high watermark and where it is in the log: readers see
@@ -322,9 +328,7 @@ func (l *Log) syncIfDueLocked(seg *segment, nowMs int64) error {
 // the Notify waiters.
 func (l *Log) advanceHighWatermark(seg *segment, pos, hw int64) {
 	l.end.Store(endState{hw: hw, seg: seg, pos: pos})
-	if ch := l.notify.Swap(nil); ch != nil {
-		close(*ch)
-	}
+	l.wakeAll()
 }
 
 // Notify returns a channel that is closed when the high watermark next
@@ -351,6 +355,81 @@ func (l *Log) wakeAll() {
 	if ch := l.notify.Swap(nil); ch != nil {
 		close(*ch)
 	}
+	if l.hasWaiters.Load() {
+		l.waitMu.Lock()
+		ws := l.waiters
+		l.waiters = nil
+		l.hasWaiters.Store(false)
+		l.waitMu.Unlock()
+		for _, w := range ws {
+			w.wake()
+		}
+	}
+}
+
+// A Waiter waits for the next advance of any of several logs without a
+// goroutine or a channel per log: a long-polling Fetch of thousands of
+// partitions adds itself to each partition's log (Wait), reads, waits on
+// C, and takes itself off again (Unwait). Kafka's delayed fetch is watched
+// per partition the same way.
+type Waiter struct {
+	c chan struct{}
+}
+
+// NewWaiter returns a Waiter with nothing to wait for yet.
+func NewWaiter() *Waiter { return &Waiter{c: make(chan struct{}, 1)} }
+
+// C receives once after one of the logs the Waiter was added to advanced
+// or closed (more advances before it is read coalesce).
+func (w *Waiter) C() <-chan struct{} { return w.c }
+
+func (w *Waiter) wake() {
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+// Wait adds w to the waiters woken by the log's next advance of the high
+// watermark (and, with Config.ReplicatedHighWatermark, of the log end
+// offset) or its closing, as Notify's channel is closed. Call it before
+// checking the high watermark so that an advance in between is not
+// missed, and Unwait when no longer waiting. A waiter is taken off the
+// log when woken.
+func (l *Log) Wait(w *Waiter) {
+	l.waitMu.Lock()
+	l.waiters = append(l.waiters, w)
+	l.hasWaiters.Store(true)
+	l.waitMu.Unlock()
+	if l.closed.Load() {
+		l.wakeAll()
+	}
+}
+
+// Waiters is the number of Waiters on the log (long polls waiting for it
+// to advance).
+func (l *Log) Waiters() int {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	return len(l.waiters)
+}
+
+// Unwait takes w off the log's waiters if it is still there.
+func (l *Log) Unwait(w *Waiter) {
+	if !l.hasWaiters.Load() {
+		return
+	}
+	l.waitMu.Lock()
+	if i := slices.Index(l.waiters, w); i >= 0 {
+		last := len(l.waiters) - 1
+		l.waiters[i] = l.waiters[last]
+		l.waiters[last] = nil
+		l.waiters = l.waiters[:last]
+		if last == 0 {
+			l.hasWaiters.Store(false)
+		}
+	}
+	l.waitMu.Unlock()
 }
 
 // maybeRollLocked returns the segment to append a batch of size bytes ending

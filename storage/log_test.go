@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -339,6 +340,73 @@ func TestLog_Notify(t *testing.T) {
 	case <-l.Notify():
 	default:
 		t.Fatal("Notify after Close should be closed")
+	}
+}
+
+// One Waiter on many logs is woken by an append to any of them and by a
+// close, is taken off a log when woken or by Unwait, and waiting again and
+// again on idle logs leaves nothing behind on them.
+func TestLog_Waiter(t *testing.T) {
+	dir := t.TempDir()
+	var logs []*Log
+	for i := range 3 {
+		logs = append(logs, openLog(t, filepath.Join(dir, fmt.Sprintf("t-%d", i)), testConfig()))
+	}
+	w := NewWaiter()
+	woken := func() bool {
+		select {
+		case <-w.C():
+			return true
+		default:
+			return false
+		}
+	}
+	for _, l := range logs {
+		l.Wait(w)
+	}
+	if woken() {
+		t.Fatal("woken before any append")
+	}
+	mustAppend(t, logs[1], simpleBatch(1, 1, 1))
+	if !woken() {
+		t.Fatal("not woken by an append to the second log")
+	}
+	if n := len(logs[1].waiters); n != 0 {
+		t.Fatalf("the woken log keeps %d waiters", n)
+	}
+	for _, l := range logs {
+		l.Unwait(w)
+	}
+	for i, l := range logs {
+		if len(l.waiters) != 0 || l.hasWaiters.Load() {
+			t.Fatalf("log %d keeps %d waiters after Unwait", i, len(l.waiters))
+		}
+	}
+	mustAppend(t, logs[0], simpleBatch(1, 1, 1))
+	if woken() {
+		t.Fatal("woken by a log it no longer waits on")
+	}
+	for range 1000 {
+		for _, l := range logs {
+			l.Wait(w)
+		}
+		for _, l := range logs {
+			l.Unwait(w)
+		}
+	}
+	for i, l := range logs {
+		if len(l.waiters) != 0 {
+			t.Fatalf("log %d holds %d waiters after 1000 waits", i, len(l.waiters))
+		}
+	}
+	logs[2].Wait(w)
+	logs[2].Close()
+	if !woken() {
+		t.Fatal("not woken by Close")
+	}
+	logs[2].Wait(w)
+	if !woken() {
+		t.Fatal("a Wait on a closed log should wake at once")
 	}
 }
 
