@@ -545,5 +545,6 @@ func All() []Scenario {
 	out = append(out, textScenarios()...)
 	out = append(out, featureScenarios()...)
 	out = append(out, streamsScenarios()...)
+	out = append(out, kraftScenarios()...)
 	return out
 }
