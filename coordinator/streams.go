@@ -177,6 +177,9 @@ type streamsGroup struct {
 	// persisted).
 	description      *kmsg.TopologyDescription
 	descriptionEpoch int32
+	askedEpoch       int32         // the topology epoch last asked for
+	askedUntil       time.Time     // no asking again for askedEpoch before
+	askDelay         time.Duration // the back-off after the next ask
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -482,7 +485,7 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 		r.StandbyTasks = toTaskIDs(m.assigned.standby)
 		r.WarmupTasks = toTaskIDs(m.assigned.warmup)
 	}
-	r.TopologyDescriptionRequired = c.describeTopologyWantedLocked(sg)
+	r.TopologyDescriptionRequired = req.Version >= 1 && req.MemberEpoch >= 0 && c.askTopologyDescriptionLocked(sg, r)
 	r.EndpointInformationEpoch = sg.endpointEpoch
 	if m.endpoint != nil && req.EndpointInformationEpoch != sg.endpointEpoch {
 		r.PartitionsByUserEndpoint = c.streamsEndpointsLocked(sg, ct)

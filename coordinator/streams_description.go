@@ -25,6 +25,8 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -77,20 +79,54 @@ func (c *Coordinator) StreamsGroupTopologyDescriptionUpdate(req *kmsg.StreamsGro
 		}
 		return fail(kerr.InvalidRequest, fmt.Sprintf("Topology epoch %d does not match the group's current topology epoch %d.", req.TopologyEpoch, current))
 	}
-	d := req.TopologyDescription
+	d, err := normaliseTopologyDescription(req.TopologyDescription)
+	if err != "" {
+		return fail(kerr.InvalidRequest, err)
+	}
 	sg.description, sg.descriptionEpoch = &d, req.TopologyEpoch
+	sg.askDelay = 0
 	c.log.Info("streams group topology description stored", "group", req.Group, "topology_epoch", req.TopologyEpoch, "subtopologies", len(d.Subtopologies))
 	return r
 }
 
-// describeTopologyWantedLocked reports whether a heartbeat answer of sg
-// asks for the topology description: descriptions are kept, the group has
-// a topology, and none is stored for its epoch.
+// The back-off between two asks for the same topology epoch, as Kafka's
+// StreamsGroupTopologyDescriptionBackoff: 30 s, doubling up to an hour.
+const (
+	topologyAskInitialDelay = 30 * time.Second
+	topologyAskMaxDelay     = time.Hour
+)
+
+// askTopologyDescriptionLocked reports whether heartbeat answer r of sg
+// asks for the topology description, as Kafka 4.4 decides: descriptions
+// are kept, r is no error and reports no stale topology, the group has a
+// topology with no description stored for its epoch, and the group was
+// not asked for that epoch within the back-off (a member answers the ask
+// at once; the back-off keeps every member's next heartbeats from asking
+// again while it does, and retries later if it never does).
 //
 // Lock should be held.
-func (c *Coordinator) describeTopologyWantedLocked(sg *streamsGroup) bool {
-	return c.cfg.StreamsTopologyDescriptions && sg.topology != nil &&
-		(sg.description == nil || sg.descriptionEpoch != sg.topology.epoch)
+func (c *Coordinator) askTopologyDescriptionLocked(sg *streamsGroup, r *kmsg.StreamsGroupHeartbeatResponse) bool {
+	if !c.cfg.StreamsTopologyDescriptions || r.ErrorCode != 0 || sg.topology == nil ||
+		(sg.description != nil && sg.descriptionEpoch == sg.topology.epoch) {
+		return false
+	}
+	for _, st := range r.Status {
+		if st.StatusCode == streamsStatusStaleTopology {
+			return false
+		}
+	}
+	now, epoch := c.cfg.Now(), sg.topology.epoch
+	switch {
+	case sg.askDelay == 0 || sg.askedEpoch != epoch:
+		sg.askDelay = topologyAskInitialDelay
+	case now.Before(sg.askedUntil):
+		return false
+	default:
+		sg.askDelay = min(2*sg.askDelay, topologyAskMaxDelay)
+	}
+	sg.askedEpoch, sg.askedUntil = epoch, now.Add(sg.askDelay)
+	c.log.Info("streams group: asking for the topology description", "group_epoch", sg.epoch, "topology_epoch", epoch)
+	return true
 }
 
 // storedTopologyDescriptionLocked is StreamsGroupDescribe's description of
@@ -106,4 +142,77 @@ func (c *Coordinator) storedTopologyDescriptionLocked(sg *streamsGroup) (*kmsg.S
 		Subtopologies: sg.description.Subtopologies,
 		GlobalStores:  sg.description.GlobalStores,
 	}, topologyDescriptionAvailable
+}
+
+// The node types of a topology description.
+const (
+	topologyNodeSource    int8 = 1
+	topologyNodeProcessor int8 = 2
+	topologyNodeSink      int8 = 3
+)
+
+// normaliseTopologyDescription keeps of each node what Kafka's plugin
+// model keeps, as StreamsGroupDescribe returns it: its name and
+// successors, and a source's topics, a processor's stores, a sink's topic;
+// lists without repeats. A node of another type, or a global store that is
+// not a source and a processor, is refused with Kafka's message.
+func normaliseTopologyDescription(d kmsg.TopologyDescription) (kmsg.TopologyDescription, string) {
+	node := func(n kmsg.TopologyDescriptionNode) (kmsg.TopologyDescriptionNode, string) {
+		out := kmsg.NewTopologyDescriptionNode()
+		out.Name, out.NodeType, out.Successors = n.Name, n.NodeType, uniqueStrings(n.Successors)
+		out.SourceTopics, out.Stores = []string{}, []string{}
+		switch n.NodeType {
+		case topologyNodeSource:
+			out.SourceTopics = uniqueStrings(n.SourceTopics)
+		case topologyNodeProcessor:
+			out.Stores = uniqueStrings(n.Stores)
+		case topologyNodeSink:
+			out.SinkTopic = n.SinkTopic
+		default:
+			return out, fmt.Sprintf("Unknown topology node type: %d", n.NodeType)
+		}
+		return out, ""
+	}
+	out := kmsg.NewTopologyDescription()
+	out.Subtopologies, out.GlobalStores = []kmsg.TopologyDescriptionSubtopology{}, []kmsg.TopologyDescriptionGlobalStore{}
+	for _, st := range d.Subtopologies {
+		ns := kmsg.NewTopologyDescriptionSubtopology()
+		ns.SubtopologyID, ns.Nodes = st.SubtopologyID, []kmsg.TopologyDescriptionNode{}
+		for _, n := range st.Nodes {
+			nn, err := node(n)
+			if err != "" {
+				return out, err
+			}
+			ns.Nodes = append(ns.Nodes, nn)
+		}
+		out.Subtopologies = append(out.Subtopologies, ns)
+	}
+	for _, gs := range d.GlobalStores {
+		src, err := node(gs.Source)
+		if err != "" {
+			return out, err
+		}
+		proc, err := node(gs.Processor)
+		if err != "" {
+			return out, err
+		}
+		if src.NodeType != topologyNodeSource || proc.NodeType != topologyNodeProcessor {
+			return out, "Global store must be composed of a source and a processor node."
+		}
+		ng := kmsg.NewTopologyDescriptionGlobalStore()
+		ng.Source, ng.Processor = src, proc
+		out.GlobalStores = append(out.GlobalStores, ng)
+	}
+	return out, ""
+}
+
+// uniqueStrings is ss without repeats, in first-seen order (never nil).
+func uniqueStrings(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
