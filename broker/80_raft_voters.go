@@ -23,10 +23,8 @@ package broker
 // member's node would be refused by the others at its next start (etcd
 // does not let a removed member rejoin), and an added one would need to
 // start its member with the cluster's current membership rather than the
-// list it was given; neither matches what a static KRaft quorum does.
-// Changing the voters is done as for a static KRaft quorum: stop the
-// cluster's nodes, change controller.quorum.voters, start them
-// (docs/cluster.md).
+// list it was given; neither matches what a static KRaft quorum does
+// (docs/ARCHITECTURE.md, A cluster).
 
 import (
 	"fmt"
