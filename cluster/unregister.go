@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -55,18 +56,19 @@ func (n *Node) UnregisterBroker(ctx context.Context, id int32) error {
 // FencedBrokers are the registered broker ids without a live registration
 // (see above), as their last registration described them, by id.
 func (n *Node) FencedBrokers(ctx context.Context) ([]Broker, error) {
-	resp, err := n.cli.Get(ctx, keyRegistered, clientv3.WithPrefix())
+	resp, err := n.cli.Txn(ctx).Then(clientv3.OpGet(keyRegistered, clientv3.WithPrefix()),
+		clientv3.OpGet(keyBrokers, clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: registered brokers: %w", err)
 	}
-	live := n.Metadata().Brokers
+	live := map[string]bool{}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		live[strings.TrimPrefix(string(kv.Key), keyBrokers)] = true
+	}
 	var out []Broker
-	for _, kv := range resp.Kvs {
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		var bj brokerJSON
-		if err := json.Unmarshal(kv.Value, &bj); err != nil {
-			continue
-		}
-		if _, ok := live[bj.ID]; ok {
+		if live[strings.TrimPrefix(string(kv.Key), keyRegistered)] || json.Unmarshal(kv.Value, &bj) != nil {
 			continue
 		}
 		out = append(out, Broker{ID: bj.ID, Host: bj.Host, Port: bj.Port, Rack: bj.Rack, Listeners: bj.Listeners})
