@@ -4,9 +4,10 @@ package conformance
 // UnregisterBroker (64), AddRaftVoter (80), RemoveRaftVoter (81),
 // UnregisterController (94), each against the single node (node.id 1,
 // a static quorum of itself: kraft.version 0 on both). The live broker is
-// never unregistered: Kafka 4.4 accepts that and its broker then stays
-// unregistered (Metadata lists no broker), which would spoil every later
-// scenario; Gregor refuses it (broker/64_unregister_broker.go).
+// unregistered only in the very last scenario (unregisterLiveBrokerScenario):
+// Kafka 4.4 accepts that and its broker then stays unregistered (Metadata
+// lists no broker), which would spoil any later one; Gregor refuses it
+// (broker/64_unregister_broker.go).
 // StreamsGroupTopologyDescriptionUpdate (93) without the topology
 // description plugin, as both run (conformance.CommonProps).
 
@@ -126,3 +127,14 @@ func kraftScenarios() []Scenario {
 		}},
 	}
 }
+
+// unregisterLiveBrokerScenario unregisters the live broker itself. Kafka
+// 4.4 accepts it and then lists no broker (its broker stays unregistered
+// until restarted); Gregor refuses it. It must run last (All).
+var unregisterLiveBrokerScenario = Scenario{"UnregisterBroker", "the live broker itself, then Metadata (run last)", func(e *Env) any {
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = 1
+	r := Do[*kmsg.UnregisterBrokerResponse](e, req)
+	md := Do[*kmsg.MetadataResponse](e, metadataReq(false))
+	return map[string]any{"unregister": text(r.ErrorCode, r.ErrorMessage), "brokersListed": len(md.Brokers)}
+}}
