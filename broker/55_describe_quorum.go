@@ -31,7 +31,11 @@ package broker
 // end offset the number of records a KRaft metadata log would need for
 // what the node holds (its registration, one record per topic and one per
 // partition); it grows as topics and partitions are created. The voter's
-// endpoints are the node's advertised listeners.
+// endpoint is named by the first of controller.listener.names (CONTROLLER),
+// as a combined KRaft node's is, with the address of the node's listener
+// of that name if it has one, else of its first listener: a single node
+// has no quorum peers to dial it, and answers the quorum's requests on its
+// Kafka listener.
 //
 // DESCRIBE on the CLUSTER is required (CLUSTER_AUTHORIZATION_FAILED,
 // acl_apis.go), as in Kafka.
@@ -168,7 +172,27 @@ func (b *Broker) singleNodeQuorum() (*metadata.QuorumState, map[int32]map[string
 	now := b.cfg.Now()
 	q := &metadata.QuorumState{LeaderID: b.nodeID, LeaderEpoch: 1, HighWatermark: records,
 		Voters: []metadata.ReplicaState{{NodeID: b.nodeID, LogEndOffset: records, LastFetch: now, LastCaughtUp: now}}}
-	return q, map[int32]map[string]metadata.Endpoint{b.nodeID: b.advertisedEndpoints()}
+	return q, map[int32]map[string]metadata.Endpoint{b.nodeID: b.singleNodeVoterEndpoint()}
+}
+
+// singleNodeVoterEndpoint is a single node's voter endpoint: named, as a
+// KRaft voter's is, by the first of controller.listener.names; its address
+// that listener's when the node has one, else the node's first listener's,
+// where it answers what a KRaft controller answers (DescribeQuorum,
+// UpdateFeatures and the voter APIs).
+func (b *Broker) singleNodeVoterEndpoint() map[string]metadata.Endpoint {
+	name := controllerListenerNames(b.cfg.Props)[0]
+	eps := b.advertisedEndpoints()
+	if ep, ok := eps[name]; ok {
+		return map[string]metadata.Endpoint{name: ep}
+	}
+	b.srv.mu.Lock()
+	defer b.srv.mu.Unlock()
+	if len(b.srv.listeners) == 0 {
+		return eps
+	}
+	l := b.srv.listeners[0]
+	return map[string]metadata.Endpoint{name: {Host: l.advHost, Port: l.advPort}}
 }
 
 func replicaStates(rs []metadata.ReplicaState) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {

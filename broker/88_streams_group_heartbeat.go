@@ -1,9 +1,10 @@
 package broker
 
 // StreamsGroupHeartbeat: v0-1 (KIP-1071, coordinator/streams.go). v1 adds
-// the int64 AcceptableRecoveryLag and TopologyDescriptionRequired, which
-// Gregor never sets (it does not serve StreamsGroupTopologyDescriptionUpdate,
-// so clients never send a topology description).
+// the int64 AcceptableRecoveryLag and TopologyDescriptionRequired, set
+// when group.streams.topology.description.plugin.class is set and no
+// description is stored for the group's topology epoch, so that the member
+// pushes one (93_streams_group_topology_description_update.go).
 //
 // With streams.version finalized at 0 it answers UNSUPPORTED_VERSION, as
 // Kafka does. The coordinator returns the internal topics (repartition,

@@ -1,8 +1,11 @@
 package broker
 
 // StreamsGroupDescribe: v0-1 (KIP-1071, coordinator/streams.go). v1 adds
-// the assignor's name ("sticky") and the topology description, which
-// Gregor does not store (TopologyDescriptionStatus 0, NOT_REQUESTED).
+// the assignor's name ("sticky") and, when IncludeTopologyDescription
+// asks, the topology description a member pushed
+// (93_streams_group_topology_description_update.go): AVAILABLE (3) with
+// it, NOT_STORED (1) without (or with no plugin configured, as in Kafka);
+// not asked, NOT_REQUESTED (0).
 // With streams.version finalized at 0 every group answers
 // UNSUPPORTED_VERSION, as Kafka does.
 

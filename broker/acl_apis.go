@@ -28,43 +28,48 @@ import (
 type aclCheck func(b *Broker, r *request) (deny kmsg.Response, merge func(kmsg.Response))
 
 var aclChecks = map[kmsg.Key]aclCheck{
-	kmsg.JoinGroup:                    checkJoinGroup,
-	kmsg.SyncGroup:                    checkSyncGroup,
-	kmsg.Heartbeat:                    checkHeartbeat,
-	kmsg.LeaveGroup:                   checkLeaveGroup,
-	kmsg.OffsetCommit:                 checkOffsetCommit,
-	kmsg.OffsetFetch:                  checkOffsetFetch,
-	kmsg.OffsetDelete:                 checkOffsetDelete,
-	kmsg.DescribeGroups:               checkDescribeGroups,
-	kmsg.ListGroups:                   checkListGroups,
-	kmsg.DeleteGroups:                 checkDeleteGroups,
-	kmsg.ConsumerGroupHeartbeat:       checkConsumerGroupHeartbeat,
-	kmsg.ConsumerGroupDescribe:        checkConsumerGroupDescribe,
-	kmsg.StreamsGroupHeartbeat:        checkStreamsGroupHeartbeat,
-	kmsg.StreamsGroupDescribe:         checkStreamsGroupDescribe,
-	kmsg.AddPartitionsToTxn:           checkAddPartitionsToTxn,
-	kmsg.AddOffsetsToTxn:              checkAddOffsetsToTxn,
-	kmsg.EndTxn:                       checkEndTxn,
-	kmsg.TxnOffsetCommit:              checkTxnOffsetCommit,
-	kmsg.DescribeTransactions:         checkDescribeTransactions,
-	kmsg.ListTransactions:             checkListTransactions,
-	kmsg.DescribeProducers:            checkDescribeProducers,
-	kmsg.WriteTxnMarkers:              checkWriteTxnMarkers,
-	kmsg.DescribeConfigs:              checkDescribeConfigs,
-	kmsg.AlterConfigs:                 checkAlterConfigs,
-	kmsg.IncrementalAlterConfigs:      checkAlterConfigs,
-	kmsg.CreatePartitions:             checkTopics(acl.Alter, "Topics"),
-	kmsg.DeleteRecords:                checkTopics(acl.Delete, "Topics"),
-	kmsg.ElectLeaders:                 checkCluster(acl.Alter),
-	kmsg.AlterPartitionAssignments:    checkCluster(acl.Alter),
-	kmsg.ListPartitionReassignments:   checkCluster(acl.Describe),
-	kmsg.DescribeQuorum:               checkCluster(acl.Describe),
-	kmsg.UpdateFeatures:               checkCluster(acl.Alter),
-	kmsg.ListConfigResources:          checkCluster(acl.DescribeConfigs),
-	kmsg.DescribeLogDirs:              checkDescribeLogDirs,
-	kmsg.AlterReplicaLogDirs:          checkAlterReplicaLogDirs,
-	kmsg.DescribeUserSCRAMCredentials: checkDescribeUserScram,
-	kmsg.AlterUserSCRAMCredentials:    checkAlterUserScram,
+	kmsg.JoinGroup:                             checkJoinGroup,
+	kmsg.SyncGroup:                             checkSyncGroup,
+	kmsg.Heartbeat:                             checkHeartbeat,
+	kmsg.LeaveGroup:                            checkLeaveGroup,
+	kmsg.OffsetCommit:                          checkOffsetCommit,
+	kmsg.OffsetFetch:                           checkOffsetFetch,
+	kmsg.OffsetDelete:                          checkOffsetDelete,
+	kmsg.DescribeGroups:                        checkDescribeGroups,
+	kmsg.ListGroups:                            checkListGroups,
+	kmsg.DeleteGroups:                          checkDeleteGroups,
+	kmsg.ConsumerGroupHeartbeat:                checkConsumerGroupHeartbeat,
+	kmsg.ConsumerGroupDescribe:                 checkConsumerGroupDescribe,
+	kmsg.StreamsGroupHeartbeat:                 checkStreamsGroupHeartbeat,
+	kmsg.StreamsGroupDescribe:                  checkStreamsGroupDescribe,
+	kmsg.StreamsGroupTopologyDescriptionUpdate: checkStreamsTopologyDescriptionUpdate,
+	kmsg.AddPartitionsToTxn:                    checkAddPartitionsToTxn,
+	kmsg.AddOffsetsToTxn:                       checkAddOffsetsToTxn,
+	kmsg.EndTxn:                                checkEndTxn,
+	kmsg.TxnOffsetCommit:                       checkTxnOffsetCommit,
+	kmsg.DescribeTransactions:                  checkDescribeTransactions,
+	kmsg.ListTransactions:                      checkListTransactions,
+	kmsg.DescribeProducers:                     checkDescribeProducers,
+	kmsg.WriteTxnMarkers:                       checkWriteTxnMarkers,
+	kmsg.DescribeConfigs:                       checkDescribeConfigs,
+	kmsg.AlterConfigs:                          checkAlterConfigs,
+	kmsg.IncrementalAlterConfigs:               checkAlterConfigs,
+	kmsg.CreatePartitions:                      checkTopics(acl.Alter, "Topics"),
+	kmsg.DeleteRecords:                         checkTopics(acl.Delete, "Topics"),
+	kmsg.ElectLeaders:                          checkCluster(acl.Alter),
+	kmsg.AlterPartitionAssignments:             checkCluster(acl.Alter),
+	kmsg.ListPartitionReassignments:            checkCluster(acl.Describe),
+	kmsg.DescribeQuorum:                        checkCluster(acl.Describe),
+	kmsg.UpdateFeatures:                        checkCluster(acl.Alter),
+	kmsg.UnregisterBroker:                      checkCluster(acl.Alter),
+	kmsg.AddRaftVoter:                          checkCluster(acl.Alter),
+	kmsg.RemoveRaftVoter:                       checkCluster(acl.Alter),
+	kmsg.UnregisterController:                  checkCluster(acl.Alter),
+	kmsg.ListConfigResources:                   checkCluster(acl.DescribeConfigs),
+	kmsg.DescribeLogDirs:                       checkDescribeLogDirs,
+	kmsg.AlterReplicaLogDirs:                   checkAlterReplicaLogDirs,
+	kmsg.DescribeUserSCRAMCredentials:          checkDescribeUserScram,
+	kmsg.AlterUserSCRAMCredentials:             checkAlterUserScram,
 }
 
 // authorizeRequest runs the request's check, if it has one.
@@ -446,6 +451,18 @@ func checkStreamsGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	resp.SetVersion(req.Version)
 	resp.ErrorCode = code
+	return resp, nil
+}
+
+// checkStreamsTopologyDescriptionUpdate: READ on the group (KIP-1331: a
+// push, like an offset commit, changes nothing of the group).
+func checkStreamsTopologyDescriptionUpdate(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
+	req := r.msg.(*kmsg.StreamsGroupTopologyDescriptionUpdateRequest)
+	if b.groupAllowed(r, acl.Read, req.Group) {
+		return nil, nil
+	}
+	resp := req.ResponseKind().(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse)
+	resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 	return resp, nil
 }
 

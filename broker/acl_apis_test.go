@@ -562,6 +562,58 @@ func TestACL_EveryAPIChecksWhatKafkaChecks(t *testing.T) {
 			denied: kerr.ClusterAuthorizationFailed.Code,
 		},
 		{
+			name:  "StreamsGroupTopologyDescriptionUpdate: GROUP READ",
+			grant: []grant{{acl.Group, "g-stdu", acl.Read}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrStreamsGroupTopologyDescriptionUpdateRequest()
+				r.Group, r.MemberID = "g-stdu", "m"
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.StreamsGroupTopologyDescriptionUpdateResponse).ErrorCode },
+			denied:  kerr.GroupAuthorizationFailed.Code,
+			allowed: kerr.UnsupportedVersion.Code, // no topology description plugin
+		},
+		{
+			name:  "UnregisterBroker: CLUSTER ALTER",
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrUnregisterBrokerRequest()
+				r.BrokerID = 77
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode },
+			denied:  kerr.ClusterAuthorizationFailed.Code,
+			allowed: kerr.BrokerIDNotRegistered.Code,
+		},
+		{
+			name:    "AddRaftVoter: CLUSTER ALTER",
+			grant:   []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
+			req:     func() kmsg.Request { return kmsg.NewPtrAddRaftVoterRequest() },
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.AddRaftVoterResponse).ErrorCode },
+			denied:  kerr.ClusterAuthorizationFailed.Code,
+			allowed: kerr.InvalidRequest.Code,
+		},
+		{
+			name:    "RemoveRaftVoter: CLUSTER ALTER",
+			grant:   []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
+			req:     func() kmsg.Request { return kmsg.NewPtrRemoveRaftVoterRequest() },
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode },
+			denied:  kerr.ClusterAuthorizationFailed.Code,
+			allowed: kerr.InvalidRequest.Code,
+		},
+		{
+			name:  "UnregisterController: CLUSTER ALTER",
+			grant: []grant{{acl.Cluster, acl.ClusterName, acl.Alter}},
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrUnregisterControllerRequest()
+				r.ControllerID = 77
+				return r
+			},
+			code:    func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterControllerResponse).ErrorCode },
+			denied:  kerr.ClusterAuthorizationFailed.Code,
+			allowed: kerr.ControllerIDNotRegistered.Code,
+		},
+		{
 			name:   "ListPartitionReassignments: CLUSTER DESCRIBE",
 			grant:  []grant{{acl.Cluster, acl.ClusterName, acl.Describe}},
 			req:    func() kmsg.Request { return kmsg.NewPtrListPartitionReassignmentsRequest() },

@@ -328,6 +328,7 @@ func (b *Broker) openGroups() (*coordinator.Coordinator, error) {
 		StreamsSessionTimeout:         ms("group.streams.session.timeout.ms"),
 		StreamsHeartbeatInterval:      ms("group.streams.heartbeat.interval.ms"),
 		StreamsNumStandbyReplicas:     int(b.cfg.int64Prop("group.streams.num.standby.replicas")),
+		StreamsTopologyDescriptions:   b.cfg.Props["group.streams.topology.description.plugin.class"] != "",
 		StreamsInitialRebalanceDelay:  streamsDelay,
 		StreamsGroupSettings:          b.streamsSettings,
 		OnShareMemberLeave:            b.shareSessions.MemberLeft,

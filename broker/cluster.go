@@ -73,6 +73,12 @@ type Cluster interface {
 	// consensus group) as Kafka's DescribeQuorum does; see
 	// 55_describe_quorum.go.
 	DescribeQuorum(ctx context.Context) (*metadata.QuorumState, error)
+	// UnregisterBroker forgets a broker id whose session has ended
+	// (metadata.ErrBrokerNotRegistered, ErrBrokerAlive otherwise);
+	// FencedBrokers are the ids registered without a live session. See
+	// 64_unregister_broker.go.
+	UnregisterBroker(ctx context.Context, id int32) error
+	FencedBrokers(ctx context.Context) ([]metadata.Broker, error)
 
 	// Collection is one of the record collections kept as cluster
 	// metadata: "acls" (ACL bindings), "quotas" (client quotas),

@@ -166,7 +166,14 @@
 // Kafka describes its KRaft quorum (Cluster.DescribeQuorum: the raft
 // leader, term, commit index and members' raft indexes), forwarded to the
 // broker whose member leads, which knows its followers' progress; a single
-// node answers as a single-node KRaft combined broker. KIP-714 client
+// node answers as a single-node KRaft combined broker. The voter and
+// registration APIs answer as a static KRaft quorum does: AddRaftVoter and
+// RemoveRaftVoter (80_raft_voters.go) UNSUPPORTED_VERSION after Kafka's
+// checks, UnregisterController (94_unregister_controller.go) Kafka's
+// refusals, UnregisterBroker (64_unregister_broker.go) drops the lasting
+// registration of a broker whose session has ended (Cluster.
+// UnregisterBroker; DescribeCluster v2 lists such brokers as fenced) and
+// refuses a live one. KIP-714 client
 // metrics (clientmetrics.go, package clientmetrics): CLIENT_METRICS
 // subscriptions are a metastore collection (__meta/client-metrics.json or
 // etcd), set and described through IncrementalAlterConfigs and
@@ -244,7 +251,10 @@
 // (features.go). The broker's part is creating the internal topics a
 // group's topology needs (repartition and changelog topics, with the
 // partition counts the coordinator derives), after the heartbeat that
-// found them missing, as Kafka's KafkaApis does.
+// found them missing, as Kafka's KafkaApis does. Topology descriptions
+// (KIP-1331, 93_streams_group_topology_description_update.go) are kept by
+// the coordinator when group.streams.topology.description.plugin.class is
+// set (coordinator/streams_description.go).
 //
 // # Fault injection
 //

@@ -556,6 +556,41 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	// A stopped broker stays registered, fenced, until unregistered; a
+	// live one cannot be; an id never seen is not registered.
+	t.Run("UnregisterBroker", func(t *testing.T) {
+		n1 := c.node(1)
+		if err := n1.UnregisterBroker(ctx(t), 2); !errors.Is(err, ErrBrokerAlive) {
+			t.Fatalf("unregister live broker 2: %v", err)
+		}
+		if err := n1.UnregisterBroker(ctx(t), 42); !errors.Is(err, ErrBrokerNotRegistered) {
+			t.Fatalf("unregister 42: %v", err)
+		}
+		if f, err := n1.FencedBrokers(ctx(t)); err != nil || len(f) != 0 {
+			t.Fatalf("fenced brokers with all live: %v %v", f, err)
+		}
+		c.stop(3, false)
+		c.waitAll("broker 3 gone", func(m *Metadata) bool { _, ok := m.Brokers[3]; return !ok })
+		f, err := n1.FencedBrokers(ctx(t))
+		if err != nil || len(f) != 1 || f[0].ID != 3 || f[0].Port != 9003 || f[0].Rack != "rack-3" {
+			t.Fatalf("fenced brokers after stopping 3: %+v %v", f, err)
+		}
+		if err := n1.UnregisterBroker(ctx(t), 3); err != nil {
+			t.Fatalf("unregister stopped broker 3: %v", err)
+		}
+		if f, err := n1.FencedBrokers(ctx(t)); err != nil || len(f) != 0 {
+			t.Fatalf("fenced brokers after unregistering 3: %v %v", f, err)
+		}
+		if err := n1.UnregisterBroker(ctx(t), 3); !errors.Is(err, ErrBrokerNotRegistered) {
+			t.Fatalf("unregister 3 again: %v", err)
+		}
+		c.restart(3)
+		c.waitAll("broker 3 back", func(m *Metadata) bool { _, ok := m.Brokers[3]; return ok })
+		if err := n1.UnregisterBroker(ctx(t), 3); !errors.Is(err, ErrBrokerAlive) {
+			t.Fatalf("unregister restarted broker 3: %v", err)
+		}
+	})
+
 	t.Run("FencedWithoutQuorum", func(t *testing.T) {
 		survivor := c.node(1)
 		if survivor.Fenced() {

@@ -25,6 +25,9 @@
 //	/gregor/brokers/<id>              {"id","host","port","rack","listeners","log_dir_offline",
 //	                                  "controlled_shutdown","schema_registry"}, attached to the broker's lease;
 //	                                  its create revision is the broker epoch
+//	/gregor/registered-brokers/<id>   the same JSON as /gregor/brokers/<id>, written with it but with no
+//	                                  lease: the id stays registered (fenced while not live) until
+//	                                  UnregisterBroker (unregister.go)
 //	/gregor/controller/<lease hex>    etcd's election recipe (concurrency.Election); the key with
 //	                                  the lowest create revision is the controller, its value the node id
 //	/gregor/topics/<name>             {"id": 32 hex digits, "configs": {...}}

@@ -23,6 +23,8 @@ var (
 	ErrReassignmentUnclean         = metadata.ErrReassignmentUnclean
 	ErrFenced                      = metadata.ErrFenced
 	ErrConflict                    = metadata.ErrConflict
+	ErrBrokerNotRegistered         = metadata.ErrBrokerNotRegistered
+	ErrBrokerAlive                 = metadata.ErrBrokerAlive
 )
 
 // The model is package metadata's; these names keep this package's code

@@ -16,14 +16,16 @@ const (
 	keyPrefix      = "/gregor/"
 	keyClusterID   = "/gregor/cluster-id"
 	keyBrokers     = "/gregor/brokers/"
+	keyRegistered  = "/gregor/registered-brokers/"
 	keyController  = "/gregor/controller/"
 	keyTopics      = "/gregor/topics/"
 	keyPartitions  = "/gregor/partitions/"
 	keyProducerIDs = "/gregor/producer-ids"
 )
 
-func brokerKey(id int32) string   { return keyBrokers + strconv.Itoa(int(id)) }
-func topicKey(name string) string { return keyTopics + name }
+func brokerKey(id int32) string     { return keyBrokers + strconv.Itoa(int(id)) }
+func registeredKey(id int32) string { return keyRegistered + strconv.Itoa(int(id)) }
+func topicKey(name string) string   { return keyTopics + name }
 func partitionsPrefix(topic string) string {
 	return keyPartitions + topic + "/"
 }

@@ -239,7 +239,8 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 	for epoch == 0 {
 		resp, err := n.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(val), clientv3.WithLease(g.ID))).
+			Then(clientv3.OpPut(key, string(val), clientv3.WithLease(g.ID)),
+				clientv3.OpPut(registeredKey(n.cfg.NodeID), string(val))).
 			Else(clientv3.OpGet(key)).Commit()
 		if err != nil {
 			return nil, fmt.Errorf("cluster: register broker: %w", err)

@@ -101,7 +101,7 @@ func TestKafkaMetadataQuorum_SingleNode(t *testing.T) {
 	if st["LeaderId"] != "0" || st["LeaderEpoch"] != "1" || st["MaxFollowerLag"] != "0" || st["MaxFollowerLagTimeMs"] != "0" || st["CurrentObservers"] != "[]" {
 		t.Fatalf("describe --status: %v", st)
 	}
-	if want := fmt.Sprintf(`[{"id": 0, "endpoints": ["PLAINTEXT://%s"]}]`, b.addr); st["CurrentVoters"] != want {
+	if want := fmt.Sprintf(`[{"id": 0, "endpoints": ["CONTROLLER://%s"]}]`, b.addr); st["CurrentVoters"] != want {
 		t.Fatalf("CurrentVoters: %s, want %s", st["CurrentVoters"], want)
 	}
 	rows := quorumReplication(t, kafkaTool(t, class, "--bootstrap-server", b.addr, "describe", "--replication"))

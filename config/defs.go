@@ -236,6 +236,7 @@ var BrokerDefs = []Def{
 	{"group.streams.session.timeout.ms", kmsg.ConfigTypeInt, "45000", "", true, intAtLeast(1), "The session timeout of streams group (KIP-1071) members."},
 	{"group.streams.heartbeat.interval.ms", kmsg.ConfigTypeInt, "5000", "", true, intAtLeast(1), "The heartbeat interval of streams group members."},
 	{"group.streams.num.standby.replicas", kmsg.ConfigTypeInt, "0", "", true, intAtLeast(0), "The standby replicas of each task of a streams group."},
+	{"group.streams.topology.description.plugin.class", kmsg.ConfigTypeClass, "", "", true, oneOf("", InMemoryTopologyDescriptionPlugin), "Where streams groups' topology descriptions (KIP-1331, StreamsGroupTopologyDescriptionUpdate) are kept: unset, nowhere (the push is UNSUPPORTED_VERSION); " + InMemoryTopologyDescriptionPlugin + ", in the group coordinator's memory, as Kafka's reference plugin keeps them."},
 	{"group.streams.initial.rebalance.delay.ms", kmsg.ConfigTypeInt, "3000", "", true, intAtLeast(0), "How long the first assignment of a streams group waits for more members."},
 	{"group.share.record.lock.duration.ms", kmsg.ConfigTypeInt, "30000", "", true, intAtLeast(1000), "The acquisition lock duration of records fetched by share groups."},
 	{"group.share.delivery.count.limit", kmsg.ConfigTypeInt, "5", "", true, intAtLeast(2), "The deliveries of a record to a share group after which it is archived."},

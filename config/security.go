@@ -30,6 +30,11 @@ var Mechanisms = []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
 // under Kafka's class name.
 const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
+// InMemoryTopologyDescriptionPlugin is the one
+// group.streams.topology.description.plugin.class Gregor has, under the
+// class name of Kafka's reference plugin (coordinator/streams_description.go).
+const InMemoryTopologyDescriptionPlugin = "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin"
+
 // securityDefs are the listener, TLS and SASL properties (listeners.go,
 // tls.go, sasl.go, oauth.go, interbroker.go). Each may also be given for one
 // listener as listener.name.<name>.<property>. Passwords and keys are of

@@ -122,6 +122,10 @@ type Config struct {
 	// assignment of a group that gets its first member
 	// (group.streams.initial.rebalance.delay.ms); negative means none.
 	StreamsInitialRebalanceDelay time.Duration
+	// StreamsTopologyDescriptions keeps the topology descriptions members
+	// push (group.streams.topology.description.plugin.class set,
+	// streams_description.go).
+	StreamsTopologyDescriptions bool
 }
 
 // Coordinator is the classic group coordinator of one broker: it owns every

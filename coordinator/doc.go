@@ -4,7 +4,9 @@
 // see consumer.go), the KIP-1071 streams protocol of Kafka Streams
 // (StreamsGroupHeartbeat, StreamsGroupDescribe: streams.go, with the
 // topology's configuration in streams_topology.go, the sticky task assignor
-// in streams_assign.go and the records in streams_records.go), offset
+// in streams_assign.go, the records in streams_records.go and the KIP-1331
+// topology descriptions, StreamsGroupTopologyDescriptionUpdate, in
+// streams_description.go), offset
 // commits and fetches, and the group admin APIs,
 // with groups and committed offsets kept in one bbolt file; and its
 // transaction coordinator

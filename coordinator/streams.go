@@ -172,6 +172,14 @@ type streamsGroup struct {
 	delaying        bool              // the initial rebalance delay runs (not persisted)
 	delay           timerSlot         // its end
 	logged          map[string][]byte // the records last written (streams_records.go), by key
+	// description is the topology description a member pushed for the
+	// topology epoch descriptionEpoch (streams_description.go; not
+	// persisted).
+	description      *kmsg.TopologyDescription
+	descriptionEpoch int32
+	askedEpoch       int32         // the topology epoch last asked for
+	askedUntil       time.Time     // no asking again for askedEpoch before
+	askDelay         time.Duration // the back-off after the next ask
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -477,6 +485,7 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 		r.StandbyTasks = toTaskIDs(m.assigned.standby)
 		r.WarmupTasks = toTaskIDs(m.assigned.warmup)
 	}
+	r.TopologyDescriptionRequired = req.Version >= 1 && req.MemberEpoch >= 0 && c.askTopologyDescriptionLocked(sg, r)
 	r.EndpointInformationEpoch = sg.endpointEpoch
 	if m.endpoint != nil && req.EndpointInformationEpoch != sg.endpointEpoch {
 		r.PartitionsByUserEndpoint = c.streamsEndpointsLocked(sg, ct)
@@ -819,6 +828,9 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 			d.Epoch, d.AssignmentEpoch = sg.epoch, sg.assignmentEpoch
 			if req.Version >= 1 {
 				d.AssignorName = kmsg.StringPtr(streamsAssignorName)
+			}
+			if req.Version >= 1 && req.IncludeTopologyDescription {
+				d.TopologyDescription, d.TopologyDescriptionStatus = c.storedTopologyDescriptionLocked(sg)
 			}
 			if sg.topology != nil {
 				tp := kmsg.NewStreamsGroupDescribeResponseGroupTopology()

@@ -59,4 +59,11 @@ var (
 	// ErrConflict is returned when a transaction kept losing to concurrent
 	// writers.
 	ErrConflict = errors.New("cluster: too many concurrent updates")
+	// ErrBrokerNotRegistered is returned by UnregisterBroker when the
+	// broker id has no registration, live or ended.
+	ErrBrokerNotRegistered = errors.New("cluster: broker id is not registered")
+	// ErrBrokerAlive is returned by UnregisterBroker when the broker's
+	// session (its lease) has not ended: its registration is dropped only
+	// once nobody can mistake it for a live broker.
+	ErrBrokerAlive = errors.New("cluster: broker is alive")
 )

@@ -57,6 +57,13 @@ var shortSet = []string{
 	"UpdateFeatures: streams.version at 0: ApiVersions, StreamsGroupHeartbeat and StreamsGroupDescribe",
 	"ListGroups: a streams group: type, protocol type and state; DescribeGroups of it",
 	"OffsetCommit: streams group: the member's epoch, an older epoch, an unknown member",
+	// Matched with the KRaft administration APIs.
+	"UnregisterBroker: ids never registered (2, -1, 1000); the live broker still listed",
+	"AddRaftVoter: static quorum: another cluster id, no directory id, no controller endpoint, a new voter, the voter itself",
+	"RemoveRaftVoter: static quorum: another cluster id, no directory id, the voter itself, an unknown voter",
+	"UnregisterController: an id that is no controller, -1, the active controller",
+	"StreamsGroupTopologyDescriptionUpdate: no plugin configured: a member's push, an unknown and an empty group; describe with and without the description; the heartbeat never asks",
+	"DescribeQuorum: single node: shape",
 }
 
 // TestConformanceShort runs shortSet against Apache Kafka and Gregor. Built

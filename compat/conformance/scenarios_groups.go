@@ -545,5 +545,9 @@ func All() []Scenario {
 	out = append(out, textScenarios()...)
 	out = append(out, featureScenarios()...)
 	out = append(out, streamsScenarios()...)
+	out = append(out, kraftScenarios()...)
+	// Last: Kafka unregisters its own live broker, after which it lists
+	// no broker at all.
+	out = append(out, unregisterLiveBrokerScenario)
 	return out
 }
