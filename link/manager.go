@@ -242,17 +242,20 @@ type runner struct {
 	link *Link
 	cl   *kgo.Client
 
-	pokec chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	pokec     chan struct{}
+	syncPokec chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 
-	mu       sync.Mutex
-	parts    map[tp]*mpart
-	src      map[string]*sourceTopic // the source's metadata; nil until read
-	srcAt    time.Time
-	lastErr  string
-	errAt    time.Time
-	nextSync time.Time
+	mu    sync.Mutex
+	parts map[tp]*mpart
+	src   map[string]*sourceTopic // the source's metadata; nil until read
+	srcAt time.Time
+	// fetchErr is fetching's latest error, until a round mends it;
+	// syncErr the latest sync's errors ("" once a sync had none, or
+	// while this broker does not sync).
+	fetchErr string
+	syncErr  string
 	pidFloor int64 // the highest producer id reserved
 	// aclsCopied are the bindings copied from the source (syncACLs).
 	aclsCopied map[string]bool
@@ -281,6 +284,9 @@ type runner struct {
 	// roundWait bounds how long a round waits for its fetches' answers
 	// (fetchMaxWait and a margin; a test's own otherwise).
 	roundWait time.Duration
+	// sourceTimeout bounds a source request but a Fetch
+	// (sourceRequestTimeout; a test's own otherwise).
+	sourceTimeout time.Duration
 	// fetch is fetchFrom and readMetadata sourceMetadata (a test's
 	// stand-ins otherwise).
 	fetch        func(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error
@@ -308,11 +314,12 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), syncPokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
 	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
 	r.answered.Store(-1)
 	r.inflight, r.results, r.roundWait = map[int32]*outFetch{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
+	r.sourceTimeout = sourceRequestTimeout
 	return r, nil
 }
 
@@ -348,15 +355,46 @@ const (
 	// while a source broker is failing: its partitions' new leaders are
 	// fetched from as soon as the source elected them.
 	downMetadataEvery = time.Second
-	// metadataTimeout bounds a metadata read from the broker that
-	// answered last, before any broker is asked.
+	// metadataTimeout bounds a request to the source broker that
+	// answered last, before any broker is asked (askAny).
 	metadataTimeout = 5 * time.Second
+	// sourceRequestTimeout bounds every other request to the source but
+	// a Fetch (fetchFrom has its own bound): a source broker that does
+	// not answer (stopped, its host gone) fails the request instead of
+	// holding whatever waits for it.
+	sourceRequestTimeout = 10 * time.Second
 )
+
+// askAny sends a request that any source broker answers (Metadata,
+// DescribeConfigs, DescribeACLs): first to the source broker that
+// answered a fetch last, for metadataTimeout, then to any broker, for
+// sourceRequestTimeout. The client's "any broker" goes round every
+// broker, a stopped one too, whose request would hang until the client's
+// retry timeout; the broker that answered last most likely answers.
+func (r *runner) askAny(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	err := errors.New("no source broker answered yet")
+	if b := r.answered.Load(); b >= 0 {
+		actx, cancel := context.WithTimeout(ctx, min(metadataTimeout, r.sourceTimeout))
+		var resp kmsg.Response
+		resp, err = r.cl.Broker(int(b)).Request(actx, req)
+		cancel()
+		if err == nil {
+			return resp, nil
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+	defer cancel()
+	return r.cl.Request(actx, req)
+}
 
 func (r *runner) poke() {
 	r.gen.Add(1)
 	select {
 	case r.pokec <- struct{}{}:
+	default:
+	}
+	select {
+	case r.syncPokec <- struct{}{}:
 	default:
 	}
 }
@@ -379,28 +417,41 @@ func (r *runner) ctx() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// fail records an error of the link for its status and logs it when it
-// is new.
+// fail records an error of fetching for the link's status and logs it
+// when it is new.
 func (r *runner) fail(what string, err error) {
 	msg := what + ": " + err.Error()
 	r.mu.Lock()
-	same := r.lastErr == msg
-	r.lastErr, r.errAt = msg, time.Now()
+	same := r.fetchErr == msg
+	r.fetchErr = msg
 	r.mu.Unlock()
 	if !same {
 		r.m.cfg.Log.Warn("link: "+what, "link", r.link.Name, "err", err)
 	}
 }
 
+// ok clears fetching's error: a round fetched from every source broker
+// it needed.
 func (r *runner) ok() {
 	r.mu.Lock()
-	r.lastErr = ""
+	r.fetchErr = ""
 	r.mu.Unlock()
 }
 
+// run fetches the link's mirror partitions this broker leads, round after
+// round, until the runner stops; the sync runs beside it in a goroutine
+// of its own (syncLoop), so that neither waits for the other's source
+// requests.
 func (r *runner) run() {
 	defer close(r.done)
 	ctx, cancel := r.ctx()
+	var syncing sync.WaitGroup
+	syncing.Add(1)
+	go func() {
+		defer syncing.Done()
+		r.syncLoop(ctx)
+	}()
+	defer syncing.Wait()
 	defer r.fetches.Wait() // cut short by cancel: nothing appends after
 	defer cancel()
 	for {
@@ -409,13 +460,9 @@ func (r *runner) run() {
 			return
 		default:
 		}
-		if r.m.cfg.Host.Controller() && !time.Now().Before(r.nextSync) {
-			r.sync(ctx)
-			r.nextSync = time.Now().Add(r.link.SyncInterval())
-		}
 		var wait time.Duration
 		if work := r.assign(); len(work) == 0 {
-			wait = min(r.m.cfg.Poll, time.Until(r.nextSync))
+			wait = r.m.cfg.Poll
 		} else {
 			wait = r.fetchRound(ctx, work)
 			if ctx.Err() != nil {
@@ -434,6 +481,56 @@ func (r *runner) run() {
 		case <-t.C:
 		}
 		t.Stop()
+	}
+}
+
+// syncLoop syncs the link every sync interval while this broker is the
+// controller (Host.Controller), looking again every Poll and at each
+// poke, until ctx ends. Its source requests are each bounded in time
+// (sourceRequestTimeout), so a source broker that does not answer delays
+// a sync, never the fetching, and a sync never waits for a fetch.
+func (r *runner) syncLoop(ctx context.Context) {
+	var next time.Time
+	for ctx.Err() == nil {
+		if !r.m.cfg.Host.Controller() {
+			next = time.Time{} // the next time it is, it syncs at once
+			r.setSyncErr(nil)
+		} else if !time.Now().Before(next) {
+			r.sync(ctx)
+			next = time.Now().Add(r.link.SyncInterval())
+		}
+		wait := r.m.cfg.Poll
+		if !next.IsZero() {
+			wait = min(wait, time.Until(next))
+		}
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-r.syncPokec:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// setSyncErr records the latest sync's errors (none: nil) for the link's
+// status and logs each one that is new.
+func (r *runner) setSyncErr(errs []error) {
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	msg := strings.Join(msgs, "; ")
+	r.mu.Lock()
+	prev := r.syncErr
+	r.syncErr = msg
+	r.mu.Unlock()
+	for _, m := range msgs {
+		if !strings.Contains(prev, m) {
+			r.m.cfg.Log.Warn("link: sync", "link", r.link.Name, "err", m)
+		}
 	}
 }
 
@@ -596,22 +693,11 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 func (r *runner) sourceMetadata(ctx context.Context) (map[string]*sourceTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = nil // every topic
-	var resp *kmsg.MetadataResponse
-	err := errors.New("no source broker answered yet")
-	// Asked first of the source broker that answered a fetch last: the
-	// client's "any broker" goes round every broker, a stopped one too,
-	// whose request hangs until the client's timeout, and the fetches
-	// with it.
-	if b := r.answered.Load(); b >= 0 {
-		mctx, cancel := context.WithTimeout(ctx, metadataTimeout)
-		resp, err = req.RequestWith(mctx, r.cl.Broker(int(b)))
-		cancel()
-	}
+	kr, err := r.askAny(ctx, req)
 	if err != nil {
-		if resp, err = req.RequestWith(ctx, r.cl); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
+	resp := kr.(*kmsg.MetadataResponse)
 	src := map[string]*sourceTopic{}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || t.ErrorCode != 0 {
@@ -942,6 +1028,8 @@ func (r *runner) outOfRange(ctx context.Context, leader int32, mp *mpart) {
 // sourceOffsets asks the source leader for a partition's log start and
 // end offsets.
 func (r *runner) sourceOffsets(ctx context.Context, leader int32, mp *mpart) (start, end int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+	defer cancel()
 	ask := func(ts int64) (int64, error) {
 		req := kmsg.NewPtrListOffsetsRequest()
 		t := kmsg.NewListOffsetsRequestTopic()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -106,7 +107,7 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 	var adm *kadm.Client
 	if r != nil {
 		r.mu.Lock()
-		s.Error = r.lastErr
+		s.Error = strings.Join(slices.DeleteFunc([]string{r.fetchErr, r.syncErr}, func(e string) bool { return e == "" }), "; ")
 		r.mu.Unlock()
 		c := r.counters()
 		s.Metrics = &c
@@ -201,7 +202,10 @@ func (m *Manager) Promote(ctx context.Context, name, topics string) ([]string, e
 	var ends kadm.ListedOffsets
 	if len(fromSource) > 0 {
 		var err error
-		if ends, err = adm.ListEndOffsets(ctx, fromSource...); err == nil {
+		lctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+		ends, err = adm.ListEndOffsets(lctx, fromSource...)
+		cancel()
+		if err == nil {
 			err = ends.Error()
 		}
 		if err != nil {
