@@ -56,6 +56,13 @@
 //     every partition's last stable offset reached the target, marks the
 //     topic promoted: an ordinary topic from then on.
 //
+// A link's status (Manager.Status) is asked of any broker and gathers
+// every broker's share (Manager.NodeStatus: the mirror partitions it
+// fetches, with the source's end it saw and why one is held back, its
+// fetching's error, and the sync's on the controller), the others' asked
+// over the inter-broker connections (Host.PeerLinkStatus; the links API's
+// node_status in package broker).
+//
 // Mirrored batches keep the source's producer ids, so the highest one seen
 // is recorded (State.ProducerIDFloor) and the broker hands out producer
 // ids above it: a producer moved here never shares one with a mirrored

@@ -50,6 +50,11 @@ type Host interface {
 	// CreateACLs adds ACL bindings (kerr.SecurityDisabled without an
 	// authorizer).
 	CreateACLs(ctx context.Context, bindings []kmsg.CreateACLsRequestCreation) error
+	// PeerLinkStatus returns the other brokers' share of a link's status
+	// (Manager.NodeStatus on each), asked of every live broker of the
+	// cluster at once, and a line for each that could not be asked;
+	// nothing on a single node. ctx bounds the requests.
+	PeerLinkStatus(ctx context.Context, name string) ([]*NodeStatus, []string)
 }
 
 // ErrGroupActive is CommitOffsets' answer for a group with members.
@@ -372,11 +377,9 @@ const (
 // broker, a stopped one too, whose request would hang until the client's
 // retry timeout; the broker that answered last most likely answers.
 func (r *runner) askAny(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	err := errors.New("no source broker answered yet")
 	if b := r.answered.Load(); b >= 0 {
 		actx, cancel := context.WithTimeout(ctx, min(metadataTimeout, r.sourceTimeout))
-		var resp kmsg.Response
-		resp, err = r.cl.Broker(int(b)).Request(actx, req)
+		resp, err := r.cl.Broker(int(b)).Request(actx, req)
 		cancel()
 		if err == nil {
 			return resp, nil

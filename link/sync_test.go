@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,7 @@ func (h *syncHost) CommitOffsets(context.Context, string, map[string]map[int32]i
 	return nil
 }
 func (h *syncHost) CreateACLs(context.Context, []kmsg.CreateACLsRequestCreation) error { return nil }
+func (h *syncHost) PeerLinkStatus(context.Context, string) ([]*NodeStatus, []string)   { return nil, nil }
 
 // flowLog is a mirror log whose end the test's fake fetch moves.
 type flowLog struct{ leo atomic.Int64 }
@@ -237,4 +239,51 @@ func checkFor(d time.Duration, f func() bool) error {
 		}
 	}
 	return nil
+}
+
+// A link's status gathers every broker's share: the partition another
+// broker leads is shown as fetched there, with its error and the
+// source's end that broker saw; that broker's fetching error, and the
+// syncing broker's, are the link's, each prefixed with its node; a broker
+// that could not be asked is named.
+func TestStatus_GathersEveryBroker(t *testing.T) {
+	ctx := context.Background()
+	s := memStore(t)
+	if err := s.Create(ctx, &Link{Name: "mig", Source: []string{"127.0.0.1:1"}, Topics: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutMirror(ctx, &Mirror{Link: "mig", Topic: "t", State: Mirroring}); err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{parts: map[string]int32{"t": 2}, logs: map[tp]*fakeLog{},
+		peers: []*NodeStatus{
+			{Node: 2, FetchError: "fetching from the source: source broker 7: EOF", Metrics: RunnerCounters{Bytes: 10},
+				Partitions: []NodePartition{{Topic: "t", Partition: 1, SourceEnd: 40, MirrorEnd: 30, Error: "appending to t-1: disk full"}}},
+			{Node: 3, Syncs: true, SyncError: "syncing topics: metadata of the source: i/o timeout", Metrics: RunnerCounters{Bytes: 5}},
+		},
+		unreached: []string{"node 4: broker 4 is not live"},
+	}
+	m := NewManager(Config{NodeID: 1, Store: s, Host: h})
+	st, err := m.Status(ctx, "mig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"node 2: fetching from the source: source broker 7: EOF", "node 2: appending to t-1: disk full", "node 3: syncing topics"} {
+		if !strings.Contains(st.Error, want) {
+			t.Errorf("status error %q lacks %q", st.Error, want)
+		}
+	}
+	if len(st.Nodes) != 3 || st.Nodes[0].Node != 1 || st.Metrics.Bytes != 15 || len(st.Unreached) != 1 {
+		t.Fatalf("nodes %+v, metrics %+v, unreached %q", st.Nodes, st.Metrics, st.Unreached)
+	}
+	if len(st.Mirrors) != 1 || len(st.Mirrors[0].Partitions) != 2 {
+		t.Fatalf("mirrors %+v", st.Mirrors)
+	}
+	p0, p1 := st.Mirrors[0].Partitions[0], st.Mirrors[0].Partitions[1]
+	if p0.Node != -1 || p0.Error != "" {
+		t.Errorf("t-0, fetched by no broker asked: %+v", p0)
+	}
+	if p1.Node != 2 || p1.Error != "appending to t-1: disk full" || p1.SourceEnd != 40 {
+		t.Errorf("t-1, fetched by node 2: %+v", p1)
+	}
 }

@@ -318,12 +318,13 @@ func startGregor(ctx context.Context, bin, dir string, n int) (string, func()) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	for {
-		if md, err := adm.BrokerMetadata(ctx); err == nil && len(md.Brokers) == n && md.Controller >= 0 {
+	for began := time.Now(); ; {
+		md, err := adm.BrokerMetadata(ctx)
+		if err == nil && len(md.Brokers) == n && md.Controller >= 0 {
 			break
 		}
-		if ctx.Err() != nil {
-			log.Fatalf("Gregor did not list its %d nodes: %v", n, ctx.Err())
+		if time.Since(began) > time.Minute {
+			log.Fatalf("Gregor did not list its %d nodes and a controller in a minute: %+v, %v", n, md, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
