@@ -370,26 +370,6 @@ const (
 	sourceRequestTimeout = 10 * time.Second
 )
 
-// askAny sends a request that any source broker answers (Metadata,
-// DescribeConfigs, DescribeACLs): first to the source broker that
-// answered a fetch last, for metadataTimeout, then to any broker, for
-// sourceRequestTimeout. The client's "any broker" goes round every
-// broker, a stopped one too, whose request would hang until the client's
-// retry timeout; the broker that answered last most likely answers.
-func (r *runner) askAny(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	if b := r.answered.Load(); b >= 0 {
-		actx, cancel := context.WithTimeout(ctx, min(metadataTimeout, r.sourceTimeout))
-		resp, err := r.cl.Broker(int(b)).Request(actx, req)
-		cancel()
-		if err == nil {
-			return resp, nil
-		}
-	}
-	actx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
-	defer cancel()
-	return r.cl.Request(actx, req)
-}
-
 func (r *runner) poke() {
 	r.gen.Add(1)
 	select {
@@ -484,56 +464,6 @@ func (r *runner) run() {
 		case <-t.C:
 		}
 		t.Stop()
-	}
-}
-
-// syncLoop syncs the link every sync interval while this broker is the
-// controller (Host.Controller), looking again every Poll and at each
-// poke, until ctx ends. Its source requests are each bounded in time
-// (sourceRequestTimeout), so a source broker that does not answer delays
-// a sync, never the fetching, and a sync never waits for a fetch.
-func (r *runner) syncLoop(ctx context.Context) {
-	var next time.Time
-	for ctx.Err() == nil {
-		if !r.m.cfg.Host.Controller() {
-			next = time.Time{} // the next time it is, it syncs at once
-			r.setSyncErr(nil)
-		} else if !time.Now().Before(next) {
-			r.sync(ctx)
-			next = time.Now().Add(r.link.SyncInterval())
-		}
-		wait := r.m.cfg.Poll
-		if !next.IsZero() {
-			wait = min(wait, time.Until(next))
-		}
-		t := time.NewTimer(max(wait, time.Millisecond))
-		select {
-		case <-ctx.Done():
-		case <-r.syncPokec:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// setSyncErr records the latest sync's errors (none: nil) for the link's
-// status and logs each one that is new.
-func (r *runner) setSyncErr(errs []error) {
-	var msgs []string
-	for _, err := range errs {
-		if err != nil {
-			msgs = append(msgs, err.Error())
-		}
-	}
-	msg := strings.Join(msgs, "; ")
-	r.mu.Lock()
-	prev := r.syncErr
-	r.syncErr = msg
-	r.mu.Unlock()
-	for _, m := range msgs {
-		if !strings.Contains(prev, m) {
-			r.m.cfg.Log.Warn("link: sync", "link", r.link.Name, "err", m)
-		}
 	}
 }
 
