@@ -406,7 +406,8 @@ bench-scale: build
 ## bench-link: mirroring from Apache Kafka 4.4 into Gregor, a cluster link
 ## (gregor link) beside MirrorMaker 2 (compat/java's connect classpath);
 ## needs java and mvn. Knobs: BENCH_LINK_FLAGS="-mb 512 -partitions 8 -targets link,mm2"
-## (-live-mbps 50 -live-for 30s adds the lag while Kafka takes 50 MB/s)
+## (-live-mbps 50 -live-for 30s adds the lag while Kafka takes 50 MB/s;
+## -gregor-nodes 3 mirrors into three clustered Gregor processes)
 BENCH_LINK_FLAGS ?=
 bench-link: build
 	cd bench && $(GO) run ./cmd/link-bench -bin ../bin/gregor $(BENCH_LINK_FLAGS)

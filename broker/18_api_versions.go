@@ -12,7 +12,10 @@ package broker
 // INVALID_REQUEST, and a cluster id or node id that is not this broker's
 // is REBOOTSTRAP_REQUIRED, so a client whose address now reaches another
 // broker finds out; both answers carry no keys, as Kafka's do. v3+ lists
-// the supported and finalized features (features.go).
+// the supported and finalized features (features.go). Gregor's own APIs
+// (protocol.LinksKey) are listed only to another broker's inter-broker
+// client (fromPeer), so that a peer request (peerRequest) may send them;
+// a Kafka client never sees them.
 
 import (
 	"regexp"
@@ -45,14 +48,24 @@ func (b *Broker) handleApiVersions(r *request) (kmsg.Response, error) {
 			return resp, nil
 		}
 	}
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = apiKeys(fromPeer(r))
 	b.setFeatures(resp)
 	return resp, nil
 }
 
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+// apiKeys returns the keys advertised, Gregor's own APIs too when
+// withOwn.
+func apiKeys(withOwn bool) []kmsg.ApiVersionsResponseApiKey {
 	var keys []kmsg.ApiVersionsResponseApiKey
-	for _, h := range advertisedKeys() {
+	hs := advertisedKeys()
+	if withOwn {
+		for _, h := range handlers {
+			if h.hidden {
+				hs = append(hs, h)
+			}
+		}
+	}
+	for _, h := range hs {
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(h.key), MinVersion: h.min, MaxVersion: h.max})
 	}
 	return keys
@@ -64,6 +77,6 @@ func apiVersionsUnsupported() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = apiKeys(false)
 	return resp
 }

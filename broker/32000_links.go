@@ -1,7 +1,10 @@
 package broker
 
 // Links (Gregor's own API, key 32000, v0; protocol.LinksKey): what
-// `gregor link` asks, on any broker. Not advertised in ApiVersions. The
+// `gregor link` asks, on any broker, and what a broker gathering a link's
+// status asks the others (node_status: that broker's share,
+// link.Manager.NodeStatus). Advertised in ApiVersions only to another
+// broker's inter-broker client (fromPeer). The
 // body is a JSON linkOp; the answer's body the operation's JSON result,
 // or an error code and message: INVALID_REQUEST for a bad or conflicting
 // request, RESOURCE_NOT_FOUND for an unknown link,
@@ -28,7 +31,7 @@ func init() {
 
 // LinkOp is one operation of the links API.
 type LinkOp struct {
-	Op        string     `json:"op"` // create, list, status, promote, delete
+	Op        string     `json:"op"` // create, list, status, node_status, promote, delete
 	Link      *link.Link `json:"link,omitempty"`
 	Name      string     `json:"name,omitempty"`
 	Topics    string     `json:"topics,omitempty"` // promote: a pattern; all when empty
@@ -64,7 +67,7 @@ func (b *Broker) Links(ctx context.Context, c Caller, op LinkOp) (code int16, ms
 
 func (b *Broker) linkOp(ctx context.Context, allowed func(acl.Operation) bool, op LinkOp) (int16, string, []byte) {
 	need := acl.Alter
-	if op.Op == "list" || op.Op == "status" {
+	if op.Op == "list" || op.Op == "status" || op.Op == "node_status" {
 		need = acl.Describe
 	}
 	if !allowed(need) {
@@ -93,6 +96,8 @@ func (b *Broker) linkOp(ctx context.Context, allowed func(acl.Operation) bool, o
 		out = map[string]any{"links": m.List()}
 	case "status":
 		out, err = m.Status(ctx, op.Name)
+	case "node_status":
+		out, err = m.NodeStatus(op.Name)
 	case "promote":
 		var promoted []string
 		promoted, err = m.Promote(ctx, op.Name, op.Topics)

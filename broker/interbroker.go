@@ -26,9 +26,11 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/config"
+	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/security/authn"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -124,6 +126,15 @@ type peer struct {
 	cl   *kgo.Client
 }
 
+// peerVersions are the request versions of a peer client: the client's
+// defaults (kversion.Stable) and Gregor's own APIs (protocol.LinksKey,
+// v0), which a broker advertises to its peers only (fromPeer).
+func peerVersions() *kversion.Versions {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(protocol.LinksKey, 0)
+	return vs
+}
+
 // peerRequest sends req to broker id.
 func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
 	if b.cluster == nil {
@@ -142,7 +153,7 @@ func (b *Broker) peerRequest(ctx context.Context, id int32, req kmsg.Request) (k
 	}
 	if pr == nil {
 		opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("gregor-broker-" + strconv.Itoa(int(b.nodeID))),
-			kgo.DialTimeout(2 * time.Second), kgo.RequestRetries(0)}, b.srv.interOpts...)
+			kgo.DialTimeout(2 * time.Second), kgo.RequestRetries(0), kgo.MaxVersions(peerVersions())}, b.srv.interOpts...)
 		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			b.cluster.peersMu.Unlock()

@@ -21,9 +21,12 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/gregor-broker/gregor/link"
 	"github.com/gregor-broker/gregor/metastore"
+	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -489,4 +492,78 @@ func addCommitted(m map[string]map[int32]int64, topics []kmsg.OffsetFetchRespons
 			m[t.Topic][p.Partition] = p.Offset
 		}
 	}
+}
+
+// linkStatusTimeout bounds the requests to the other brokers of a link's
+// status.
+const linkStatusTimeout = 5 * time.Second
+
+// PeerLinkStatus asks every other live broker for its share of a link's
+// status (the links API's node_status) over the inter-broker client pool,
+// all at once, as ClusterGroups asks them for their groups; a broker that
+// cannot be asked is a line of the second result. Nothing on a single
+// node.
+func (h linkHost) PeerLinkStatus(ctx context.Context, name string) ([]*link.NodeStatus, []string) {
+	b := h.b
+	if b.cluster == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, linkStatusTimeout)
+	defer cancel()
+	body, err := json.Marshal(LinkOp{Op: "node_status", Name: name})
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	brokers, _ := b.brokersView()
+	var (
+		mu        sync.Mutex
+		wg        sync.WaitGroup
+		out       []*link.NodeStatus
+		unreached []string
+	)
+	for _, br := range brokers {
+		if br.id == b.nodeID {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ns, err := b.peerLinkStatus(ctx, br.id, body)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				unreached = append(unreached, fmt.Sprintf("node %d: %v", br.id, err))
+				return
+			}
+			out = append(out, ns)
+		}()
+	}
+	wg.Wait()
+	slices.Sort(unreached)
+	return out, unreached
+}
+
+// peerLinkStatus asks broker id for its share of a link's status; body is
+// the node_status operation.
+func (b *Broker) peerLinkStatus(ctx context.Context, id int32, body []byte) (*link.NodeStatus, error) {
+	kr, err := b.peerRequest(ctx, id, &protocol.JSONRequest{APIKey: protocol.LinksKey, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := kr.(*protocol.JSONResponse)
+	if !ok {
+		return nil, fmt.Errorf("answered with %T", kr)
+	}
+	if resp.ErrorCode != 0 {
+		msg := kerr.ErrorForCode(resp.ErrorCode).Error()
+		if resp.ErrorMessage != nil {
+			msg += ": " + *resp.ErrorMessage
+		}
+		return nil, errors.New(msg)
+	}
+	var ns link.NodeStatus
+	if err := json.Unmarshal(resp.Body, &ns); err != nil {
+		return nil, fmt.Errorf("malformed node_status answer: %w", err)
+	}
+	return &ns, nil
 }

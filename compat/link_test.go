@@ -223,7 +223,7 @@ func TestLink_FromApacheKafka(t *testing.T) {
 		rows := 0
 		for _, line := range strings.Split(status, "\n") {
 			f := strings.Fields(line)
-			if len(f) == 6 && f[1] == "MIRRORING" {
+			if len(f) >= 6 && f[1] == "MIRRORING" {
 				if f[5] != "0" {
 					return errors.New("lagging")
 				}

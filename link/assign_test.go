@@ -12,6 +12,9 @@ type fakeHost struct {
 	parts map[string]int32
 	logs  map[tp]*fakeLog
 	leads int
+	// peers and unreached are PeerLinkStatus's answer.
+	peers     []*NodeStatus
+	unreached []string
 }
 
 func (h *fakeHost) Controller() bool { return false }
@@ -46,6 +49,9 @@ func (h *fakeHost) CommitOffsets(context.Context, string, map[string]map[int32]i
 	return nil
 }
 func (h *fakeHost) CreateACLs(context.Context, []kmsg.CreateACLsRequestCreation) error { return nil }
+func (h *fakeHost) PeerLinkStatus(context.Context, string) ([]*NodeStatus, []string) {
+	return h.peers, h.unreached
+}
 
 type fakeLog struct {
 	leo     int64

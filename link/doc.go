@@ -33,15 +33,21 @@
 //     short once the source elected another leader for one of them. Only
 //     the source's high watermark is ever fetched (a consumer's Fetch), so
 //     what a source leader loses in a failover was never mirrored.
-//   - On the controller (Host.Controller), every sync interval, the source
-//     topics matching the pattern become mirror topics, created with the
+//   - On the controller (Host.Controller), every sync interval, in a
+//     goroutine of its own beside the fetching, the source topics
+//     matching the pattern become mirror topics, created with the
 //     source's partition count and the configs in SyncedConfigs, and keep
 //     following partitions added and configs changed; the committed
 //     offsets of the matching groups are copied verbatim for the mirror
 //     topics while the group does not commit here itself (once it does,
 //     its consumers have moved and the link leaves it alone), and the
 //     source's literal ACLs on those topics and groups, and its prefixed ones
-//     that cover one of them, are added here.
+//     that cover one of them, are added here. Every source request of a
+//     sync is bounded in time (sourceRequestTimeout; one that any broker
+//     answers goes first to the broker that answered a fetch last), so a
+//     stopped source broker delays a sync, never the fetching, and a hung
+//     fetch never delays a sync. Its errors are the link's sync error
+//     until the next sync.
 //   - Until promoted, a mirror topic refuses produce (the broker asks
 //     Store.ReadOnly). Promote mirrors each partition up to the source's
 //     high watermark as of the promotion, aborts the transactions still
@@ -49,6 +55,13 @@
 //     them here, and they would hold the last stable offset), then, once
 //     every partition's last stable offset reached the target, marks the
 //     topic promoted: an ordinary topic from then on.
+//
+// A link's status (Manager.Status) is asked of any broker and gathers
+// every broker's share (Manager.NodeStatus: the mirror partitions it
+// fetches, with the source's end it saw and why one is held back, its
+// fetching's error, and the sync's on the controller), the others' asked
+// over the inter-broker connections (Host.PeerLinkStatus; the links API's
+// node_status in package broker).
 //
 // Mirrored batches keep the source's producer ids, so the highest one seen
 // is recorded (State.ProducerIDFloor) and the broker hands out producer

@@ -80,7 +80,7 @@ func (s *fakeSource) count() (int, int) {
 func (r *runner) status() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.lastErr
+	return r.fetchErr
 }
 
 // A source broker that fails (kill -9) holds back only the partitions it

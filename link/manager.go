@@ -50,6 +50,11 @@ type Host interface {
 	// CreateACLs adds ACL bindings (kerr.SecurityDisabled without an
 	// authorizer).
 	CreateACLs(ctx context.Context, bindings []kmsg.CreateACLsRequestCreation) error
+	// PeerLinkStatus returns the other brokers' share of a link's status
+	// (Manager.NodeStatus on each), asked of every live broker of the
+	// cluster at once, and a line for each that could not be asked;
+	// nothing on a single node. ctx bounds the requests.
+	PeerLinkStatus(ctx context.Context, name string) ([]*NodeStatus, []string)
 }
 
 // ErrGroupActive is CommitOffsets' answer for a group with members.
@@ -242,17 +247,20 @@ type runner struct {
 	link *Link
 	cl   *kgo.Client
 
-	pokec chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	pokec     chan struct{}
+	syncPokec chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 
-	mu       sync.Mutex
-	parts    map[tp]*mpart
-	src      map[string]*sourceTopic // the source's metadata; nil until read
-	srcAt    time.Time
-	lastErr  string
-	errAt    time.Time
-	nextSync time.Time
+	mu    sync.Mutex
+	parts map[tp]*mpart
+	src   map[string]*sourceTopic // the source's metadata; nil until read
+	srcAt time.Time
+	// fetchErr is fetching's latest error, until a round mends it;
+	// syncErr the latest sync's errors ("" once a sync had none, or
+	// while this broker does not sync).
+	fetchErr string
+	syncErr  string
 	pidFloor int64 // the highest producer id reserved
 	// aclsCopied are the bindings copied from the source (syncACLs).
 	aclsCopied map[string]bool
@@ -281,6 +289,9 @@ type runner struct {
 	// roundWait bounds how long a round waits for its fetches' answers
 	// (fetchMaxWait and a margin; a test's own otherwise).
 	roundWait time.Duration
+	// sourceTimeout bounds a source request but a Fetch
+	// (sourceRequestTimeout; a test's own otherwise).
+	sourceTimeout time.Duration
 	// fetch is fetchFrom and readMetadata sourceMetadata (a test's
 	// stand-ins otherwise).
 	fetch        func(ctx context.Context, leader int32, parts []*mpart, src map[string]*sourceTopic) error
@@ -308,11 +319,12 @@ func newRunner(m *Manager, l *Link) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	r := &runner{m: m, link: l, cl: cl, pokec: make(chan struct{}, 1), syncPokec: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		parts: map[tp]*mpart{}, pidFloor: -1, aclsCopied: map[string]bool{}, missing: map[string]int{}, down: map[int32]*brokerBackoff{}}
 	r.fetch, r.readMetadata = r.fetchFrom, r.sourceMetadata
 	r.answered.Store(-1)
 	r.inflight, r.results, r.roundWait = map[int32]*outFetch{}, make(chan fetchResult), fetchMaxWait+500*time.Millisecond
+	r.sourceTimeout = sourceRequestTimeout
 	return r, nil
 }
 
@@ -348,15 +360,24 @@ const (
 	// while a source broker is failing: its partitions' new leaders are
 	// fetched from as soon as the source elected them.
 	downMetadataEvery = time.Second
-	// metadataTimeout bounds a metadata read from the broker that
-	// answered last, before any broker is asked.
+	// metadataTimeout bounds a request to the source broker that
+	// answered last, before any broker is asked (askAny).
 	metadataTimeout = 5 * time.Second
+	// sourceRequestTimeout bounds every other request to the source but
+	// a Fetch (fetchFrom has its own bound): a source broker that does
+	// not answer (stopped, its host gone) fails the request instead of
+	// holding whatever waits for it.
+	sourceRequestTimeout = 10 * time.Second
 )
 
 func (r *runner) poke() {
 	r.gen.Add(1)
 	select {
 	case r.pokec <- struct{}{}:
+	default:
+	}
+	select {
+	case r.syncPokec <- struct{}{}:
 	default:
 	}
 }
@@ -379,28 +400,41 @@ func (r *runner) ctx() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// fail records an error of the link for its status and logs it when it
-// is new.
+// fail records an error of fetching for the link's status and logs it
+// when it is new.
 func (r *runner) fail(what string, err error) {
 	msg := what + ": " + err.Error()
 	r.mu.Lock()
-	same := r.lastErr == msg
-	r.lastErr, r.errAt = msg, time.Now()
+	same := r.fetchErr == msg
+	r.fetchErr = msg
 	r.mu.Unlock()
 	if !same {
 		r.m.cfg.Log.Warn("link: "+what, "link", r.link.Name, "err", err)
 	}
 }
 
+// ok clears fetching's error: a round fetched from every source broker
+// it needed.
 func (r *runner) ok() {
 	r.mu.Lock()
-	r.lastErr = ""
+	r.fetchErr = ""
 	r.mu.Unlock()
 }
 
+// run fetches the link's mirror partitions this broker leads, round after
+// round, until the runner stops; the sync runs beside it in a goroutine
+// of its own (syncLoop), so that neither waits for the other's source
+// requests.
 func (r *runner) run() {
 	defer close(r.done)
 	ctx, cancel := r.ctx()
+	var syncing sync.WaitGroup
+	syncing.Add(1)
+	go func() {
+		defer syncing.Done()
+		r.syncLoop(ctx)
+	}()
+	defer syncing.Wait()
 	defer r.fetches.Wait() // cut short by cancel: nothing appends after
 	defer cancel()
 	for {
@@ -409,13 +443,9 @@ func (r *runner) run() {
 			return
 		default:
 		}
-		if r.m.cfg.Host.Controller() && !time.Now().Before(r.nextSync) {
-			r.sync(ctx)
-			r.nextSync = time.Now().Add(r.link.SyncInterval())
-		}
 		var wait time.Duration
 		if work := r.assign(); len(work) == 0 {
-			wait = min(r.m.cfg.Poll, time.Until(r.nextSync))
+			wait = r.m.cfg.Poll
 		} else {
 			wait = r.fetchRound(ctx, work)
 			if ctx.Err() != nil {
@@ -596,22 +626,11 @@ func (r *runner) source(ctx context.Context) (map[string]*sourceTopic, error) {
 func (r *runner) sourceMetadata(ctx context.Context) (map[string]*sourceTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = nil // every topic
-	var resp *kmsg.MetadataResponse
-	err := errors.New("no source broker answered yet")
-	// Asked first of the source broker that answered a fetch last: the
-	// client's "any broker" goes round every broker, a stopped one too,
-	// whose request hangs until the client's timeout, and the fetches
-	// with it.
-	if b := r.answered.Load(); b >= 0 {
-		mctx, cancel := context.WithTimeout(ctx, metadataTimeout)
-		resp, err = req.RequestWith(mctx, r.cl.Broker(int(b)))
-		cancel()
-	}
+	kr, err := r.askAny(ctx, req)
 	if err != nil {
-		if resp, err = req.RequestWith(ctx, r.cl); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
+	resp := kr.(*kmsg.MetadataResponse)
 	src := map[string]*sourceTopic{}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || t.ErrorCode != 0 {
@@ -942,6 +961,8 @@ func (r *runner) outOfRange(ctx context.Context, leader int32, mp *mpart) {
 // sourceOffsets asks the source leader for a partition's log start and
 // end offsets.
 func (r *runner) sourceOffsets(ctx context.Context, leader int32, mp *mpart) (start, end int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+	defer cancel()
 	ask := func(ts int64) (int64, error) {
 		req := kmsg.NewPtrListOffsetsRequest()
 		t := kmsg.NewListOffsetsRequestTopic()

@@ -1,10 +1,12 @@
 package link
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -59,13 +61,23 @@ func (m *Manager) List() []*Link {
 	return out
 }
 
-// Status is a link's state as `gregor link status` shows it.
+// Status is a link's state as `gregor link status` shows it, gathered from
+// every broker of the cluster: each mirror partition is fetched by its
+// leader, and the link synced by the controller, so each broker's share
+// (NodeStatus) is asked of it (Host.PeerLinkStatus).
 type Status struct {
-	Link    *Link           `json:"link"`
-	Error   string          `json:"error,omitempty"` // the latest error this broker saw, if not mended since
-	Mirrors []MirrorStatus  `json:"mirrors"`
-	Groups  []*GroupSync    `json:"groups"`
+	Link *Link `json:"link"`
+	// Error is every broker's latest error not mended since, each
+	// prefixed "node N: " in a cluster.
+	Error   string         `json:"error,omitempty"`
+	Mirrors []MirrorStatus `json:"mirrors"`
+	Groups  []*GroupSync   `json:"groups"`
+	// Metrics is what the brokers asked mirrored, summed.
 	Metrics *RunnerCounters `json:"metrics,omitempty"`
+	// Nodes is each broker's share, by node id; Unreached a line for each
+	// broker that could not be asked.
+	Nodes     []*NodeStatus `json:"nodes,omitempty"`
+	Unreached []string      `json:"unreached,omitempty"`
 }
 
 // MirrorStatus is one mirror topic's state and lag.
@@ -78,23 +90,75 @@ type MirrorStatus struct {
 }
 
 // PartitionStatus is one mirror partition: the source's high watermark,
-// the mirror's, and the difference. -1 when not known.
+// the mirror's, and the difference (-1 when not known); the broker that
+// fetches it (its leader; -1 when none said so) and why that broker holds
+// it back, if it does.
 type PartitionStatus struct {
-	Partition int32 `json:"partition"`
-	SourceEnd int64 `json:"source_end"`
-	MirrorEnd int64 `json:"mirror_end"`
-	Lag       int64 `json:"lag"`
+	Partition int32  `json:"partition"`
+	SourceEnd int64  `json:"source_end"`
+	MirrorEnd int64  `json:"mirror_end"`
+	Lag       int64  `json:"lag"`
+	Node      int32  `json:"node"`
+	Error     string `json:"error,omitempty"`
 }
 
-// RunnerCounters are what this broker mirrored of the link.
+// RunnerCounters are what a broker mirrored of the link.
 type RunnerCounters struct {
 	Bytes       int64 `json:"bytes"`
 	Batches     int64 `json:"batches"`
 	FetchErrors int64 `json:"fetch_errors"`
 }
 
+// NodeStatus is one broker's share of a link's state: the mirror
+// partitions it leads and fetches, its fetching's error, and, on the
+// broker that syncs the link (the controller), the sync's.
+type NodeStatus struct {
+	Node       int32           `json:"node"`
+	Syncs      bool            `json:"syncs,omitempty"`
+	FetchError string          `json:"fetch_error,omitempty"`
+	SyncError  string          `json:"sync_error,omitempty"`
+	Partitions []NodePartition `json:"partitions,omitempty"`
+	Metrics    RunnerCounters  `json:"metrics"`
+}
+
+// NodePartition is a mirror partition as the broker fetching it sees it:
+// the source's high watermark in its latest fetch answer (-1: none yet),
+// the mirror's log end, and why it is held back, if it is.
+type NodePartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	SourceEnd int64  `json:"source_end"`
+	MirrorEnd int64  `json:"mirror_end"`
+	Error     string `json:"error,omitempty"`
+}
+
+// NodeStatus returns this broker's share of a link's state (see
+// NodeStatus, the type); ErrNotFound for an unknown link.
+func (m *Manager) NodeStatus(name string) (*NodeStatus, error) {
+	if m.cfg.Store.State().Links[name] == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	ns := &NodeStatus{Node: m.cfg.NodeID, Syncs: m.cfg.Host.Controller()}
+	r := m.runner(name)
+	if r == nil {
+		return ns, nil
+	}
+	ns.Metrics = r.counters()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ns.FetchError, ns.SyncError = r.fetchErr, r.syncErr
+	for _, mp := range r.parts {
+		ns.Partitions = append(ns.Partitions, NodePartition{Topic: mp.topic, Partition: mp.partition, SourceEnd: mp.srcHW, MirrorEnd: mp.log.LogEndOffset(), Error: mp.failed})
+	}
+	slices.SortFunc(ns.Partitions, func(a, b NodePartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return ns, nil
+}
+
 // Status reads a link's state: its mirror topics with each partition's
-// end offsets in the source and here.
+// end offsets in the source and here, and every broker's share
+// (NodeStatus), this one's read here, the others' asked of them.
 func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 	st := m.cfg.Store.State()
 	l := st.Links[name]
@@ -102,15 +166,45 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	s := &Status{Link: l}
-	r := m.runner(name)
-	var adm *kadm.Client
-	if r != nil {
-		r.mu.Lock()
-		s.Error = r.lastErr
-		r.mu.Unlock()
-		c := r.counters()
-		s.Metrics = &c
-		adm = kadm.NewClient(r.cl)
+	self, err := m.NodeStatus(name)
+	if err != nil {
+		return nil, err
+	}
+	s.Nodes = append(s.Nodes, self)
+	peers, unreached := m.cfg.Host.PeerLinkStatus(ctx, name)
+	s.Nodes = append(s.Nodes, peers...)
+	slices.SortFunc(s.Nodes, func(a, b *NodeStatus) int { return cmp.Compare(a.Node, b.Node) })
+	s.Unreached = unreached
+	var errs []string
+	fetcher := map[tp]*NodePartition{}
+	sum := RunnerCounters{}
+	for _, ns := range s.Nodes {
+		prefix := ""
+		if len(s.Nodes) > 1 || len(unreached) > 0 {
+			prefix = fmt.Sprintf("node %d: ", ns.Node)
+		}
+		for _, e := range []string{ns.FetchError, ns.SyncError} {
+			if e != "" {
+				errs = append(errs, prefix+e)
+			}
+		}
+		for i := range ns.Partitions {
+			np := &ns.Partitions[i]
+			if np.Error != "" {
+				errs = append(errs, prefix+np.Error)
+			}
+			fetcher[tp{np.Topic, np.Partition}] = np
+		}
+		sum.Bytes += ns.Metrics.Bytes
+		sum.Batches += ns.Metrics.Batches
+		sum.FetchErrors += ns.Metrics.FetchErrors
+	}
+	s.Metrics = &sum
+	nodeOf := map[*NodePartition]int32{}
+	for _, ns := range s.Nodes {
+		for i := range ns.Partitions {
+			nodeOf[&ns.Partitions[i]] = ns.Node
+		}
 	}
 	mirrors := st.MirrorsOf(name)
 	var topics []string
@@ -119,11 +213,19 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 			topics = append(topics, mt.Topic)
 		}
 	}
+	// The source's high watermarks, asked now (bounded: a source broker
+	// that does not answer leaves its partitions to the fetchers' view).
 	var srcEnds kadm.ListedOffsets
-	if adm != nil && len(topics) > 0 {
-		var err error
-		if srcEnds, err = adm.ListEndOffsets(ctx, topics...); err != nil && s.Error == "" {
-			s.Error = "source end offsets: " + err.Error()
+	if r := m.runner(name); r != nil && len(topics) > 0 {
+		lctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+		srcEnds, err = kadm.NewClient(r.cl).ListEndOffsets(lctx, topics...)
+		cancel()
+		if err != nil {
+			prefix := ""
+			if len(s.Nodes) > 1 || len(unreached) > 0 {
+				prefix = fmt.Sprintf("node %d: ", m.cfg.NodeID)
+			}
+			errs = append(errs, prefix+"source end offsets: "+err.Error())
 		}
 	}
 	for _, mt := range mirrors {
@@ -139,9 +241,15 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 			ms.Error = err.Error()
 		}
 		for p := range n {
-			ps := PartitionStatus{Partition: p, SourceEnd: -1, MirrorEnd: -1, Lag: -1}
+			ps := PartitionStatus{Partition: p, SourceEnd: -1, MirrorEnd: -1, Lag: -1, Node: -1}
+			np := fetcher[tp{mt.Topic, p}]
+			if np != nil {
+				ps.Node, ps.Error = nodeOf[np], np.Error
+			}
 			if o, ok := srcEnds.Lookup(mt.Topic, p); ok && o.Err == nil {
 				ps.SourceEnd = o.Offset
+			} else if np != nil && np.SourceEnd >= 0 {
+				ps.SourceEnd = np.SourceEnd
 			}
 			if hw, ok := hws[p]; ok {
 				ps.MirrorEnd = hw
@@ -156,6 +264,7 @@ func (m *Manager) Status(ctx context.Context, name string) (*Status, error) {
 	for _, g := range slices.Sorted(maps.Keys(st.Groups[name])) {
 		s.Groups = append(s.Groups, st.Groups[name][g])
 	}
+	s.Error = strings.Join(errs, "; ")
 	return s, nil
 }
 
@@ -201,7 +310,10 @@ func (m *Manager) Promote(ctx context.Context, name, topics string) ([]string, e
 	var ends kadm.ListedOffsets
 	if len(fromSource) > 0 {
 		var err error
-		if ends, err = adm.ListEndOffsets(ctx, fromSource...); err == nil {
+		lctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+		ends, err = adm.ListEndOffsets(lctx, fromSource...)
+		cancel()
+		if err == nil {
 			err = ends.Error()
 		}
 		if err != nil {

@@ -35,29 +35,89 @@ var SyncedConfigs = []string{
 	"segment.ms",
 }
 
-// sync is the controller's part of a link: mirror topics created and kept
-// like their sources, promotions finished, group offsets copied.
-func (r *runner) sync(ctx context.Context) {
-	if err := r.syncTopics(ctx); err != nil {
-		r.fail("syncing topics", err)
-	}
-	r.finishPromotions(ctx)
-	if r.link.Groups != "" {
-		if err := r.syncGroups(ctx); err != nil {
-			r.fail("syncing groups", err)
+// syncLoop syncs the link every sync interval while this broker is the
+// controller (Host.Controller), looking again every Poll and at each
+// poke, until ctx ends. Its source requests are each bounded in time
+// (sourceRequestTimeout), so a source broker that does not answer delays
+// a sync, never the fetching, and a sync never waits for a fetch.
+func (r *runner) syncLoop(ctx context.Context) {
+	var next time.Time
+	for ctx.Err() == nil {
+		if !r.m.cfg.Host.Controller() {
+			next = time.Time{} // the next time it is, it syncs at once
+			r.setSyncErr(nil)
+		} else if !time.Now().Before(next) {
+			r.sync(ctx)
+			next = time.Now().Add(r.link.SyncInterval())
 		}
-	}
-	if err := r.syncACLs(ctx); err != nil {
-		r.fail("copying ACLs", err)
+		wait := r.m.cfg.Poll
+		if !next.IsZero() {
+			wait = min(wait, time.Until(next))
+		}
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-r.syncPokec:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
-func (r *runner) syncTopics(ctx context.Context) error {
-	r.invalidateSource() // a sync reads the source's metadata afresh
-	src, err := r.source(ctx)
-	if err != nil {
-		return err
+// setSyncErr records the latest sync's errors (none: nil) for the link's
+// status and logs each one that is new.
+func (r *runner) setSyncErr(errs []error) {
+	var msgs []string
+	for _, err := range errs {
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
 	}
+	msg := strings.Join(msgs, "; ")
+	r.mu.Lock()
+	prev := r.syncErr
+	r.syncErr = msg
+	r.mu.Unlock()
+	for _, m := range msgs {
+		if !strings.Contains(prev, m) {
+			r.m.cfg.Log.Warn("link: sync", "link", r.link.Name, "err", m)
+		}
+	}
+}
+
+// sync is the controller's part of a link: mirror topics created and kept
+// like their sources, promotions finished, group offsets and ACLs copied.
+// Its errors are the link's sync error until the next sync.
+func (r *runner) sync(ctx context.Context) {
+	var errs []error
+	if err := r.syncTopics(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("syncing topics: %w", err))
+	}
+	errs = append(errs, r.finishPromotions(ctx))
+	if r.link.Groups != "" {
+		if err := r.syncGroups(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("syncing groups: %w", err))
+		}
+	}
+	if err := r.syncACLs(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("copying ACLs: %w", err))
+	}
+	if ctx.Err() != nil {
+		return // stopping: cut short, not failed
+	}
+	r.setSyncErr(errs)
+}
+
+func (r *runner) syncTopics(ctx context.Context) error {
+	// A sync reads the source's metadata afresh, and leaves it for the
+	// fetching too.
+	src, err := r.readMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("metadata of the source: %w", err)
+	}
+	r.mu.Lock()
+	r.src, r.srcAt = src, time.Now()
+	r.mu.Unlock()
 	st := r.m.cfg.Store.State()
 	re := st.topics[r.link.Name]
 	if re == nil {
@@ -224,37 +284,45 @@ func (r *runner) emptyTopic(ctx context.Context, topic string, partitions int32)
 
 // sourceConfigs returns the synced configs set on each source topic.
 func (r *runner) sourceConfigs(ctx context.Context, names []string) (map[string]map[string]string, error) {
-	rcs, err := kadm.NewClient(r.cl).DescribeTopicConfigs(ctx, names...)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, n := range names {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, n
+		req.Resources = append(req.Resources, rr)
+	}
+	kr, err := r.askAny(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("configs of the source topics: %w", err)
 	}
 	out := map[string]map[string]string{}
-	for _, rc := range rcs {
-		if rc.Err != nil {
-			return nil, fmt.Errorf("configs of source topic %s: %w", rc.Name, rc.Err)
+	for _, rc := range kr.(*kmsg.DescribeConfigsResponse).Resources {
+		if err := kerr.ErrorForCode(rc.ErrorCode); err != nil {
+			return nil, fmt.Errorf("configs of source topic %s: %w", rc.ResourceName, err)
 		}
 		m := map[string]string{}
 		for _, c := range rc.Configs {
-			if c.Source == 1 /* DYNAMIC_TOPIC_CONFIG */ && c.Value != nil && slices.Contains(SyncedConfigs, c.Key) {
-				m[c.Key] = *c.Value
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil && slices.Contains(SyncedConfigs, c.Name) {
+				m[c.Name] = *c.Value
 			}
 		}
-		out[rc.Name] = m
+		out[rc.ResourceName] = m
 	}
 	return out, nil
 }
 
 // finishPromotions marks promoted the topics whose every partition reached
 // its target.
-func (r *runner) finishPromotions(ctx context.Context) {
+func (r *runner) finishPromotions(ctx context.Context) error {
+	var errs []error
 	for _, mt := range r.m.cfg.Store.State().MirrorsOf(r.link.Name) {
 		if mt.State != Promoting {
 			continue
 		}
 		if _, err := r.m.finishPromotion(ctx, mt); err != nil {
-			r.fail("promoting "+mt.Topic, err)
+			errs = append(errs, fmt.Errorf("promoting %s: %w", mt.Topic, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // syncGroups copies the committed offsets of the source's groups that
@@ -274,27 +342,47 @@ func (r *runner) syncGroups(ctx context.Context) error {
 			mirrored[mt.Topic] = true
 		}
 	}
+	// Every source broker lists the groups it coordinates: one that does
+	// not answer in time leaves its groups out of this sync, not the
+	// others'.
 	adm := kadm.NewClient(r.cl)
-	listed, err := adm.ListGroups(ctx)
-	if err != nil {
-		return err
-	}
+	lctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+	listed, err := adm.ListGroups(lctx)
+	cancel()
 	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing the source's groups: %w", err))
+	}
+	var names []string
 	for _, g := range listed.Groups() {
 		if !re.MatchString(g) {
 			continue
 		}
-		prev := st.Groups[r.link.Name][g]
-		if prev != nil && prev.TakenOverMs != 0 {
+		if prev := st.Groups[r.link.Name][g]; prev != nil && prev.TakenOverMs != 0 {
 			continue
 		}
-		fetched, err := adm.FetchOffsets(ctx, g)
-		if err != nil {
+		names = append(names, g)
+	}
+	if len(names) == 0 {
+		return errors.Join(errs...)
+	}
+	// One OffsetFetch per coordinator, at once.
+	fctx, cancel := context.WithTimeout(ctx, r.sourceTimeout)
+	offsets := adm.FetchManyOffsets(fctx, names...)
+	cancel()
+	for _, g := range names {
+		prev := st.Groups[r.link.Name][g]
+		fetched, ok := offsets[g]
+		if !ok || fetched.Err != nil {
+			err := fetched.Err
+			if !ok {
+				err = errors.New("not answered")
+			}
 			errs = append(errs, fmt.Errorf("offsets of source group %s: %w", g, err))
 			continue
 		}
 		want := map[string]map[int32]int64{}
-		fetched.Each(func(o kadm.OffsetResponse) {
+		fetched.Fetched.Each(func(o kadm.OffsetResponse) {
 			if o.Err == nil && mirrored[o.Topic] && o.At >= 0 {
 				if want[o.Topic] == nil {
 					want[o.Topic] = map[int32]int64{}
@@ -377,10 +465,11 @@ func (r *runner) syncACLs(ctx context.Context) error {
 	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny // literal and prefixed
 	req.Operation = kmsg.ACLOperationAny
 	req.PermissionType = kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, r.cl)
+	kr, err := r.askAny(ctx, req)
 	if err != nil {
 		return err
 	}
+	resp := kr.(*kmsg.DescribeACLsResponse)
 	if resp.ErrorCode == kerr.SecurityDisabled.Code {
 		return nil
 	}

@@ -176,8 +176,11 @@ func printLinkStatus(st *link.Status) {
 	if st.Error != "" {
 		fmt.Printf("Error: %s\n", st.Error)
 	}
+	for _, u := range st.Unreached {
+		fmt.Printf("Not asked: %s\n", u)
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "\nTOPIC\tSTATE\tPARTITION\tSOURCE-END\tMIRROR-END\tLAG")
+	fmt.Fprintln(w, "\nTOPIC\tSTATE\tPARTITION\tSOURCE-END\tMIRROR-END\tLAG\tNODE\tERROR")
 	num := func(n int64) string {
 		if n < 0 {
 			return "-"
@@ -190,10 +193,14 @@ func printLinkStatus(st *link.Status) {
 			state += "/SOURCE_DELETED"
 		}
 		if m.Error != "" {
-			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t- (%s)\n", m.Topic, state, m.Error)
+			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t%s\n", m.Topic, state, m.Error)
 		}
 		for _, p := range m.Partitions {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", m.Topic, state, p.Partition, num(p.SourceEnd), num(p.MirrorEnd), num(p.Lag))
+			e := p.Error
+			if e == "" {
+				e = "-"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", m.Topic, state, p.Partition, num(p.SourceEnd), num(p.MirrorEnd), num(p.Lag), num(int64(p.Node)), e)
 		}
 	}
 	w.Flush()

@@ -4,6 +4,11 @@
 //
 //	cd bench && go run ./cmd/link-bench -bin ../bin/gregor -mb 512 -targets link,mm2
 //
+// With -gregor-nodes 3 the target is three clustered Gregor processes
+// (embedded etcd, as cmd/cluster-bench starts them; replication factor 3,
+// min.insync.replicas 2): each mirror partition is fetched by its
+// leader, and its followers replicate it.
+//
 // Kafka is filled first (-mb of records of -size bytes over -partitions
 // partitions), then for each target a fresh Gregor starts and the time is
 // taken from starting the mirror (gregor link create; MirrorMaker 2's
@@ -34,6 +39,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gregor-broker/gregor/compat/kafkaref"
@@ -49,7 +55,11 @@ func main() {
 	targets := flag.String("targets", "link,mm2", "link, mm2")
 	liveMBps := flag.Float64("live-mbps", 0, "after catching up, MB/s produced into Kafka while the lag is sampled; 0: no live phase")
 	liveFor := flag.Duration("live-for", 30*time.Second, "how long the live phase produces")
+	nodes := flag.Int("gregor-nodes", 1, "Gregor nodes of the target: 1, or a cluster of N clustered processes (embedded etcd, replication factor min(N, 3), min.insync.replicas min(N, 2))")
 	flag.Parse()
+	if *nodes < 1 {
+		log.Fatal("-gregor-nodes: at least 1")
+	}
 	log.SetFlags(0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
@@ -94,9 +104,13 @@ func main() {
 	fmt.Printf("| mirror | records | MiB | time to mirror everything | MiB/s | promote |\n|---|---|---|---|---|---|\n")
 	var lives []string
 	for _, target := range strings.Split(*targets, ",") {
+		label := target
+		if *nodes > 1 {
+			label = fmt.Sprintf("%s, %d Gregor nodes", target, *nodes)
+		}
 		dir := filepath.Join(root, target)
-		addr, stop := startGregor(ctx, *bin, dir)
-		dst, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(20*time.Millisecond)) // the topic appears while we poll
+		addr, stop := startGregor(ctx, *bin, dir, *nodes)
+		dst, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(addr, ",")...), kgo.MetadataMinAge(20*time.Millisecond)) // the topic appears while we poll
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -106,7 +120,18 @@ func main() {
 		switch target {
 		case "link":
 			topic = "bench"
-			run(ctx, *bin, "link", "create", "bench", "--brokers", addr, "--source", kafka.Addr, "--topics", "bench", "--sync-interval", "1s")
+			// A new cluster may not take the link at once (its metadata
+			// store still electing): asked again for 30s.
+			for try := 0; ; try++ {
+				out, err := exec.CommandContext(ctx, *bin, "link", "create", "bench", "--brokers", addr, "--source", kafka.Addr, "--topics", "bench", "--sync-interval", "1s").CombinedOutput()
+				if err == nil {
+					break
+				}
+				if try == 150 {
+					log.Fatalf("gregor link create: %v\n%s", err, out)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 			stopMirror = func() {}
 		case "mm2":
 			topic = "A.bench"
@@ -122,7 +147,7 @@ func main() {
 		if *liveMBps > 0 {
 			lr := live(ctx, src, dst, topic, *liveMBps, *liveFor, *size, value)
 			total = lr.sourceEnd
-			lives = append(lives, fmt.Sprintf("| %s | %.1f | %.1f / %.1f / %.1f | %v / %v / %v |", target, lr.mbps,
+			lives = append(lives, fmt.Sprintf("| %s | %.1f | %.1f / %.1f / %.1f | %v / %v / %v |", label, lr.mbps,
 				lr.lagMiB(50), lr.lagMiB(99), lr.lagMiB(100), lr.delay(50), lr.delay(99), lr.delay(100)))
 		}
 		promote := "-"
@@ -132,7 +157,7 @@ func main() {
 			promote = time.Since(p).Round(time.Millisecond).String()
 		}
 		stopMirror()
-		fmt.Printf("| %s | %d | %.0f | %v | %.0f | %s |\n", target, caughtUp, mib, took.Round(time.Millisecond), mib/took.Seconds(), promote)
+		fmt.Printf("| %s | %d | %.0f | %v | %.0f | %s |\n", label, caughtUp, mib, took.Round(time.Millisecond), mib/took.Seconds(), promote)
 		dst.Close()
 		stop()
 	}
@@ -260,23 +285,56 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-func startGregor(ctx context.Context, bin, dir string) (string, func()) {
-	addr := freeAddr()
-	cmd := exec.CommandContext(ctx, bin, "--data-dir", dir, "--listen", addr, "--log-level", "warn")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+// startGregor starts a Gregor of n nodes (n clustered processes, each
+// with its embedded etcd member, as cmd/cluster-bench starts them) with
+// data under dir and waits until it lists every node; it returns the
+// nodes' addresses, comma-separated, and how to stop them.
+func startGregor(ctx context.Context, bin, dir string, n int) (string, func()) {
+	addrs, peers := make([]string, n), make([]string, n)
+	var voters []string
+	for i := range n {
+		addrs[i], peers[i] = freeAddr(), freeAddr()
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, peers[i]))
+	}
+	var cmds []*exec.Cmd
+	for i := range n {
+		args := []string{"--data-dir", dir, "--listen", addrs[i], "--log-level", "warn"}
+		if n > 1 {
+			args = []string{"--data-dir", filepath.Join(dir, fmt.Sprintf("node-%d", i+1)), "--listen", addrs[i], "--log-level", "warn",
+				"--set", fmt.Sprintf("node.id=%d", i+1), "--set", "controller.quorum.voters=" + strings.Join(voters, ","),
+				"--set", fmt.Sprintf("default.replication.factor=%d", min(n, 3)), "--set", fmt.Sprintf("min.insync.replicas=%d", min(n, 2))}
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			log.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
 		log.Fatal(err)
 	}
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for began := time.Now(); ; {
+		md, err := adm.BrokerMetadata(ctx)
+		if err == nil && len(md.Brokers) == n && md.Controller >= 0 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Since(began) > time.Minute {
+			log.Fatalf("Gregor did not list its %d nodes and a controller in a minute: %+v, %v", n, md, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return addr, func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+	return strings.Join(addrs, ","), func() {
+		for _, cmd := range cmds {
+			cmd.Process.Signal(os.Interrupt)
+		}
+		for _, cmd := range cmds {
+			cmd.Wait()
+		}
 	}
 }
 
