@@ -399,9 +399,17 @@ bench-cluster:
 ## Metadata of all topics, clean stop, restart after a clean stop and after
 ## kill -9, RSS per idle connection; a markdown table on stdout.
 ## Knobs: BENCH_SCALE_FLAGS="-partitions 10000 -conns 4000 -targets gregor,kafka -out FILE"
+## Then the cluster rows, three gregor processes beside three KRaft Kafka
+## nodes (cluster-bench): failover of the broker leading the most of
+## 3,000 and of 10,000 RF=3 partitions (creation, idle CPU and RSS with
+## it) and rolling restarts under acks=all producers.
+## Knobs: BENCH_SCALE_CLUSTER_FLAGS="-targets gregor"
 BENCH_SCALE_FLAGS ?=
+BENCH_SCALE_CLUSTER_FLAGS ?=
 bench-scale: build
 	cd bench && $(GO) run ./cmd/scale-bench -bin ../bin/gregor $(BENCH_SCALE_FLAGS)
+	cd bench && $(GO) run ./cmd/cluster-bench -runs 0 -failovers 0 -warmup 0 -scale-partitions 3000 -rolling 3 $(BENCH_SCALE_CLUSTER_FLAGS)
+	cd bench && $(GO) run ./cmd/cluster-bench -runs 0 -failovers 0 -warmup 0 -scale-partitions 10000 $(BENCH_SCALE_CLUSTER_FLAGS)
 
 ## bench-link: mirroring from Apache Kafka 4.4 into Gregor, a cluster link
 ## (gregor link) beside MirrorMaker 2 (compat/java's connect classpath);
