@@ -41,7 +41,7 @@ var aclChecks = map[kmsg.Key]aclCheck{
 	kmsg.ConsumerGroupHeartbeat:                checkConsumerGroupHeartbeat,
 	kmsg.ConsumerGroupDescribe:                 checkConsumerGroupDescribe,
 	kmsg.StreamsGroupHeartbeat:                 checkStreamsGroupHeartbeat,
-	kmsg.StreamsGroupDescribe:                  checkStreamsGroupDescribe,
+	kmsg.StreamsGroupDescribe:                  checkDescribeGroups,
 	kmsg.StreamsGroupTopologyDescriptionUpdate: checkStreamsTopologyDescriptionUpdate,
 	kmsg.AddPartitionsToTxn:                    checkAddPartitionsToTxn,
 	kmsg.AddOffsetsToTxn:                       checkAddOffsetsToTxn,
@@ -223,6 +223,17 @@ func (b *Broker) groupAllowed(r *request, op acl.Operation, group string) bool {
 	return b.allowed(r, op, acl.Group, group)
 }
 
+// groupCode refuses a group list element without op on it
+// (GROUP_AUTHORIZATION_FAILED).
+func (b *Broker) groupCode(r *request, op acl.Operation) func(e reflect.Value) int16 {
+	return func(e reflect.Value) int16 {
+		if b.groupAllowed(r, op, e.String()) {
+			return 0
+		}
+		return kerr.GroupAuthorizationFailed.Code
+	}
+}
+
 // Groups.
 
 func checkJoinGroup(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
@@ -371,23 +382,21 @@ func checkOffsetFetch(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)
 }
 
 // checkDescribeGroups: DESCRIBE on each group; KIP-430 operations for the
-// described ones.
+// described ones. It is the check of DescribeGroups and of
+// StreamsGroupDescribe, whose requests name the groups in Groups and carry
+// IncludeAuthorizedOperations, and whose answers' Groups have Group,
+// ErrorCode and AuthorizedOperations.
 func checkDescribeGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	req := r.msg.(*kmsg.DescribeGroupsRequest)
-	deny, merge := b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, acl.Describe, e.String()) {
-			return 0
-		}
-		return kerr.GroupAuthorizationFailed.Code
-	})
-	if deny != nil || !req.IncludeAuthorizedOperations {
+	deny, merge := b.splitRequest(r, "Groups", "Groups", b.groupCode(r, acl.Describe))
+	if deny != nil || !reflect.ValueOf(r.msg).Elem().FieldByName("IncludeAuthorizedOperations").Bool() {
 		return deny, merge
 	}
 	return nil, func(kr kmsg.Response) {
-		resp := kr.(*kmsg.DescribeGroupsResponse)
-		for i := range resp.Groups {
-			if g := &resp.Groups[i]; g.ErrorCode == 0 {
-				g.AuthorizedOperations = b.authorizedOps(r, acl.Group, g.Group, groupOps...)
+		groups := reflect.ValueOf(kr).Elem().FieldByName("Groups")
+		for i := range groups.Len() {
+			if g := groups.Index(i); g.FieldByName("ErrorCode").Int() == 0 {
+				ops := b.authorizedOps(r, acl.Group, g.FieldByName("Group").String(), groupOps...)
+				g.FieldByName("AuthorizedOperations").SetInt(int64(ops))
 			}
 		}
 		if merge != nil {
@@ -412,12 +421,7 @@ func checkListGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response))
 
 // checkDeleteGroups: DELETE on each group.
 func checkDeleteGroups(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	return b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, acl.Delete, e.String()) {
-			return 0
-		}
-		return kerr.GroupAuthorizationFailed.Code
-	})
+	return b.splitRequest(r, "Groups", "Groups", b.groupCode(r, acl.Delete))
 }
 
 // checkConsumerGroupHeartbeat: READ on the group, and DESCRIBE on every
@@ -466,31 +470,6 @@ func checkStreamsTopologyDescriptionUpdate(b *Broker, r *request) (kmsg.Response
 	return resp, nil
 }
 
-// checkStreamsGroupDescribe: DESCRIBE on each group.
-func checkStreamsGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	req := r.msg.(*kmsg.StreamsGroupDescribeRequest)
-	deny, merge := b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, acl.Describe, e.String()) {
-			return 0
-		}
-		return kerr.GroupAuthorizationFailed.Code
-	})
-	if deny != nil || !req.IncludeAuthorizedOperations {
-		return deny, merge
-	}
-	return nil, func(kr kmsg.Response) {
-		resp := kr.(*kmsg.StreamsGroupDescribeResponse)
-		for i := range resp.Groups {
-			if g := &resp.Groups[i]; g.ErrorCode == 0 {
-				g.AuthorizedOperations = b.authorizedOps(r, acl.Group, g.Group, groupOps...)
-			}
-		}
-		if merge != nil {
-			merge(kr)
-		}
-	}
-}
-
 // heartbeatDenied is the check of a KIP-848 or share group heartbeat: READ
 // on the group, then DESCRIBE on every subscribed topic name.
 func (b *Broker) heartbeatDenied(r *request, group string, topics []string) int16 {
@@ -514,12 +493,7 @@ const unauthorizedTopicsMessage = "The group has described topic(s) that the cli
 // is answered TOPIC_AUTHORIZATION_FAILED, without members.
 func checkConsumerGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
 	req := r.msg.(*kmsg.ConsumerGroupDescribeRequest)
-	deny, merge := b.splitRequest(r, "Groups", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, acl.Describe, e.String()) {
-			return 0
-		}
-		return kerr.GroupAuthorizationFailed.Code
-	})
+	deny, merge := b.splitRequest(r, "Groups", "Groups", b.groupCode(r, acl.Describe))
 	if deny != nil {
 		return deny, nil
 	}

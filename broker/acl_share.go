@@ -43,12 +43,7 @@ func checkShareGroupHeartbeat(b *Broker, r *request) (kmsg.Response, func(kmsg.R
 
 // checkShareGroupDescribe: DESCRIBE on each group.
 func checkShareGroupDescribe(b *Broker, r *request) (kmsg.Response, func(kmsg.Response)) {
-	return b.splitRequest(r, "GroupIDs", "Groups", func(e reflect.Value) int16 {
-		if b.groupAllowed(r, acl.Describe, e.String()) {
-			return 0
-		}
-		return kerr.GroupAuthorizationFailed.Code
-	})
+	return b.splitRequest(r, "GroupIDs", "Groups", b.groupCode(r, acl.Describe))
 }
 
 // shareTopicsByID refuses, topic by topic, the topics named by id without

@@ -50,17 +50,7 @@ import (
 type partEpochs map[string]map[int32]int32
 
 // setAssignmentEpoch records e as the assignment epoch of t/p.
-func (m *consumerMember) setAssignmentEpoch(t string, p, e int32) {
-	if m.epochs == nil {
-		m.epochs = partEpochs{}
-	}
-	ps := m.epochs[t]
-	if ps == nil {
-		ps = map[int32]int32{}
-		m.epochs[t] = ps
-	}
-	ps[p] = e
-}
+func (m *consumerMember) setAssignmentEpoch(t string, p, e int32) { m.setEpoch(t, p, e) }
 
 // assignmentEpoch returns the assignment epoch of t/p, and false if m
 // neither holds t/p nor must revoke it. A partition without a recorded
@@ -70,25 +60,13 @@ func (m *consumerMember) assignmentEpoch(t string, p int32) (int32, bool) {
 	if !m.assigned.has(t, p) && !m.revoking.has(t, p) {
 		return 0, false
 	}
-	if e, ok := m.epochs[t][p]; ok {
-		return e, true
-	}
-	return max(m.epoch, 0), true
+	return m.epochAt(t, p), true
 }
 
 // pruneAssignmentEpochs drops the epochs of partitions m neither holds nor
 // revokes.
 func (m *consumerMember) pruneAssignmentEpochs() {
-	for t, ps := range m.epochs {
-		for p := range ps {
-			if !m.assigned.has(t, p) && !m.revoking.has(t, p) {
-				delete(ps, p)
-			}
-		}
-		if len(ps) == 0 {
-			delete(m.epochs, t)
-		}
-	}
+	m.pruneEpochs(func(t string, p int32) bool { return m.assigned.has(t, p) || m.revoking.has(t, p) })
 }
 
 // resetAssignmentEpochs gives every partition m holds or revokes epoch e.

@@ -21,11 +21,11 @@ import (
 func TestValidateConsumerOffsetCommit(t *testing.T) {
 	g := newGroup("g", time.Time{})
 	g.cg = newConsumerGroup()
-	m := &consumerMember{id: "m", epoch: 5, assigned: partitionSet{"t": {0, 1}}, revoking: partitionSet{"t": {2}}, state: msUnrevoked}
+	m := &consumerMember{memberCore: memberCore{id: "m", epoch: 5, state: msUnrevoked}, assigned: partitionSet{"t": {0, 1}}, revoking: partitionSet{"t": {2}}}
 	m.setAssignmentEpoch("t", 0, 3)
 	m.setAssignmentEpoch("t", 1, 5)
 	m.setAssignmentEpoch("t", 2, 4)
-	cm := &consumerMember{id: "c", epoch: 5, assigned: partitionSet{"u": {0}}, revoking: partitionSet{}, state: msStable, classic: &classicMember{}}
+	cm := &consumerMember{memberCore: memberCore{id: "c", epoch: 5, state: msStable}, assigned: partitionSet{"u": {0}}, revoking: partitionSet{}, classic: &classicMember{}}
 	cm.setAssignmentEpoch("u", 0, 4)
 	g.cg.members["m"], g.cg.members["c"] = m, cm
 	empty := newGroup("e", time.Time{})

@@ -77,7 +77,7 @@ const (
 
 // Member reconciliation states (MemberState).
 const (
-	msStable     = "STABLE"
+	msStable     = memberStable
 	msUnrevoked  = "UNREVOKED_PARTITIONS"
 	msUnreleased = "UNRELEASED_PARTITIONS"
 )
@@ -157,43 +157,34 @@ func (a partitionSet) String() string {
 	return strings.Join(parts, ";")
 }
 
+// consumerMember is a member of a consumer-protocol group; its epochs are
+// those of the partitions of assigned and revoking, and its revokeDue is
+// armed for consumer-protocol members only.
 type consumerMember struct {
-	id, instanceID, rackID, clientID, clientHost string
+	memberCore
 
-	epoch, prevEpoch int32
-	state            string
-	assigned         partitionSet // current assignment
-	revoking         partitionSet // partitions it must still revoke
-	// epochs is the assignment epoch of each partition of assigned and
-	// revoking (KIP-1251; commitfence.go).
-	epochs partEpochs
+	assigned partitionSet // current assignment
+	revoking partitionSet // partitions it must still revoke
 
-	topics           []string // subscribed_topic_names
-	regex            string   // subscribed_topic_regex, "" for none
-	re               *regexp.Regexp
-	serverAssignor   string
-	rebalanceTimeout time.Duration
-
-	hb        timerSlot // session expiry
-	revokeDue timerSlot // rebalance timeout while revoking (consumer protocol only)
+	topics         []string // subscribed_topic_names
+	regex          string   // subscribed_topic_regex, "" for none
+	re             *regexp.Regexp
+	serverAssignor string
 
 	// classic is set for members using the classic protocol (migrate.go).
 	classic *classicMember
 }
 
+// consumerGroup is a consumer-protocol group; its logged records are
+// modernlog.go's.
 type consumerGroup struct {
-	epoch           int32 // group epoch
-	assignmentEpoch int32 // epoch of target
-	members         map[string]*consumerMember
-	order           []string                // join order
-	static          map[string]string       // instance id → member id
-	target          map[string]partitionSet // member id → target assignment
-	subscription    string                  // subscribed topics and their partition counts, at epoch
-	logged          map[string][]byte       // the records last written (modernlog.go), by key
+	membership[*consumerMember, partitionSet]
+	order        []string // join order
+	subscription string   // subscribed topics and their partition counts, at epoch
 }
 
 func newConsumerGroup() *consumerGroup {
-	return &consumerGroup{members: map[string]*consumerMember{}, static: map[string]string{}, target: map[string]partitionSet{}, logged: map[string][]byte{}}
+	return &consumerGroup{membership: newMembership[*consumerMember, partitionSet]()}
 }
 
 func (cg *consumerGroup) state() string {
@@ -233,18 +224,11 @@ func (cg *consumerGroup) assignor(def string) string {
 }
 
 func (cg *consumerGroup) remove(id string) {
-	m := cg.members[id]
-	if m == nil {
+	if cg.members[id] == nil {
 		return
 	}
-	delete(cg.members, id)
-	delete(cg.target, id)
-	if m.instanceID != "" && cg.static[m.instanceID] == id {
-		delete(cg.static, m.instanceID)
-	}
-	if i := slices.Index(cg.order, id); i >= 0 {
-		cg.order = slices.Delete(cg.order, i, i+1)
-	}
+	cg.forget(id)
+	cg.order = slices.DeleteFunc(cg.order, func(o string) bool { return o == id })
 }
 
 // ownerOf reports which member other than self still owns (assigned or
@@ -515,120 +499,76 @@ func (c *Coordinator) consumerGroupHeartbeatLocked(req *kmsg.ConsumerGroupHeartb
 // Lock should be held.
 func (c *Coordinator) consumerMemberLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, instanceID string) (*consumerMember, bool, *kerr.Error) {
 	cg := g.cg
-	m := cg.members[req.MemberID]
-	if req.MemberEpoch == 0 {
-		if instanceID != "" {
-			if oldID, ok := cg.static[instanceID]; ok && oldID != req.MemberID {
-				old := cg.members[oldID]
-				if old.epoch != staticLeaveEpoch {
-					return nil, false, kerr.UnreleasedInstanceID
-				}
-				// The restarted instance takes over the old member's
-				// assignment and epoch, without a rebalance.
-				c.timers.cancelLocked(&old.hb)
-				c.timers.cancelLocked(&old.revokeDue)
-				target, hasTarget := cg.target[oldID]
-				cg.remove(oldID)
-				nm := *old
-				nm.id = req.MemberID
-				nm.hb, nm.revokeDue = timerSlot{}, timerSlot{}
-				nm.epoch = old.prevEpoch
-				nm.topics, nm.regex, nm.re = nil, "", nil
-				cg.members[nm.id] = &nm
-				cg.order = append(cg.order, nm.id)
-				cg.static[instanceID] = nm.id
-				if hasTarget {
-					cg.target[nm.id] = target
-				}
-				return &nm, false, nil
-			}
-		}
-		if m != nil {
-			// A rejoin with epoch 0 of a known member: it lost its state;
-			// it starts over with nothing owned.
-			c.timers.cancelLocked(&m.revokeDue)
-			m.assigned, m.revoking, m.state, m.epoch = partitionSet{}, partitionSet{}, msStable, 0
-			m.epochs = nil
-			return m, false, nil
-		}
-		if len(cg.members) >= c.cfg.MaxGroupSize {
-			return nil, false, kerr.GroupMaxSizeReached
-		}
-		id := req.MemberID
-		if id == "" {
-			id = c.newUUID()
-		}
-		m = &consumerMember{id: id, instanceID: instanceID, assigned: partitionSet{}, revoking: partitionSet{}, state: msStable}
-		cg.members[id] = m
-		cg.order = append(cg.order, id)
-		if instanceID != "" {
-			cg.static[instanceID] = id
-		}
-		return m, true, nil
-	}
-	if instanceID != "" {
-		if mid, ok := cg.static[instanceID]; !ok {
-			return nil, false, kerr.UnknownMemberID
-		} else if mid != req.MemberID {
-			return nil, false, kerr.FencedInstanceID
-		}
-	}
-	if m == nil {
-		return nil, false, kerr.UnknownMemberID
-	}
-	if req.MemberEpoch > m.epoch {
-		return nil, false, kerr.FencedMemberEpoch
-	}
-	if req.MemberEpoch < m.epoch {
+	if req.MemberEpoch != 0 {
 		// A lost response: the previous epoch is accepted if the member
 		// owns nothing it was not given.
-		owned := partitionSet{}
-		for _, t := range req.Topics {
-			for name, ct := range c.topicsByName() {
-				if ct.ID == t.TopicID {
-					for _, p := range t.Partitions {
-						owned.add(name, p)
+		m, err := cg.checkMember(req.MemberID, instanceID, req.MemberEpoch, func(m *consumerMember) bool {
+			owned := partitionSet{}
+			for _, t := range req.Topics {
+				for name, ct := range c.topicsByName() {
+					if ct.ID == t.TopicID {
+						for _, p := range t.Partitions {
+							owned.add(name, p)
+						}
 					}
 				}
 			}
+			return req.Topics != nil && owned.minus(m.assigned).size() == 0
+		})
+		return m, false, err
+	}
+	if instanceID != "" {
+		// The restarted instance takes over the old member's assignment
+		// and epoch, without a rebalance.
+		oldID := cg.static[instanceID]
+		nm, err := staticJoinLocked(c, &cg.membership, instanceID, req.MemberID, func(old *consumerMember, _ string) *consumerMember {
+			nm := *old
+			nm.topics, nm.regex, nm.re = nil, "", nil
+			return &nm
+		})
+		if err != nil {
+			return nil, false, err
 		}
-		if req.MemberEpoch != m.prevEpoch || req.Topics == nil || owned.minus(m.assigned).size() > 0 {
-			return nil, false, kerr.FencedMemberEpoch
+		if nm != nil {
+			cg.order = append(slices.DeleteFunc(cg.order, func(o string) bool { return o == oldID }), nm.id)
+			return nm, false, nil
 		}
 	}
-	return m, false, nil
+	if m := cg.members[req.MemberID]; m != nil {
+		// A rejoin with epoch 0 of a known member: it lost its state;
+		// it starts over with nothing owned.
+		c.startOverLocked(&m.memberCore)
+		m.assigned, m.revoking = partitionSet{}, partitionSet{}
+		return m, false, nil
+	}
+	if len(cg.members) >= c.cfg.MaxGroupSize {
+		return nil, false, kerr.GroupMaxSizeReached
+	}
+	id := req.MemberID
+	if id == "" {
+		id = c.newUUID()
+	}
+	m := &consumerMember{memberCore: memberCore{id: id, instanceID: instanceID, state: msStable}, assigned: partitionSet{}, revoking: partitionSet{}}
+	cg.add(m)
+	cg.order = append(cg.order, id)
+	return m, true, nil
 }
 
 // consumerLeaveLocked handles epochs -1 and -2.
 //
 // Lock should be held.
 func (c *Coordinator) consumerLeaveLocked(g *group, req *kmsg.ConsumerGroupHeartbeatRequest, r *kmsg.ConsumerGroupHeartbeatResponse, converted *func() *kerr.Error) *kmsg.ConsumerGroupHeartbeatResponse {
-	cg := g.cg
-	id := req.MemberID
-	instanceID := deref(req.InstanceID)
-	if instanceID != "" {
-		if mid, ok := cg.static[instanceID]; ok {
-			if mid != id {
-				r.ErrorCode = kerr.FencedInstanceID.Code
-				return r
-			}
-		}
-	}
-	m := cg.members[id]
-	if m == nil {
-		r.ErrorCode = kerr.UnknownMemberID.Code
+	m, err := g.cg.leaving(req.MemberID, deref(req.InstanceID))
+	if err != nil {
+		r.ErrorCode = err.Code
 		return r
 	}
-	r.MemberID = kmsg.StringPtr(id)
+	r.MemberID = kmsg.StringPtr(m.id)
 	r.MemberEpoch = req.MemberEpoch
 	if req.MemberEpoch == staticLeaveEpoch {
 		// Kept, assignment and all, for the instance's next member; its
 		// partitions' assignment epochs are reset to 0, as Kafka does.
-		c.timers.cancelLocked(&m.revokeDue)
-		if m.epoch != staticLeaveEpoch {
-			m.prevEpoch = m.epoch
-		}
-		m.epoch = staticLeaveEpoch
+		c.staticLeaveLocked(&m.memberCore)
 		m.resetAssignmentEpochs(0)
 		c.scheduleConsumerSessionLocked(g, m)
 		return r
@@ -687,11 +627,12 @@ func (c *Coordinator) scheduleConsumerSessionLocked(g *group, m *consumerMember)
 //
 // Lock should be held.
 func (c *Coordinator) scheduleFenceLocked(g *group, m *consumerMember, slot *timerSlot, d time.Duration, why string, still func() bool) {
-	c.scheduleLocked(slot, d, func() {
-		if c.groups[g.id] != g || g.cg == nil || g.cg.members[m.id] != m || (still != nil && !still()) {
-			return
+	scheduleMemberFenceLocked(c, g, m, slot, d, why, func() *membership[*consumerMember, partitionSet] {
+		if g.cg == nil {
+			return nil
 		}
-		c.log.Info(why, "group", g.id, "member", m.id)
+		return &g.cg.membership
+	}, still, func() {
 		c.fenceConsumerMemberLocked(g, m)
 		c.persistConsumerLocked(g)
 	})
@@ -824,55 +765,44 @@ func assignUniform(subs map[string][]string, parts map[string]int32, prev map[st
 // Lock should be held.
 func (c *Coordinator) reconcileLocked(g *group, m *consumerMember, ownedNow partitionSet) {
 	cg := g.cg
-	if m.state == msUnrevoked {
-		// Still revoking unless the member reports it owns none of them.
-		if ownedNow == nil || ownedNow.intersect(m.revoking).size() > 0 {
-			return
-		}
-		m.revoking = partitionSet{}
-		m.pruneAssignmentEpochs()
-		c.timers.cancelLocked(&m.revokeDue)
-	}
-	if m.epoch == cg.assignmentEpoch && m.state == msStable {
-		return
+	var owned *partitionSet
+	if ownedNow != nil {
+		owned = &ownedNow
 	}
 	target := cg.target[m.id]
 	if target == nil {
 		target = partitionSet{}
 	}
-	keep := m.assigned.intersect(target)
-	revoke := m.assigned.minus(target)
-	if revoke.size() > 0 {
-		// The partitions kept and those to revoke keep their assignment
-		// epochs.
-		m.assigned, m.revoking, m.state = keep, revoke, msUnrevoked
-		if m.classic == nil {
-			// Classic members have join and sync timeouts instead.
-			c.scheduleRevokeLocked(g, m)
-		}
-		return
-	}
-	unreleased := false
-	for t, ps := range target.minus(keep) {
-		for _, p := range ps {
-			if cg.ownedByOther(m.id, t, p) {
-				unreleased = true
-				continue
+	reconcileLocked(&m.memberCore, &m.assigned, &m.revoking, owned, target, cg.assignmentEpoch, reconciliation[partitionSet]{
+		unrevoked: msUnrevoked, unreleased: msUnreleased,
+		empty: func() partitionSet { return partitionSet{} },
+		revoked: func() {
+			m.pruneAssignmentEpochs()
+			c.timers.cancelLocked(&m.revokeDue)
+		},
+		revokeLater: func() {
+			if m.classic == nil {
+				// Classic members have join and sync timeouts instead.
+				c.scheduleRevokeLocked(g, m)
 			}
-			// A newly assigned partition gets the target's epoch.
-			keep.add(t, p)
-			m.setAssignmentEpoch(t, p, cg.assignmentEpoch)
-		}
-	}
-	m.assigned = keep
-	m.pruneAssignmentEpochs()
-	if m.epoch != cg.assignmentEpoch {
-		m.prevEpoch, m.epoch = m.epoch, cg.assignmentEpoch
-	}
-	m.state = msStable
-	if unreleased {
-		m.state = msUnreleased
-	}
+		},
+		prune: m.pruneAssignmentEpochs,
+		grant: func(keep partitionSet) (partitionSet, bool) {
+			unreleased := false
+			for t, ps := range target.minus(keep) {
+				for _, p := range ps {
+					if cg.ownedByOther(m.id, t, p) {
+						unreleased = true
+						continue
+					}
+					// A newly assigned partition gets the target's epoch.
+					keep.add(t, p)
+					m.setAssignmentEpoch(t, p, cg.assignmentEpoch)
+				}
+			}
+			return keep, unreleased
+		},
+	})
 }
 
 // scheduleRevokeLocked starts m's rebalance timeout for revoking its

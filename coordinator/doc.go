@@ -6,7 +6,10 @@
 // topology's configuration in streams_topology.go, the sticky task assignor
 // in streams_assign.go, the records in streams_records.go and the KIP-1331
 // topology descriptions, StreamsGroupTopologyDescriptionUpdate, in
-// streams_description.go), offset
+// streams_description.go); the two share their membership core
+// (membership.go: member epochs and sessions, static membership, leaving,
+// reconciliation with revocation before reassignment), each keeping what
+// its members hold and how a target is computed; offset
 // commits and fetches, and the group admin APIs,
 // with groups and committed offsets kept in one bbolt file; and its
 // transaction coordinator

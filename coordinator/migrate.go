@@ -184,20 +184,18 @@ func (c *Coordinator) upgradeLocked(g *group) *kerr.Error {
 			return kerr.GroupIDNotFound
 		}
 		cm := &consumerMember{
-			id: id, instanceID: m.instanceID, rackID: deref(sub.Rack),
-			clientID: m.clientID, clientHost: m.clientHost,
-			epoch: g.generation, prevEpoch: g.generation, state: msStable,
+			memberCore: memberCore{id: id, instanceID: m.instanceID, rackID: deref(sub.Rack),
+				clientID: m.clientID, clientHost: m.clientHost,
+				epoch: g.generation, prevEpoch: g.generation, state: msStable,
+				rebalanceTimeout: m.rebalanceTimeout},
 			assigned: assigned, revoking: partitionSet{},
-			topics: sortedTopics(sub.Topics), rebalanceTimeout: m.rebalanceTimeout,
+			topics:  sortedTopics(sub.Topics),
 			classic: &classicMember{sessionTimeout: m.sessionTimeout, protocols: slices.Clone(m.protocols)},
 		}
 		// The classic assignment was given at the generation.
 		cm.resetAssignmentEpochs(max(g.generation, 0))
-		cg.members[id] = cm
+		cg.add(cm)
 		cg.order = append(cg.order, id)
-		if cm.instanceID != "" {
-			cg.static[cm.instanceID] = id
-		}
 		cg.target[id] = assigned.clone()
 	}
 
@@ -396,28 +394,20 @@ func (c *Coordinator) classicJoinToConsumerLocked(g *group, p joinParams) (*kmsg
 			// assignment under its new id.
 			old := cg.members[oldID]
 			c.cancelCMemberTimersLocked(old)
-			target, hasTarget := cg.target[oldID]
-			cg.remove(oldID)
 			nm := *old
 			nm.id, nm.hb, nm.revokeDue = id, timerSlot{}, timerSlot{}
 			nm.epoch, nm.prevEpoch, nm.assigned, nm.revoking, nm.state = 0, 0, partitionSet{}, partitionSet{}, msStable
 			nm.epochs = nil
 			nm.classic = &classicMember{}
 			m = &nm
-			cg.members[id], cg.static[p.instanceID] = m, id
-			cg.order = append(cg.order, id)
-			if hasTarget {
-				cg.target[id] = target
-			}
+			cg.replaceStatic(oldID, m)
+			cg.order = append(slices.DeleteFunc(cg.order, func(o string) bool { return o == oldID }), id)
 		}
 	}
 	if m == nil {
-		m = &consumerMember{id: id, instanceID: p.instanceID, assigned: partitionSet{}, revoking: partitionSet{}, state: msStable}
-		cg.members[id] = m
+		m = &consumerMember{memberCore: memberCore{id: id, instanceID: p.instanceID, state: msStable}, assigned: partitionSet{}, revoking: partitionSet{}}
+		cg.add(m)
 		cg.order = append(cg.order, id)
-		if p.instanceID != "" {
-			cg.static[p.instanceID] = id
-		}
 		isNew = true
 	}
 	if m.classic == nil {
@@ -456,8 +446,7 @@ func (c *Coordinator) classicJoinToConsumerLocked(g *group, p joinParams) (*kmsg
 //
 // Lock should be held.
 func (c *Coordinator) cancelCMemberTimersLocked(m *consumerMember) {
-	c.timers.cancelLocked(&m.hb)
-	c.timers.cancelLocked(&m.revokeDue)
+	c.cancelMemberTimersLocked(&m.memberCore)
 	if m.classic != nil {
 		c.timers.cancelLocked(&m.classic.joinDue)
 		c.timers.cancelLocked(&m.classic.syncDue)

@@ -386,10 +386,10 @@ func (c *Coordinator) restoreConsumerGroupLocked(id string, recs map[recordKey][
 			c.log.Warn("skipping a malformed consumer group member record", "group", id, "member", k.Member)
 			continue
 		}
-		m := &consumerMember{id: k.Member, instanceID: deref(mv.InstanceID), rackID: deref(mv.RackID),
-			clientID: mv.ClientID, clientHost: mv.ClientHost, topics: mv.SubscribedTopicNames,
-			serverAssignor: deref(mv.ServerAssignor), rebalanceTimeout: millis(mv.RebalanceTimeoutMs),
-			assigned: partitionSet{}, revoking: partitionSet{}, state: msStable}
+		m := &consumerMember{memberCore: memberCore{id: k.Member, instanceID: deref(mv.InstanceID), rackID: deref(mv.RackID),
+			clientID: mv.ClientID, clientHost: mv.ClientHost, rebalanceTimeout: millis(mv.RebalanceTimeoutMs), state: msStable},
+			topics: mv.SubscribedTopicNames, serverAssignor: deref(mv.ServerAssignor),
+			assigned: partitionSet{}, revoking: partitionSet{}}
 		if len(m.topics) == 0 {
 			m.topics = nil
 		}
@@ -423,11 +423,8 @@ func (c *Coordinator) restoreConsumerGroupLocked(id string, recs map[recordKey][
 				cg.target[m.id] = fromTopicPartitions(t, names)
 			}
 		}
-		cg.members[m.id] = m
+		cg.add(m)
 		cg.order = append(cg.order, m.id)
-		if m.instanceID != "" {
-			cg.static[m.instanceID] = m.id
-		}
 	}
 	slices.Sort(cg.order)
 	if sub := cg.subscriptionOf(topics); subscriptionHash(sub) == md.MetadataHash {

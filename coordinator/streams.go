@@ -91,7 +91,7 @@ const (
 
 // Member reconciliation states of streams group members.
 const (
-	smStable     = "STABLE"
+	smStable     = memberStable
 	smUnrevoked  = "UNREVOKED_TASKS"
 	smUnreleased = "UNRELEASED_TASKS"
 )
@@ -136,42 +136,33 @@ type streamsEndpoint struct {
 	port uint16
 }
 
+// streamsMember is a member of a streams group; its epochs are those of
+// the active tasks in assigned and revoking.
 type streamsMember struct {
-	id, instanceID, rackID, clientID, clientHost, processID string
+	memberCore
+	processID string
 
-	topologyEpoch    int32
-	endpoint         *streamsEndpoint
-	clientTags       [][2]string
-	rebalanceTimeout time.Duration
+	topologyEpoch int32
+	endpoint      *streamsEndpoint
+	clientTags    [][2]string
 
-	epoch, prevEpoch int32
-	state            string
-	assigned         streamsAssignment // current assignment
-	revoking         streamsAssignment // tasks it must still revoke
-	// epochs are the assignment epochs of the active tasks in assigned and
-	// revoking: the target epoch at which each was given (KIP-1251).
-	epochs partEpochs
+	assigned streamsAssignment // current assignment
+	revoking streamsAssignment // tasks it must still revoke
 
 	taskOffsets, taskEndOffsets []kmsg.TaskOffset // as last reported, for describe
-
-	hb        timerSlot // session expiry
-	revokeDue timerSlot // rebalance timeout while revoking
 }
 
+// streamsGroup is a streams group; its logged records are
+// streams_records.go's.
 type streamsGroup struct {
-	epoch           int32 // group epoch
-	assignmentEpoch int32 // epoch of target
-	topology        *streamsTopology
-	members         map[string]*streamsMember
-	static          map[string]string            // instance id → member id
-	target          map[string]streamsAssignment // member id → target assignment
-	metadata        string                       // the topics the configured topology read, at epoch
-	standbys        int                          // num.standby.replicas the target was computed with
-	endpointEpoch   int32
-	shutdown        bool              // a member asked the application to shut down
-	delaying        bool              // the initial rebalance delay runs (not persisted)
-	delay           timerSlot         // its end
-	logged          map[string][]byte // the records last written (streams_records.go), by key
+	membership[*streamsMember, streamsAssignment]
+	topology      *streamsTopology
+	metadata      string // the topics the configured topology read, at epoch
+	standbys      int    // num.standby.replicas the target was computed with
+	endpointEpoch int32
+	shutdown      bool      // a member asked the application to shut down
+	delaying      bool      // the initial rebalance delay runs (not persisted)
+	delay         timerSlot // its end
 	// description is the topology description a member pushed for the
 	// topology epoch descriptionEpoch (streams_description.go; not
 	// persisted).
@@ -183,8 +174,7 @@ type streamsGroup struct {
 }
 
 func newStreamsGroup() *streamsGroup {
-	return &streamsGroup{members: map[string]*streamsMember{}, static: map[string]string{},
-		target: map[string]streamsAssignment{}, logged: map[string][]byte{}}
+	return &streamsGroup{membership: newMembership[*streamsMember, streamsAssignment]()}
 }
 
 // state reports the group's state; ct is its configured topology.
@@ -211,18 +201,6 @@ func (sg *streamsGroup) configured(topics map[string]ConsumerTopic) *configuredT
 		return nil
 	}
 	return sg.topology.configure(topics)
-}
-
-func (sg *streamsGroup) remove(id string) {
-	m := sg.members[id]
-	if m == nil {
-		return
-	}
-	delete(sg.members, id)
-	delete(sg.target, id)
-	if m.instanceID != "" && sg.static[m.instanceID] == id {
-		delete(sg.static, m.instanceID)
-	}
 }
 
 // activeOwnedByOther reports whether a member other than self still owns
@@ -499,99 +477,58 @@ func (c *Coordinator) streamsGroupHeartbeatLocked(req *kmsg.StreamsGroupHeartbea
 // Lock should be held.
 func (c *Coordinator) streamsMemberLocked(g *group, req *kmsg.StreamsGroupHeartbeatRequest, instanceID string) (*streamsMember, bool, *kerr.Error) {
 	sg := g.st
-	m := sg.members[req.MemberID]
-	if req.MemberEpoch == 0 {
-		if instanceID != "" {
-			if oldID, ok := sg.static[instanceID]; ok && oldID != req.MemberID {
-				old := sg.members[oldID]
-				if old.epoch != staticLeaveEpoch {
-					return nil, false, kerr.UnreleasedInstanceID
-				}
-				// The restarted instance takes over the old member's
-				// assignment and epoch, without a rebalance.
-				c.timers.cancelLocked(&old.hb)
-				c.timers.cancelLocked(&old.revokeDue)
-				target, hasTarget := sg.target[oldID]
-				sg.remove(oldID)
-				nm := *old
-				nm.id = req.MemberID
-				nm.hb, nm.revokeDue = timerSlot{}, timerSlot{}
-				nm.epoch = old.prevEpoch
-				sg.members[nm.id] = &nm
-				sg.static[instanceID] = nm.id
-				if hasTarget {
-					sg.target[nm.id] = target
-				}
-				return &nm, false, nil
-			}
-		}
-		if m != nil {
-			// A rejoin with epoch 0 of a known member: it lost its state
-			// and starts over owning nothing.
-			c.timers.cancelLocked(&m.revokeDue)
-			m.assigned, m.revoking, m.state, m.epoch = newStreamsAssignment(), newStreamsAssignment(), smStable, 0
-			m.epochs = nil
-			return m, false, nil
-		}
-		if len(sg.members) >= c.cfg.MaxGroupSize {
-			return nil, false, kerr.GroupMaxSizeReached
-		}
-		m = &streamsMember{id: req.MemberID, instanceID: instanceID, assigned: newStreamsAssignment(), revoking: newStreamsAssignment(), state: smStable}
-		sg.members[m.id] = m
-		if instanceID != "" {
-			sg.static[instanceID] = m.id
-		}
-		return m, true, nil
-	}
-	if instanceID != "" {
-		if mid, ok := sg.static[instanceID]; !ok {
-			return nil, false, kerr.UnknownMemberID
-		} else if mid != req.MemberID {
-			return nil, false, kerr.FencedInstanceID
-		}
-	}
-	if m == nil {
-		return nil, false, kerr.UnknownMemberID
-	}
-	if req.MemberEpoch > m.epoch {
-		return nil, false, kerr.FencedMemberEpoch
-	}
-	if req.MemberEpoch < m.epoch {
+	if req.MemberEpoch != 0 {
 		// A lost response: the previous epoch is accepted if the member
 		// owns no active task it was not given.
-		if req.MemberEpoch != m.prevEpoch || req.ActiveTasks == nil || fromTaskIDs(req.ActiveTasks).minus(m.assigned.active).size() > 0 {
-			return nil, false, kerr.FencedMemberEpoch
+		m, err := sg.checkMember(req.MemberID, instanceID, req.MemberEpoch, func(m *streamsMember) bool {
+			return req.ActiveTasks != nil && fromTaskIDs(req.ActiveTasks).minus(m.assigned.active).size() == 0
+		})
+		return m, false, err
+	}
+	if instanceID != "" {
+		// The restarted instance takes over the old member's assignment
+		// and epoch, without a rebalance.
+		nm, err := staticJoinLocked(c, &sg.membership, instanceID, req.MemberID, func(old *streamsMember, _ string) *streamsMember {
+			nm := *old
+			return &nm
+		})
+		if err != nil || nm != nil {
+			return nm, false, err
 		}
 	}
-	return m, false, nil
+	if m := sg.members[req.MemberID]; m != nil {
+		// A rejoin with epoch 0 of a known member: it lost its state
+		// and starts over owning nothing.
+		c.startOverLocked(&m.memberCore)
+		m.assigned, m.revoking = newStreamsAssignment(), newStreamsAssignment()
+		return m, false, nil
+	}
+	if len(sg.members) >= c.cfg.MaxGroupSize {
+		return nil, false, kerr.GroupMaxSizeReached
+	}
+	m := &streamsMember{memberCore: memberCore{id: req.MemberID, instanceID: instanceID, state: smStable},
+		assigned: newStreamsAssignment(), revoking: newStreamsAssignment()}
+	sg.add(m)
+	return m, true, nil
 }
 
 // streamsLeaveLocked handles epochs -1 and -2.
 //
 // Lock should be held.
 func (c *Coordinator) streamsLeaveLocked(g *group, req *kmsg.StreamsGroupHeartbeatRequest, r *kmsg.StreamsGroupHeartbeatResponse) *kmsg.StreamsGroupHeartbeatResponse {
-	sg := g.st
-	if instanceID := deref(req.InstanceID); instanceID != "" {
-		if mid, ok := sg.static[instanceID]; ok && mid != req.MemberID {
-			r.ErrorCode = kerr.FencedInstanceID.Code
-			return r
+	m, err := g.st.leaving(req.MemberID, deref(req.InstanceID))
+	if err != nil {
+		r.ErrorCode = err.Code
+		if err == kerr.UnknownMemberID {
+			msg := "Member " + req.MemberID + " is not a member of group " + g.id + "."
+			r.ErrorMessage = &msg
 		}
-	}
-	m := sg.members[req.MemberID]
-	if m == nil {
-		r.ErrorCode = kerr.UnknownMemberID.Code
-		msg := "Member " + req.MemberID + " is not a member of group " + g.id + "."
-		r.ErrorMessage = &msg
 		return r
 	}
 	r.MemberID, r.MemberEpoch = m.id, req.MemberEpoch
 	if req.MemberEpoch == staticLeaveEpoch {
 		// Kept, assignment and all, for the instance's next member.
-		c.timers.cancelLocked(&m.revokeDue)
-		if m.epoch != staticLeaveEpoch {
-			m.prevEpoch = m.epoch
-		}
-		m.epoch = staticLeaveEpoch
+		c.staticLeaveLocked(&m.memberCore)
 		c.scheduleStreamsSessionLocked(g, m)
 		return r
 	}
@@ -604,9 +541,8 @@ func (c *Coordinator) streamsLeaveLocked(g *group, req *kmsg.StreamsGroupHeartbe
 // Lock should be held.
 func (c *Coordinator) removeStreamsMemberLocked(g *group, m *streamsMember) {
 	sg := g.st
-	c.timers.cancelLocked(&m.hb)
-	c.timers.cancelLocked(&m.revokeDue)
-	sg.remove(m.id)
+	c.cancelMemberTimersLocked(&m.memberCore)
+	sg.forget(m.id)
 	sg.epoch++
 	if m.endpoint != nil {
 		sg.endpointEpoch++
@@ -639,11 +575,12 @@ func (c *Coordinator) scheduleStreamsRevokeLocked(g *group, m *streamsMember) {
 //
 // Lock should be held.
 func (c *Coordinator) scheduleStreamsFenceLocked(g *group, m *streamsMember, slot *timerSlot, d time.Duration, why string, still func() bool) {
-	c.scheduleLocked(slot, d, func() {
-		if c.groups[g.id] != g || g.st == nil || g.st.members[m.id] != m || (still != nil && !still()) {
-			return
+	scheduleMemberFenceLocked(c, g, m, slot, d, why, func() *membership[*streamsMember, streamsAssignment] {
+		if g.st == nil {
+			return nil
 		}
-		c.log.Info(why, "group", g.id, "member", m.id)
+		return &g.st.membership
+	}, still, func() {
 		c.removeStreamsMemberLocked(g, m)
 		c.persistStreamsLocked(g)
 	})
@@ -674,46 +611,29 @@ func (c *Coordinator) computeStreamsTargetLocked(group string, sg *streamsGroup,
 // Lock should be held.
 func (c *Coordinator) reconcileStreamsLocked(g *group, m *streamsMember, ownedNow *streamsAssignment, targetEpoch int32, target streamsAssignment) {
 	sg := g.st
-	if m.state == smUnrevoked {
-		// Still revoking unless the member reports it owns none of them.
-		if ownedNow == nil || ownedNow.intersect(m.revoking).size() > 0 {
-			return
-		}
-		m.revoking = newStreamsAssignment()
-		c.timers.cancelLocked(&m.revokeDue)
-	}
-	if m.epoch == targetEpoch && m.state == smStable {
-		return
-	}
-	keep := m.assigned.intersect(target)
-	revoke := m.assigned.minus(target)
-	if revoke.size() > 0 {
-		m.assigned, m.revoking, m.state = keep, revoke, smUnrevoked
-		c.scheduleStreamsRevokeLocked(g, m)
-		return
-	}
-	unreleased := false
-	for sub, ps := range target.active.minus(keep.active) {
-		for _, p := range ps {
-			if sg.activeOwnedByOther(m.id, sub, p) {
-				unreleased = true
-				continue
+	reconcileLocked(&m.memberCore, &m.assigned, &m.revoking, ownedNow, target, targetEpoch, reconciliation[streamsAssignment]{
+		unrevoked: smUnrevoked, unreleased: smUnreleased,
+		empty:       newStreamsAssignment,
+		revoked:     func() { c.timers.cancelLocked(&m.revokeDue) },
+		revokeLater: func() { c.scheduleStreamsRevokeLocked(g, m) },
+		prune:       m.pruneTaskEpochs,
+		grant: func(keep streamsAssignment) (streamsAssignment, bool) {
+			unreleased := false
+			for sub, ps := range target.active.minus(keep.active) {
+				for _, p := range ps {
+					if sg.activeOwnedByOther(m.id, sub, p) {
+						unreleased = true
+						continue
+					}
+					keep.active.add(sub, p)
+					m.setEpoch(sub, p, targetEpoch)
+				}
 			}
-			keep.active.add(sub, p)
-			m.setTaskEpoch(sub, p, targetEpoch)
-		}
-	}
-	// Standby and warm-up tasks are not exclusive.
-	keep.standby, keep.warmup = target.standby.clone(), target.warmup.clone()
-	m.assigned = keep
-	m.pruneTaskEpochs()
-	if m.epoch != targetEpoch {
-		m.prevEpoch, m.epoch = m.epoch, targetEpoch
-	}
-	m.state = smStable
-	if unreleased {
-		m.state = smUnreleased
-	}
+			// Standby and warm-up tasks are not exclusive.
+			keep.standby, keep.warmup = target.standby.clone(), target.warmup.clone()
+			return keep, unreleased
+		},
+	})
 }
 
 // streamsEndpointsLocked lists the members' user endpoints with the
@@ -909,8 +829,7 @@ func describeSubtopologies(t *streamsTopology, ct *configuredTopology, topics ma
 func (c *Coordinator) cancelStreamsTimersLocked(sg *streamsGroup) {
 	c.timers.cancelLocked(&sg.delay)
 	for _, m := range sg.members {
-		c.timers.cancelLocked(&m.hb)
-		c.timers.cancelLocked(&m.revokeDue)
+		c.cancelMemberTimersLocked(&m.memberCore)
 	}
 }
 
@@ -980,38 +899,13 @@ func (m *streamsMember) taskAssignmentEpoch(sub string, p int32) (int32, bool) {
 	if !m.assigned.active.has(sub, p) && !m.revoking.active.has(sub, p) {
 		return 0, false
 	}
-	if e, ok := m.epochs[sub][p]; ok {
-		return e, true
-	}
-	return max(m.epoch, 0), true
-}
-
-// setTaskEpoch records e as the assignment epoch of active task sub/p.
-func (m *streamsMember) setTaskEpoch(sub string, p, e int32) {
-	if m.epochs == nil {
-		m.epochs = partEpochs{}
-	}
-	ps := m.epochs[sub]
-	if ps == nil {
-		ps = map[int32]int32{}
-		m.epochs[sub] = ps
-	}
-	ps[p] = e
+	return m.epochAt(sub, p), true
 }
 
 // pruneTaskEpochs drops the epochs of active tasks m neither holds nor
 // revokes.
 func (m *streamsMember) pruneTaskEpochs() {
-	for sub, ps := range m.epochs {
-		for p := range ps {
-			if !m.assigned.active.has(sub, p) && !m.revoking.active.has(sub, p) {
-				delete(ps, p)
-			}
-		}
-		if len(ps) == 0 {
-			delete(m.epochs, sub)
-		}
-	}
+	m.pruneEpochs(func(sub string, p int32) bool { return m.assigned.active.has(sub, p) || m.revoking.active.has(sub, p) })
 }
 
 // validateStreamsOffsetFetch is OffsetFetch's (v9+) check for streams

@@ -545,11 +545,10 @@ func (c *Coordinator) restoreStreamsGroupLocked(id string, recs map[recordKey][]
 			c.log.Warn("skipping a malformed streams group member record", "group", id, "member", k.Member)
 			continue
 		}
-		m := &streamsMember{id: k.Member, instanceID: deref(mv.InstanceID), rackID: deref(mv.RackID),
-			clientID: mv.ClientID, clientHost: mv.ClientHost, processID: mv.ProcessID,
-			topologyEpoch: mv.TopologyEpoch, endpoint: mv.UserEndpoint, clientTags: mv.ClientTags,
-			rebalanceTimeout: millis(mv.RebalanceTimeoutMs),
-			assigned:         newStreamsAssignment(), revoking: newStreamsAssignment(), state: smStable}
+		m := &streamsMember{memberCore: memberCore{id: k.Member, instanceID: deref(mv.InstanceID), rackID: deref(mv.RackID),
+			clientID: mv.ClientID, clientHost: mv.ClientHost, rebalanceTimeout: millis(mv.RebalanceTimeoutMs), state: smStable},
+			processID: mv.ProcessID, topologyEpoch: mv.TopologyEpoch, endpoint: mv.UserEndpoint, clientTags: mv.ClientTags,
+			assigned: newStreamsAssignment(), revoking: newStreamsAssignment()}
 		if cv, ok := recs[recordKey{keyStreamsGroupCurrentAssignment, id, k.Member}]; ok {
 			if a, err := decodeStreamsCurrent(cv); err == nil {
 				m.epoch, m.prevEpoch = a.MemberEpoch, a.PreviousMemberEpoch
@@ -567,10 +566,7 @@ func (c *Coordinator) restoreStreamsGroupLocked(id string, recs map[recordKey][]
 				sg.target[m.id] = t
 			}
 		}
-		sg.members[m.id] = m
-		if m.instanceID != "" {
-			sg.static[m.instanceID] = m.id
-		}
+		sg.add(m)
 	}
 	if ct := sg.configured(topics); ct != nil && subscriptionHash(ct.metadata) == md.MetadataHash {
 		sg.metadata = ct.metadata

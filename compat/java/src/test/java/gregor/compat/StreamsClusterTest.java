@@ -6,11 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -32,21 +30,10 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.serialization.LongDeserializer;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.state.KeyValueStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -94,29 +81,16 @@ class StreamsClusterTest {
     final Map<String, Throwable> uncaught = new ConcurrentHashMap<>();
 
     KafkaStreams wordCount(String name) throws Exception {
-        StreamsBuilder b = new StreamsBuilder();
-        b.stream(IN, Consumed.with(Serdes.String(), Serdes.String()))
-                .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split(" ")))
-                .groupBy((k, word) -> word, Grouped.with("words", Serdes.String(), Serdes.String()))
-                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"))
-                .toStream()
-                .to(OUT, Produced.with(Serdes.String(), Serdes.Long()));
-        Properties p = cluster.props();
-        p.put(StreamsConfig.APPLICATION_ID_CONFIG, APP);
+        Properties p = StreamsApps.exactlyOnce(cluster.props(), APP, Files.createTempDirectory("gregor-streams-" + name + "-"), 3);
         p.put(StreamsConfig.CLIENT_ID_CONFIG, APP + "-" + name);
         p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        p.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("gregor-streams-" + name + "-").toString());
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
-        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "3");
         p.put(StreamsConfig.topicPrefix("min.insync.replicas"), "2");
         // Delete the repartition topic's consumed records (DeleteRecords)
         // at almost every commit rather than every 30 s: a restarted
         // follower then finds the leader's log start offset moved, often
         // inside a batch.
         p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "100");
-        KafkaStreams s = new KafkaStreams(b.build(), p);
+        KafkaStreams s = new KafkaStreams(StreamsApps.wordCount(IN, OUT, "counts"), p);
         s.setUncaughtExceptionHandler(e -> {
             uncaught.put(name, e);
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
@@ -125,14 +99,7 @@ class StreamsClusterTest {
     }
 
     static int activeTasks(KafkaStreams s) {
-        if (s.state() != KafkaStreams.State.RUNNING) {
-            return -1;
-        }
-        int n = 0;
-        for (ThreadMetadata t : s.metadataForLocalThreads()) {
-            n += t.activeTasks().size();
-        }
-        return n;
+        return StreamsApps.activeTasks(s);
     }
 
     void await(String what, BooleanSupplier cond) throws InterruptedException {
@@ -225,12 +192,7 @@ class StreamsClusterTest {
         final Map<String, Long> latest = new HashMap<>();
 
         Output() {
-            Properties cp = cluster.props();
-            cp.put("key.deserializer", StringDeserializer.class.getName());
-            cp.put("value.deserializer", LongDeserializer.class.getName());
-            cp.put("isolation.level", "read_committed");
-            cp.put("auto.offset.reset", "earliest");
-            c = new KafkaConsumer<>(cp);
+            c = StreamsApps.countsReader(cluster.props(), null);
             c.assign(List.of(new TopicPartition(OUT, 0)));
             c.seekToBeginning(List.of(new TopicPartition(OUT, 0)));
         }

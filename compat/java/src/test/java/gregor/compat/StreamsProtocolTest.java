@@ -7,12 +7,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -26,20 +24,9 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupType;
-import org.apache.kafka.common.serialization.LongDeserializer;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.StreamsMetadata;
-import org.apache.kafka.streams.ThreadMetadata;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.state.KeyValueStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -72,23 +59,10 @@ class StreamsProtocolTest {
     }
 
     static KafkaStreams wordCount(Path stateDir, int port) {
-        StreamsBuilder b = new StreamsBuilder();
-        b.stream(IN, Consumed.with(Serdes.String(), Serdes.String()))
-                .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split(" ")))
-                .groupBy((k, word) -> word, Grouped.with("words", Serdes.String(), Serdes.String()))
-                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"))
-                .toStream()
-                .to(OUT, Produced.with(Serdes.String(), Serdes.Long()));
-        Properties p = gregor.props();
-        p.put(StreamsConfig.APPLICATION_ID_CONFIG, APP);
+        Properties p = StreamsApps.exactlyOnce(gregor.props(), APP, stateDir, 1);
         p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         p.put(StreamsConfig.APPLICATION_SERVER_CONFIG, "localhost:" + port);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
-        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
-        return new KafkaStreams(b.build(), p);
+        return new KafkaStreams(StreamsApps.wordCount(IN, OUT, "counts"), p);
     }
 
     static void produce(List<String> lines) throws Exception {
@@ -110,27 +84,9 @@ class StreamsProtocolTest {
         }
     }
 
-    static int activeTasks(KafkaStreams s) {
-        if (s.state() != KafkaStreams.State.RUNNING) {
-            return -1;
-        }
-        int n = 0;
-        for (ThreadMetadata t : s.metadataForLocalThreads()) {
-            n += t.activeTasks().size();
-        }
-        return n;
-    }
-
     /** Reads the output until every word's latest count is want's; returns every update read. */
     static void readCounts(KafkaConsumer<String, Long> c, Map<String, Long> latest, List<String> updates, Map<String, Long> want) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(45).toNanos();
-        while (!latest.equals(want) && System.nanoTime() < deadline) {
-            for (ConsumerRecord<String, Long> r : c.poll(Duration.ofMillis(100))) {
-                latest.put(r.key(), r.value());
-                updates.add(r.key() + "=" + r.value());
-            }
-        }
-        assertEquals(want, latest, "word counts in " + OUT);
+        StreamsApps.readCounts(c, latest, updates, want, Duration.ofMillis(100), Duration.ofSeconds(45), "word counts in " + OUT);
     }
 
     static List<String> lines(String prefix, int n) {
@@ -153,17 +109,11 @@ class StreamsProtocolTest {
     void wordCountScalesOutAndInExactlyOnce() throws Exception {
         Clients.createTopic(gregor, IN, 4);
         Clients.createTopic(gregor, OUT, 1);
-        Properties cp = gregor.props();
-        cp.put("key.deserializer", StringDeserializer.class.getName());
-        cp.put("value.deserializer", LongDeserializer.class.getName());
-        cp.put("isolation.level", "read_committed");
-        cp.put("auto.offset.reset", "earliest");
-        cp.put("group.id", "wcs-reader");
         Map<String, Long> want = new HashMap<>();
         Map<String, Long> latest = new HashMap<>();
         List<String> updates = new ArrayList<>();
         int words = 0;
-        try (KafkaConsumer<String, Long> out = new KafkaConsumer<>(cp)) {
+        try (KafkaConsumer<String, Long> out = StreamsApps.countsReader(gregor.props(), "wcs-reader")) {
             out.subscribe(List.of(OUT));
             KafkaStreams a = wordCount(Files.createTempDirectory("gregor-streams-a-"), 7001);
             KafkaStreams b = null;
@@ -171,7 +121,7 @@ class StreamsProtocolTest {
             try {
                 // One instance: all 8 tasks (2 subtopologies x 4 partitions).
                 a.start();
-                await("instance a runs all 8 tasks", () -> activeTasks(a) == 8);
+                await("instance a runs all 8 tasks", () -> StreamsApps.activeTasks(a) == 8);
                 List<String> l1 = lines("a", 40);
                 produce(l1);
                 count(want, l1);
@@ -182,7 +132,7 @@ class StreamsProtocolTest {
                 b = wordCount(Files.createTempDirectory("gregor-streams-b-"), 7002);
                 b.start();
                 KafkaStreams bb = b;
-                await("a and b run 4 tasks each", () -> activeTasks(a) == 4 && activeTasks(bb) == 4);
+                await("a and b run 4 tasks each", () -> StreamsApps.activeTasks(a) == 4 && StreamsApps.activeTasks(bb) == 4);
                 await("a sees both endpoints", () -> {
                     Set<Integer> ports = new HashSet<>();
                     for (StreamsMetadata m : a.metadataForAllStreamsClients()) {
@@ -213,7 +163,7 @@ class StreamsProtocolTest {
                 c.start();
                 KafkaStreams cc = c;
                 await("a, b and c run 8 tasks between them, at least 2 each", () -> {
-                    int na = activeTasks(a), nb = activeTasks(bb), nc = activeTasks(cc);
+                    int na = StreamsApps.activeTasks(a), nb = StreamsApps.activeTasks(bb), nc = StreamsApps.activeTasks(cc);
                     return na >= 2 && nb >= 2 && nc >= 2 && na + nb + nc == 8;
                 });
                 List<String> l3 = lines("c", 40);
@@ -227,7 +177,7 @@ class StreamsProtocolTest {
                 b = null;
                 c.close(Duration.ofSeconds(30));
                 c = null;
-                await("a runs all 8 tasks again", () -> activeTasks(a) == 8);
+                await("a runs all 8 tasks again", () -> StreamsApps.activeTasks(a) == 8);
                 List<String> l4 = lines("d", 40);
                 produce(l4);
                 count(want, l4);

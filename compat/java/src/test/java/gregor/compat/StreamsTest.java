@@ -6,10 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -21,18 +19,8 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.serialization.LongDeserializer;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.state.KeyValueStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -57,23 +45,10 @@ class StreamsTest {
     }
 
     static KafkaStreams wordCount(Path stateDir) {
-        StreamsBuilder b = new StreamsBuilder();
-        b.stream("wc-lines", Consumed.with(Serdes.String(), Serdes.String()))
-                .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split(" ")))
-                .groupBy((k, word) -> word, Grouped.with("words", Serdes.String(), Serdes.String()))
-                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts-store"))
-                .toStream()
-                .to("wc-counts", Produced.with(Serdes.String(), Serdes.Long()));
-        Properties p = gregor.props();
-        p.put(StreamsConfig.APPLICATION_ID_CONFIG, APP);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
-        p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, "0");
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
+        Properties p = StreamsApps.exactlyOnce(gregor.props(), APP, stateDir, 1);
         p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), "10000");
         p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), "500");
-        return new KafkaStreams(b.build(), p);
+        return new KafkaStreams(StreamsApps.wordCount("wc-lines", "wc-counts", "counts-store"), p);
     }
 
     static void produce(String... lines) throws Exception {
@@ -88,14 +63,7 @@ class StreamsTest {
     /** Reads wc-counts until the latest count of every word equals want. */
     static List<String> awaitCounts(KafkaConsumer<String, Long> c, Map<String, Long> latest, Map<String, Long> want) {
         List<String> seen = new java.util.ArrayList<>();
-        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
-        while (!latest.equals(want) && System.nanoTime() < deadline) {
-            for (ConsumerRecord<String, Long> r : c.poll(Duration.ofMillis(200))) {
-                latest.put(r.key(), r.value());
-                seen.add(r.key() + "=" + r.value());
-            }
-        }
-        assertEquals(want, latest, "word counts in wc-counts");
+        StreamsApps.readCounts(c, latest, seen, want, Duration.ofMillis(200), Duration.ofSeconds(90), "word counts in wc-counts");
         return seen;
     }
 
@@ -104,14 +72,8 @@ class StreamsTest {
         Clients.createTopic(gregor, "wc-lines", 2);
         Clients.createTopic(gregor, "wc-counts", 1);
         Path stateDir = Files.createTempDirectory("gregor-streams-");
-        Properties cp = gregor.props();
-        cp.put("key.deserializer", StringDeserializer.class.getName());
-        cp.put("value.deserializer", LongDeserializer.class.getName());
-        cp.put("isolation.level", "read_committed");
-        cp.put("auto.offset.reset", "earliest");
-        cp.put("group.id", "wc-reader");
         Map<String, Long> latest = new HashMap<>();
-        try (KafkaConsumer<String, Long> out = new KafkaConsumer<>(cp)) {
+        try (KafkaConsumer<String, Long> out = StreamsApps.countsReader(gregor.props(), "wc-reader")) {
             out.subscribe(List.of("wc-counts"));
             KafkaStreams s = wordCount(stateDir);
             try {

@@ -5,9 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -18,18 +16,10 @@ import org.apache.kafka.clients.admin.DescribeStreamsGroupsOptions;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.clients.admin.StreamsGroupTopologyDescriptionStatus;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyDescription;
-import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Materialized;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.state.KeyValueStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -80,19 +70,9 @@ class StreamsTopologyDescriptionTest {
     void theMemberPushesItsTopologyAndAdminDescribesIt() throws Exception {
         Clients.createTopic(gregor, "wcd-lines", 2);
         Clients.createTopic(gregor, "wcd-counts", 1);
-        StreamsBuilder b = new StreamsBuilder();
-        b.stream("wcd-lines", Consumed.with(Serdes.String(), Serdes.String()))
-                .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split(" ")))
-                .groupBy((k, word) -> word, Grouped.with("words", Serdes.String(), Serdes.String()))
-                .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"))
-                .toStream()
-                .to("wcd-counts", Produced.with(Serdes.String(), Serdes.Long()));
-        Topology topology = b.build();
-        Properties p = gregor.props();
-        p.put(StreamsConfig.APPLICATION_ID_CONFIG, APP);
+        Topology topology = StreamsApps.wordCount("wcd-lines", "wcd-counts", "counts");
+        Properties p = StreamsApps.props(gregor.props(), APP, Files.createTempDirectory("gregor-streams-desc-"), 1);
         p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
-        p.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("gregor-streams-desc-").toString());
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
         try (KafkaStreams s = new KafkaStreams(topology, p); Admin admin = Clients.admin(gregor)) {
             s.start();
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
