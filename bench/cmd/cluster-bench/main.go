@@ -49,6 +49,7 @@ var (
 	failovers = flag.Int("failovers", 5, "failover measurements per target")
 	rolling   = flag.Int("rolling", 0, "also measure this many rolling restarts (SIGTERM, start, full ISR; node by node) under acks=all producers (issue #22; 0: off)")
 	scaleN    = flag.Int("scale-partitions", 0, "also measure failover of the broker leading the most of this many RF=3 partitions (issue #22; 0: off)")
+	scaleKill = flag.String("scale-kill", "most", "with -scale-partitions, which broker is killed: most (leading the most), quorum-leader (hosting the metadata quorum's leader: etcd's raft leader, Kafka's active controller), not-quorum-leader (leading the most of the others)")
 	warmup    = flag.Int("warmup", 200000, "records written, untimed, to a RF=3 topic of each cluster before the runs (the JVMs' JIT)")
 	targets   = flag.String("targets", "", "comma-separated: gregor, kafka (default both when java and mvn are on the PATH, else gregor)")
 	timeout   = flag.Duration("timeout", 25*time.Minute, "bound on the whole run")
@@ -245,11 +246,18 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	for _, p := range pids {
 		rssKB += procstat.RSSKB(p)
 	}
+	quorumLeader := describeQuorumLeader(ctx, t)
 	var victim int32 = -1
 	for id, ps := range led {
+		if *scaleKill == "not-quorum-leader" && id == quorumLeader {
+			continue
+		}
 		if victim < 0 || len(ps) > len(led[victim]) || (len(ps) == len(led[victim]) && id < victim) {
 			victim = id
 		}
+	}
+	if *scaleKill == "quorum-leader" {
+		victim = quorumLeader
 	}
 	mine := led[victim]
 	cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -292,8 +300,8 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	wg.Wait()
 	writable := time.Since(killed)
 	t.c.restart(ctx, victim, t)
-	return fmt.Sprintf("%s: %d partitions created in %.1f s; idle, the three brokers used %.1f %% of a core and %.0f MiB of RSS; broker %d led %d: led again after %.2f s, every one writable after %.2f s",
-		t.name, n, created.Seconds(), idle, float64(rssKB)/1024, victim, len(mine), ledAgain.Seconds(), writable.Seconds())
+	return fmt.Sprintf("%s: %d partitions created in %.1f s; idle, the three brokers used %.1f %% of a core and %.0f MiB of RSS; broker %d (the quorum's leader: %v) led %d: led again after %.2f s, every one writable after %.2f s",
+		t.name, n, created.Seconds(), idle, float64(rssKB)/1024, victim, victim == quorumLeader, len(mine), ledAgain.Seconds(), writable.Seconds())
 }
 
 // chooseTargets reads -targets and says when Kafka is left out.
@@ -629,4 +637,21 @@ func rollingRestart(ctx context.Context, t *target, i int) string {
 	stopProducers()
 	wg.Wait()
 	return fmt.Sprintf("%s longest wait %.2f s, %d records acknowledged, %d failed, restart of the three %.1f s", t.name, longest.Seconds(), acked, failed, took.Seconds())
+}
+
+// describeQuorumLeader is the node that leads the metadata quorum, as
+// DescribeQuorum answers it: etcd's raft leader on Gregor, the active
+// controller on Kafka; -1 when it cannot be told.
+func describeQuorumLeader(ctx context.Context, t *target) int32 {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, t.cl)
+	if err != nil || len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		log.Printf("%s: DescribeQuorum: %v", t.name, err)
+		return -1
+	}
+	return resp.Topics[0].Partitions[0].LeaderID
 }
