@@ -49,6 +49,7 @@ var (
 	failovers = flag.Int("failovers", 5, "failover measurements per target")
 	rolling   = flag.Int("rolling", 0, "also measure this many rolling restarts (SIGTERM, start, full ISR; node by node) under acks=all producers (issue #22; 0: off)")
 	scaleN    = flag.Int("scale-partitions", 0, "also measure failover of the broker leading the most of this many RF=3 partitions (issue #22; 0: off)")
+	scaleTP   = flag.Int("scale-topic-partitions", 0, "with -scale-partitions: topics of this many partitions each (0: one topic holding them all)")
 	warmup    = flag.Int("warmup", 200000, "records written, untimed, to a RF=3 topic of each cluster before the runs (the JVMs' JIT)")
 	targets   = flag.String("targets", "", "comma-separated: gregor, kafka (default both when java and mvn are on the PATH, else gregor)")
 	timeout   = flag.Duration("timeout", 25*time.Minute, "bound on the whole run")
@@ -121,8 +122,8 @@ func main() {
 		ts = append(ts, t)
 	}
 
-	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -rolling %d -scale-partitions %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
-		*runs, *records, *size, *failovers, *warmup, *rolling, *scaleN, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -rolling %d -scale-partitions %d -scale-topic-partitions %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
+		*runs, *records, *size, *failovers, *warmup, *rolling, *scaleN, *scaleTP, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		describe(names), numCPU(), *warmup, note)
 
 	for _, t := range ts {
@@ -182,91 +183,6 @@ func main() {
 	}
 	summary(ts)
 	cleanup()
-}
-
-// scaleFailover creates n RF=3 partitions, kills the broker leading the
-// most and measures the time until each of its partitions has a live
-// leader in Metadata and until an acks=all produce to each is
-// acknowledged; then it restarts the broker.
-func scaleFailover(ctx context.Context, t *target, n int) string {
-	topic := fmt.Sprintf("scale-%d", n)
-	minISR := "2"
-	start := time.Now()
-	resp, err := t.admin.CreateTopic(ctx, int32(n), 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		fatalf("%s: create %s: %v", t.name, topic, err)
-	}
-	var led map[int32][]int32 // leader → partitions
-	for ctx.Err() == nil {
-		md, err := t.admin.Metadata(ctx, topic)
-		if err == nil && len(md.Topics[topic].Partitions) == n {
-			led = map[int32][]int32{}
-			for _, p := range md.Topics[topic].Partitions {
-				if p.Leader < 0 || len(p.ISR) != 3 {
-					led = nil
-					break
-				}
-				led[p.Leader] = append(led[p.Leader], p.Partition)
-			}
-			if led != nil {
-				break
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	created := time.Since(start)
-	var victim int32 = -1
-	for id, ps := range led {
-		if victim < 0 || len(ps) > len(led[victim]) || (len(ps) == len(led[victim]) && id < victim) {
-			victim = id
-		}
-	}
-	mine := led[victim]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	if err != nil {
-		fatalf("%v", err)
-	}
-	defer cl.Close()
-	t.c.kill(victim)
-	killed := time.Now()
-	var ledAgain time.Duration
-	for ctx.Err() == nil && ledAgain == 0 {
-		md, err := t.admin.Metadata(ctx, topic)
-		if err == nil {
-			ok := true
-			for _, p := range mine {
-				if l := md.Topics[topic].Partitions[p].Leader; l < 0 || l == victim {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				ledAgain = time.Since(killed)
-			}
-		}
-		if ledAgain == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	var wg sync.WaitGroup
-	for _, p := range mine {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Partition: p, Value: []byte("after")}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				log.Printf("%s: produce to %s-%d: %v", t.name, topic, p, err)
-			}
-		})
-	}
-	wg.Wait()
-	writable := time.Since(killed)
-	t.c.restart(ctx, victim, t)
-	return fmt.Sprintf("%s: %d partitions created in %.1f s; broker %d led %d: led again after %.2f s, every one writable after %.2f s",
-		t.name, n, created.Seconds(), victim, len(mine), ledAgain.Seconds(), writable.Seconds())
 }
 
 // chooseTargets reads -targets and says when Kafka is left out.

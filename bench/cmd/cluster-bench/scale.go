@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-broker/gregor/bench/internal/procstat"
+)
+
+// tp is a topic partition.
+type tp struct {
+	topic string
+	p     int32
+}
+
+// scaleTopics names the topics of n partitions, per partitions each (all
+// of them in one topic when per is 0).
+func scaleTopics(n, per int) (names []string, parts int32) {
+	if per <= 0 || per >= n {
+		return []string{fmt.Sprintf("scale-%d", n)}, int32(n)
+	}
+	for i := 0; i < n/per; i++ {
+		names = append(names, fmt.Sprintf("scale-%d-%05d", n, i))
+	}
+	return names, int32(per)
+}
+
+// ledWithFullISR returns leader → partitions once every partition of
+// topics has a leader and a full ISR of 3, else nil.
+func ledWithFullISR(ctx context.Context, t *target, topics []string, parts int32) map[int32][]tp {
+	md, err := t.admin.Metadata(ctx, topics...)
+	if err != nil {
+		return nil
+	}
+	led := map[int32][]tp{}
+	for _, name := range topics {
+		td, ok := md.Topics[name]
+		if !ok || td.Err != nil || len(td.Partitions) != int(parts) {
+			return nil
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return nil
+			}
+			led[p.Leader] = append(led[p.Leader], tp{name, p.Partition})
+		}
+	}
+	return led
+}
+
+// resources describes each broker's process (RSS, open files, memory
+// mappings, threads) and, for Gregor, its embedded etcd's database file.
+func resources(t *target) string {
+	var parts []string
+	for i, pid := range t.c.pids() {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		threads := 0
+		if ts, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid)); err == nil {
+			threads = len(ts)
+		}
+		parts = append(parts, fmt.Sprintf("broker %d: RSS %d MiB, %d fds, %d mappings, %d threads", i+1,
+			procstat.RSSKB(pid)/1024, len(fds), strings.Count(string(maps), "\n"), threads))
+	}
+	if g, ok := t.c.(*gregorCluster); ok {
+		var dbs []string
+		for _, n := range g.nodes {
+			var size int64
+			filepath.WalkDir(filepath.Join(n.dir, "__etcd"), func(p string, e fs.DirEntry, err error) error {
+				if err == nil && !e.IsDir() && e.Name() == "db" {
+					if fi, err := e.Info(); err == nil {
+						size += fi.Size()
+					}
+				}
+				return nil
+			})
+			dbs = append(dbs, fmt.Sprintf("%.1f", float64(size)/(1<<20)))
+		}
+		parts = append(parts, "etcd db "+strings.Join(dbs, " / ")+" MiB")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// scaleFailover creates n RF=3 partitions (in topics of -scale-topic-partitions),
+// reports the brokers' resources and idle CPU, kills the broker leading the
+// most and measures the time until each of its partitions has a live
+// leader in Metadata and until an acks=all produce to each is
+// acknowledged; then it restarts the broker and measures the time until
+// every partition's ISR is full again.
+func scaleFailover(ctx context.Context, t *target, n int) string {
+	topics, parts := scaleTopics(n, *scaleTP)
+	minISR := "2"
+	start := time.Now()
+	for i := 0; i < len(topics); i += 100 {
+		resp, err := t.admin.CreateTopics(ctx, parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topics[i:min(i+100, len(topics))]...)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			fatalf("%s: create topics: %v", t.name, err)
+		}
+	}
+	answered := time.Since(start)
+	poll := 100 * time.Millisecond
+	if n > 3000 {
+		poll = time.Second
+	}
+	var led map[int32][]tp
+	for ctx.Err() == nil {
+		if led = ledWithFullISR(ctx, t, topics, parts); led != nil {
+			break
+		}
+		time.Sleep(poll)
+	}
+	created := time.Since(start)
+	res := resources(t)
+	cpu0 := sumCPU(t.c.pids())
+	time.Sleep(10 * time.Second)
+	idle := (sumCPU(t.c.pids()) - cpu0) / 10 * 100
+	var victim int32 = -1
+	for id, ps := range led {
+		if victim < 0 || len(ps) > len(led[victim]) || (len(ps) == len(led[victim]) && id < victim) {
+			victim = id
+		}
+	}
+	mine := led[victim]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(1<<20))
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer cl.Close()
+	t.c.kill(victim)
+	killed := time.Now()
+	var ledAgain time.Duration
+	fpoll := 20 * time.Millisecond
+	if n > 3000 {
+		fpoll = 250 * time.Millisecond
+	}
+	for ctx.Err() == nil && ledAgain == 0 {
+		md, err := t.admin.Metadata(ctx, topics...)
+		if err == nil {
+			ok := true
+			for _, x := range mine {
+				ps := md.Topics[x.topic].Partitions
+				if p, found := ps[x.p]; !found || p.Leader < 0 || p.Leader == victim {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				ledAgain = time.Since(killed)
+			}
+		}
+		if ledAgain == 0 {
+			time.Sleep(fpoll)
+		}
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for _, x := range mine {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: x.topic, Partition: x.p, Value: []byte("after")}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil && failed.Add(1) <= 5 {
+				log.Printf("%s: produce to %s-%d: %v", t.name, x.topic, x.p, err)
+			}
+		})
+	}
+	wg.Wait()
+	writable := time.Since(killed)
+	restarted := time.Now()
+	t.c.restart(ctx, victim, t)
+	for ctx.Err() == nil && ledWithFullISR(ctx, t, topics, parts) == nil {
+		time.Sleep(poll)
+	}
+	back := time.Since(restarted)
+	return fmt.Sprintf("%s: %d partitions in %d topics: CreateTopics answered after %.1f s, every partition led with a full ISR after %.1f s; %s; idle CPU of the three %.1f%% of a core; broker %d led %d: led again after %.2f s, every one writable after %.2f s (%d produces failed); restarted, every ISR full again after %.1f s; after that: %s",
+		t.name, n, len(topics), answered.Seconds(), created.Seconds(), res, idle, victim, len(mine), ledAgain.Seconds(), writable.Seconds(), failed.Load(), back.Seconds(), resources(t))
+}
