@@ -305,8 +305,12 @@ func median(v []float64) float64 {
 
 func waitBrokers(ctx context.Context, t *target, n int) {
 	for ctx.Err() == nil {
-		if md, err := t.admin.BrokerMetadata(ctx); err == nil && len(md.Brokers) == n {
+		md, err := t.admin.BrokerMetadata(ctx)
+		if err == nil && len(md.Brokers) == n {
 			return
+		}
+		if os.Getenv("GREGOR_BENCH_DEBUG") != "" {
+			log.Printf("waitBrokers: %d brokers, %v", len(md.Brokers), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

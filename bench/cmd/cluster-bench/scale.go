@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-broker/gregor/bench/internal/procstat"
@@ -102,12 +105,21 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	minISR := "2"
 	start := time.Now()
 	for i := 0; i < len(topics); i += 100 {
-		resp, err := t.admin.CreateTopics(ctx, parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topics[i:min(i+100, len(topics))]...)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			fatalf("%s: create topics: %v", t.name, err)
+		for try := 0; ; try++ {
+			resp, err := t.admin.CreateTopics(ctx, parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topics[i:min(i+100, len(topics))]...)
+			if err == nil {
+				err = resp.Error()
+			}
+			if errors.Is(err, kerr.TopicAlreadyExists) {
+				err = nil // a retry of a request that was carried out
+			}
+			if err == nil {
+				break
+			}
+			if try == 20 || !kerr.IsRetriable(err) && !errors.Is(err, kerr.InvalidReplicationFactor) {
+				fatalf("%s: create topics: %v", t.name, err)
+			}
+			time.Sleep(500 * time.Millisecond) // a broker's registration not seen everywhere yet
 		}
 	}
 	answered := time.Since(start)
@@ -179,12 +191,34 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	}
 	wg.Wait()
 	writable := time.Since(killed)
-	restarted := time.Now()
-	t.c.restart(ctx, victim, t)
-	for ctx.Err() == nil && ledWithFullISR(ctx, t, topics, parts) == nil {
+	back := restartScale(ctx, t, victim, topics, parts, poll)
+	return fmt.Sprintf("%s: %d partitions in %d topics: CreateTopics answered after %.1f s, every partition led with a full ISR after %.1f s; %s; idle CPU of the three %.1f%% of a core; broker %d led %d: led again after %.2f s, every one writable after %.2f s (%d produces failed); restarted, every ISR full again after %s; after that: %s",
+		t.name, n, len(topics), answered.Seconds(), created.Seconds(), res, idle, victim, len(mine), ledAgain.Seconds(), writable.Seconds(), failed.Load(), back, resources(t))
+}
+
+// restartScale starts the killed broker again and returns how long it took
+// until every partition's ISR was full again, asked of a new client each
+// time (bounded by 5 minutes).
+func restartScale(ctx context.Context, t *target, victim int32, topics []string, parts int32, poll time.Duration) string {
+	g, ok := t.c.(*gregorCluster)
+	if !ok {
+		t.c.restart(ctx, victim, t)
+	} else {
+		g.nodes[victim-1].start()
+	}
+	start := time.Now()
+	for time.Since(start) < 5*time.Minute && ctx.Err() == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...))
+		if err != nil {
+			fatalf("%v", err)
+		}
+		fresh := &target{name: t.name, c: t.c, admin: kadm.NewClient(cl), cl: cl}
+		done := ledWithFullISR(ctx, fresh, topics, parts) != nil
+		cl.Close()
+		if done {
+			return fmt.Sprintf("%.1f s", time.Since(start).Seconds())
+		}
 		time.Sleep(poll)
 	}
-	back := time.Since(restarted)
-	return fmt.Sprintf("%s: %d partitions in %d topics: CreateTopics answered after %.1f s, every partition led with a full ISR after %.1f s; %s; idle CPU of the three %.1f%% of a core; broker %d led %d: led again after %.2f s, every one writable after %.2f s (%d produces failed); restarted, every ISR full again after %.1f s; after that: %s",
-		t.name, n, len(topics), answered.Seconds(), created.Seconds(), res, idle, victim, len(mine), ledAgain.Seconds(), writable.Seconds(), failed.Load(), back.Seconds(), resources(t))
+	return "more than 5 minutes"
 }
