@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,9 +105,18 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	topics, parts := scaleTopics(n, *scaleTP)
 	minISR := "2"
 	start := time.Now()
-	for i := 0; i < len(topics); i += 100 {
+	// Requests of about 1,000 partitions, with a long read timeout: at
+	// 100,000 partitions the brokers answer slowly.
+	acl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.RequestTimeoutOverhead(2*time.Minute))
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer acl.Close()
+	adm := kadm.NewClient(acl)
+	step := max(1, 1000/int(parts))
+	for i := 0; i < len(topics); i += step {
 		for try := 0; ; try++ {
-			resp, err := t.admin.CreateTopics(ctx, parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topics[i:min(i+100, len(topics))]...)
+			resp, err := adm.CreateTopics(ctx, parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topics[i:min(i+step, len(topics))]...)
 			if err == nil {
 				err = resp.Error()
 			}
@@ -116,7 +126,8 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 			if err == nil {
 				break
 			}
-			if try == 20 || !kerr.IsRetriable(err) && !errors.Is(err, kerr.InvalidReplicationFactor) {
+			var ne net.Error
+			if try == 20 || !kerr.IsRetriable(err) && !errors.Is(err, kerr.InvalidReplicationFactor) && !(errors.As(err, &ne) && ne.Timeout()) {
 				fatalf("%s: create topics: %v", t.name, err)
 			}
 			time.Sleep(500 * time.Millisecond) // a broker's registration not seen everywhere yet
@@ -127,9 +138,10 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	if n > 3000 {
 		poll = time.Second
 	}
+	patient := &target{name: t.name, c: t.c, admin: adm, cl: acl}
 	var led map[int32][]tp
 	for ctx.Err() == nil {
-		if led = ledWithFullISR(ctx, t, topics, parts); led != nil {
+		if led = ledWithFullISR(ctx, patient, topics, parts); led != nil {
 			break
 		}
 		time.Sleep(poll)
@@ -160,7 +172,7 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 		fpoll = 250 * time.Millisecond
 	}
 	for ctx.Err() == nil && ledAgain == 0 {
-		md, err := t.admin.Metadata(ctx, topics...)
+		md, err := adm.Metadata(ctx, topics...)
 		if err == nil {
 			ok := true
 			for _, x := range mine {
