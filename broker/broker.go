@@ -154,6 +154,7 @@ func New(cfg Config) (*Broker, error) {
 	if b.dataDir, err = storage.OpenLogDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	b.dataDir.SetMaxOpenFiles(int(b.cfg.int64Prop("log.dir.max.open.files")))
 	b.topicRecords = fileTopicStore{dir: topicsDir}
 	if err := b.initUsers(); err != nil {
 		return nil, err

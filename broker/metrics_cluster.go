@@ -11,6 +11,9 @@ package broker
 //	gregor_log_dir_size_bytes           bytes of this broker's partitions' segment files
 //	gregor_log_dir_total_bytes          size of the file system holding the data directory
 //	gregor_log_dir_usable_bytes         bytes an unprivileged user may still write there
+//	gregor_log_dir_open_segment_files   segments whose .log file is open now (log.dir.max.open.files bounds it)
+//	gregor_log_dir_max_open_segment_files  that bound
+//	gregor_log_dir_segment_file_opens_total  segment files opened (first opens and reopens after being closed to make room)
 //	gregor_offline_log_dirs             1 while the data directory is offline after a failed write (logdir_failure.go)
 //	gregor_cleaner_throttle_seconds_total  time the log cleaner's I/O throttle slept
 //
@@ -29,6 +32,9 @@ var (
 	descDirSize     = prometheus.NewDesc("gregor_log_dir_size_bytes", "Bytes of this broker's partitions' segment files.", []string{"dir"}, nil)
 	descDirTotal    = prometheus.NewDesc("gregor_log_dir_total_bytes", "Size of the file system holding the data directory.", []string{"dir"}, nil)
 	descDirUsable   = prometheus.NewDesc("gregor_log_dir_usable_bytes", "Bytes an unprivileged user may still write on the data directory's file system.", []string{"dir"}, nil)
+	descOpenFiles   = prometheus.NewDesc("gregor_log_dir_open_segment_files", "Segments whose .log file is open (and indexes mapped) now.", []string{"dir"}, nil)
+	descMaxOpen     = prometheus.NewDesc("gregor_log_dir_max_open_segment_files", "The bound on open segment files (log.dir.max.open.files, or derived from the open-file and mapping limits).", []string{"dir"}, nil)
+	descFileOpens   = prometheus.NewDesc("gregor_log_dir_segment_file_opens_total", "Segment files opened: first opens, and reopens of files closed to stay within the bound.", []string{"dir"}, nil)
 	descThrottle    = prometheus.NewDesc("gregor_cleaner_throttle_seconds_total", "Time the log cleaner's I/O throttle (log.cleaner.io.max.bytes.per.second) slept.", nil, nil)
 )
 
@@ -36,7 +42,7 @@ var (
 type clusterGauges struct{ b *Broker }
 
 func (g clusterGauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descThrottle, descOfflineDirs} {
+	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descOpenFiles, descMaxOpen, descFileOpens, descThrottle, descOfflineDirs} {
 		ch <- d
 	}
 }
@@ -67,6 +73,10 @@ func (g clusterGauges) Collect(ch chan<- prometheus.Metric) {
 	gauge(descDirSize, float64(d.SizeBytes), d.Dir)
 	gauge(descDirTotal, float64(d.TotalBytes), d.Dir)
 	gauge(descDirUsable, float64(d.UsableBytes), d.Dir)
+	fs := b.dataDir.FileStats()
+	gauge(descOpenFiles, float64(fs.Open), d.Dir)
+	gauge(descMaxOpen, float64(fs.Limit), d.Dir)
+	ch <- prometheus.MustNewConstMetric(descFileOpens, prometheus.CounterValue, float64(fs.Opens), d.Dir)
 	offlineDirs := 0
 	if b.LogDirError() != nil {
 		offlineDirs = 1

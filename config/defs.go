@@ -201,6 +201,7 @@ var BrokerDefs = []Def{
 	{"log.dirs", kmsg.ConfigTypeString, "./data", "", true, anyString, "The data directory (one: Gregor keeps every partition in it); --data-dir wins over it."},
 	{"log.dir", kmsg.ConfigTypeString, "./data", "", true, anyString, "The data directory when log.dirs is not set."},
 	{"log.stray.retention.ms", kmsg.ConfigTypeLong, WeekMs, "", true, atLeast(-1), "How long a stray partition directory (renamed <name>.<id>-stray at start: a partition of a topic this broker no longer has) is kept before it is deleted; -1 keeps it until removed by hand (Gregor's own setting)."},
+	{"log.dir.max.open.files", kmsg.ConfigTypeInt, "0", "", true, intAtLeast(0), "At most this many segments keep their .log file open and their indexes mapped; those unused longest are closed and reopened when needed. 0: half the open-file limit (ulimit -n), at most (vm.max_map_count - 8192) / 2 (Gregor's own setting)."},
 	{"num.partitions", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "The default number of partitions of a created topic."},
 	{"default.replication.factor", kmsg.ConfigTypeInt, "1", "", false, intAtLeast(1), "The default replication factor of a created topic."},
 	{"auto.create.topics.enable", kmsg.ConfigTypeBoolean, "true", "", false, boolean, "Create a topic when metadata is requested for one that does not exist."},

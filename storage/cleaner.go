@@ -159,8 +159,13 @@ func (l *Log) Cleanable(minCompactionLagMs, maxCompactionLagMs int64) CleanableS
 
 // firstBatchTimestamp is the maxTimestamp of the segment's first batch.
 func (l *Log) firstBatchTimestamp(s *segment) (int64, error) {
+	f, err := s.use()
+	if err != nil {
+		return -1, err
+	}
+	defer s.unuse()
 	var hb [BatchHeaderSize]byte
-	if _, err := s.file.ReadAt(hb[:], 0); err != nil {
+	if _, err := f.ReadAt(hb[:], 0); err != nil {
 		return -1, err
 	}
 	return parseHeader(hb[:]).MaxTimestamp, nil
@@ -351,9 +356,10 @@ type batchReader struct {
 	buf  []byte
 }
 
-func newBatchReader(s *segment, buf []byte) *batchReader {
+// newBatchReader reads s from f, its file (pinned by the caller).
+func newBatchReader(s *segment, f io.ReaderAt, buf []byte) *batchReader {
 	size := s.size.Load()
-	return &batchReader{s: s, r: bufio.NewReaderSize(io.NewSectionReader(s.file, 0, size), 1<<20), size: size, buf: buf}
+	return &batchReader{s: s, r: bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<20), size: size, buf: buf}
 }
 
 // next returns the next batch (valid until the next call) and its header;
@@ -470,9 +476,24 @@ func (l *Log) buildOffsetMap(segs []*segment, firstDirty, upper int64, aborted [
 	txns := newCleanTxns(relevant)
 	m := opts.Map
 	var buf []byte
+	var pinned *segment // the segment being read, unpinned when done with it
+	defer func() {
+		if pinned != nil {
+			pinned.unuse()
+		}
+	}()
 	for i := max(0, sortSearchSegments(segs, firstDirty)); i < len(segs); i++ {
 		s := segs[i]
-		br := newBatchReader(s, buf)
+		if pinned != nil {
+			pinned.unuse()
+			pinned = nil
+		}
+		f, err := s.use()
+		if err != nil {
+			return 0, err
+		}
+		pinned = s
+		br := newBatchReader(s, f, buf)
 		for {
 			b, h, ok, err := br.next()
 			if err != nil {
@@ -641,7 +662,22 @@ func (c *cleaner) cleanGroup(group []*segment) error {
 	c.txns.kept = c.txns.kept[:0]
 	dirty := false
 	var modMs int64
+	var pinned *segment // the source being read, unpinned when done with it
+	defer func() {
+		if pinned != nil {
+			pinned.unuse()
+		}
+	}()
 	for gi, s := range group {
+		if pinned != nil {
+			pinned.unuse()
+			pinned = nil
+		}
+		sf, err := s.use()
+		if err != nil {
+			return err
+		}
+		pinned = s
 		srcEnd := c.ends[s]
 		srcDirty := srcEnd > c.firstDirty
 		srcMs := s.lastModifiedMs()
@@ -651,7 +687,7 @@ func (c *cleaner) cleanGroup(group []*segment) error {
 			modMs = max(modMs, srcMs)
 		}
 		retainDeletes := srcDirty || c.nowMs-srcMs <= c.opts.DeleteRetentionMs
-		br := newBatchReader(s, c.buf)
+		br := newBatchReader(s, sf, c.buf)
 		for {
 			b, h, more, err := br.next()
 			if err != nil {
@@ -940,7 +976,7 @@ func (l *Log) swapIn(group []*segment, base int64, aborted []AbortedTxn) error {
 		l.writeErr = err
 		return err
 	}
-	ns, err := openSegment(l.dir, base, l.logger)
+	ns, err := openSegment(l.dir, base, l.logger, l.files())
 	if err != nil {
 		l.writeErr = err
 		return err
@@ -1074,9 +1110,9 @@ func swapEnd(path string) (int64, error) {
 	if err != nil {
 		return 0, ioErr("stat", path, err)
 	}
-	s := &segment{logPath: path, file: f}
+	s := &segment{logPath: path}
 	s.size.Store(fi.Size())
-	br := newBatchReader(s, nil)
+	br := newBatchReader(s, f, nil)
 	end := int64(-1)
 	for {
 		_, h, ok, err := br.next()

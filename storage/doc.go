@@ -38,7 +38,8 @@
 //
 // Read finds the segment by binary search, the nearest preceding batch with
 // the offset index, and scans batch headers to the batch holding the offset.
-// It returns a Slice: an open file with a byte range, for sendfile. Reads do
+// It returns a Slice: an open file with a byte range, for sendfile (the
+// file stays open until Release: see Open files). Reads do
 // not take the append lock; they see the segment list and the high watermark's
 // file position through atomics, so a slow fsync does not stall them. Slices
 // hold a reference to their segment, so retention can unlink a segment while
@@ -113,6 +114,25 @@
 // Sync, before anything is appended. Parallel runs the opens and closes
 // several at a time (Kafka's num.recovery.threads.per.data.dir).
 //
+// # Open files
+//
+// A segment's .log file is opened when it is first used, not when its log
+// is opened, and a LogDir keeps at most SetMaxOpenFiles segments open
+// (DefaultMaxOpenFiles: half of RLIMIT_NOFILE, at most
+// (vm.max_map_count - 8192) / 2), closing those unused longest, with the
+// read-only mappings of their indexes, and reopening them when needed
+// (filecache.go). Kafka keeps every segment open and mapped instead, so
+// 100,000 partitions per broker need more files than a process may have.
+// Whoever uses a file pins it (readers, a Slice until Release, the writer,
+// the cleaner, recovery, truncation, flushes): a pinned file is never
+// closed, so the bound is exceeded only by files in use at once. A file
+// written since its last fsync is fsynced before it is closed, and a
+// failure of that fsync is sticky for the log's appends and flushes, as
+// any failed fsync is. A segment whose files are removed while it is
+// still read keeps its file open until its last reference, since its path
+// may name another file by then (the cleaner's swap). A log opened alone
+// (Open) keeps its files open once used.
+//
 // # Retention
 //
 // ApplyRetention deletes whole segments from the front of the log: those
@@ -182,6 +202,7 @@
 // # Locks
 //
 // The order of storage's locks (Log.flushMu, Log.mu, Log.ckptMu, a
-// segment's loadMu and its index files' locks) among the program's is
-// written in docs/LOCK_ORDER.md.
+// segment's loadMu, its file's lock, its index files' locks, and the
+// LogDir's file cache lock) among the program's is written in
+// docs/LOCK_ORDER.md.
 package storage

@@ -336,24 +336,42 @@ func (l *Log) scanEpochs(from int64, out []EpochEntry) ([]EpochEntry, error) {
 		if s.base < from {
 			continue
 		}
-		size := s.size.Load()
-		w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
-		for pos := int64(0); pos < size; {
-			hb, err := w.header(pos)
-			if err != nil {
-				var ce *CorruptionError
-				if errors.As(err, &ce) {
-					return out, nil
-				}
-				return nil, err
-			}
-			h := parseHeader(hb)
-			if e := h.PartitionLeaderEpoch; e >= 0 && (len(out) == 0 || e > out[len(out)-1].Epoch) && h.BaseOffset >= 0 &&
-				(len(out) == 0 || h.BaseOffset > out[len(out)-1].StartOffset) {
-				out = append(out, EpochEntry{Epoch: e, StartOffset: h.BaseOffset})
-			}
-			pos += h.Size()
+		var stop bool
+		var err error
+		if out, stop, err = s.scanEpochs(out, *bp); err != nil {
+			return nil, err
+		} else if stop {
+			return out, nil
 		}
 	}
 	return out, nil
+}
+
+// scanEpochs is Log.scanEpochs for one segment; stop means a damaged batch
+// ended the scan.
+func (s *segment) scanEpochs(out []EpochEntry, buf []byte) (_ []EpochEntry, stop bool, _ error) {
+	f, err := s.use()
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.unuse()
+	size := s.size.Load()
+	w := window{r: f, path: s.logPath, end: size, buf: buf}
+	for pos := int64(0); pos < size; {
+		hb, err := w.header(pos)
+		if err != nil {
+			var ce *CorruptionError
+			if errors.As(err, &ce) {
+				return out, true, nil
+			}
+			return nil, false, err
+		}
+		h := parseHeader(hb)
+		if e := h.PartitionLeaderEpoch; e >= 0 && (len(out) == 0 || e > out[len(out)-1].Epoch) && h.BaseOffset >= 0 &&
+			(len(out) == 0 || h.BaseOffset > out[len(out)-1].StartOffset) {
+			out = append(out, EpochEntry{Epoch: e, StartOffset: h.BaseOffset})
+		}
+		pos += h.Size()
+	}
+	return out, false, nil
 }

@@ -53,6 +53,40 @@ type indexFile struct {
 	data      []byte
 	mapped    bool
 	persisted int // bytes of data known to be in the file (heap mode)
+	// dropped: the mapping was released while the segment's file was
+	// closed (filecache.go); restore maps the file again.
+	dropped bool
+}
+
+// drop releases a read-only mapping until restore; heap entries stay.
+func (x *indexFile) drop() {
+	x.mu.Lock()
+	if x.mapped {
+		x.unmapLocked()
+		x.dropped = true
+	}
+	x.mu.Unlock()
+}
+
+// restore maps path again after drop; it does nothing otherwise.
+func (x *indexFile) restore(path string) error {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	x.mu.RLock()
+	dropped := x.dropped
+	x.mu.RUnlock()
+	if !dropped {
+		return nil
+	}
+	data, err := mmapFile(path)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.unmapLocked()
+	x.data, x.mapped, x.persisted = data, data != nil, len(data)
+	x.mu.Unlock()
+	return nil
 }
 
 // setHeap replaces the entries with heap data, of which the first persisted
@@ -69,7 +103,7 @@ func (x *indexFile) unmapLocked() {
 	if x.mapped && x.data != nil {
 		munmap(x.data)
 	}
-	x.data, x.mapped = nil, false
+	x.data, x.mapped, x.dropped = nil, false, false
 }
 
 // release drops the entries (segment closed for good).
@@ -93,7 +127,7 @@ func (x *indexFile) persist(path string, sync bool) error {
 	x.fileMu.Lock()
 	defer x.fileMu.Unlock()
 	x.mu.RLock()
-	if x.mapped {
+	if x.mapped || x.dropped {
 		x.mu.RUnlock()
 		return nil
 	}

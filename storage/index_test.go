@@ -108,8 +108,13 @@ func TestLog_WriteErrorIsSticky(t *testing.T) {
 	l := openLog(t, filepath.Join(t.TempDir(), "t-0"), testConfig())
 	defer l.Delete()
 	mustAppend(t, l, simpleBatch(1, 1, 1))
-	l.active().file.Close() // the next write fails
-	_, err := l.Append(simpleBatch(1, 1, 1), AppendOptions{LogAppendTime: -1})
+	f, err := l.active().use()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close() // the next write fails
+	l.active().unuse()
+	_, err = l.Append(simpleBatch(1, 1, 1), AppendOptions{LogAppendTime: -1})
 	var se *StorageError
 	if !errors.As(err, &se) || se.Op != "write" {
 		t.Fatalf("got %v, want a *StorageError", err)

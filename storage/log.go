@@ -296,7 +296,7 @@ func (l *Log) writeBytesLocked(seg *segment, b []byte, pos, nowMs int64) error {
 		// A failed write (a full disk, say) leaves nothing behind once
 		// the partial bytes are cut off: later appends may succeed when
 		// space returns. If the file cannot be restored, refuse appends.
-		if terr := seg.file.Truncate(pos); terr != nil {
+		if terr := seg.truncateFile(pos); terr != nil {
 			l.writeErr = werr
 		}
 		return werr
@@ -475,6 +475,12 @@ func (l *Log) rollLocked() (*segment, error) {
 		return old, nil
 	}
 	old.sealTimeIndex()
+	// Pinned through the roll: its indexes are mapped below.
+	if _, err := old.use(); err != nil {
+		l.writeErr = err
+		return nil, err
+	}
+	defer old.unuse()
 	if err := l.fsync(old); err != nil {
 		l.writeErr = ioErr("fsync", old.logPath, err)
 		return nil, l.writeErr
@@ -499,7 +505,7 @@ func (l *Log) rollLocked() (*segment, error) {
 		l.writeErr = err
 		return nil, err
 	}
-	seg, err := createSegment(l.dir, base, l.logger)
+	seg, err := createSegment(l.dir, base, l.logger, l.files())
 	if err != nil {
 		l.writeErr = err
 		return nil, err
@@ -616,29 +622,36 @@ func (l *Log) readFrom(st endState, offset int64, maxBytes int32, minOneBatch bo
 		if !s.acquire() {
 			return Slice{}, true, nil
 		}
+		f, err := s.use()
+		if err != nil {
+			s.release()
+			return Slice{}, false, err
+		}
+		done := func() { s.unuse(); s.release() }
 		readable := st.readable(s)
 		if err := l.ensureLoaded(segs, i); err != nil {
-			s.release()
+			done()
 			return Slice{}, false, err
 		}
 		pos, h, found, err := s.locate(offset, readable)
 		if err != nil {
-			s.release()
+			done()
 			return Slice{}, false, ioErr("read", s.logPath, err)
 		}
 		if !found {
-			s.release()
+			done()
 			continue
 		}
 		size := min(int64(maxBytes), readable-pos)
 		if size < h.Size() {
 			if !minOneBatch {
-				s.release()
+				done()
 				return Slice{}, false, nil
 			}
 			size = h.Size()
 		}
-		return Slice{File: s.file, Pos: pos, Size: size, h: &sliceHandle{seg: s}}, false, nil
+		// The Slice keeps its pin: the file stays open until Release.
+		return Slice{File: f, Pos: pos, Size: size, h: &sliceHandle{seg: s}}, false, nil
 	}
 	return Slice{}, false, nil
 }
@@ -790,7 +803,7 @@ func (l *Log) shutdownLocked() error {
 	seg, leo := l.active(), l.leo.Load()
 	seg.sealTimeIndex()
 	if !l.deferring {
-		if err := seg.file.Sync(); err != nil {
+		if err := seg.syncFile(); err != nil {
 			return ioErr("fsync", seg.logPath, err)
 		}
 	}
@@ -843,7 +856,15 @@ func (l *Log) Delete() error {
 	l.mu.Lock()
 	if !l.closed.Load() {
 		l.closed.Store(true)
+		segs := l.segments()
 		l.releaseAllLocked()
+		// Segments still read (a Slice being sent) keep their files open:
+		// they could not be reopened once the directory is gone.
+		for _, s := range segs {
+			if s.refs.Load() > 0 {
+				s.keepOpen()
+			}
+		}
 	}
 	l.mu.Unlock()
 	if err := os.RemoveAll(l.dir); err != nil {
@@ -859,7 +880,12 @@ func (l *Log) writeAt(seg *segment, b []byte, pos int64) error {
 			return err
 		}
 	}
-	_, err := seg.file.WriteAt(b, pos)
+	f, err := seg.useForWrite()
+	if err != nil {
+		return err
+	}
+	defer seg.unuseWritten()
+	_, err = f.WriteAt(b, pos)
 	return err
 }
 
@@ -872,5 +898,14 @@ func (l *Log) fsync(seg *segment) error {
 			return err
 		}
 	}
-	return seg.file.Sync()
+	return seg.syncFile()
+}
+
+// files is the LogDir's cache of open segment files, nil for a log opened
+// alone (its files stay open once used).
+func (l *Log) files() *fileCache {
+	if l.ld == nil {
+		return soloFiles
+	}
+	return l.ld.files
 }

@@ -48,6 +48,31 @@ type LogDir struct {
 	pending     atomic.Bool // a deferred write or fsync waits for Sync
 
 	syncMu sync.Mutex // one Sync at a time
+
+	files *fileCache // segments' open files (filecache.go)
+}
+
+// DefaultMaxOpenFiles is the bound of a LogDir's open segment files when
+// none is set (SetMaxOpenFiles): half the process's open-file limit
+// (RLIMIT_NOFILE, which Go raises from its soft to its hard value at
+// start), leaving the other half to connections, etcd, the coordinators'
+// databases and the files being written at any moment; and, where
+// vm.max_map_count is known (Linux), at most (max_map_count - 8192) / 2,
+// since an open segment other than a log's active one also maps its two
+// indexes, leaving 8,192 mappings to the Go runtime, the coordinators'
+// bbolt files and etcd. Without either limit it is 65,536; never below 64.
+// With ulimit -n 20,000 and the default max_map_count of 65,530 it is
+// 10,000.
+func DefaultMaxOpenFiles() int {
+	files, maps := processLimits()
+	n := int64(1 << 16)
+	if files > 0 {
+		n = files / 2
+	}
+	if maps > 0 {
+		n = min(n, (maps-8192)/2)
+	}
+	return int(max(n, 64))
 }
 
 // deferredRename is an atomic file replacement waiting for Sync.
@@ -82,7 +107,8 @@ func OpenLogDir(path string) (*LogDir, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, ioErr("mkdir", path, err)
 	}
-	d := &LogDir{path: path, clean: map[string]bool{}}
+	d := &LogDir{path: path, clean: map[string]bool{}, files: &fileCache{}}
+	d.files.limit.Store(int64(DefaultMaxOpenFiles()))
 	b, err := os.ReadFile(filepath.Join(path, logDirCleanName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -101,6 +127,21 @@ func OpenLogDir(path string) (*LogDir, error) {
 	}
 	return d, nil
 }
+
+// SetMaxOpenFiles bounds the segments whose .log file the LogDir's logs keep
+// open (and whose indexes they keep mapped) at n, which applies at once;
+// n <= 0 sets DefaultMaxOpenFiles. The bound is exceeded only by files in
+// use at the same moment (being read, written, sent by a Slice, cleaned).
+func (d *LogDir) SetMaxOpenFiles(n int) {
+	if n <= 0 {
+		n = DefaultMaxOpenFiles()
+	}
+	d.files.limit.Store(int64(n))
+	d.files.shrink()
+}
+
+// FileStats reports the LogDir's open segment files.
+func (d *LogDir) FileStats() FileCacheStats { return d.files.stats() }
 
 // Path is the directory.
 func (d *LogDir) Path() string { return d.path }

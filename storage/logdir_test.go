@@ -145,11 +145,16 @@ func TestLogDir_UnlistedLogRecovered(t *testing.T) {
 	}
 	// a-1 "crashes": its files stay as they are, with a torn batch at the end.
 	act := logs[1].active()
-	if _, err := act.file.WriteAt([]byte("torn batch"), act.size.Load()); err != nil {
+	f, err := act.use()
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.WriteAt([]byte("torn batch"), act.size.Load()); err != nil {
+		t.Fatal(err)
+	}
+	act.unuse()
 
-	d, err := OpenLogDir(root)
+	d, err = OpenLogDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}

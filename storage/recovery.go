@@ -154,7 +154,7 @@ func (l *Log) scanDir() (dirListing, error) {
 // returns the segments, also published in l.segs, and the log end offset.
 func (l *Log) openSegments(d dirListing, lso, rp int64, ckOK bool) ([]*segment, int64, error) {
 	if len(d.bases) == 0 {
-		s, err := createSegment(l.dir, lso, l.logger)
+		s, err := createSegment(l.dir, lso, l.logger, l.files())
 		if err != nil {
 			return nil, 0, err
 		}
@@ -164,7 +164,7 @@ func (l *Log) openSegments(d dirListing, lso, rp int64, ckOK bool) ([]*segment, 
 	}
 	var segs []*segment
 	for _, base := range d.bases {
-		s, err := openSegment(l.dir, base, l.logger)
+		s, err := openSegment(l.dir, base, l.logger, l.files())
 		if err != nil {
 			for _, s := range segs {
 				s.release()
@@ -210,11 +210,8 @@ func (l *Log) initEnd(segs []*segment, lso, leo int64) {
 	l.lastFlushMs = nowMs
 	if act.size.Load() > 0 {
 		act.firstAppendMs = nowMs
-		var hb [BatchHeaderSize]byte
-		if _, err := act.file.ReadAt(hb[:], 0); err == nil {
-			if ts := parseHeader(hb[:]).MaxTimestamp; ts > 0 && ts < nowMs {
-				act.firstAppendMs = ts
-			}
+		if ts := act.firstMaxTimestamp(); ts > 0 && ts < nowMs {
+			act.firstAppendMs = ts
 		}
 	}
 }
@@ -277,60 +274,76 @@ func (l *Log) openClean(segs []*segment) ([]*segment, int64, error) {
 // fsyncs them. It returns the remaining segments and the log end offset.
 func (l *Log) recoverSegments(segs []*segment, k int) ([]*segment, int64, error) {
 	l.recoveredFrom = segs[k].base
-	interval := l.cfg.IndexIntervalBytes
 	next := segs[k].base
 	for i := k; i < len(segs); i++ {
-		s := segs[i]
-		if s.base != next {
-			l.logger.Warn("segment does not continue the log; deleting it and the ones after it",
-				"file", s.logPath, "base", s.base, "expected", next)
-			if err := l.dropSegments(segs[i:]); err != nil {
-				return segs, 0, err
-			}
-			segs = segs[:i]
+		var stop bool
+		var err error
+		if segs, next, stop, err = l.recoverSegment(segs, i, next); err != nil {
+			return segs, 0, err
+		} else if stop {
 			break
 		}
-		res, err := s.rebuild(interval, true)
-		if err != nil {
-			return segs, 0, err
-		}
-		if c := res.corrupt; c != nil {
-			size := s.size.Load()
-			l.logger.Warn("truncating log at damaged batch", "file", c.File, "pos", c.Pos, "reason", c.Reason,
-				"truncatedBytes", size-res.end, "deletedSegments", len(segs)-i-1)
-			if err := s.file.Truncate(res.end); err != nil {
-				return segs, 0, ioErr("truncate", s.logPath, err)
-			}
-			s.size.Store(res.end)
-			if err := l.dropSegments(segs[i+1:]); err != nil {
-				return segs, 0, err
-			}
-			segs = segs[:i+1]
-		}
-		last := i == len(segs)-1
-		if !last {
-			s.sealTimeIndex()
-		}
-		if l.deferring {
-			l.ld.pending.Store(true)
-		} else if err := s.file.Sync(); err != nil {
-			return segs, 0, ioErr("fsync", s.logPath, err)
-		}
-		if err := s.persistIndexes(!l.deferring); err != nil {
-			return segs, 0, err
-		}
-		if !last {
-			if err := s.index.mapFile(s.path(indexSuffix)); err != nil {
-				return segs, 0, err
-			}
-			if err := s.timeIndex.mapFile(s.path(timeIndexSuffix)); err != nil {
-				return segs, 0, err
-			}
-		}
-		s.loaded.Store(true)
-		next = res.next
 	}
 	return segs, next, nil
+}
+
+// recoverSegment is recoverSegments' work on segs[i], which is pinned
+// meanwhile (its indexes are mapped): it returns the segments left, the
+// offset after segs[i], and stop when segs[i] and those after it were
+// dropped.
+func (l *Log) recoverSegment(segs []*segment, i int, next int64) (_ []*segment, _ int64, stop bool, _ error) {
+	s, interval := segs[i], l.cfg.IndexIntervalBytes
+	if s.base != next {
+		l.logger.Warn("segment does not continue the log; deleting it and the ones after it",
+			"file", s.logPath, "base", s.base, "expected", next)
+		if err := l.dropSegments(segs[i:]); err != nil {
+			return segs, 0, false, err
+		}
+		return segs[:i], next, true, nil
+	}
+	if _, err := s.use(); err != nil {
+		return segs, 0, false, err
+	}
+	defer s.unuse()
+	res, err := s.rebuild(interval, true)
+	if err != nil {
+		return segs, 0, false, err
+	}
+	if c := res.corrupt; c != nil {
+		size := s.size.Load()
+		l.logger.Warn("truncating log at damaged batch", "file", c.File, "pos", c.Pos, "reason", c.Reason,
+			"truncatedBytes", size-res.end, "deletedSegments", len(segs)-i-1)
+		if err := s.truncateFile(res.end); err != nil {
+			return segs, 0, false, ioErr("truncate", s.logPath, err)
+		}
+		s.size.Store(res.end)
+		if err := l.dropSegments(segs[i+1:]); err != nil {
+			return segs, 0, false, err
+		}
+		segs = segs[:i+1]
+	}
+	last := i == len(segs)-1
+	if !last {
+		s.sealTimeIndex()
+	}
+	if l.deferring {
+		l.ld.pending.Store(true)
+	} else if err := s.syncFile(); err != nil {
+		return segs, 0, false, ioErr("fsync", s.logPath, err)
+	}
+	if err := s.persistIndexes(!l.deferring); err != nil {
+		return segs, 0, false, err
+	}
+	if !last {
+		if err := s.index.mapFile(s.path(indexSuffix)); err != nil {
+			return segs, 0, false, err
+		}
+		if err := s.timeIndex.mapFile(s.path(timeIndexSuffix)); err != nil {
+			return segs, 0, false, err
+		}
+	}
+	s.loaded.Store(true)
+	return segs, res.next, false, nil
 }
 
 // dropSegments deletes segments during recovery.
@@ -394,31 +407,44 @@ func (l *Log) replayProducers(segs []*segment, from int64) error {
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
 	for i := max(0, sortSearchSegments(segs, from)); i < len(segs); i++ {
-		s := segs[i]
-		if err := l.ensureLoaded(segs, i); err != nil {
+		if err := l.replaySegment(segs, i, from, *bp); err != nil {
 			return err
 		}
-		size := s.size.Load()
-		w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
-		pos := int64(0)
-		if from > s.base {
-			pos = s.startPos(&w, from)
+	}
+	return nil
+}
+
+// replaySegment is replayProducers for segs[i], pinned meanwhile.
+func (l *Log) replaySegment(segs []*segment, i int, from int64, buf []byte) error {
+	s := segs[i]
+	f, err := s.use()
+	if err != nil {
+		return err
+	}
+	defer s.unuse()
+	if err := l.ensureLoaded(segs, i); err != nil {
+		return err
+	}
+	size := s.size.Load()
+	w := window{r: f, path: s.logPath, end: size, buf: buf}
+	pos := int64(0)
+	if from > s.base {
+		pos = s.startPos(&w, from)
+	}
+	for pos < size {
+		hb, err := w.header(pos)
+		if err != nil {
+			return err
 		}
-		for pos < size {
-			hb, err := w.header(pos)
-			if err != nil {
+		h := parseHeader(hb)
+		if h.BaseOffset >= from && h.ProducerID >= 0 {
+			if !h.Control() {
+				l.producers.update(h, s, pos)
+			} else if err := l.replayMarker(&w, s, pos, h); err != nil {
 				return err
 			}
-			h := parseHeader(hb)
-			if h.BaseOffset >= from && h.ProducerID >= 0 {
-				if !h.Control() {
-					l.producers.update(h, s, pos)
-				} else if err := l.replayMarker(&w, s, pos, h); err != nil {
-					return err
-				}
-			}
-			pos += h.Size()
 		}
+		pos += h.Size()
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ var noTimestamp = &tsOffset{ts: -1, offset: -1}
 type segment struct {
 	base    int64
 	logPath string
-	file    *os.File
+	fh      fileState // the .log file, opened when used (filecache.go)
 	logger  *slog.Logger
 
 	size  atomic.Int64 // bytes written to the .log file
@@ -113,33 +113,50 @@ func (s *segment) noteFirstBatch(pos, maxTs int64) {
 // or cut short); -1 when it cannot be read. Lock (Log.mu) should be held.
 func (s *segment) rollTimestampLocked() int64 {
 	if !s.firstBatchTsSet {
-		var hb [BatchHeaderSize]byte
-		s.firstBatchTs = -1
-		if _, err := s.file.ReadAt(hb[:], 0); err == nil {
-			s.firstBatchTs = parseHeader(hb[:]).MaxTimestamp
-		}
+		s.firstBatchTs = s.firstMaxTimestamp()
 		s.firstBatchTsSet = true
 	}
 	return s.firstBatchTs
+}
+
+// firstMaxTimestamp is the largest timestamp of the segment's first
+// batch, read from the file; -1 when it cannot be read.
+func (s *segment) firstMaxTimestamp() int64 {
+	f, err := s.use()
+	if err != nil {
+		return -1
+	}
+	defer s.unuse()
+	var hb [BatchHeaderSize]byte
+	if _, err := f.ReadAt(hb[:], 0); err != nil {
+		return -1
+	}
+	return parseHeader(hb[:]).MaxTimestamp
 }
 
 func (s *segment) path(suffix string) string {
 	return offsetFileName(filepath.Dir(s.logPath), s.base, suffix)
 }
 
-// openSegment opens an existing .log file; its indexes are loaded later.
-func openSegment(dir string, base int64, logger *slog.Logger) (*segment, error) {
+// newSegment is a segment of dir at base whose file is opened when first
+// used, through the LogDir's cache fc (nil for a log opened alone).
+func newSegment(dir string, base int64, logger *slog.Logger, fc *fileCache) *segment {
 	s := &segment{base: base, logPath: offsetFileName(dir, base, logSuffix), logger: logger}
-	f, err := os.OpenFile(s.logPath, os.O_RDWR, 0)
+	s.fh.cache, s.fh.slot = fc, -1
+	return s
+}
+
+// openSegment finds an existing .log file; it is opened when first used
+// and its indexes are loaded later.
+func openSegment(dir string, base int64, logger *slog.Logger, fc *fileCache) (*segment, error) {
+	s := newSegment(dir, base, logger, fc)
+	fi, err := os.Stat(s.logPath)
 	if err != nil {
 		return nil, ioErr("open", s.logPath, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, ioErr("stat", s.logPath, err)
+	if !fi.Mode().IsRegular() {
+		return nil, ioErr("open", s.logPath, errors.New("not a regular file"))
 	}
-	s.file = f
 	s.size.Store(fi.Size())
 	s.refs.Store(1)
 	return s, nil
@@ -147,8 +164,8 @@ func openSegment(dir string, base int64, logger *slog.Logger) (*segment, error) 
 
 // createSegment creates an empty segment (replacing stale files of that name)
 // ready to be the active one.
-func createSegment(dir string, base int64, logger *slog.Logger) (*segment, error) {
-	s := &segment{base: base, logPath: offsetFileName(dir, base, logSuffix), logger: logger}
+func createSegment(dir string, base int64, logger *slog.Logger, fc *fileCache) (*segment, error) {
+	s := newSegment(dir, base, logger, fc)
 	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
 		if err := os.WriteFile(s.path(suffix), nil, 0o644); err != nil {
 			return nil, ioErr("create", s.path(suffix), err)
@@ -161,7 +178,9 @@ func createSegment(dir string, base int64, logger *slog.Logger) (*segment, error
 	if err != nil {
 		return nil, ioErr("create", s.logPath, err)
 	}
-	s.file = f
+	if err := f.Close(); err != nil {
+		return nil, ioErr("create", s.logPath, err)
+	}
 	s.refs.Store(1)
 	s.maxTs.Store(noTimestamp)
 	s.loaded.Store(true)
@@ -184,14 +203,16 @@ func (s *segment) acquire() bool {
 // release drops a reference, closing the segment with the last one.
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
-		s.file.Close()
+		s.closeForGood()
 		s.index.release()
 		s.timeIndex.release()
 	}
 }
 
-// removeFiles unlinks the segment's files; open references keep the data.
+// removeFiles unlinks the segment's files; open references keep the data
+// (the file is kept open for them: keepOpen).
 func (s *segment) removeFiles() error {
+	s.keepOpen()
 	var first error
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(s.path(suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
@@ -203,7 +224,12 @@ func (s *segment) removeFiles() error {
 
 // lastModifiedMs is the .log file's modification time in Unix milliseconds.
 func (s *segment) lastModifiedMs() int64 {
-	fi, err := s.file.Stat()
+	f, err := s.use()
+	if err != nil {
+		return 0
+	}
+	defer s.unuse()
+	fi, err := f.Stat()
 	if err != nil {
 		return 0
 	}
@@ -311,9 +337,14 @@ func (s *segment) locate(target, readable int64) (pos int64, h BatchHeader, foun
 	if readable <= 0 {
 		return 0, h, false, nil
 	}
+	f, err := s.use()
+	if err != nil {
+		return 0, h, false, err
+	}
+	defer s.unuse()
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
-	w := window{r: s.file, path: s.logPath, end: readable, buf: *bp}
+	w := window{r: f, path: s.logPath, end: readable, buf: *bp}
 	for pos = s.startPos(&w, target); pos < readable; pos += h.Size() {
 		b, err := w.header(pos)
 		if err != nil {
@@ -348,8 +379,13 @@ func (s *segment) startPos(w *window, target int64) int64 {
 
 // readBatch reads the whole batch at pos described by h.
 func (s *segment) readBatch(pos int64, h BatchHeader) ([]byte, error) {
+	f, err := s.use()
+	if err != nil {
+		return nil, err
+	}
+	defer s.unuse()
 	b := make([]byte, h.Size())
-	if _, err := s.file.ReadAt(b, pos); err != nil {
+	if _, err := f.ReadAt(b, pos); err != nil {
 		return nil, ioErr("read", s.logPath, err)
 	}
 	return b, nil
@@ -372,14 +408,19 @@ func (s *segment) rebuild(interval int32, verifyCRC bool) (scanResult, error) {
 	s.maxTs.Store(noTimestamp)
 	s.bytesSinceIndex = 0
 	size := s.size.Load()
+	res := scanResult{next: s.base}
+	f, err := s.use()
+	if err != nil {
+		return res, err
+	}
+	defer s.unuse()
 	pool := &readBufPool
 	if verifyCRC {
 		pool = &crcBufPool
 	}
 	bp := pool.Get().(*[]byte)
 	defer pool.Put(bp)
-	w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
-	res := scanResult{next: s.base}
+	w := window{r: f, path: s.logPath, end: size, buf: *bp}
 	for res.end < size {
 		pos := res.end
 		hb, err := w.header(pos)
@@ -448,9 +489,14 @@ func (s *segment) checkIndexes(idx, tidx []byte, interval int32, expectNext int6
 		pos, wantLast = int64(p), s.base+int64(r)
 	}
 	mt = tsOffset{ts: -1, offset: -1}
+	f, err := s.use()
+	if err != nil {
+		return 0, mt, 0, err
+	}
+	defer s.unuse()
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
-	w := window{r: s.file, path: s.logPath, end: size, buf: *bp}
+	w := window{r: f, path: s.logPath, end: size, buf: *bp}
 	for first := true; pos < size; first = false {
 		b, err := w.header(pos)
 		if err != nil {
@@ -524,6 +570,12 @@ func (s *segment) loadIndexes(interval int32, heap bool, expectNext int64) (int6
 	if s.loaded.Load() {
 		return expectNext, nil
 	}
+	// Pinned while the indexes are mapped: mappings exist only while the
+	// file is open, and go with it (filecache.go).
+	if _, err := s.use(); err != nil {
+		return 0, err
+	}
+	defer s.unuse()
 	read := mmapFile
 	if heap {
 		read = func(p string) ([]byte, error) {
@@ -591,4 +643,14 @@ func (s *segment) loadIndexes(interval int32, heap bool, expectNext int64) (int6
 		return res.next, res.corrupt
 	}
 	return res.next, nil
+}
+
+// truncateFile cuts the .log file to size bytes (not its size field).
+func (s *segment) truncateFile(size int64) error {
+	f, err := s.use()
+	if err != nil {
+		return err
+	}
+	defer s.unuseWritten()
+	return f.Truncate(size)
 }

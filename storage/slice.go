@@ -6,7 +6,8 @@ import (
 )
 
 // Slice is a byte range of a segment file, for sendfile-style transfer. The
-// file stays open until Release, even if the segment is deleted meanwhile.
+// file stays open until Release, even if the segment is deleted meanwhile
+// or its LogDir is over its bound of open files (it pins the file).
 type Slice struct {
 	File      *os.File
 	Pos, Size int64
@@ -22,6 +23,7 @@ type sliceHandle struct {
 // calls do nothing). The Slice must not be used afterwards.
 func (s Slice) Release() {
 	if s.h != nil && s.h.released.CompareAndSwap(false, true) {
+		s.h.seg.unuse()
 		s.h.seg.release()
 	}
 }

@@ -50,6 +50,11 @@ func (l *Log) findTimestampIn(segs []*segment, i int, readable, ts, minOffset in
 	if readable == 0 {
 		return 0, 0, false, nil
 	}
+	f, err := s.use()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer s.unuse()
 	if err := l.ensureLoaded(segs, i); err != nil {
 		return 0, 0, false, err
 	}
@@ -71,7 +76,7 @@ func (l *Log) findTimestampIn(segs []*segment, i int, readable, ts, minOffset in
 	}
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
-	w := window{r: s.file, path: s.logPath, end: readable, buf: *bp}
+	w := window{r: f, path: s.logPath, end: readable, buf: *bp}
 	for pos < readable {
 		hb, err := w.header(pos)
 		if err != nil {

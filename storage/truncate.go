@@ -137,7 +137,7 @@ func (l *Log) truncateLocked(i int, cut, next int64) error {
 	if cut < s.size.Load() {
 		l.logger.Info("truncating segment", "file", s.logPath, "bytes", s.size.Load()-cut, "logEndOffset", next)
 	}
-	if err := s.file.Truncate(cut); err != nil {
+	if err := s.truncateFile(cut); err != nil {
 		return ioErr("truncate", s.logPath, err)
 	}
 	s.size.Store(cut)
@@ -215,7 +215,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		if err := SyncDir(l.dir); err != nil {
 			return err
 		}
-		seg, err := createSegment(l.dir, offset, l.logger)
+		seg, err := createSegment(l.dir, offset, l.logger, l.files())
 		if err != nil {
 			return err
 		}
@@ -286,6 +286,11 @@ func (l *Log) deleteSnapshotsAbove(offset int64) error {
 // since the last index entry from the batches after that entry, and writes
 // the files out. The caller must have exclusive use of the writer state.
 func (s *segment) truncateIndexes(cut, next int64) error {
+	f, err := s.use() // and its indexes mapped again if they were dropped
+	if err != nil {
+		return err
+	}
+	defer s.unuse()
 	s.index.mu.RLock()
 	data := s.index.data
 	k := sort.Search(len(data)/offsetIndexEntrySize, func(j int) bool {
@@ -321,7 +326,7 @@ func (s *segment) truncateIndexes(cut, next int64) error {
 
 	bp := readBufPool.Get().(*[]byte)
 	defer readBufPool.Put(bp)
-	w := window{r: s.file, path: s.logPath, end: cut, buf: *bp}
+	w := window{r: f, path: s.logPath, end: cut, buf: *bp}
 	for pos := lastPos; pos < cut; {
 		hb, err := w.header(pos)
 		if err != nil {

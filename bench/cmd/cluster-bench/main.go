@@ -50,6 +50,7 @@ var (
 	rolling   = flag.Int("rolling", 0, "also measure this many rolling restarts (SIGTERM, start, full ISR; node by node) under acks=all producers (issue #22; 0: off)")
 	scaleN    = flag.Int("scale-partitions", 0, "also measure failover of the broker leading the most of this many RF=3 partitions (issue #22; 0: off)")
 	scaleKill = flag.String("scale-kill", "most", "with -scale-partitions, which broker is killed: most (leading the most), quorum-leader (hosting the metadata quorum's leader: etcd's raft leader, Kafka's active controller), not-quorum-leader (leading the most of the others)")
+	scaleTP   = flag.Int("scale-topic-partitions", 0, "with -scale-partitions: topics of this many partitions each (0: one topic holding them all)")
 	warmup    = flag.Int("warmup", 200000, "records written, untimed, to a RF=3 topic of each cluster before the runs (the JVMs' JIT)")
 	targets   = flag.String("targets", "", "comma-separated: gregor, kafka (default both when java and mvn are on the PATH, else gregor)")
 	timeout   = flag.Duration("timeout", 25*time.Minute, "bound on the whole run")
@@ -122,8 +123,8 @@ func main() {
 		ts = append(ts, t)
 	}
 
-	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -rolling %d -scale-partitions %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
-		*runs, *records, *size, *failovers, *warmup, *rolling, *scaleN, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+	fmt.Printf("## A three-node cluster\n\n`cd bench && go run ./cmd/cluster-bench -runs %d -n %d -size %d -failovers %d -warmup %d -rolling %d -scale-partitions %d -scale-topic-partitions %d -targets %s` on %s; %s, the client and (Gregor) etcd on one machine (%d cores), taking turns run by run after %d untimed records to a RF=3 topic of each.%s\n\n",
+		*runs, *records, *size, *failovers, *warmup, *rolling, *scaleN, *scaleTP, strings.ToLower(strings.Join(names, ",")), time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		describe(names), numCPU(), *warmup, note)
 
 	for _, t := range ts {
@@ -183,125 +184,6 @@ func main() {
 	}
 	summary(ts)
 	cleanup()
-}
-
-// scaleFailover creates n RF=3 partitions, kills the broker leading the
-// most and measures the time until each of its partitions has a live
-// leader in Metadata and until an acks=all produce to each is
-// acknowledged; then it restarts the broker.
-func scaleFailover(ctx context.Context, t *target, n int) string {
-	topic := fmt.Sprintf("scale-%d", n)
-	minISR := "2"
-	// KRaft refuses a request of more than 10,000 metadata records
-	// (POLICY_VIOLATION "excessively large batch"): the topic is created
-	// with at most scaleChunk partitions and grown by CreatePartitions,
-	// the same requests for both targets.
-	const scaleChunk = 5000
-	start := time.Now()
-	resp, err := t.admin.CreateTopic(ctx, int32(min(n, scaleChunk)), 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	for have := min(n, scaleChunk); err == nil && have < n; have = min(n, have+scaleChunk) {
-		var rs kadm.CreatePartitionsResponses
-		t0 := time.Now()
-		rs, err = t.admin.UpdatePartitions(ctx, min(n, have+scaleChunk), topic)
-		if err == nil {
-			if r := rs[topic]; r.Err != nil {
-				err = fmt.Errorf("%w (%s) after %v", r.Err, r.ErrMessage, time.Since(t0))
-			}
-		}
-	}
-	if err != nil {
-		fatalf("%s: create %s: %v", t.name, topic, err)
-	}
-	var led map[int32][]int32 // leader → partitions
-	for ctx.Err() == nil {
-		md, err := t.admin.Metadata(ctx, topic)
-		if err == nil && len(md.Topics[topic].Partitions) == n {
-			led = map[int32][]int32{}
-			for _, p := range md.Topics[topic].Partitions {
-				if p.Leader < 0 || len(p.ISR) != 3 {
-					led = nil
-					break
-				}
-				led[p.Leader] = append(led[p.Leader], p.Partition)
-			}
-			if led != nil {
-				break
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	created := time.Since(start)
-	// Idle cost at this size: the three brokers' CPU over scaleIdle with
-	// nothing produced or consumed (leadership, replication fetches that
-	// find nothing, ISR upkeep, and for Gregor its console's sampler).
-	const scaleIdle = 15 * time.Second
-	pids := t.c.pids()
-	cpu0 := sumCPU(pids)
-	time.Sleep(scaleIdle)
-	idle := (sumCPU(pids) - cpu0) / scaleIdle.Seconds() * 100
-	var rssKB int64
-	for _, p := range pids {
-		rssKB += procstat.RSSKB(p)
-	}
-	quorumLeader := describeQuorumLeader(ctx, t)
-	var victim int32 = -1
-	for id, ps := range led {
-		if *scaleKill == "not-quorum-leader" && id == quorumLeader {
-			continue
-		}
-		if victim < 0 || len(ps) > len(led[victim]) || (len(ps) == len(led[victim]) && id < victim) {
-			victim = id
-		}
-	}
-	if *scaleKill == "quorum-leader" {
-		victim = quorumLeader
-	}
-	mine := led[victim]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(t.c.seeds()...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	if err != nil {
-		fatalf("%v", err)
-	}
-	defer cl.Close()
-	t.c.kill(victim)
-	killed := time.Now()
-	var ledAgain time.Duration
-	for ctx.Err() == nil && ledAgain == 0 {
-		md, err := t.admin.Metadata(ctx, topic)
-		if err == nil {
-			ok := true
-			for _, p := range mine {
-				if l := md.Topics[topic].Partitions[p].Leader; l < 0 || l == victim {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				ledAgain = time.Since(killed)
-			}
-		}
-		if ledAgain == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	var wg sync.WaitGroup
-	for _, p := range mine {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Partition: p, Value: []byte("after")}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				log.Printf("%s: produce to %s-%d: %v", t.name, topic, p, err)
-			}
-		})
-	}
-	wg.Wait()
-	writable := time.Since(killed)
-	t.c.restart(ctx, victim, t)
-	return fmt.Sprintf("%s: %d partitions created in %.1f s; idle, the three brokers used %.1f %% of a core and %.0f MiB of RSS; broker %d (the quorum's leader: %v) led %d: led again after %.2f s, every one writable after %.2f s",
-		t.name, n, created.Seconds(), idle, float64(rssKB)/1024, victim, victim == quorumLeader, len(mine), ledAgain.Seconds(), writable.Seconds())
 }
 
 // chooseTargets reads -targets and says when Kafka is left out.
@@ -424,8 +306,12 @@ func median(v []float64) float64 {
 
 func waitBrokers(ctx context.Context, t *target, n int) {
 	for ctx.Err() == nil {
-		if md, err := t.admin.BrokerMetadata(ctx); err == nil && len(md.Brokers) == n {
+		md, err := t.admin.BrokerMetadata(ctx)
+		if err == nil && len(md.Brokers) == n {
 			return
+		}
+		if os.Getenv("GREGOR_BENCH_DEBUG") != "" {
+			log.Printf("waitBrokers: %d brokers, %v", len(md.Brokers), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
