@@ -20,7 +20,7 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 # Release builds (make dist): no cgo, no local paths, no symbol tables.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)"
 
-.PHONY: cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance registry-conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-java-streams-chaos compat-python crash link-kill jepsen jepsen-scale fuzz bench lint clean
+.PHONY: compat-tls cross cross-vet dist image check-image check-image-runc check-arm64 test-stress race screenshot conformance registry-conformance bench-kafka bench-cluster bench-scale bench-link bench-registry cluster build run deps test unit compat compat-cluster compat-java compat-java-streams-chaos compat-python crash link-kill jepsen jepsen-scale fuzz bench lint clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/gregor ./cmd/gregor
@@ -245,6 +245,12 @@ test-stress:
 
 compat: deps
 	$(GO) test $(TESTFLAGS) -timeout 10m -v ./compat/...
+
+## compat-tls: franz-go's whole suite over TLS with a client certificate,
+## its ETL tests included (make test runs it without them; they run there
+## over plain connections, on one node and on three)
+compat-tls: build
+	GREGOR_FRANZGO_TLS_ALL=1 $(GO) test $(TESTFLAGS) -count=1 -timeout 15m -run 'TestSecurity_FranzGoSuiteOverTLS$$' -v ./compat
 
 ## compat-java: the Java client tests (compat/java: kafka-clients 4.x,
 ## JUnit 5) against a gregor they build and start themselves, then Kafka
