@@ -422,7 +422,7 @@ func TestCluster(t *testing.T) {
 		stale.Brokers = map[int32]Broker{1: m.Brokers[1], 3: m.Brokers[3]}
 		// 1. A controller whose election key is not the current one.
 		oldGuard := clientv3.Compare(clientv3.CreateRevision(elKey), "=", elRev-1)
-		if lost := ctrl.reconcile(ctx(t), oldGuard, keyController+"gone", &stale); !lost {
+		if lost, _ := ctrl.reconcile(ctx(t), oldGuard, keyController+"gone", &stale); !lost {
 			t.Fatal("a controller with an old election revision was not told it lost")
 		}
 		// 2. The current controller, but the partitions changed since the
@@ -434,7 +434,7 @@ func TestCluster(t *testing.T) {
 		guard := clientv3.Compare(clientv3.CreateRevision(elKey), "=", elRev)
 		staleP1 := stale
 		staleP1.Topics = map[string]*Topic{"orders": {Name: "orders", Partitions: []Partition{p1}}}
-		if lost := ctrl.reconcile(ctx(t), guard, elKey, &staleP1); lost {
+		if lost, _ := ctrl.reconcile(ctx(t), guard, elKey, &staleP1); lost {
 			t.Fatal("current controller told it lost")
 		}
 		cur, err := ctrl.readPartition(ctx(t), "orders", 1)

@@ -286,7 +286,7 @@ func TestController_FailedBatchWrittenInHalves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lost := ctrl.reconcile(ctx(t), guard, elKey, &stale); lost {
+	if lost, _ := ctrl.reconcile(ctx(t), guard, elKey, &stale); lost {
 		t.Fatal("the controller was told it lost its election key")
 	}
 	after, err := ctrl.cli.Get(ctx(t), keyPartitions, clientv3.WithPrefix())
