@@ -45,6 +45,7 @@ import (
 	"github.com/gregor-broker/gregor/compat/kafkaref"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func main() {
@@ -317,14 +318,19 @@ func startGregor(ctx context.Context, bin, dir string, n int) (string, func()) {
 		log.Fatal(err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	// Metadata sent as is: kadm's BrokerMetadata answers from the client's
+	// cached metadata, which franz-go refreshes only every
+	// metadata.max.age (5 min) while no topic is in use, so a client that
+	// first saw the cluster while its nodes registered kept seeing fewer.
 	for began := time.Now(); ; {
-		md, err := adm.BrokerMetadata(ctx)
-		if err == nil && len(md.Brokers) == n && md.Controller >= 0 {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.Brokers) == n && resp.ControllerID >= 0 {
 			break
 		}
 		if time.Since(began) > time.Minute {
-			log.Fatalf("Gregor did not list its %d nodes and a controller in a minute: %+v, %v", n, md, err)
+			log.Fatalf("Gregor did not list its %d nodes and a controller in a minute: %+v, %v", n, resp, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
