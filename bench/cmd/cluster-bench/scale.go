@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/bench/internal/procstat"
 )
@@ -46,17 +47,17 @@ func scaleTopics(n, per int) (names []string, parts int32) {
 // ledWithFullISR returns leader → partitions once every partition of
 // topics has a leader and a full ISR of 3, else nil.
 func ledWithFullISR(ctx context.Context, t *target, topics []string, parts int32) map[int32][]tp {
-	md, err := t.admin.Metadata(ctx, topics...)
+	md, err := metadataNow(ctx, t.cl, topics)
 	if err != nil {
 		return nil
 	}
 	led := map[int32][]tp{}
 	for _, name := range topics {
-		td, ok := md.Topics[name]
-		if !ok || td.Err != nil || len(td.Partitions) != int(parts) {
+		ps, ok := md[name]
+		if !ok || len(ps) != int(parts) {
 			return nil
 		}
-		for _, p := range td.Partitions {
+		for _, p := range ps {
 			if p.Leader < 0 || len(p.ISR) != 3 {
 				return nil
 			}
@@ -64,6 +65,37 @@ func ledWithFullISR(ctx context.Context, t *target, topics []string, parts int32
 		}
 	}
 	return led
+}
+
+// metadataNow asks a broker for the partitions of topics (by topic and
+// partition; a topic with an error is left out). It sends Metadata
+// itself: kadm's Metadata answers from franz-go's cached metadata while it
+// is younger than metadata.min.age (5 s) and its leaders still listed, so
+// a failover timed with it could read up to 5 s late (the scale figures
+// of docs/benchmarks.md before this change were).
+func metadataNow(ctx context.Context, cl *kgo.Client, topics []string) (map[string]map[int32]kmsg.MetadataResponseTopicPartition, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	md := map[string]map[int32]kmsg.MetadataResponseTopicPartition{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		ps := map[int32]kmsg.MetadataResponseTopicPartition{}
+		for _, p := range t.Partitions {
+			ps[p.Partition] = p
+		}
+		md[*t.Topic] = ps
+	}
+	return md, nil
 }
 
 // resources describes each broker's process (RSS, open files, memory
@@ -194,12 +226,11 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 		fpoll = 250 * time.Millisecond
 	}
 	for ctx.Err() == nil && ledAgain == 0 {
-		md, err := adm.Metadata(ctx, topics...)
+		md, err := metadataNow(ctx, acl, topics)
 		if err == nil {
 			ok := true
 			for _, x := range mine {
-				ps := md.Topics[x.topic].Partitions
-				if p, found := ps[x.p]; !found || p.Leader < 0 || p.Leader == victim {
+				if p, found := md[x.topic][x.p]; !found || p.Leader < 0 || p.Leader == victim {
 					ok = false
 					break
 				}
