@@ -28,6 +28,7 @@ func (n *Node) runController(inc *incarnation, el *concurrency.Election) {
 	for inc.ctx.Err() == nil && !n.Fenced() {
 		m, ch := n.Subscribe()
 		lost, decided := n.reconcile(inc.ctx, guard, el.Key(), m)
+		n.controllerPasses.Add(1)
 		if lost {
 			n.log.Warn("controller lost its election key")
 			return

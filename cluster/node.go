@@ -30,6 +30,10 @@ import (
 // (if it is a voter), its leased registration, its candidacy for
 // controller, and a mirror of the cluster metadata.
 type Node struct {
+	// controllerPasses counts the controller's passes over the partitions
+	// (runController) while this node is the controller.
+	controllerPasses atomic.Int64
+
 	cfg  Config
 	log  *slog.Logger
 	ttl  int64 // lease TTL in seconds
