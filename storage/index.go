@@ -78,15 +78,7 @@ func (x *indexFile) restore(path string) error {
 	if !dropped {
 		return nil
 	}
-	data, err := mmapFile(path)
-	if err != nil {
-		return err
-	}
-	x.mu.Lock()
-	x.unmapLocked()
-	x.data, x.mapped, x.persisted = data, data != nil, len(data)
-	x.mu.Unlock()
-	return nil
+	return x.mapFileLocked(path)
 }
 
 // setHeap replaces the entries with heap data, of which the first persisted
@@ -172,6 +164,11 @@ func (x *indexFile) persist(path string, sync bool) error {
 func (x *indexFile) mapFile(path string) error {
 	x.fileMu.Lock()
 	defer x.fileMu.Unlock()
+	return x.mapFileLocked(path)
+}
+
+// mapFileLocked is mapFile with fileMu held.
+func (x *indexFile) mapFileLocked(path string) error {
 	data, err := mmapFile(path)
 	if err != nil {
 		return err
