@@ -64,7 +64,9 @@
 //
 // Every node campaigns; the winner runs the controller until its lease is
 // lost, it is fenced, or it closes. On taking office and at every metadata
-// change it re-checks every partition against the live brokers (a broker
+// change (and half a second after a pass that decided changes, to retry a
+// failed write; never on a timer alone, so an idle cluster costs it no
+// pass) it re-checks every partition against the live brokers (a broker
 // whose registration says its log dir is offline, SetLogDirOffline, or
 // that it is stopping, SetControlledShutdown, counts as not live):
 //

@@ -44,8 +44,11 @@
 // file position through atomics, so a slow fsync does not stall them. Slices
 // hold a reference to their segment, so retention can unlink a segment while
 // it is being sent. Notify gives long-polling fetches a channel closed when
-// the high watermark advances. ReadCommitted stops at the last stable
-// offset instead (see Transactions).
+// the high watermark advances; a fetch waiting on many partitions adds one
+// Waiter to each of their logs instead (Wait, Unwait), woken by the same
+// advances, so that a follower's Fetch of thousands of partitions waits
+// without a goroutine per partition. ReadCommitted stops at the last
+// stable offset instead (see Transactions).
 //
 // # Idempotent producers
 //
