@@ -18,23 +18,8 @@ func TestStreams_TopologyDescription(t *testing.T) {
 	for _, kept := range []bool{false, true} {
 		now := time.Unix(1_700_000_000, 0)
 		h := &streamsHarness{t: t, log: newMemLog(), topics: map[string]int32{"input": 4, "app-repartition": 4, "app-counts-changelog": 4}, dir: t.TempDir()}
-		c, err := Open(Config{Dir: h.dir, Log: h.log, LogPartitions: 50, StreamsInitialRebalanceDelay: -1, StreamsTopologyDescriptions: kept,
-			Now: func() time.Time { return now },
-			Topics: func() []ConsumerTopic {
-				var out []ConsumerTopic
-				for _, n := range sortedKeys(h.topics) {
-					out = append(out, ConsumerTopic{Name: n, ID: testTopicID(n), Partitions: h.topics[n]})
-				}
-				return out
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.LoadPartition(PartitionFor("app", 50)); err != nil {
-			t.Fatal(err)
-		}
-		h.c = c
+		h.openWith(Config{LogPartitions: 50, StreamsInitialRebalanceDelay: -1, StreamsTopologyDescriptions: kept,
+			Now: func() time.Time { return now }})
 		r, _ := h.hb("m1", "p1", 0, nil, nil)
 		if r.ErrorCode != 0 || r.TopologyDescriptionRequired != kept {
 			t.Fatalf("kept=%v: join: %s, asked %v", kept, kerr.ErrorForCode(r.ErrorCode), r.TopologyDescriptionRequired)
@@ -69,12 +54,12 @@ func TestStreams_TopologyDescription(t *testing.T) {
 			st := kmsg.NewTopologyDescriptionSubtopology()
 			st.SubtopologyID, st.Nodes = "0", []kmsg.TopologyDescriptionNode{n}
 			req.TopologyDescription.Subtopologies = []kmsg.TopologyDescriptionSubtopology{st}
-			return c.StreamsGroupTopologyDescriptionUpdate(req).ErrorCode
+			return h.c.StreamsGroupTopologyDescriptionUpdate(req).ErrorCode
 		}
 		describe := func() kmsg.StreamsGroupDescribeResponseGroup {
 			req := kmsg.NewPtrStreamsGroupDescribeRequest()
 			req.Version, req.Groups, req.IncludeTopologyDescription = 1, []string{"app"}, true
-			return c.StreamsGroupDescribe(req).Groups[0]
+			return h.c.StreamsGroupDescribe(req).Groups[0]
 		}
 		if !kept {
 			if code := push("m1", 0, 1); code != kerr.UnsupportedVersion.Code {

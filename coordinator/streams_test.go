@@ -27,14 +27,22 @@ func newStreamsHarness(t *testing.T, standbys int) *streamsHarness {
 
 func (h *streamsHarness) open(standbys int) {
 	h.t.Helper()
-	c, err := Open(Config{Dir: h.dir, Log: h.log, LogPartitions: 50, StreamsNumStandbyReplicas: standbys, StreamsInitialRebalanceDelay: -1,
-		Topics: func() []ConsumerTopic {
-			var out []ConsumerTopic
-			for _, n := range sortedKeys(h.topics) {
-				out = append(out, ConsumerTopic{Name: n, ID: testTopicID(n), Partitions: h.topics[n]})
-			}
-			return out
-		}})
+	h.openWith(Config{LogPartitions: 50, StreamsNumStandbyReplicas: standbys, StreamsInitialRebalanceDelay: -1})
+}
+
+// openWith opens a coordinator with cfg over the harness's directory, log
+// and topics, and loads the partition of group "app".
+func (h *streamsHarness) openWith(cfg Config) {
+	h.t.Helper()
+	cfg.Dir, cfg.Log = h.dir, h.log
+	cfg.Topics = func() []ConsumerTopic {
+		var out []ConsumerTopic
+		for _, n := range sortedKeys(h.topics) {
+			out = append(out, ConsumerTopic{Name: n, ID: testTopicID(n), Partitions: h.topics[n]})
+		}
+		return out
+	}
+	c, err := Open(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -457,22 +465,7 @@ func TestStreams_ReloadFromLog(t *testing.T) {
 func TestStreams_SessionExpiry(t *testing.T) {
 	clock := newManualClock()
 	h := &streamsHarness{t: t, log: newMemLog(), topics: map[string]int32{"input": 2, "app-repartition": 2, "app-counts-changelog": 2}, dir: t.TempDir()}
-	c, err := Open(Config{Dir: h.dir, Log: h.log, Now: clock.Now, AfterFunc: clock.AfterFunc, StreamsInitialRebalanceDelay: -1,
-		Topics: func() []ConsumerTopic {
-			var out []ConsumerTopic
-			for _, n := range sortedKeys(h.topics) {
-				out = append(out, ConsumerTopic{Name: n, ID: testTopicID(n), Partitions: h.topics[n]})
-			}
-			return out
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.LoadPartition(PartitionFor("app", 50)); err != nil {
-		t.Fatal(err)
-	}
-	h.c = c
+	h.openWith(Config{Now: clock.Now, AfterFunc: clock.AfterFunc, StreamsInitialRebalanceDelay: -1})
 	h.hb("m1", "p1", 0, nil, nil)
 	h.hb("m2", "p2", 0, nil, nil)
 	clock.Advance(DefaultStreamsSessionTimeout / 2)
@@ -491,22 +484,7 @@ func TestStreams_SessionExpiry(t *testing.T) {
 func TestStreams_InitialRebalanceDelay(t *testing.T) {
 	clock := newManualClock()
 	h := &streamsHarness{t: t, log: newMemLog(), topics: map[string]int32{"input": 2, "app-repartition": 2, "app-counts-changelog": 2}, dir: t.TempDir()}
-	c, err := Open(Config{Dir: h.dir, Log: h.log, Now: clock.Now, AfterFunc: clock.AfterFunc,
-		Topics: func() []ConsumerTopic {
-			var out []ConsumerTopic
-			for _, n := range sortedKeys(h.topics) {
-				out = append(out, ConsumerTopic{Name: n, ID: testTopicID(n), Partitions: h.topics[n]})
-			}
-			return out
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.LoadPartition(PartitionFor("app", 50)); err != nil {
-		t.Fatal(err)
-	}
-	h.c = c
+	h.openWith(Config{Now: clock.Now, AfterFunc: clock.AfterFunc})
 	delayed := []int8{streamsStatusAssignmentDelayed}
 	r1, _ := h.hb("m1", "p1", 0, nil, nil)
 	if r1.MemberEpoch != 1 || len(r1.ActiveTasks) != 0 || r1.ActiveTasks == nil || !reflect.DeepEqual(statusCodes(r1), delayed) ||
