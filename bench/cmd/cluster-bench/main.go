@@ -335,9 +335,9 @@ func createTopic(ctx context.Context, t *target, name string, rf int16) {
 		fatalf("%s: create %s: %v", t.name, name, err)
 	}
 	for ctx.Err() == nil {
-		md, err := t.admin.Metadata(ctx, name)
+		md, err := metadataNow(ctx, t.cl, []string{name})
 		if err == nil {
-			if p, ok := md.Topics[name].Partitions[0]; ok && p.Leader >= 0 && len(p.ISR) == int(rf) {
+			if p, ok := md[name][0]; ok && p.Leader >= 0 && len(p.ISR) == int(rf) {
 				return
 			}
 		}
@@ -410,11 +410,14 @@ func failover(ctx context.Context, t *target, i int) time.Duration {
 			fatalf("%s: warm-up: %v", t.name, err)
 		}
 	}
-	md, err := t.admin.Metadata(ctx, topic)
-	if err != nil {
-		fatalf("%s: %v", t.name, err)
+	// The leader as the cluster has it now (a cached answer could name
+	// the previous one, and the kill would miss it).
+	md, err := metadataNow(ctx, t.cl, []string{topic})
+	p0, ok := md[topic][0]
+	if err != nil || !ok || p0.Leader < 0 {
+		fatalf("%s: %s has no leader: %v", t.name, topic, err)
 	}
-	leader := md.Topics[topic].Partitions[0].Leader
+	leader := p0.Leader
 	t.c.kill(leader)
 	killed := time.Now()
 	var d time.Duration
@@ -428,8 +431,8 @@ func failover(ctx context.Context, t *target, i int) time.Duration {
 	t.c.restart(ctx, leader, t)
 	// Back to a full ISR before the next measurement.
 	for ctx.Err() == nil {
-		md, err := t.admin.Metadata(ctx, topic)
-		if err == nil && len(md.Topics[topic].Partitions[0].ISR) == 3 {
+		md, err := metadataNow(ctx, t.cl, []string{topic})
+		if p, ok := md[topic][0]; err == nil && ok && len(p.ISR) == 3 {
 			return d
 		}
 		time.Sleep(100 * time.Millisecond)
