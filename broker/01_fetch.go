@@ -21,11 +21,12 @@ package broker
 // to its own high watermark, and the leader may answer a partition with
 // PreferredReadReplica and no records instead (KIP-392, read_replica.go).
 //
-// Fetch sessions (KIP-227): Gregor creates none. A full request (epoch 0,
-// which asks for a new session, or -1, which asks for none; either closes
-// the session it names, as in Kafka) gets session id 0, which tells the
-// client to keep sending full, sessionless requests; an incremental one
-// (epoch > 0) gets FETCH_SESSION_ID_NOT_FOUND, there being no session. read_committed stops at the last stable
+// Fetch sessions (KIP-227, package fetchsession): a full request with
+// session epoch 0 makes a session when the cache has room and is answered
+// with its id; incremental requests (epoch > 0) name only the partitions
+// whose position changed and are answered only with the partitions that
+// have something new. Epoch -1 asks for no session. Either full request
+// closes the session it names, as in Kafka. read_committed stops at the last stable
 // offset and lists the aborted transactions in the range returned, from the
 // segments' aborted-transaction indexes, so the client can drop their
 // batches; read_uncommitted reads to the high watermark.
@@ -35,6 +36,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/gregor-broker/gregor/fetchsession"
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/quota"
 	"github.com/gregor-broker/gregor/storage"
@@ -69,12 +71,25 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.FetchRequest)
 	resp := r.fetchResponse(req)
 	resp.Version = req.Version
-	if req.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		r.out = r.encodeFetch(resp, noRegions)
-		return nil, nil
-	}
 	resp.SessionID = 0
+	var fs fetchSessionUse
+	if req.Version >= 7 {
+		switch req.SessionEpoch {
+		case fetchsession.InitialEpoch, fetchsession.FinalEpoch:
+			if req.SessionID != 0 {
+				b.fetchSessions.Remove(req.SessionID)
+			}
+			fs.create = req.SessionEpoch == fetchsession.InitialEpoch
+		default:
+			s, parts, code := b.fetchSessions.Incremental(req, time.Now())
+			if code != 0 {
+				resp.ErrorCode = code
+				r.out = r.encodeFetch(resp, noRegions)
+				return nil, nil
+			}
+			fs.sess, fs.parts = s, parts
+		}
+	}
 
 	start := time.Now()
 	var cq *quota.Set
@@ -94,32 +109,89 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		r.waitInWriter = true
 		r.wait = func() {
 			waited := b.fetchWaiting(r, req, resp, targets, regions, deadline, wake)
-			b.fetchAnswer(r, req, resp, regions, cq, time.Since(start)-waited)
+			b.fetchAnswer(r, req, resp, regions, cq, fs, time.Since(start)-waited)
 		}
 		return nil, nil
 	}
-	b.fetchAnswer(r, req, resp, regions, cq, time.Since(start))
+	b.fetchAnswer(r, req, resp, regions, cq, fs, time.Since(start))
 	return nil, nil
+}
+
+// fetchSessionUse is what a Fetch does with a fetch session: make one
+// (create), or answer within one (sess, with its partitions in the order
+// of the request it rewrote).
+type fetchSessionUse struct {
+	create bool
+	sess   *fetchsession.Session
+	parts  []*fetchsession.Partition
 }
 
 // fetchAnswer encodes the response, with the regions read as file regions
 // sent by sendfile, unless the client's quotas throttle it: then the answer
-// is empty, as in Kafka.
-func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *quota.Set, handlerTime time.Duration) {
+// is empty, as in Kafka. An incremental fetch answers only the partitions
+// its session selects; a full one with epoch 0 makes a session.
+func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *quota.Set, fs fetchSessionUse, handlerTime time.Duration) {
 	b.rewriteEndpoints(r, resp)
+	release := r.keep.releaser(regions)
+	var heard []*fetchsession.Partition
+	var created *fetchsession.Session
+	switch {
+	case fs.sess != nil:
+		resp, regions, heard = sessionAnswer(fs.sess, fs.parts, resp, regions)
+		resp.SessionID = fs.sess.ID()
+		release = func() { releaseRegions(regions) }
+	case fs.create && resp.ErrorCode == 0:
+		if created = b.fetchSessions.Create(req, resp, fetchReplicaID(req) >= 0, time.Now()); created != nil {
+			resp.SessionID = created.ID()
+		}
+	}
 	r.out = r.encodeFetch(resp, func(ti, pi int) (protocol.Region, bool) {
 		s := regions[ti][pi]
 		return protocol.Region{File: s.File, Pos: s.Pos, Size: s.Size}, s.Size > 0
 	})
 	if cq != nil && b.throttleFetch(r, cq, resp, r.out.Size(), handlerTime) {
-		// Throttled: answered empty, as Kafka does; nothing is sent.
+		// Throttled: answered empty, as Kafka does; nothing is sent. What
+		// it would have said is said in the next answer, and a session it
+		// would have made is not made.
 		releaseRegions(regions)
 		resp.Topics = nil
+		if fs.sess != nil {
+			fs.sess.Unheard(heard)
+		}
+		if created != nil {
+			b.fetchSessions.Remove(created.ID())
+			resp.SessionID = 0
+		}
 		r.out = r.encodeFetch(resp, noRegions)
 		return
 	}
 	b.observeFetch(req, resp, regions)
-	r.release = r.keep.releaser(regions)
+	r.release = release
+}
+
+// sessionAnswer is the answer of an incremental fetch: of resp's
+// partitions, those its session selects (fetchsession.Session.Answer), in a
+// new response with their regions, which are moved out of regions. It
+// returns the partitions selected.
+func sessionAnswer(s *fetchsession.Session, parts []*fetchsession.Partition, resp *kmsg.FetchResponse, regions [][]storage.Slice) (*kmsg.FetchResponse, [][]storage.Slice, []*fetchsession.Partition) {
+	out := *resp
+	out.Topics = nil
+	var outRegions [][]storage.Slice
+	last := -1
+	heard := s.Answer(parts, resp, func(ti, pi int) bool { return regions[ti][pi].Size > 0 }, func(ti, pi int) {
+		if ti != last {
+			t := resp.Topics[ti]
+			t.Partitions = nil
+			out.Topics = append(out.Topics, t)
+			outRegions = append(outRegions, nil)
+			last = ti
+		}
+		n := len(out.Topics) - 1
+		out.Topics[n].Partitions = append(out.Topics[n].Partitions, resp.Topics[ti].Partitions[pi])
+		outRegions[n] = append(outRegions[n], regions[ti][pi])
+		regions[ti][pi] = storage.Slice{}
+	})
+	return &out, outRegions, heard
 }
 
 // throttleFetch records a consumer's Fetch against its quotas: the response
@@ -154,6 +226,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 		targets = k.targets[:0]
 	}
 	replica := fetchReplicaID(req)
+	now := time.Now()
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		var t *topic
@@ -182,7 +255,7 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 				tg.code = kerr.UnknownTopicOrPartition.Code
 			default:
 				tg.part = parts[rp.Partition]
-				tg.code = b.fetchLeadership(tg.part, req, rp)
+				tg.code = b.fetchLeadership(tg.part, req, rp, now)
 				if tg.code == 0 && replica < 0 && req.Version >= 11 {
 					tg.preferred = b.preferredReadReplica(tg.part, req.Rack, rp.FetchOffset)
 				}

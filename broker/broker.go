@@ -14,6 +14,7 @@ import (
 	"github.com/gregor-broker/gregor/clientmetrics"
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
+	"github.com/gregor-broker/gregor/fetchsession"
 	"github.com/gregor-broker/gregor/link"
 	"github.com/gregor-broker/gregor/metastore"
 	"github.com/gregor-broker/gregor/quota"
@@ -59,6 +60,7 @@ type Broker struct {
 	shareLog      *internalTopic                // __share_group_state
 	shares        *share.Cache                  // the share-partitions this broker leads (shares.go)
 	shareSessions *share.Sessions               // the share sessions on this broker
+	fetchSessions *fetchsession.Cache           // incremental fetch sessions (KIP-227)
 
 	// toldNotLeader is when a client was last answered
 	// NOT_LEADER_OR_FOLLOWER (unix ns): a controlled shutdown serves on
@@ -137,6 +139,7 @@ func New(cfg Config) (*Broker, error) {
 	b.offsets, b.txnLog, b.shareLog = b.offsetsInternalTopic(), b.txnInternalTopic(), b.shareInternalTopic()
 	b.shares = share.NewCache(sharePersister{b}, shareSettings{b}, b.log)
 	b.shareSessions = share.NewSessions(b.shares)
+	b.fetchSessions = fetchsession.NewCache(int(cfg.int64Prop("max.incremental.fetch.session.cache.slots")))
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	ok := false // New succeeded; else the data dir lock is released
 	topicsDir := filepath.Join(cfg.DataDir, metaDirName, topicsDirName)

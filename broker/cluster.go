@@ -748,7 +748,7 @@ func (b *Broker) partitionView(p *partition) replicaView {
 // read_replica.go). A follower's fetch offset is its log end offset: the
 // Leader records it, which may move the high watermark, and a follower out
 // of the ISR that has caught up is proposed for it at once.
-func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition) int16 {
+func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, now time.Time) int16 {
 	if b.cluster != nil && p.log == nil {
 		return kerr.NotLeaderForPartition.Code // no replica here
 	}
@@ -770,12 +770,14 @@ func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.
 		return 0
 	}
 	ldr := p.leader.Load()
-	if ldr == nil || !ldr.IsReplica(replica) {
+	if ldr == nil {
 		return kerr.NotLeaderForPartition.Code
 	}
-	ldr.FollowerLogStartOffset(replica, rp.LogStartOffset)
-	ldr.FollowerFetched(replica, rp.FetchOffset, time.Now())
-	if !slices.Contains(ldr.State().ISR, replica) {
+	replicaOK, inISR := ldr.Fetched(replica, rp.FetchOffset, rp.LogStartOffset, now)
+	if !replicaOK {
+		return kerr.NotLeaderForPartition.Code
+	}
+	if !inISR {
 		b.kickISR()
 	}
 	return 0

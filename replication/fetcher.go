@@ -106,6 +106,36 @@ type Fetcher struct {
 
 	mu    sync.Mutex // held while applying a response, so Remove waits for it
 	parts map[TP]*fpart
+
+	// The fetch session with the leader (KIP-227), used by run's
+	// goroutine only: id 0 when there is none, the epoch of the next
+	// incremental request, and each partition of the session as last sent.
+	session sessionState
+}
+
+// sessionState is a follower's fetch session with its leader.
+type sessionState struct {
+	id    int32
+	epoch int32
+	gen   uint64 // the fetch that last marked the partitions still fetched
+	sent  map[TP]*sentPart
+}
+
+// sentPart is a partition of the session as the leader holds it: the
+// position last sent and the assignment it was sent for.
+type sentPart struct {
+	topicID     [16]byte
+	log         FollowerLog
+	leaderEpoch int32
+	fetchOffset int64
+	logStart    int64
+	gen         uint64
+}
+
+// reset forgets the session; the next request is a full one that closes
+// it at the leader and asks for a new one.
+func (s *sessionState) reset() {
+	s.epoch, s.sent = 0, nil
 }
 
 // NewFetcher starts a fetcher for the leader broker at addr.
@@ -359,6 +389,13 @@ func (f *Fetcher) partitionErrorLocked(p *fpart, code int16) {
 	}
 }
 
+// fetch sends one Fetch for parts, in the fetch session with the leader
+// when there is one: a full request (epoch 0) names every partition and
+// asks for a session; once the leader has made one, an incremental
+// request names only the partitions whose position or assignment changed
+// and forgets those no longer fetched, and the answer holds only the
+// partitions with news. Any failure ends the session; the next request is
+// full again.
 func (f *Fetcher) fetch(parts []fpart) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.cfg.Self
@@ -367,11 +404,27 @@ func (f *Fetcher) fetch(parts []fpart) error {
 	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
 	req.MinBytes = f.cfg.MinBytes
 	req.MaxBytes = f.cfg.MaxBytes
-	req.SessionEpoch = -1 // sessionless
+	ss := &f.session
+	full := ss.epoch == 0
+	req.SessionID, req.SessionEpoch = ss.id, ss.epoch
+	if full {
+		ss.sent = make(map[TP]*sentPart, len(parts))
+	}
+	ss.gen++
 	byTopic := map[string]int{}
-	idx := map[TP]fpart{}
 	for _, p := range parts {
-		idx[p.tp] = p
+		leo, start := p.log.LogEndOffset(), p.log.LogStartOffset()
+		sp := ss.sent[p.tp]
+		if sp != nil && sp.log == p.log && sp.leaderEpoch == p.leaderEpoch && sp.topicID == p.topicID &&
+			sp.fetchOffset == leo && sp.logStart == start {
+			sp.gen = ss.gen // in the session as it is
+			continue
+		}
+		if sp == nil {
+			sp = &sentPart{}
+			ss.sent[p.tp] = sp
+		}
+		*sp = sentPart{topicID: p.topicID, log: p.log, leaderEpoch: p.leaderEpoch, fetchOffset: leo, logStart: start, gen: ss.gen}
 		i, ok := byTopic[p.tp.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -383,22 +436,47 @@ func (f *Fetcher) fetch(parts []fpart) error {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.tp.Partition
 		rp.CurrentLeaderEpoch = p.leaderEpoch
-		rp.FetchOffset = p.log.LogEndOffset()
+		rp.FetchOffset = leo
 		rp.LastFetchedEpoch = -1
-		rp.LogStartOffset = p.log.LogStartOffset()
+		rp.LogStartOffset = start
 		rp.PartitionMaxBytes = f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
+	forgotten := map[TP]*sentPart{}
+	for tp, sp := range ss.sent {
+		if sp.gen != ss.gen {
+			forgotten[tp] = sp
+			delete(ss.sent, tp)
+		}
+	}
+	if !full {
+		ft := map[string]int{}
+		for tp, sp := range forgotten {
+			i, ok := ft[tp.Topic]
+			if !ok {
+				i = len(req.ForgottenTopics)
+				ft[tp.Topic] = i
+				req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{Topic: tp.Topic, TopicID: sp.topicID})
+			}
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+		}
+	}
 	byID := map[[16]byte]string{}
-	for _, t := range req.Topics {
-		byID[t.TopicID] = t.Topic
+	for tp, sp := range ss.sent {
+		byID[sp.topicID] = tp.Topic
 	}
 	kresp, err := f.seed().Request(f.ctx, req)
 	if err != nil {
+		ss.reset()
 		return err
 	}
 	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
+		ss.reset()
+		if resp.ErrorCode == kerr.FetchSessionIDNotFound.Code || resp.ErrorCode == kerr.InvalidFetchSessionEpoch.Code {
+			ss.id = 0 // the leader has no such session (restarted, evicted)
+			return nil
+		}
 		return kerr.ErrorForCode(resp.ErrorCode)
 	}
 	var outOfRange []fpart
@@ -409,12 +487,9 @@ func (f *Fetcher) fetch(parts []fpart) error {
 			name = byID[rt.TopicID]
 		}
 		for _, rp := range rt.Partitions {
-			p, ok := idx[TP{name, rp.Partition}]
-			if !ok {
-				continue
-			}
-			cur := f.currentLocked(p)
-			if cur == nil {
+			tp := TP{name, rp.Partition}
+			sp, cur := ss.sent[tp], f.parts[tp]
+			if sp == nil || cur == nil || cur.leaderEpoch != sp.leaderEpoch || cur.log != sp.log {
 				continue // removed or re-added while the fetch was out
 			}
 			switch rp.ErrorCode {
@@ -428,10 +503,27 @@ func (f *Fetcher) fetch(parts []fpart) error {
 		}
 	}
 	f.mu.Unlock()
+	switch {
+	case resp.SessionID == 0:
+		ss.id = 0
+		ss.reset() // no session: the next request is full again
+	case full:
+		ss.id, ss.epoch = resp.SessionID, 1
+	default:
+		ss.epoch = nextEpoch(ss.epoch)
+	}
 	for _, p := range outOfRange {
 		f.outOfRange(p)
 	}
 	return nil
+}
+
+// nextEpoch is the session epoch after epoch, wrapping to 1.
+func nextEpoch(epoch int32) int32 {
+	if epoch++; epoch <= 0 {
+		return 1
+	}
+	return epoch
 }
 
 // applyLocked appends what the leader sent and takes its high watermark.

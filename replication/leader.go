@@ -137,11 +137,14 @@ func (l *Leader) Proposed(change ISRChange) {
 	}
 }
 
-// ProposalFailed forgets an in-flight proposal that was rejected.
+// ProposalFailed forgets an in-flight proposal that was rejected. The
+// maximal ISR shrinks back to the committed one, which may let the high
+// watermark move.
 func (l *Leader) ProposalFailed() {
 	l.mu.Lock()
 	l.pending = nil
 	l.mu.Unlock()
+	l.MaybeAdvanceHighWatermark()
 }
 
 // IsReplica reports whether id is one of the partition's followers.
@@ -154,13 +157,47 @@ func (l *Leader) IsReplica(id int32) bool {
 // FollowerFetched records a Fetch from follower id at fetchOffset (its log
 // end offset), and moves the high watermark if that allows it.
 func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
-	leo := l.log.LogEndOffset()
+	l.mu.Lock()
+	f := l.followers[id]
+	var grew bool
+	if f != nil {
+		grew = l.fetchedLocked(f, fetchOffset, now)
+	}
+	l.mu.Unlock()
+	if grew {
+		l.MaybeAdvanceHighWatermark()
+	}
+}
+
+// Fetched is what a follower's Fetch does for each partition, in one
+// step: it records the follower's fetch offset (its log end offset) and
+// log start offset (-1 when its Fetch version has none) and moves the high
+// watermark when the follower's log end offset grew. It reports whether
+// id is a follower of the partition and whether it is in the committed
+// ISR.
+func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.Time) (replica, inISR bool) {
 	l.mu.Lock()
 	f := l.followers[id]
 	if f == nil {
 		l.mu.Unlock()
-		return
+		return false, false
 	}
+	f.logStartOffset = logStartOffset
+	grew := l.fetchedLocked(f, fetchOffset, now)
+	inISR = slices.Contains(l.state.ISR, id)
+	l.mu.Unlock()
+	if grew {
+		l.MaybeAdvanceHighWatermark()
+	}
+	return true, inISR
+}
+
+// fetchedLocked records a fetch of f at fetchOffset and reports whether
+// f's log end offset grew, the only way a fetch can move the high
+// watermark. l.mu is held.
+func (l *Leader) fetchedLocked(f *replicaState, fetchOffset int64, now time.Time) bool {
+	leo := l.log.LogEndOffset()
+	grew := fetchOffset > f.leo
 	f.leo = fetchOffset
 	switch {
 	case fetchOffset >= leo:
@@ -169,8 +206,7 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
 		f.lastCaughtUp = f.lastFetch
 	}
 	f.lastFetch, f.lastFetchLeaderLEO = now, leo
-	l.mu.Unlock()
-	l.MaybeAdvanceHighWatermark()
+	return grew
 }
 
 // FollowerLogStartOffset records the log start offset follower id sent in
