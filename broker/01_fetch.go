@@ -81,13 +81,12 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 			}
 			fs.create = req.SessionEpoch == fetchsession.InitialEpoch
 		default:
-			s, parts, code := b.fetchSessions.Incremental(req, time.Now())
-			if code != 0 {
+			var code int16
+			if req, resp, fs, code = b.incrementalFetch(r, req, resp); code != 0 {
 				resp.ErrorCode = code
 				r.out = r.encodeFetch(resp, noRegions)
 				return nil, nil
 			}
-			fs.sess, fs.parts = s, parts
 		}
 	}
 
@@ -119,11 +118,62 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 
 // fetchSessionUse is what a Fetch does with a fetch session: make one
 // (create), or answer within one (sess, with its partitions in the order
-// of the request it rewrote).
+// of the request it rewrote, and the memory kept with the session, nil
+// if another request of the session holds it).
 type fetchSessionUse struct {
-	create bool
-	sess   *fetchsession.Session
-	parts  []*fetchsession.Partition
+	create  bool
+	sess    *fetchsession.Session
+	parts   []*fetchsession.Partition
+	scratch *sessionScratch
+}
+
+// sessionScratch is the memory an incremental fetch session's requests
+// reuse: the request rewritten to every partition of the session, the
+// response, targets and file regions, the encoded answer. A follower's
+// idle fetches are long polls, which a connection does not recycle
+// (request_reuse.go); the session does, one request at a time.
+type sessionScratch struct {
+	keep  reusable
+	parts []*fetchsession.Partition
+}
+
+// incrementalFetch applies an incremental request (session epoch > 0) to
+// its session and returns the request to serve, rewritten to every
+// partition of the session (in the session's memory when it is free), the
+// response to fill and the session's use; or a top-level error code. A
+// request that empties its session is served sessionless, as it is.
+func (b *Broker) incrementalFetch(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (*kmsg.FetchRequest, *kmsg.FetchResponse, fetchSessionUse, int16) {
+	s := b.fetchSessions.Lookup(req.SessionID)
+	var fs fetchSessionUse
+	into, partsBuf := req, []*fetchsession.Partition(nil)
+	if s != nil {
+		if v, ok := s.TakeScratch(); ok {
+			fs.scratch, _ = v.(*sessionScratch)
+			if fs.scratch == nil {
+				fs.scratch = &sessionScratch{}
+			}
+			into = fs.scratch.keep.request(int16(kmsg.Fetch)).(*kmsg.FetchRequest)
+			topics := into.Topics
+			*into = *req
+			into.Topics, into.ForgottenTopics = topics[:0], nil
+			partsBuf = fs.scratch.parts[:0]
+		}
+	}
+	parts, code := b.fetchSessions.Incremental(s, req, into, partsBuf, time.Now())
+	if code != 0 || parts == nil {
+		if fs.scratch != nil {
+			s.PutScratch(fs.scratch)
+		}
+		return req, resp, fetchSessionUse{}, code
+	}
+	fs.sess, fs.parts = s, parts
+	if fs.scratch != nil {
+		fs.scratch.parts = parts
+		r.keep = &fs.scratch.keep
+		resp = r.fetchResponse(into)
+		resp.Version, resp.SessionID = into.Version, 0
+	}
+	return into, resp, fs, 0
 }
 
 // fetchAnswer encodes the response, with the regions read as file regions
@@ -140,6 +190,14 @@ func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.Fetc
 		resp, regions, heard = sessionAnswer(fs.sess, fs.parts, resp, regions)
 		resp.SessionID = fs.sess.ID()
 		release = func() { releaseRegions(regions) }
+		if sc := fs.scratch; sc != nil {
+			// Lent until the answer is written.
+			release = func() {
+				releaseRegions(regions)
+				clear(sc.parts)
+				fs.sess.PutScratch(sc)
+			}
+		}
 	case fs.create && resp.ErrorCode == 0:
 		if created = b.fetchSessions.Create(req, resp, fetchReplicaID(req) >= 0, time.Now()); created != nil {
 			resp.SessionID = created.ID()
@@ -163,6 +221,9 @@ func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.Fetc
 			resp.SessionID = 0
 		}
 		r.out = r.encodeFetch(resp, noRegions)
+		if fs.scratch != nil {
+			r.release = release
+		}
 		return
 	}
 	b.observeFetch(req, resp, regions)

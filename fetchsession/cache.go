@@ -72,6 +72,9 @@ type Session struct {
 	parts []*Partition
 	index map[Key]*Partition
 
+	scratch     any // the caller's memory for this session's requests
+	scratchBusy bool
+
 	// Guarded by Cache.mu.
 	lastUsed  time.Time
 	cachedLen int // len(parts) as of the last request
@@ -132,29 +135,34 @@ func (c *Cache) removeLocked(s *Session) {
 	c.parts -= s.cachedLen
 }
 
-// Incremental applies an incremental request (session epoch > 0) to its
-// session: it checks the session and epoch, updates the partitions the
-// request names, drops the forgotten ones, moves the epoch on, and
-// rewrites req.Topics to list every partition of the session in its
-// order, with the positions the session holds. It returns the session and
-// its partitions in the order of the rewritten request. A top-level error
-// code is returned when the request is refused; a nil session without an
-// error means the request emptied the session, which is now closed, and
-// is to be answered sessionless (req is left as it was).
-func (c *Cache) Incremental(req *kmsg.FetchRequest, now time.Time) (*Session, []*Partition, int16) {
+// Lookup returns session id, nil if there is none.
+func (c *Cache) Lookup(id int32) *Session {
 	c.mu.Lock()
-	s := c.sessions[req.SessionID]
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	return c.sessions[id]
+}
+
+// Incremental applies an incremental request (session epoch > 0) to its
+// session s (from Lookup; nil when there is none): it checks the session
+// and epoch, updates the partitions the request names, drops the
+// forgotten ones, moves the epoch on, and writes into.Topics (into may be
+// req) to list every partition of the session in its order, with the
+// positions the session holds. It returns the session's partitions in that
+// order, appended to parts. A top-level error code is returned when the
+// request is refused; nil partitions without an error mean the request
+// emptied the session, which is now closed, and is to be answered
+// sessionless.
+func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*Partition, now time.Time) ([]*Partition, int16) {
 	if s == nil {
-		return nil, nil, kerr.FetchSessionIDNotFound.Code
+		return nil, kerr.FetchSessionIDNotFound.Code
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.epoch != req.SessionEpoch:
-		return nil, nil, kerr.InvalidFetchSessionEpoch.Code
+		return nil, kerr.InvalidFetchSessionEpoch.Code
 	case s.topicIDs != (req.Version >= 13):
-		return nil, nil, kerr.FetchSessionTopicIDError.Code
+		return nil, kerr.FetchSessionTopicIDError.Code
 	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
@@ -189,22 +197,41 @@ func (c *Cache) Incremental(req *kmsg.FetchRequest, now time.Time) (*Session, []
 	if c.sessions[s.id] != s {
 		// Closed or evicted while this request was applied.
 		c.mu.Unlock()
-		return nil, nil, kerr.FetchSessionIDNotFound.Code
+		return nil, kerr.FetchSessionIDNotFound.Code
 	}
 	if len(s.parts) == 0 {
 		c.removeLocked(s)
 		c.mu.Unlock()
-		return nil, nil, 0
+		return nil, 0
 	}
 	c.parts += len(s.parts) - s.cachedLen
 	s.cachedLen = len(s.parts)
 	s.lastUsed = now
 	c.mu.Unlock()
 	s.epoch = NextEpoch(s.epoch)
-	parts := make([]*Partition, len(s.parts))
-	copy(parts, s.parts)
-	s.expand(req, parts)
-	return s, parts, 0
+	parts = append(parts, s.parts...)
+	s.expand(into, parts)
+	return parts, 0
+}
+
+// TakeScratch lends the memory its caller keeps with the session (v is
+// nil the first time), to one request at a time: ok is false while
+// another holds it. PutScratch gives it back.
+func (s *Session) TakeScratch() (v any, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.scratchBusy {
+		return nil, false
+	}
+	s.scratchBusy = true
+	return s.scratch, true
+}
+
+// PutScratch gives back the memory TakeScratch lent, to be lent again.
+func (s *Session) PutScratch(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scratch, s.scratchBusy = v, false
 }
 
 func (s *Session) key(id [16]byte, topic string, partition int32) Key {

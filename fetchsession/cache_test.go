@@ -73,14 +73,14 @@ func TestCache_Eviction(t *testing.T) {
 	later := now.Add(EvictAfter + time.Second)
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.SessionID, req.SessionEpoch = 13, f.ID(), 1
-	if _, _, code := c.Incremental(req, later); code != 0 {
+	if _, code := c.Incremental(c.Lookup(f.ID()), req, req, nil, later); code != 0 {
 		t.Fatalf("incremental: %d", code)
 	}
 	if s := c.Create(big, bigResp, false, later); s == nil {
 		t.Fatal("a stale session was not evicted")
 	}
 	req.SessionEpoch = 2
-	if _, _, code := c.Incremental(req, later); code != 0 {
+	if _, code := c.Incremental(c.Lookup(f.ID()), req, req, nil, later); code != 0 {
 		t.Fatalf("the follower's session, used recently, was evicted: %d", code)
 	}
 }

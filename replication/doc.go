@@ -39,6 +39,18 @@
 // the new epoch (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER) and network
 // errors are retried after a short backoff.
 //
+// The Fetcher fetches in one fetch session with its leader (KIP-227, as
+// Kafka's fetcher threads do): its first request names every partition and
+// asks for a session; then each request names only the partitions whose
+// position (log end or log start offset) or assignment changed since it
+// last sent them, and forgets those no longer fetched (removed, truncating,
+// backing off). The leader answers only the partitions with records, an
+// error or a high watermark or log start offset not yet sent. A leader
+// that has lost the session (restarted, evicted) answers
+// FETCH_SESSION_ID_NOT_FOUND, and any failure ends the session: the next
+// request is full again. An idle follower of thousands of partitions so
+// sends a request of a few dozen bytes twice a second.
+//
 // # Locks
 //
 // Leader.mu and Fetcher.mu are leaves: nothing else is locked while they

@@ -111,6 +111,8 @@ type Fetcher struct {
 	// goroutine only: id 0 when there is none, the epoch of the next
 	// incremental request, and each partition of the session as last sent.
 	session sessionState
+	// snapshot's buffers, reused by each pass of run.
+	truncBuf, fetchBuf []fpart
 }
 
 // sessionState is a follower's fetch session with its leader.
@@ -119,6 +121,7 @@ type sessionState struct {
 	epoch int32
 	gen   uint64 // the fetch that last marked the partitions still fetched
 	sent  map[TP]*sentPart
+	names map[[16]byte]string // the topics' names by id, for answers by id
 }
 
 // sentPart is a partition of the session as the leader holds it: the
@@ -206,10 +209,13 @@ func (f *Fetcher) sleep(d time.Duration) {
 	}
 }
 
-// snapshot returns copies of the partitions ready to work on now.
+// snapshot returns copies of the partitions ready to work on now, in
+// f's buffers (run's goroutine only).
 func (f *Fetcher) snapshot(now time.Time) (trunc, fetch []fpart, next time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	trunc, fetch = f.truncBuf[:0], f.fetchBuf[:0]
+	defer func() { f.truncBuf, f.fetchBuf = trunc, fetch }()
 	next = time.Hour
 	for _, p := range f.parts {
 		switch {
@@ -425,6 +431,12 @@ func (f *Fetcher) fetch(parts []fpart) error {
 			ss.sent[p.tp] = sp
 		}
 		*sp = sentPart{topicID: p.topicID, log: p.log, leaderEpoch: p.leaderEpoch, fetchOffset: leo, logStart: start, gen: ss.gen}
+		if ss.names[p.topicID] != p.tp.Topic {
+			if ss.names == nil {
+				ss.names = map[[16]byte]string{}
+			}
+			ss.names[p.topicID] = p.tp.Topic
+		}
 		i, ok := byTopic[p.tp.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -442,16 +454,20 @@ func (f *Fetcher) fetch(parts []fpart) error {
 		rp.PartitionMaxBytes = f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	forgotten := map[TP]*sentPart{}
-	for tp, sp := range ss.sent {
-		if sp.gen != ss.gen {
-			forgotten[tp] = sp
+	if len(ss.sent) > len(parts) {
+		// Some partitions of the session are no longer fetched.
+		var ft map[string]int
+		for tp, sp := range ss.sent {
+			if sp.gen == ss.gen {
+				continue
+			}
 			delete(ss.sent, tp)
-		}
-	}
-	if !full {
-		ft := map[string]int{}
-		for tp, sp := range forgotten {
+			if full {
+				continue
+			}
+			if ft == nil {
+				ft = map[string]int{}
+			}
 			i, ok := ft[tp.Topic]
 			if !ok {
 				i = len(req.ForgottenTopics)
@@ -460,10 +476,6 @@ func (f *Fetcher) fetch(parts []fpart) error {
 			}
 			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
 		}
-	}
-	byID := map[[16]byte]string{}
-	for tp, sp := range ss.sent {
-		byID[sp.topicID] = tp.Topic
 	}
 	kresp, err := f.seed().Request(f.ctx, req)
 	if err != nil {
@@ -484,7 +496,7 @@ func (f *Fetcher) fetch(parts []fpart) error {
 	for _, rt := range resp.Topics {
 		name := rt.Topic
 		if name == "" {
-			name = byID[rt.TopicID]
+			name = ss.names[rt.TopicID]
 		}
 		for _, rp := range rt.Partitions {
 			tp := TP{name, rp.Partition}

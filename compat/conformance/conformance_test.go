@@ -24,6 +24,7 @@ var shortSet = []string{
 	"DescribeTopicPartitions: paged two partitions at a time with the cursor",
 	"Fetch: full fetch naming a session it closes (epoch -1)",
 	"Fetch: incremental fetch of an unknown session",
+	"Fetch: a session: made, idle, after appends, a new position, a forgotten partition, a replayed epoch, v12 in a v13 session, closed",
 	"ListOffsets: latest (-1), earliest (-2), max timestamp (-3)",
 	"DeleteRecords: beyond the high watermark",
 	"Metadata: unknown topic, auto-create off",

@@ -153,6 +153,47 @@ func dataScenarios() []Scenario {
 			req.SessionID, req.SessionEpoch = 12345, 1
 			return Do[*kmsg.FetchResponse](e, req)
 		}},
+		{"Fetch", "a session: made, idle, after appends, a new position, a forgotten partition, a replayed epoch, v12 in a v13 session, closed", func(e *Env) any {
+			e.CreateTopic("f-session", 3)
+			id := e.TopicID("f-session")
+			e.MustProduce("f-session", 1, batch(plainOpts(), vals("a", 1)...))
+			// req is a v13 Fetch in session sid at epoch, of the
+			// partitions at the given offsets, forgetting forget.
+			req := func(sid, epoch int32, offsets [][2]int64, forget ...int32) *kmsg.FetchRequest {
+				r := fetchReq("f-session", id, 0, 0, 1<<20, 0)
+				r.SessionID, r.SessionEpoch = sid, epoch
+				r.Topics[0].Partitions = r.Topics[0].Partitions[:0]
+				for _, o := range offsets {
+					p := kmsg.NewFetchRequestTopicPartition()
+					p.Partition, p.FetchOffset, p.PartitionMaxBytes = int32(o[0]), o[1], 1<<20
+					p.CurrentLeaderEpoch, p.LastFetchedEpoch, p.LogStartOffset = -1, -1, -1
+					r.Topics[0].Partitions = append(r.Topics[0].Partitions, p)
+				}
+				if len(offsets) == 0 {
+					r.Topics = nil
+				}
+				if len(forget) > 0 {
+					r.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: "f-session", TopicID: id, Partitions: forget}}
+				}
+				return r
+			}
+			out := map[string]any{}
+			full := DoV[*kmsg.FetchResponse](e, req(0, 0, [][2]int64{{0, 0}, {1, 0}, {2, 0}}), 13)
+			out["1 full, epoch 0"] = full
+			sid := full.SessionID
+			out["2 epoch 1, partition 1 at 1: idle"] = DoV[*kmsg.FetchResponse](e, req(sid, 1, [][2]int64{{1, 1}}), 13)
+			e.MustProduce("f-session", 2, batch(plainOpts(), vals("b", 1)...))
+			e.MustProduce("f-session", 1, batch(plainOpts(), vals("c", 1)...))
+			out["3 epoch 2 after appends to 2 and 1"] = DoV[*kmsg.FetchResponse](e, req(sid, 2, nil), 13)
+			out["4 epoch 3, the same positions"] = DoV[*kmsg.FetchResponse](e, req(sid, 3, nil), 13)
+			out["5 epoch 3 again"] = DoV[*kmsg.FetchResponse](e, req(sid, 3, nil), 13)
+			out["6 epoch 4, forget 2, partition 1 at 2"] = DoV[*kmsg.FetchResponse](e, req(sid, 4, [][2]int64{{1, 2}}, 2), 13)
+			out["7 epoch 5, partition 2 again at 1"] = DoV[*kmsg.FetchResponse](e, req(sid, 5, [][2]int64{{2, 1}}), 13)
+			out["8 epoch 6 at v12"] = DoV[*kmsg.FetchResponse](e, req(sid, 6, nil), 12)
+			out["9 epoch -1 closes"] = DoV[*kmsg.FetchResponse](e, req(sid, -1, [][2]int64{{0, 0}}), 13)
+			out["10 epoch 6 of the closed session"] = DoV[*kmsg.FetchResponse](e, req(sid, 6, nil), 13)
+			return out
+		}},
 		{"Fetch", "partition max bytes 1 still returns the first batch", func(e *Env) any {
 			e.CreateTopic("f-tiny", 1)
 			e.MustProduce("f-tiny", 0, batch(plainOpts(), vals("a", 2)...))
