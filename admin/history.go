@@ -257,19 +257,19 @@ type clusterView struct {
 func takeClusterView(b *broker.Broker) *clusterView {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterSampleTimeout)
 	defer cancel()
-	topics, _ := b.ClusterTopics(ctx)
+	hws := b.ClusterHighWatermarks(ctx)
 	groups, _ := b.ClusterGroups(ctx)
 	cv := &clusterView{groups: groups, hwSums: map[string]float64{}}
 topics:
-	for _, t := range topics {
+	for name, ps := range hws {
 		sum := 0.0
-		for _, p := range t.Partitions {
-			if p.HighWatermark < 0 {
+		for _, hw := range ps {
+			if hw < 0 {
 				continue topics
 			}
-			sum += float64(p.HighWatermark)
+			sum += float64(hw)
 		}
-		cv.hwSums[t.Name] = sum
+		cv.hwSums[name] = sum
 	}
 	return cv
 }

@@ -445,3 +445,55 @@ func (b *Broker) ClusterTopics(ctx context.Context) ([]TopicInfo, []string) {
 	slices.Sort(problems)
 	return ts, problems
 }
+
+// ClusterHighWatermarks returns every topic's partitions' high
+// watermarks, as ClusterTopics has them (this broker's replica's, or its
+// leader's, one ListOffsets per leader), -1 where there is none; without
+// building ClusterTopics' view of every partition (sizes, cleanable
+// ratios, replicas), which the console's history sampler, asking every
+// five seconds, does not need.
+func (b *Broker) ClusterHighWatermarks(ctx context.Context) map[string][]int64 {
+	out := map[string][]int64{}
+	byLeader := map[int32][]topicPartition{}
+	live := func(int32) bool { return false }
+	if b.cluster != nil {
+		if md := b.cluster.node.Metadata(); md != nil {
+			live = func(id int32) bool { _, ok := md.Brokers[id]; return ok }
+		}
+	}
+	b.mu.RLock()
+	for name, t := range b.topics {
+		hws := make([]int64, len(t.partitions))
+		for i, p := range t.partitions {
+			hws[i] = -1
+			switch mp := p.meta.Load(); {
+			case p.log != nil:
+				hws[i] = p.log.HighWatermark()
+			case mp != nil && mp.Leader >= 0 && live(mp.Leader):
+				byLeader[mp.Leader] = append(byLeader[mp.Leader], topicPartition{name, int32(i)})
+			}
+		}
+		out[name] = hws
+	}
+	b.mu.RUnlock()
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for id, tps := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, _ := b.listOffsetsAt(ctx, id, tps, -1)
+			mu.Lock()
+			defer mu.Unlock()
+			for tp, o := range got {
+				if hws := out[tp.topic]; int(tp.partition) < len(hws) {
+					hws[tp.partition] = o
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
