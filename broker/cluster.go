@@ -278,15 +278,28 @@ func (b *Broker) checkISRs() {
 	if len(changes) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second+time.Duration(len(changes))*time.Millisecond)
+	// The cluster bounds each transaction (AlterPartitions writes 1,000
+	// changes to one), not the whole list, which goes on while etcd keeps
+	// committing; this only stops a call that never ends.
+	ctx, cancel := context.WithTimeout(b.ctx, isrCallTimeout)
 	res := b.cluster.node.AlterPartitions(ctx, changes)
 	cancel()
 	accepted := 0
+	type rejection struct {
+		n     int
+		first metadata.ISRChange
+	}
+	rejected := map[string]*rejection{} // by error: one log line each
 	for i, r := range res {
 		c := changes[i]
 		if r.Err != nil {
 			leaders[i].ProposalFailed()
-			b.log.Info("ISR change rejected", "topic", c.Topic, "partition", c.Partition, "isr", c.ISR, "err", r.Err)
+			rj := rejected[r.Err.Error()]
+			if rj == nil {
+				rj = &rejection{first: c}
+				rejected[r.Err.Error()] = rj
+			}
+			rj.n++
 			continue
 		}
 		accepted++
@@ -295,7 +308,13 @@ func (b *Broker) checkISRs() {
 	if accepted > 0 {
 		b.log.Info("ISR changed", "partitions", accepted, "first", changes[0].Topic+"-"+strconv.Itoa(int(changes[0].Partition)), "isr", changes[0].ISR)
 	}
+	for err, rj := range rejected {
+		b.log.Info("ISR change rejected", "partitions", rj.n, "first", rj.first.Topic+"-"+strconv.Itoa(int(rj.first.Partition)), "isr", rj.first.ISR, "err", err)
+	}
 }
+
+// isrCallTimeout bounds one AlterPartitions call of the ISR loop.
+const isrCallTimeout = time.Minute
 
 // applyMetadata makes the local topics, logs and replica roles follow md.
 // It runs on the metadata loop, at start and after this broker's own

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -142,13 +143,32 @@ func (n *Node) AlterPartitions(ctx context.Context, changes []ISRChange) []ISRRe
 		}
 		slices.SortFunc(writes, func(a, b isrWrite) int { return a.i - b.i })
 		todo = todo[:0]
+		var stalled error // a batch etcd did not commit in time: the rest are not tried
 		for batch := range slices.Chunk(writes, n.reconcileBatch()) {
-			todo = n.writeISRsHalving(ctx, inc.epoch, live, changes, batch, out, todo)
+			if stalled != nil {
+				for _, w := range batch {
+					out[w.i] = ISRResult{Partition: w.old, Err: stalled}
+				}
+				continue
+			}
+			bctx, cancel := context.WithTimeout(ctx, isrBatchTimeout)
+			todo = n.writeISRsHalving(bctx, inc.epoch, live, changes, batch, out, todo)
+			stalled = bctx.Err()
+			cancel()
 		}
 		slices.Sort(todo)
 	}
 	return out
 }
+
+// isrBatchTimeout bounds each transaction of AlterPartitions rather than
+// the whole call: a follower back after a restart rejoins the ISR of
+// thousands of partitions, written 1,000 to a transaction, which on a
+// loaded machine takes longer than any bound fixed for the whole list;
+// so each batch gets this long, and once one is not committed in time the
+// batches after it fail at once (etcd is not keeping up; the caller asks
+// again later). Those committed before stand.
+const isrBatchTimeout = 5 * time.Second
 
 // isrReadOneByOne is how many partitions AlterPartitions reads from etcd
 // one Get each; more are read with one prefix Get per topic.
