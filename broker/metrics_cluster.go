@@ -16,6 +16,9 @@ package broker
 //	gregor_log_dir_segment_file_opens_total  segment files opened (first opens and reopens after being closed to make room)
 //	gregor_offline_log_dirs             1 while the data directory is offline after a failed write (logdir_failure.go)
 //	gregor_cleaner_throttle_seconds_total  time the log cleaner's I/O throttle slept
+//	gregor_fetch_sessions               incremental fetch sessions held (Kafka's NumIncrementalFetchSessions)
+//	gregor_fetch_session_partitions     partitions they hold (NumIncrementalFetchPartitionsCached)
+//	gregor_fetch_session_evictions_total  sessions evicted to make room for another (IncrementalFetchSessionEvictionsPerSec)
 //
 // The cluster-wide counts are the same on every broker that is up to date
 // with the metadata: alert on their max() over brokers, not their sum().
@@ -35,6 +38,9 @@ var (
 	descOpenFiles   = prometheus.NewDesc("gregor_log_dir_open_segment_files", "Segments whose .log file is open (and indexes mapped) now.", []string{"dir"}, nil)
 	descMaxOpen     = prometheus.NewDesc("gregor_log_dir_max_open_segment_files", "The bound on open segment files (log.dir.max.open.files, or derived from the open-file and mapping limits).", []string{"dir"}, nil)
 	descFileOpens   = prometheus.NewDesc("gregor_log_dir_segment_file_opens_total", "Segment files opened: first opens, and reopens of files closed to stay within the bound.", []string{"dir"}, nil)
+	descSessions    = prometheus.NewDesc("gregor_fetch_sessions", "Incremental fetch sessions (KIP-227) this broker holds.", nil, nil)
+	descSessParts   = prometheus.NewDesc("gregor_fetch_session_partitions", "Partitions of the incremental fetch sessions this broker holds.", nil, nil)
+	descSessEvicted = prometheus.NewDesc("gregor_fetch_session_evictions_total", "Incremental fetch sessions evicted to make room for another.", nil, nil)
 	descThrottle    = prometheus.NewDesc("gregor_cleaner_throttle_seconds_total", "Time the log cleaner's I/O throttle (log.cleaner.io.max.bytes.per.second) slept.", nil, nil)
 )
 
@@ -42,7 +48,7 @@ var (
 type clusterGauges struct{ b *Broker }
 
 func (g clusterGauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descOpenFiles, descMaxOpen, descFileOpens, descThrottle, descOfflineDirs} {
+	for _, d := range []*prometheus.Desc{descUnderRepl, descOffline, descReassigning, descBrokers, descDirSize, descDirTotal, descDirUsable, descOpenFiles, descMaxOpen, descFileOpens, descThrottle, descOfflineDirs, descSessions, descSessParts, descSessEvicted} {
 		ch <- d
 	}
 }
@@ -86,4 +92,8 @@ func (g clusterGauges) Collect(ch chan<- prometheus.Metric) {
 	t := b.cleaner.throttle
 	b.cleaner.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descThrottle, prometheus.CounterValue, t.throttled().Seconds())
+	sessions, parts, evictions := b.fetchSessions.Stats()
+	gauge(descSessions, float64(sessions))
+	gauge(descSessParts, float64(parts))
+	ch <- prometheus.MustNewConstMetric(descSessEvicted, prometheus.CounterValue, float64(evictions))
 }

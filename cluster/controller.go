@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -84,18 +85,46 @@ func (n *Node) reconcile(ctx context.Context, guard clientv3.Cmp, elKey string, 
 			}
 		}
 	}
+	// The batches go to etcd reconcileInFlight at a time, which commits
+	// them in the same raft rounds: each is conditioned on its own
+	// partitions, the election key and the new leaders' registrations,
+	// as it would be alone, and no two hold the same partition.
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		stopped bool // lost the election, or a write failed
+	)
+	sem := make(chan struct{}, reconcileInFlight)
 	for batch := range slices.Chunk(changes, n.reconcileBatch()) {
-		lost, err := n.writeHalving(ctx, guard, elKey, batch)
-		if err != nil {
-			n.log.Warn("controller write", "partitions", len(batch), "err", err)
-			return false, len(changes)
+		sem <- struct{}{}
+		mu.Lock()
+		stop := stopped
+		mu.Unlock()
+		if stop {
+			<-sem
+			break
 		}
-		if lost {
-			return true, len(changes)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			l, err := n.writeHalving(ctx, guard, elKey, batch)
+			if err != nil {
+				n.log.Warn("controller write", "partitions", len(batch), "err", err)
+			}
+			mu.Lock()
+			lost = lost || l
+			stopped = stopped || l || err != nil
+			mu.Unlock()
+		}()
 	}
-	return false, len(changes)
+	wg.Wait()
+	return lost, len(changes)
 }
+
+// reconcileInFlight is how many of a pass's transactions are written at
+// once.
+const reconcileInFlight = 4
 
 // writeHalving writes cs in one transaction; if a partition's or a new
 // leader's condition fails (one changed since the snapshot), it writes each

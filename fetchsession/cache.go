@@ -83,13 +83,6 @@ type Session struct {
 // ID returns the session's id.
 func (s *Session) ID() int32 { return s.id }
 
-// Len returns the number of partitions in the session.
-func (s *Session) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.parts)
-}
-
 // Cache is a broker's fetch sessions.
 type Cache struct {
 	mu        sync.Mutex
@@ -102,14 +95,6 @@ type Cache struct {
 // NewCache returns a cache of at most slots sessions (0: none are made).
 func NewCache(slots int) *Cache {
 	return &Cache{max: slots, sessions: map[int32]*Session{}}
-}
-
-// SetSlots changes the number of sessions kept; extra sessions go as new
-// ones are made.
-func (c *Cache) SetSlots(slots int) {
-	c.mu.Lock()
-	c.max = slots
-	c.mu.Unlock()
 }
 
 // Stats returns the number of sessions, the partitions they hold and the
