@@ -292,6 +292,17 @@ func (b *Broker) highWatermarks(ctx context.Context, need map[topicPartition]boo
 		}
 		byLeader[p.Leader] = append(byLeader[p.Leader], tp)
 	}
+	for tp, o := range b.leadersHighWatermarks(ctx, byLeader, problem) {
+		out[tp] = o
+	}
+	return out
+}
+
+// leadersHighWatermarks asks each leader the high watermarks of its
+// partitions in byLeader, one ListOffsets each, all at once. Those a
+// leader did not answer are missing; problem (nil: none) hears why.
+func (b *Broker) leadersHighWatermarks(ctx context.Context, byLeader map[int32][]topicPartition, problem func(string, ...any)) map[topicPartition]int64 {
+	out := map[topicPartition]int64{}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
@@ -301,14 +312,14 @@ func (b *Broker) highWatermarks(ctx context.Context, need map[topicPartition]boo
 		go func() {
 			defer wg.Done()
 			got, err := b.listOffsetsAt(ctx, id, tps, -1)
-			if err != nil {
+			if err != nil && problem != nil {
 				problem("broker %d: ListOffsets: %v", id, err)
 			}
 			mu.Lock()
+			defer mu.Unlock()
 			for tp, o := range got {
 				out[tp] = o
 			}
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -476,24 +487,10 @@ func (b *Broker) ClusterHighWatermarks(ctx context.Context) map[string][]int64 {
 		out[name] = hws
 	}
 	b.mu.RUnlock()
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for id, tps := range byLeader {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got, _ := b.listOffsetsAt(ctx, id, tps, -1)
-			mu.Lock()
-			defer mu.Unlock()
-			for tp, o := range got {
-				if hws := out[tp.topic]; int(tp.partition) < len(hws) {
-					hws[tp.partition] = o
-				}
-			}
-		}()
+	for tp, o := range b.leadersHighWatermarks(ctx, byLeader, nil) {
+		if hws := out[tp.topic]; int(tp.partition) < len(hws) {
+			hws[tp.partition] = o
+		}
 	}
-	wg.Wait()
 	return out
 }
