@@ -461,10 +461,7 @@ func (f *Fetcher) fetch(parts []fpart) error {
 			if sp.gen == ss.gen {
 				continue
 			}
-			delete(ss.sent, tp)
-			if full {
-				continue
-			}
+			delete(ss.sent, tp) // never on a full request: its map is new
 			if ft == nil {
 				ft = map[string]int{}
 			}
