@@ -34,14 +34,15 @@ func (b *Broker) produceLeadership(p *partition) (*replication.Leader, int16, st
 		return nil, 0, ""
 	}
 	ldr := p.leader.Load()
-	if ldr == nil && p.log != nil && b.leaderStopping(p) {
-		// Its leader is in its controlled shutdown: a client it sent here
-		// (NOT_LEADER_OR_FOLLOWER with KIP-951's new leader) may be a
-		// moment ahead of this broker's metadata. Answering
-		// NOT_LEADER_OR_FOLLOWER now, with the old leader as the hint,
-		// would send it to a metadata refresh (franz-go: at most every
-		// 5 s); the election is on its way.
-		b.awaitMetadata(leaderMoveWait, func() bool { return p.leader.Load() != nil || !b.leaderStopping(p) })
+	if ldr == nil && p.log != nil && b.leadershipPending(p) {
+		// A client sent here by KIP-951's hint of the previous leader
+		// (NOT_LEADER_OR_FOLLOWER with this broker as the new one) may be
+		// a moment ahead of this broker: its metadata may not yet show
+		// the election, or show it with the role not yet applied.
+		// Answering NOT_LEADER_OR_FOLLOWER now, with the old leader or no
+		// hint at all, would send it to a metadata refresh (franz-go: at
+		// most every 5 s); the leadership is on its way.
+		b.awaitMetadata(leaderMoveWait, func() bool { return p.leader.Load() != nil || !b.leadershipPending(p) })
 		ldr = p.leader.Load()
 	}
 	if p.log == nil || ldr == nil {
@@ -55,20 +56,29 @@ func (b *Broker) produceLeadership(p *partition) (*replication.Leader, int16, st
 	return ldr, 0, ""
 }
 
-// leaderMoveWait bounds how long a request to a follower of a broker in
-// its controlled shutdown waits for this broker to be elected.
+// leaderMoveWait bounds how long a request waits for a leadership of
+// this broker that is on its way (leadershipPending).
 const leaderMoveWait = time.Second
 
-// leaderStopping reports whether p's leader, another broker, is in its
-// controlled shutdown while this broker is in p's ISR: this broker may
-// be elected in its place at any moment.
-func (b *Broker) leaderStopping(p *partition) bool {
+// leadershipPending reports whether this broker is about to lead p: the
+// metadata names it leader, in its current registration, but the role is
+// not applied yet (applyRole makes the Leader a moment after the metadata
+// is stored), or p's leader, another broker, is in its controlled shutdown
+// while this broker is in p's ISR, so it may be elected at any moment.
+func (b *Broker) leadershipPending(p *partition) bool {
 	mp := p.meta.Load()
-	if mp == nil || mp.Leader < 0 || mp.Leader == b.nodeID || !slices.Contains(mp.ISR, b.nodeID) {
+	if mp == nil || mp.Leader < 0 {
 		return false
 	}
 	md := b.cluster.node.Metadata()
 	if md == nil {
+		return false
+	}
+	if mp.Leader == b.nodeID {
+		self, ok := md.Brokers[b.nodeID]
+		return ok && (mp.LeaderBrokerEpoch == 0 || mp.LeaderBrokerEpoch == self.Epoch)
+	}
+	if !slices.Contains(mp.ISR, b.nodeID) {
 		return false
 	}
 	br, ok := md.Brokers[mp.Leader]
