@@ -3,7 +3,7 @@ package cluster
 import (
 	"encoding/hex"
 	"encoding/json"
-	"sort"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -119,48 +119,183 @@ func parseTopic(name string, kv *mvccpb.KeyValue) (*Topic, error) {
 	return t, nil
 }
 
-// state is the watcher's mirror of everything under /gregor/.
+// state is the watcher's mirror of the keys under /gregor/ that make up
+// the metadata, kept by kind, and the snapshot last made of them. A watch
+// event re-parses only what it touched: each snapshot shares with the
+// previous one every topic, the brokers and every collection that did not
+// change, so a leadership change of a few partitions costs the same at
+// 100 or at 100,000 partitions (a snapshot used to parse every partition
+// record, a quarter of a second at 30,000).
 type state struct {
-	kvs map[string]*mvccpb.KeyValue
+	other      map[string]*mvccpb.KeyValue   // cluster id, brokers, controller candidates
+	topics     map[string]*mvccpb.KeyValue   // by topic name
+	partitions map[string][]*mvccpb.KeyValue // by topic name, then partition index; nil where none
+	records    map[string]map[string][]byte  // by collection name, then record key
 	// colRev is each collection's revision: the revision the mirror was
 	// loaded at, then that of the last event under its prefix.
 	colRev map[string]int64
+
+	prev *Metadata // the last snapshot; nil until the first
+	// What changed since prev.
+	otherChanged bool
+	topicChanged map[string]bool
+	colChanged   map[string]bool
 }
 
-// loaded starts the collections' revisions at the revision of a load.
-func (s *state) loaded(rev int64) {
-	s.colRev = map[string]int64{}
+// newState is the mirror of a load at rev.
+func newState(kvs []*mvccpb.KeyValue, rev int64) *state {
+	s := &state{
+		other: map[string]*mvccpb.KeyValue{}, topics: map[string]*mvccpb.KeyValue{},
+		partitions: map[string][]*mvccpb.KeyValue{}, records: map[string]map[string][]byte{},
+		colRev: map[string]int64{}, topicChanged: map[string]bool{}, colChanged: map[string]bool{},
+	}
 	for _, name := range collectionNames {
 		s.colRev[name] = rev
 	}
+	for _, kv := range kvs {
+		s.set(string(kv.Key), kv)
+	}
+	return s
 }
 
-// changed notes an event on key at rev.
+// put notes a key written at kv.ModRevision.
+func (s *state) put(kv *mvccpb.KeyValue) {
+	s.set(string(kv.Key), kv)
+	s.changed(string(kv.Key), kv.ModRevision)
+}
+
+// del notes a key deleted at rev.
+func (s *state) del(key string, rev int64) {
+	s.set(key, nil)
+	s.changed(key, rev)
+}
+
+// changed moves the revision of key's collection, if it is in one, to rev.
 func (s *state) changed(key string, rev int64) {
 	if name, _, ok := collectionOf(key); ok {
 		s.colRev[name] = rev
 	}
 }
 
-// snapshot parses the mirrored keys into a Metadata. Malformed values are
+// set files kv under key (nil: deleted) by kind and marks what it changes.
+func (s *state) set(key string, kv *mvccpb.KeyValue) {
+	if name, rec, ok := collectionOf(key); ok {
+		recs := s.records[name]
+		if kv == nil {
+			delete(recs, rec)
+		} else {
+			if recs == nil {
+				recs = map[string][]byte{}
+				s.records[name] = recs
+			}
+			recs[rec] = kv.Value
+		}
+		s.colChanged[name] = true
+		return
+	}
+	switch {
+	case key == keyClusterID || strings.HasPrefix(key, keyBrokers) || strings.HasPrefix(key, keyController):
+		if kv == nil {
+			delete(s.other, key)
+		} else {
+			s.other[key] = kv
+		}
+		s.otherChanged = true
+	case strings.HasPrefix(key, keyTopics):
+		name := key[len(keyTopics):]
+		if kv == nil {
+			delete(s.topics, name)
+		} else {
+			s.topics[name] = kv
+		}
+		s.topicChanged[name] = true
+	case strings.HasPrefix(key, keyPartitions):
+		rest := key[len(keyPartitions):]
+		i := strings.LastIndexByte(rest, '/')
+		if i < 0 {
+			return
+		}
+		idx, err := strconv.ParseInt(rest[i+1:], 10, 32)
+		if err != nil || idx < 0 || idx > maxPartitionIndex {
+			return
+		}
+		name := rest[:i]
+		ps := s.partitions[name]
+		if kv == nil {
+			if int(idx) < len(ps) {
+				ps[idx] = nil
+				for len(ps) > 0 && ps[len(ps)-1] == nil {
+					ps = ps[:len(ps)-1]
+				}
+			}
+		} else {
+			for len(ps) <= int(idx) {
+				ps = append(ps, nil)
+			}
+			ps[idx] = kv
+		}
+		if len(ps) == 0 {
+			delete(s.partitions, name)
+		} else {
+			s.partitions[name] = ps
+		}
+		s.topicChanged[name] = true
+	}
+}
+
+// maxPartitionIndex bounds the partition index a key may name (the
+// mirror keeps a topic's partitions in a slice indexed by it); Kafka's
+// partition counts are far below it.
+const maxPartitionIndex = 1 << 24
+
+// snapshot makes the Metadata of the mirror at rev, sharing with the
+// previous snapshot what did not change since. Malformed values are
 // skipped (nothing but this package writes under /gregor/).
 func (s *state) snapshot(rev int64) *Metadata {
-	m := &Metadata{Revision: rev, ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{}, Collections: map[string]metadata.RecordSet{}}
-	for name, r := range s.colRev {
-		m.Collections[name] = metadata.RecordSet{Revision: r}
+	prev := s.prev
+	m := &Metadata{Revision: rev, ControllerID: -1, Topics: make(map[string]*Topic, len(s.topics)), Collections: make(map[string]metadata.RecordSet, len(s.colRev))}
+	if prev != nil && !s.otherChanged {
+		m.ClusterID, m.ControllerID, m.Brokers = prev.ClusterID, prev.ControllerID, prev.Brokers
+	} else {
+		s.snapshotOther(m)
 	}
-	var ctrlRev int64
-	parts := map[string][]Partition{}
-	for k, kv := range s.kvs {
-		if name, rec, ok := collectionOf(k); ok {
-			rs := m.Collections[name]
-			if rs.Records == nil {
-				rs.Records = map[string][]byte{}
-			}
-			rs.Records[rec] = kv.Value
-			m.Collections[name] = rs
+	for name, r := range s.colRev {
+		if prev != nil && !s.colChanged[name] {
+			m.Collections[name] = prev.Collections[name]
 			continue
 		}
+		rs := metadata.RecordSet{Revision: r}
+		if recs := s.records[name]; len(recs) > 0 {
+			rs.Records = maps.Clone(recs)
+		}
+		m.Collections[name] = rs
+	}
+	for name, kv := range s.topics {
+		if prev != nil && !s.topicChanged[name] {
+			if t := prev.Topics[name]; t != nil {
+				m.Topics[name] = t
+			}
+			continue
+		}
+		var old *Topic
+		if prev != nil {
+			old = prev.Topics[name]
+		}
+		if t := s.snapshotTopic(name, kv, old); t != nil {
+			m.Topics[name] = t
+		}
+	}
+	s.prev, s.otherChanged = m, false
+	clear(s.topicChanged)
+	clear(s.colChanged)
+	return m
+}
+
+// snapshotOther fills in the cluster id, the brokers and the controller.
+func (s *state) snapshotOther(m *Metadata) {
+	m.Brokers = map[int32]Broker{}
+	var ctrlRev int64
+	for k, kv := range s.other {
 		switch {
 		case k == keyClusterID:
 			m.ClusterID = string(kv.Value)
@@ -174,41 +309,38 @@ func (s *state) snapshot(rev int64) *Metadata {
 					ctrlRev, m.ControllerID = kv.CreateRevision, int32(id)
 				}
 			}
-		case strings.HasPrefix(k, keyTopics):
-			name := k[len(keyTopics):]
-			if t, err := parseTopic(name, kv); err == nil {
-				m.Topics[name] = t
-			}
-		case strings.HasPrefix(k, keyPartitions):
-			rest := k[len(keyPartitions):]
-			i := strings.LastIndexByte(rest, '/')
-			if i < 0 {
-				continue
-			}
-			idx, err := strconv.ParseInt(rest[i+1:], 10, 32)
-			if err != nil {
-				continue
-			}
-			if p, err := parsePartition(int32(idx), kv); err == nil {
-				parts[rest[:i]] = append(parts[rest[:i]], p)
-			}
 		}
 	}
-	for name, ps := range parts {
-		t := m.Topics[name]
-		if t == nil {
+}
+
+// snapshotTopic parses a topic's record and its partitions, reusing those
+// of old (the previous snapshot's) whose records did not change; nil when
+// the topic's record is malformed.
+func (s *state) snapshotTopic(name string, kv *mvccpb.KeyValue, old *Topic) *Topic {
+	t, err := parseTopic(name, kv)
+	if err != nil {
+		return nil
+	}
+	kvs := s.partitions[name]
+	ps := make([]Partition, 0, len(kvs))
+	// Partitions are created in one transaction from 0 up, so the
+	// indexes are dense; stop at a gap rather than misindex.
+	for i, pkv := range kvs {
+		if pkv == nil {
+			break
+		}
+		if old != nil && i < len(old.Partitions) && old.Partitions[i].Version == pkv.ModRevision {
+			ps = append(ps, old.Partitions[i])
 			continue
 		}
-		sort.Slice(ps, func(i, j int) bool { return ps[i].Index < ps[j].Index })
-		// Partitions are created in one transaction from 0 up, so the
-		// indexes are dense; stop at a gap rather than misindex.
-		for i, p := range ps {
-			if p.Index != int32(i) {
-				ps = ps[:i]
-				break
-			}
+		p, err := parsePartition(int32(i), pkv)
+		if err != nil {
+			break
 		}
+		ps = append(ps, p)
+	}
+	if len(ps) > 0 {
 		t.Partitions = ps
 	}
-	return m
+	return t
 }

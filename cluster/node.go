@@ -479,12 +479,8 @@ func (n *Node) watchLoop() {
 			sleepCtx(n.ctx, 200*time.Millisecond)
 			continue
 		}
-		st := &state{kvs: make(map[string]*mvccpb.KeyValue, len(resp.Kvs))}
-		for _, kv := range resp.Kvs {
-			st.kvs[string(kv.Key)] = kv
-		}
 		rev := resp.Header.Revision
-		st.loaded(rev)
+		st := newState(resp.Kvs, rev)
 		n.publish(st.snapshot(rev))
 		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(n.ctx))
 		for wr := range n.cli.Watch(wctx, keyPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
@@ -492,13 +488,12 @@ func (n *Node) watchLoop() {
 				break
 			}
 			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					delete(st.kvs, string(ev.Kv.Key))
-				} else {
-					st.kvs[string(ev.Kv.Key)] = ev.Kv
-				}
 				rev = ev.Kv.ModRevision
-				st.changed(string(ev.Kv.Key), rev)
+				if ev.Type == mvccpb.DELETE {
+					st.del(string(ev.Kv.Key), rev)
+				} else {
+					st.put(ev.Kv)
+				}
 			}
 			if len(wr.Events) > 0 {
 				n.publish(st.snapshot(rev))
