@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -95,8 +96,14 @@ type clusterState struct {
 	isrKick  chan struct{}
 	applyMu  sync.Mutex                     // serialises applyMetadata
 	applied  atomic.Pointer[metadata.Image] // the metadata the local state reflects
-	peersMu  sync.Mutex
-	peers    map[int32]*peer // clients for requests to other brokers
+	// appliedTopics are the topics of applied whose local state and
+	// roles were applied in full, by name (under applyMu): a newer
+	// Image that shares a topic with it (package cluster makes each
+	// snapshot share every topic an event did not touch) needs nothing
+	// done for it while the brokers stay the same.
+	appliedTopics map[string]*metadata.Topic
+	peersMu       sync.Mutex
+	peers         map[int32]*peer // clients for requests to other brokers
 
 	// rackAwareReads is replica.selector.class = RackAwareReplicaSelector
 	// (read_replica.go).
@@ -326,12 +333,28 @@ func (b *Broker) applyMetadata(md *metadata.Image) {
 		return
 	}
 	dynChanged := b.syncDynamicConfigs()
+	// Roles read the brokers too (this broker's registration, the
+	// leaders' addresses): a change of them applies every topic again.
+	prev := b.cluster.applied.Load()
+	if prev == nil || !sameBrokers(prev.Brokers, md.Brokers) {
+		clear(b.cluster.appliedTopics)
+	}
+	if b.cluster.appliedTopics == nil {
+		b.cluster.appliedTopics = map[string]*metadata.Topic{}
+	}
 	var rc roleChanges
 	var local []*partition
+	var applying []*metadata.Topic
 	for name, mt := range md.Topics {
+		if b.cluster.appliedTopics[name] == mt {
+			continue
+		}
+		delete(b.cluster.appliedTopics, name)
 		parts, err := b.applyTopic(md, mt)
 		if err != nil {
 			b.log.Error("applying topic metadata", "topic", name, "err", err)
+		} else {
+			applying = append(applying, mt)
 		}
 		local = append(local, parts...)
 	}
@@ -339,10 +362,23 @@ func (b *Broker) applyMetadata(md *metadata.Image) {
 	// indexes) is durable before any of them is appended to.
 	if err := b.dataDir.Sync(); err != nil {
 		b.log.Error("syncing the data directory after opening partitions; not applying their roles", "err", err)
-		local = nil
+		local, applying = nil, nil
 	}
+	failed := map[string]bool{} // topics with a role not applied, tried again at the next revision
 	for _, p := range local {
-		b.applyRole(md, p, &rc)
+		if !b.applyRole(md, p, &rc) {
+			failed[p.topic.name] = true
+		}
+	}
+	for _, mt := range applying {
+		if !failed[mt.Name] {
+			b.cluster.appliedTopics[mt.Name] = mt
+		}
+	}
+	for name := range b.cluster.appliedTopics {
+		if md.Topics[name] == nil {
+			delete(b.cluster.appliedTopics, name)
+		}
 	}
 	rc.log(b.log, md.Revision)
 	if dynChanged {
@@ -513,8 +549,9 @@ func (rc *roleChanges) log(log *slog.Logger, rev int64) {
 
 // applyRole makes this broker the leader or a follower of p as its
 // metadata says; rc counts the changes (the partitions are logged at debug
-// level).
-func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
+// level). False when it could not: applyMetadata tries again at the next
+// revision.
+func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) bool {
 	mp := p.meta.Load()
 	tp := replication.TP{Topic: p.topic.name, Partition: p.index}
 	st := replication.State{LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch, Replicas: mp.Replicas, ISR: mp.ISR}
@@ -531,7 +568,7 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 	case mp.Leader == b.nodeID:
 		if ldr := p.leader.Load(); ldr != nil && ldr.LeaderEpoch() == mp.LeaderEpoch {
 			ldr.Update(st, time.Now())
-			return
+			return true
 		}
 		b.cluster.fetchers.Unfollow(tp) // no fetcher appends once this returns
 		leo := p.log.LogEndOffset()
@@ -549,17 +586,17 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 		p.epoch.Store(mp.LeaderEpoch)
 		lb, ok := md.Brokers[mp.Leader]
 		if !ok {
-			b.cluster.fetchers.Unfollow(tp)
-			return
+			b.cluster.fetchers.Unfollow(tp) // followed again when the leader registers: a change of the brokers
+			return true
 		}
 		addr := lb.Host + ":" + strconv.Itoa(int(lb.Port))
 		if cur, ok := b.cluster.fetchers.Following(tp); ok && cur == mp.Leader && !wasLeader && p.followEpoch.Load() == mp.LeaderEpoch {
-			return
+			return true
 		}
 		p.followEpoch.Store(mp.LeaderEpoch)
 		if err := b.cluster.fetchers.Follow(tp, p.topic.id, followerLog{p.log, b}, mp.Leader, addr, mp.LeaderEpoch); err != nil {
 			b.log.Error("following the leader", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "err", err)
-			return
+			return false
 		}
 		rc.note(p, false)
 		b.log.Debug("became follower", "topic", tp.Topic, "partition", tp.Partition, "leader", mp.Leader, "leader_epoch", mp.LeaderEpoch)
@@ -568,6 +605,7 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) {
 		p.epoch.Store(mp.LeaderEpoch)
 		b.cluster.fetchers.Unfollow(tp)
 	}
+	return true
 }
 
 // stopReplica ends this broker's role for p.
@@ -927,4 +965,14 @@ func (b *Broker) clusterAlterConfigs(t *topic, change func(map[string]string) (m
 	})
 	b.log.Info("altered topic configs", "topic", t.name, "configs", next)
 	return nil, ""
+}
+
+// sameBrokers reports whether two images' brokers are the same
+// registrations with the same addresses and state.
+func sameBrokers(a, b map[int32]metadata.Broker) bool {
+	return maps.EqualFunc(a, b, func(x, y metadata.Broker) bool {
+		return x.ID == y.ID && x.Host == y.Host && x.Port == y.Port && x.Rack == y.Rack && x.Epoch == y.Epoch &&
+			x.LogDirOffline == y.LogDirOffline && x.ControlledShutdown == y.ControlledShutdown &&
+			x.SchemaRegistry == y.SchemaRegistry && maps.Equal(x.Listeners, y.Listeners)
+	})
 }

@@ -75,7 +75,10 @@ type Topic struct {
 
 // Image is an immutable snapshot of the cluster metadata as of the
 // store's revision Revision (Kafka's MetadataImage). Callers must not
-// modify it.
+// modify it. Images of successive revisions may share a Topic (the same
+// pointer) that did not change between them, as Kafka's image deltas
+// share what they do not touch: a reader may skip a shared Topic it has
+// already applied.
 type Image struct {
 	Revision  int64
 	ClusterID string
