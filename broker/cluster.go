@@ -830,11 +830,11 @@ func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.
 	if ldr == nil {
 		return kerr.NotLeaderForPartition.Code
 	}
-	replicaOK, inISR := ldr.Fetched(replica, rp.FetchOffset, rp.LogStartOffset, now)
+	replicaOK, rejoin := ldr.Fetched(replica, rp.FetchOffset, rp.LogStartOffset, now)
 	if !replicaOK {
 		return kerr.NotLeaderForPartition.Code
 	}
-	if !inISR {
+	if rejoin {
 		b.kickISR()
 	}
 	return 0

@@ -173,9 +173,14 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
 // step: it records the follower's fetch offset (its log end offset) and
 // log start offset (-1 when its Fetch version has none) and moves the high
 // watermark when the follower's log end offset grew. It reports whether
-// id is a follower of the partition and whether it is in the committed
-// ISR.
-func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.Time) (replica, inISR bool) {
+// id is a follower of the partition and whether it may rejoin the ISR
+// now: out of the committed ISR, caught up (CheckISR's test but for the
+// broker being live), and no change proposed yet. A follower still
+// catching up is not reported, so that the broker looks for ISR changes
+// once per partition that can make one, not on every fetch of thousands
+// of partitions after a restart.
+func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.Time) (replica, rejoin bool) {
+	hw := l.log.HighWatermark()
 	l.mu.Lock()
 	f := l.followers[id]
 	if f == nil {
@@ -184,12 +189,12 @@ func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.T
 	}
 	f.logStartOffset = logStartOffset
 	grew := l.fetchedLocked(f, fetchOffset, now)
-	inISR = slices.Contains(l.state.ISR, id)
+	rejoin = l.pending == nil && !slices.Contains(l.state.ISR, id) && f.leo >= hw && f.leo >= l.epochStartOffset
 	l.mu.Unlock()
 	if grew {
 		l.MaybeAdvanceHighWatermark()
 	}
-	return true, inISR
+	return true, rejoin
 }
 
 // fetchedLocked records a fetch of f at fetchOffset and reports whether

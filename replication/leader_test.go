@@ -187,3 +187,38 @@ func TestLeader_ReassignmentAddsReplica(t *testing.T) {
 		t.Fatalf("proposed %+v %v, want [1 3]", ch, ok)
 	}
 }
+
+// TestLeader_FetchedReportsARejoinOnce: Fetched reports that a follower
+// out of the ISR may rejoin only once it has caught up (its log end offset
+// at the high watermark), and not while the change is proposed; a follower
+// in the ISR or still behind is never reported, so the broker does not look
+// for ISR changes on every fetch of a follower catching up.
+func TestLeader_FetchedReportsARejoinOnce(t *testing.T) {
+	now := time.Unix(1000, 0)
+	log := &memLog{leo: 100, hw: 100}
+	l := NewLeader(1, log, State{LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 0, now)
+	if ok, rejoin := l.Fetched(2, 100, -1, now); !ok || rejoin {
+		t.Fatalf("in-ISR follower: replica %v rejoin %v, want true false", ok, rejoin)
+	}
+	if ok, rejoin := l.Fetched(3, 50, -1, now); !ok || rejoin {
+		t.Fatalf("follower behind: replica %v rejoin %v, want true false", ok, rejoin)
+	}
+	if ok, rejoin := l.Fetched(4, 100, -1, now); ok || rejoin {
+		t.Fatalf("not a replica: replica %v rejoin %v, want false false", ok, rejoin)
+	}
+	if _, rejoin := l.Fetched(3, 100, -1, now); !rejoin {
+		t.Fatal("caught-up follower out of the ISR not reported")
+	}
+	ch, ok := l.CheckISR(now, time.Minute, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("expand = %+v %v", ch, ok)
+	}
+	l.Proposed(ch)
+	if _, rejoin := l.Fetched(3, 100, -1, now); rejoin {
+		t.Fatal("reported again while the change is proposed")
+	}
+	l.ProposalFailed()
+	if _, rejoin := l.Fetched(3, 100, -1, now); !rejoin {
+		t.Fatal("not reported after the proposal failed")
+	}
+}
