@@ -195,13 +195,3 @@ func placeByRename(tmp, path string) error {
 	}
 	return nil
 }
-
-// replaceNow replaces path's content by data at once, atomically but not
-// durably (no fsync), reusing inodes as placeFile does.
-func replaceNow(path string, data []byte) error {
-	tmp := path + tmpSuffix
-	if err := writeReusing(tmp, path, "", data); err != nil {
-		return err
-	}
-	return placeFile(tmp, path, true)
-}

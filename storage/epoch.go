@@ -176,60 +176,56 @@ func truncateEpochsFromStart(cur []EpochEntry, start int64) []EpochEntry {
 	return append([]EpochEntry{{Epoch: cur[i-1].Epoch, StartOffset: start}}, cur[i:]...)
 }
 
-// setEpochsLocked publishes and persists the cache. A failed write is
-// sticky, as a failed append: the file no longer matches the log. Lock
-// should be held.
+// setEpochsLocked publishes and persists the cache (the file fsynced,
+// unless deferring). A failed write is sticky, as a failed append: the
+// file no longer matches the log. Lock should be held.
 func (l *Log) setEpochsLocked(entries []EpochEntry) error {
 	l.epochs.Store(&entries)
+	l.epochFileMu.Lock()
+	defer l.epochFileMu.Unlock()
+	unwritten := l.epochsUnwritten.Swap(false)
 	if err := l.writeFileAtomic(filepath.Join(l.dir, leaderEpochFileName), encodeEpochs(entries)); err != nil {
+		l.epochsUnwritten.Store(unwritten)
 		l.writeErr = err
 		return err
-	}
-	if !l.deferring {
-		l.epochsDirty.Store(false)
 	}
 	return nil
 }
 
 // setEpochsLazilyLocked is setEpochsLocked for an entry added at the end
-// (Kafka's assign): the file is replaced without an fsync, so that a
-// partition's first write, a follower's first batch of a new epoch or a
-// replica becoming leader does not wait for the disk. That is safe
-// because the entry can be found again: before the recovery point is
-// persisted the file is fsynced (syncEpochs, from writeCheckpoint), and
-// after a crash recovery derives the entries of the batches it revalidates
-// from the batches themselves (loadLeaderEpochs); a file left torn is
-// rebuilt from every batch. Lock should be held.
+// (Kafka's assign): only the cache in memory changes, and the file is
+// written later, before the recovery point is next persisted (syncEpochs,
+// from writeCheckpoint: a flush, a roll, Close). A replica becoming the
+// leader of thousands of partitions at once (a failover) thus writes no
+// file per partition on the way, and a partition's first write or a
+// follower's first batch of a new epoch does not wait for one. That is
+// safe because an entry not yet in the file can be found again: after a
+// crash, recovery derives the entries of the batches past the recovery
+// point from the batches themselves (loadLeaderEpochs), and an epoch
+// with no batch yet answers OffsetForLeaderEpoch as the epoch before it
+// would. Lock should be held.
 func (l *Log) setEpochsLazilyLocked(entries []EpochEntry) error {
 	l.epochs.Store(&entries)
-	if err := replaceNow(filepath.Join(l.dir, leaderEpochFileName), encodeEpochs(entries)); err != nil {
-		l.writeErr = err
-		return err
-	}
-	l.epochsDirty.Store(true)
+	l.epochsUnwritten.Store(true)
 	return nil
 }
 
-// syncEpochs fsyncs the leader-epoch file and its directory if it was
-// replaced lazily since it was last synced, so that every entry of the
-// batches below a recovery point about to be persisted is durable. While
-// deferring the LogDir's sync does it.
+// syncEpochs writes the leader-epoch file (fsynced; while deferring the
+// LogDir's Sync does it) if the cache gained entries since it was last
+// written, so that every entry of the batches below a recovery point
+// about to be persisted is durable.
 func (l *Log) syncEpochs() error {
-	if l.deferring || !l.epochsDirty.Swap(false) {
+	if !l.epochsUnwritten.Load() {
 		return nil
 	}
-	path := filepath.Join(l.dir, leaderEpochFileName)
-	f, err := os.Open(path)
-	if err == nil {
-		err = f.Sync()
-		f.Close()
+	l.epochFileMu.Lock()
+	defer l.epochFileMu.Unlock()
+	if !l.epochsUnwritten.Swap(false) {
+		return nil
 	}
-	if err == nil {
-		err = SyncDir(l.dir)
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		l.epochsDirty.Store(true)
-		return ioErr("fsync", path, err)
+	if err := l.writeFileAtomic(filepath.Join(l.dir, leaderEpochFileName), encodeEpochs(l.epochEntries())); err != nil {
+		l.epochsUnwritten.Store(true)
+		return err
 	}
 	return nil
 }

@@ -197,3 +197,59 @@ func appendEpochs(t *testing.T, l *Log, epochs ...int32) {
 		}
 	}
 }
+
+// TestLog_AssignedEpochWrittenAtTheNextCheckpoint: a replica becoming
+// leader (AssignLeaderEpoch at its log end offset) writes no file, so a
+// failover of thousands of partitions does not write thousands; the entry
+// reaches the file at the next flush, and a Close with nothing else to
+// checkpoint writes it too.
+func TestLog_AssignedEpochWrittenAtTheNextCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	cfg := testConfig()
+	cfg.ReplicatedHighWatermark = true
+	l := openLog(t, dir, cfg)
+	appendEpochs(t, l, 1, 1)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	file := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, leaderEpochFileName))
+		return string(b)
+	}
+	if got := file(); got != "0\n1\n1 0\n" {
+		t.Fatalf("after the flush: %q", got)
+	}
+	if err := l.AssignLeaderEpoch(4, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := file(); got != "0\n1\n1 0\n" {
+		t.Fatalf("AssignLeaderEpoch wrote the file: %q", got)
+	}
+	if e, end := l.EndOffsetForLeaderEpoch(1); e != 1 || end != 4 {
+		t.Fatalf("EndOffsetForLeaderEpoch(1) = %d, %d; want 1, 4", e, end)
+	}
+	appendEpochs(t, l, 4)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := file(); got != "0\n2\n1 0\n4 4\n" {
+		t.Fatalf("after the next flush: %q", got)
+	}
+	// An idle leader's stop: the checkpoint is unchanged, the epoch not.
+	if err := l.AssignLeaderEpoch(6, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := file(); got != "0\n3\n1 0\n4 4\n6 6\n" {
+		t.Fatalf("after Close: %q", got)
+	}
+	// Opening drops an entry at the log end offset (an epoch with no
+	// batch), as it always has.
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	if got, want := l.LeaderEpochs(), []EpochEntry{{1, 0}, {4, 4}}; !slices.Equal(got, want) {
+		t.Fatalf("reopened: %v, want %v", got, want)
+	}
+}

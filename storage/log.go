@@ -42,9 +42,11 @@ type Log struct {
 	// recoveredFrom is the base offset of the first segment Open
 	// revalidated after a crash, -1 when it trusted the files.
 	recoveredFrom int64
-	// epochsDirty: the leader-epoch file was replaced without an fsync
-	// since it was last synced (setEpochsLazilyLocked).
-	epochsDirty atomic.Bool
+	// epochsUnwritten: the leader-epoch cache has an entry added since
+	// the file was last written (setEpochsLazilyLocked); epochFileMu
+	// serialises the file's writers (under l.mu or, for syncEpochs, not).
+	epochsUnwritten atomic.Bool
+	epochFileMu     sync.Mutex
 
 	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
 	cfg         Config
@@ -530,7 +532,7 @@ func (l *Log) writeCheckpoint() error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	c := l.checkpointNow()
-	if l.ckptKnown && c == l.ckpt {
+	if l.ckptKnown && c == l.ckpt && !l.epochsUnwritten.Load() {
 		return nil // unchanged: an idle partition's stop rewrites nothing
 	}
 	if err := l.syncEpochs(); err != nil {

@@ -54,7 +54,7 @@ func TestPlaceByRename_ReplacesAtomically(t *testing.T) {
 	}
 	check("v1 logStartOffset=5 recoveryPoint=42\n")
 
-	// replaceNow and WriteFileAtomic go through the same rename on every
+	// WriteFileAtomic goes through the same rename on every
 	// system; read back through the checkpoint parser.
 	if err := WriteFileAtomic(path, encodeCheckpoint(checkpoint{logStartOffset: 7, recoveryPoint: 9, highWatermark: 8})); err != nil {
 		t.Fatal(err)

@@ -218,6 +218,10 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 		fatalf("%v", err)
 	}
 	defer cl.Close()
+	// The producer is warm, as a running application's is: it knows the
+	// leaders and holds its connections, so that the produce row below
+	// measures the cluster, not a client's first metadata of every topic.
+	produceEach(ctx, cl, mine, "before", func(x tp, err error) { fatalf("%s: warm-up produce to %s-%d: %v", t.name, x.topic, x.p, err) })
 	t.c.kill(victim)
 	killed := time.Now()
 	var ledAgain time.Duration
@@ -243,18 +247,12 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 			time.Sleep(fpoll)
 		}
 	}
-	var wg sync.WaitGroup
 	var failed atomic.Int64
-	for _, x := range mine {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: x.topic, Partition: x.p, Value: []byte("after")}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil && failed.Add(1) <= 5 {
-				log.Printf("%s: produce to %s-%d: %v", t.name, x.topic, x.p, err)
-			}
-		})
-	}
-	wg.Wait()
+	produceEach(ctx, cl, mine, "after", func(x tp, err error) {
+		if failed.Add(1) <= 5 {
+			log.Printf("%s: produce to %s-%d: %v", t.name, x.topic, x.p, err)
+		}
+	})
 	writable := time.Since(killed)
 	back := restartScale(ctx, t, victim, topics, parts, poll)
 	return fmt.Sprintf("%s: %d partitions in %d topics: CreateTopics answered after %.1f s, every partition led with a full ISR after %.1f s; %s; idle CPU of the three %.1f%% of a core; broker %d (the quorum's leader: %v) led %d: led again after %.2f s, every one writable after %.2f s (%d produces failed); restarted, every ISR full again after %s; after that: %s",
@@ -286,4 +284,20 @@ func restartScale(ctx context.Context, t *target, victim int32, topics []string,
 		time.Sleep(poll)
 	}
 	return "more than 5 minutes"
+}
+
+// produceEach produces value to every partition of ps at once and waits
+// for every answer; onErr is called for each failure.
+func produceEach(ctx context.Context, cl *kgo.Client, ps []tp, value string, onErr func(tp, error)) {
+	var wg sync.WaitGroup
+	for _, x := range ps {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: x.topic, Partition: x.p, Value: []byte(value)}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				onErr(x, err)
+			}
+		})
+	}
+	wg.Wait()
 }
