@@ -187,10 +187,12 @@
 //     and AssignLeaderEpoch, cut by truncation and by the log start offset,
 //     rebuilt from the batch headers when its file is missing or damaged.
 //     An entry added at the end (by a batch, or a replica becoming
-//     leader) is written without an fsync, so neither a partition's first
-//     write nor a leadership change waits for the disk; the file is synced
-//     before a recovery point beyond it is persisted, and after a crash
-//     the batches recovery revalidates give their entries again.
+//     leader) changes only the cache in memory, so neither a partition's
+//     first write nor a leadership change (thousands at once in a
+//     failover) writes a file; the file is written and synced before a
+//     recovery point beyond it is persisted (flush, roll, Close), and
+//     after a crash the batches recovery revalidates give their entries
+//     again.
 //     EndOffsetForLeaderEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279).
 //
 // # Errors
