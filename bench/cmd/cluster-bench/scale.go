@@ -221,7 +221,26 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	// The producer is warm, as a running application's is: it knows the
 	// leaders and holds its connections, so that the produce row below
 	// measures the cluster, not a client's first metadata of every topic.
-	produceEach(ctx, cl, mine, "before", func(x tp, err error) { fatalf("%s: warm-up produce to %s-%d: %v", t.name, x.topic, x.p, err) })
+	// A partition whose leader has not yet taken its full ISR as its own
+	// (Kafka answers NOT_ENOUGH_REPLICAS a moment after Metadata shows
+	// it full) is tried again, for at most a minute.
+	warm := mine
+	for deadline := time.Now().Add(time.Minute); len(warm) > 0; {
+		var mu sync.Mutex
+		var again []tp
+		var last error
+		produceEach(ctx, cl, warm, "before", func(x tp, err error) {
+			mu.Lock()
+			again, last = append(again, x), err
+			mu.Unlock()
+		})
+		if len(again) > 0 && time.Now().After(deadline) {
+			fatalf("%s: warm-up produce to %d partitions, as to %s-%d: %v", t.name, len(again), again[0].topic, again[0].p, last)
+		}
+		if warm = again; len(warm) > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	t.c.kill(victim)
 	killed := time.Now()
 	var ledAgain time.Duration
