@@ -221,9 +221,10 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 	// The producer is warm, as a running application's is: it knows the
 	// leaders and holds its connections, so that the produce row below
 	// measures the cluster, not a client's first metadata of every topic.
-	// A partition whose leader has not yet taken its full ISR as its own
-	// (Kafka answers NOT_ENOUGH_REPLICAS a moment after Metadata shows
-	// it full) is tried again, for at most a minute.
+	// A partition whose leader does not take the produce (Kafka 4.4 at
+	// 10,000 partitions answered NOT_ENOUGH_REPLICAS for 666 of them for
+	// a minute after Metadata showed every ISR full) is tried again, for
+	// at most a minute, and then left cold.
 	warm := mine
 	for deadline := time.Now().Add(time.Minute); len(warm) > 0; {
 		var mu sync.Mutex
@@ -235,7 +236,8 @@ func scaleFailover(ctx context.Context, t *target, n int) string {
 			mu.Unlock()
 		})
 		if len(again) > 0 && time.Now().After(deadline) {
-			fatalf("%s: warm-up produce to %d partitions, as to %s-%d: %v", t.name, len(again), again[0].topic, again[0].p, last)
+			log.Printf("%s: warm-up produce still failing after a minute for %d partitions, as %s-%d: %v; killing anyway", t.name, len(again), again[0].topic, again[0].p, last)
+			break
 		}
 		if warm = again; len(warm) > 0 {
 			time.Sleep(100 * time.Millisecond)
