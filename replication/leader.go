@@ -189,12 +189,19 @@ func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.T
 	}
 	f.logStartOffset = logStartOffset
 	grew := l.fetchedLocked(f, fetchOffset, now)
-	rejoin = l.pending == nil && !slices.Contains(l.state.ISR, id) && f.leo >= hw && f.leo >= l.epochStartOffset
+	rejoin = l.pending == nil && !slices.Contains(l.state.ISR, id) && l.caughtUpLocked(f, hw)
 	l.mu.Unlock()
 	if grew {
 		l.MaybeAdvanceHighWatermark()
 	}
 	return true, rejoin
+}
+
+// caughtUpLocked reports whether follower f has reached the high
+// watermark hw and the start of this leader's epoch, as a follower
+// joining the ISR must (Kafka's isFollowerInSync). l.mu is held.
+func (l *Leader) caughtUpLocked(f *replicaState, hw int64) bool {
+	return f.leo >= hw && f.leo >= l.epochStartOffset
 }
 
 // fetchedLocked records a fetch of f at fetchOffset and reports whether
@@ -324,7 +331,7 @@ func (l *Leader) CheckISR(now time.Time, lagMax time.Duration, live func(int32) 
 			continue
 		}
 		f := l.followers[r]
-		if f != nil && f.leo >= hw && f.leo >= l.epochStartOffset && now.Sub(f.lastCaughtUp) <= lagMax && live(r) {
+		if f != nil && l.caughtUpLocked(f, hw) && now.Sub(f.lastCaughtUp) <= lagMax && live(r) {
 			isr = append(isr, r)
 			changed = true
 		}
