@@ -39,6 +39,7 @@ import (
 	"github.com/gregor-broker/gregor/fetchsession"
 	"github.com/gregor-broker/gregor/protocol"
 	"github.com/gregor-broker/gregor/quota"
+	"github.com/gregor-broker/gregor/replication"
 	"github.com/gregor-broker/gregor/storage"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,6 +58,7 @@ type fetchTarget struct {
 	// preferred is the replica that should serve this consumer instead
 	// of this leader (KIP-392), -1 for none: answered without reading.
 	preferred int32
+	cut       bool // not read: the response was full (fetchOnce)
 }
 
 // fetchReplicaID is the broker id of a follower's Fetch, -1 for a consumer.
@@ -97,23 +99,137 @@ func (b *Broker) handleFetch(r *request) (kmsg.Response, error) {
 		r.quotaDone = true // fetchAnswer records it, after a long poll too
 		req.MaxBytes = int32(min(int64(req.MaxBytes), b.quotas.MaxFetchBytes(cq)))
 	}
-	targets := b.resolveFetchTargets(req, resp, r.keep)
+	targets := b.resolveFetchTargets(req, resp, r.keep, fs.parts)
 	b.authorizeFetch(r, req, resp, targets)
+	if fs.sess != nil {
+		watchSession(fs.parts, targets)
+		fs.sess.Fetched(time.Now())
+	}
 	regions := r.keep.fetchRegions(resp)
 	// The first read happens here, in the connection's reader; only a
 	// fetch that must wait for data (the long poll) leaves the reader,
 	// through r.wait.
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	if fs.sess != nil {
+		// An incremental fetch reads the partitions of its session that
+		// changed or that it names, and waits on the session.
+		if !b.sessionPass(req, resp, targets, regions, deadline) {
+			r.waitInWriter = true
+			r.wait = func() {
+				st := sessionRead{req: req, resp: resp, targets: targets, regions: regions}
+				waited := b.sessionWaiting(r, &st, &fs, deadline)
+				b.fetchAnswer(r, st.req, st.resp, st.regions, st.targets, cq, fs, time.Since(start)-waited)
+			}
+			return nil, nil
+		}
+		b.fetchAnswer(r, req, resp, regions, targets, cq, fs, time.Since(start))
+		return nil, nil
+	}
 	if wake := b.fetchPass(req, resp, targets, regions, deadline); wake != nil {
 		r.waitInWriter = true
 		r.wait = func() {
 			waited := b.fetchWaiting(r, req, resp, targets, regions, deadline, wake)
-			b.fetchAnswer(r, req, resp, regions, cq, fs, time.Since(start)-waited)
+			b.fetchAnswer(r, req, resp, regions, targets, cq, fs, time.Since(start)-waited)
 		}
 		return nil, nil
 	}
-	b.fetchAnswer(r, req, resp, regions, cq, fs, time.Since(start))
+	b.fetchAnswer(r, req, resp, regions, targets, cq, fs, time.Since(start))
 	return nil, nil
+}
+
+// watchSession makes each session partition (parts, in the order of
+// targets) watch the log its target resolved to, before that log is read,
+// so that the session hears of every later change of it.
+func watchSession(parts []*fetchsession.Partition, targets []fetchTarget) {
+	for i := range targets {
+		tg := &targets[i]
+		if tg.part == nil || tg.part.log == nil || i >= len(parts) {
+			continue
+		}
+		sp, l := parts[i], tg.part.log
+		if w, _ := sp.Watching().(*storage.Log); w == l {
+			continue
+		}
+		l.Watch(sp)
+		old, ok := sp.Watch(l)
+		if !ok {
+			l.Unwatch(sp) // left its session meanwhile
+			continue
+		}
+		if o, _ := old.(*storage.Log); o != nil {
+			o.Unwatch(sp)
+		}
+	}
+}
+
+// sessionRead is an incremental fetch being answered: the request listing
+// the partitions it reads, and what it read.
+type sessionRead struct {
+	req     *kmsg.FetchRequest
+	resp    *kmsg.FetchResponse
+	targets []fetchTarget
+	regions [][]storage.Slice
+}
+
+// sessionPass is fetchPass for an incremental fetch: it reads the targets
+// once and reports whether that is the answer; if not, it releases what it
+// read, and the request waits on its session.
+func (b *Broker) sessionPass(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, deadline time.Time) bool {
+	total, now := b.fetchOnce(req, resp, targets, regions, max(req.MaxBytes, 0))
+	if now || int64(total) >= int64(req.MinBytes) || total > 0 && req.MinBytes <= 0 || !time.Now().Before(deadline) {
+		return true
+	}
+	releaseRegions(regions)
+	return false
+}
+
+// sessionWaiting is the long poll of an incremental fetch: it waits for a
+// partition of the session to change (or the deadline, or the end of the
+// request's context), adds the changed partitions to the request and reads
+// again, until sessionPass has the answer. It returns the time spent
+// waiting, which the request quota does not count.
+func (b *Broker) sessionWaiting(r *request, st *sessionRead, fs *fetchSessionUse, deadline time.Time) (waited time.Duration) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		w := time.Now()
+		select {
+		case <-fs.sess.Wake():
+			waited += time.Since(w)
+		case <-timer.C:
+			waited += time.Since(w)
+			b.fetchOnce(st.req, st.resp, st.targets, st.regions, max(st.req.MaxBytes, 0))
+			return waited
+		case <-r.ctx.Done():
+			waited += time.Since(w)
+			b.fetchOnce(st.req, st.resp, st.targets, st.regions, max(st.req.MaxBytes, 0))
+			return waited
+		}
+		n := len(fs.parts)
+		var changed bool
+		if fs.parts, changed = fs.sess.TakeChanged(st.req, fs.parts); !changed {
+			continue
+		}
+		if len(fs.parts) == n {
+			// Only partitions it lists changed: read them again.
+			if b.sessionPass(st.req, st.resp, st.targets, st.regions, deadline) {
+				return waited
+			}
+			continue
+		}
+		if fs.scratch != nil {
+			fs.scratch.parts = fs.parts
+		}
+		st.resp = r.fetchResponse(st.req)
+		st.resp.Version, st.resp.SessionID = st.req.Version, 0
+		st.targets = b.resolveFetchTargets(st.req, st.resp, r.keep, fs.parts)
+		b.authorizeFetch(r, st.req, st.resp, st.targets)
+		watchSession(fs.parts, st.targets)
+		st.regions = r.keep.fetchRegions(st.resp)
+		if b.sessionPass(st.req, st.resp, st.targets, st.regions, deadline) {
+			return waited
+		}
+	}
 }
 
 // fetchSessionUse is what a Fetch does with a fetch session: make one
@@ -180,14 +296,14 @@ func (b *Broker) incrementalFetch(r *request, req *kmsg.FetchRequest, resp *kmsg
 // sent by sendfile, unless the client's quotas throttle it: then the answer
 // is empty, as in Kafka. An incremental fetch answers only the partitions
 // its session selects; a full one with epoch 0 makes a session.
-func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, cq *quota.Set, fs fetchSessionUse, handlerTime time.Duration) {
+func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, regions [][]storage.Slice, targets []fetchTarget, cq *quota.Set, fs fetchSessionUse, handlerTime time.Duration) {
 	b.rewriteEndpoints(r, resp)
 	release := r.keep.releaser(regions)
 	var heard []*fetchsession.Partition
 	var created *fetchsession.Session
 	switch {
 	case fs.sess != nil:
-		resp, regions, heard = sessionAnswer(fs.sess, fs.parts, resp, regions)
+		resp, regions, heard = sessionAnswer(fs.sess, fs.parts, resp, regions, targets)
 		resp.SessionID = fs.sess.ID()
 		release = func() { releaseRegions(regions) }
 		if sc := fs.scratch; sc != nil {
@@ -233,13 +349,21 @@ func (b *Broker) fetchAnswer(r *request, req *kmsg.FetchRequest, resp *kmsg.Fetc
 // sessionAnswer is the answer of an incremental fetch: of resp's
 // partitions, those its session selects (fetchsession.Session.Answer), in a
 // new response with their regions, which are moved out of regions. It
-// returns the partitions selected.
-func sessionAnswer(s *fetchsession.Session, parts []*fetchsession.Partition, resp *kmsg.FetchResponse, regions [][]storage.Slice) (*kmsg.FetchResponse, [][]storage.Slice, []*fetchsession.Partition) {
+// returns the partitions selected. A partition answered with records, or
+// left out for the response's size (cut), is read again by the next
+// request, as Kafka reads every partition of a session: its client names
+// it with its new position, or (if it does not) is served the same
+// records again.
+func sessionAnswer(s *fetchsession.Session, parts []*fetchsession.Partition, resp *kmsg.FetchResponse, regions [][]storage.Slice, targets []fetchTarget) (*kmsg.FetchResponse, [][]storage.Slice, []*fetchsession.Partition) {
 	out := *resp
 	out.Topics = nil
 	var outRegions [][]storage.Slice
 	last := -1
-	heard := s.Answer(parts, resp, func(ti, pi int) bool { return regions[ti][pi].Size > 0 }, func(ti, pi int) {
+	heard := s.Answer(parts, resp, func(i int) (records, again bool) {
+		tg := &targets[i]
+		records = regions[tg.ti][tg.pi].Size > 0
+		return records, records || tg.cut
+	}, func(ti, pi int) {
 		if ti != last {
 			t := resp.Topics[ti]
 			t.Partitions = nil
@@ -279,9 +403,11 @@ func (b *Broker) throttleFetch(r *request, cq *quota.Set, resp *kmsg.FetchRespon
 // resolveFetchTargets looks up every requested partition (by topic id from
 // v13) and checks its leader epoch. It fills resp with one empty answer per
 // requested partition, in request order, and returns the targets, whose
-// resolution errors fetchOnce answers.
+// resolution errors fetchOnce answers. sess, for an incremental fetch, is
+// its session's partitions in the same order (a follower's fetch session,
+// replication.FetchClock).
 // k, when not nil, lends the lists' memory.
-func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, k *reusable) []fetchTarget {
+func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, k *reusable, sess []*fetchsession.Partition) []fetchTarget {
 	var targets []fetchTarget
 	if k != nil {
 		targets = k.targets[:0]
@@ -316,7 +442,11 @@ func (b *Broker) resolveFetchTargets(req *kmsg.FetchRequest, resp *kmsg.FetchRes
 				tg.code = kerr.UnknownTopicOrPartition.Code
 			default:
 				tg.part = parts[rp.Partition]
-				tg.code = b.fetchLeadership(tg.part, req, rp, now)
+				var clock replication.FetchClock
+				if len(targets) < len(sess) {
+					clock = sess[len(targets)]
+				}
+				tg.code = b.fetchLeadership(tg.part, req, rp, now, clock)
 				if tg.code == 0 && replica < 0 && req.Version >= 11 {
 					tg.preferred = b.preferredReadReplica(tg.part, req.Rack, rp.FetchOffset)
 				}
@@ -402,7 +532,9 @@ func noRegions(int, int) (protocol.Region, bool) { return protocol.Region{}, fal
 func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, targets []fetchTarget, regions [][]storage.Slice, maxBytes int32) (int, bool) {
 	total := 0
 	answerNow := false
-	for _, tg := range targets {
+	for i := range targets {
+		tg := &targets[i]
+		tg.cut = false
 		sp := &resp.Topics[tg.ti].Partitions[tg.pi]
 		sp.ErrorCode = tg.code
 		if tg.code != 0 {
@@ -429,6 +561,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, tar
 		minOne := total == 0
 		if limit <= 0 && !minOne {
 			b.fillOffsets(sp, tg.part.log)
+			tg.cut = true
 			continue
 		}
 		var res storage.ReadResult

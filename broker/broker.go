@@ -139,7 +139,9 @@ func New(cfg Config) (*Broker, error) {
 	b.offsets, b.txnLog, b.shareLog = b.offsetsInternalTopic(), b.txnInternalTopic(), b.shareInternalTopic()
 	b.shares = share.NewCache(sharePersister{b}, shareSettings{b}, b.log)
 	b.shareSessions = share.NewSessions(b.shares)
-	b.fetchSessions = fetchsession.NewCache(int(cfg.int64Prop("max.incremental.fetch.session.cache.slots")))
+	b.fetchSessions = fetchsession.NewCache(int(cfg.int64Prop("max.incremental.fetch.session.cache.slots")), func(p *fetchsession.Partition, watched any) {
+		watched.(*storage.Log).Unwatch(p)
+	})
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	ok := false // New succeeded; else the data dir lock is released
 	topicsDir := filepath.Join(cfg.DataDir, metaDirName, topicsDirName)

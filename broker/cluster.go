@@ -552,6 +552,12 @@ func (rc *roleChanges) log(log *slog.Logger, rev int64) {
 // level). False when it could not: applyMetadata tries again at the next
 // revision.
 func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) bool {
+	oldEpoch, oldLeader := p.epoch.Load(), p.leader.Load()
+	defer func() {
+		if p.epoch.Load() != oldEpoch || p.leader.Load() != oldLeader {
+			p.roleChanged()
+		}
+	}()
 	mp := p.meta.Load()
 	tp := replication.TP{Topic: p.topic.name, Partition: p.index}
 	st := replication.State{LeaderEpoch: mp.LeaderEpoch, PartitionEpoch: mp.PartitionEpoch, Replicas: mp.Replicas, ISR: mp.ISR}
@@ -608,8 +614,19 @@ func (b *Broker) applyRole(md *metadata.Image, p *partition, rc *roleChanges) bo
 	return true
 }
 
+// roleChanged tells the fetch sessions that watch p's log that its
+// answers changed with this broker's role: NOT_LEADER_OR_FOLLOWER,
+// FENCED_LEADER_EPOCH, or a new replication.Leader that is to hear each
+// follower's position.
+func (p *partition) roleChanged() {
+	if p.log != nil {
+		p.log.Changed()
+	}
+}
+
 // stopReplica ends this broker's role for p.
 func (b *Broker) stopReplica(p *partition) {
+	defer p.roleChanged()
 	p.leader.Store(nil)
 	if b.cluster != nil {
 		b.cluster.fetchers.Unfollow(replication.TP{Topic: p.topic.name, Partition: p.index})
@@ -805,7 +822,7 @@ func (b *Broker) partitionView(p *partition) replicaView {
 // read_replica.go). A follower's fetch offset is its log end offset: the
 // Leader records it, which may move the high watermark, and a follower out
 // of the ISR that has caught up is proposed for it at once.
-func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, now time.Time) int16 {
+func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.FetchRequestTopicPartition, now time.Time, session replication.FetchClock) int16 {
 	if b.cluster != nil && p.log == nil {
 		return kerr.NotLeaderForPartition.Code // no replica here
 	}
@@ -830,7 +847,7 @@ func (b *Broker) fetchLeadership(p *partition, req *kmsg.FetchRequest, rp *kmsg.
 	if ldr == nil {
 		return kerr.NotLeaderForPartition.Code
 	}
-	replicaOK, rejoin := ldr.Fetched(replica, rp.FetchOffset, rp.LogStartOffset, now)
+	replicaOK, rejoin := ldr.Fetched(replica, rp.FetchOffset, rp.LogStartOffset, now, session)
 	if !replicaOK {
 		return kerr.NotLeaderForPartition.Code
 	}

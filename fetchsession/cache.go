@@ -2,7 +2,9 @@ package fetchsession
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,12 +55,68 @@ type Partition struct {
 	// with an error) makes the next answer include it.
 	highWatermark  int64
 	logStartOffset int64
-	moved          bool // answered with records: moves to the end of the order
+
+	s    *Session
+	pass uint64 // the request of the session that last listed it
+
+	// Guarded by s.dmu.
+	dirty    bool // in s.dirty
+	watching any  // what the broker watches for it (Watch)
+
+	left atomic.Int64 // when it left its session (Unix ns); 0 while in it
 }
 
 func (p *Partition) set(rp *kmsg.FetchRequestTopicPartition) {
 	p.FetchOffset, p.LogStartOffset, p.MaxBytes = rp.FetchOffset, rp.LogStartOffset, rp.PartitionMaxBytes
 	p.CurrentLeaderEpoch, p.LastFetchedEpoch = rp.CurrentLeaderEpoch, rp.LastFetchedEpoch
+}
+
+// LogChanged marks p changed: the next request of its session (or the one
+// waiting now) reads it. The broker's storage calls it for the log p
+// watches.
+func (p *Partition) LogChanged() { p.s.mark(p, true) }
+
+// LastFetch is the time of its session's last fetch while p was in it
+// (Session.Fetched): while p stays in a live session its client fetches
+// it at the same position on every request that does not name it.
+func (p *Partition) LastFetch() time.Time {
+	if t := p.left.Load(); t != 0 {
+		return time.Unix(0, t)
+	}
+	return time.Unix(0, p.s.lastFetch.Load())
+}
+
+// Watch records w as what the broker watches for p (its log), returning
+// what it watched before. ok is false when p has left its session (or the
+// session is closed): the caller is to stop watching w again, since the
+// session's Retire hook has run or will not see it.
+func (p *Partition) Watch(w any) (old any, ok bool) {
+	s := p.s
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	if s.retired || p.left.Load() != 0 {
+		return nil, false
+	}
+	old, p.watching = p.watching, w
+	return old, true
+}
+
+// Watching is what the broker watches for p, nil for nothing.
+func (p *Partition) Watching() any {
+	p.s.dmu.Lock()
+	defer p.s.dmu.Unlock()
+	return p.watching
+}
+
+// leave marks p out of its session at now and returns what it watched.
+// s.dmu is held.
+func (p *Partition) leaveLocked(now time.Time) any {
+	if p.left.Load() == 0 {
+		p.left.Store(now.UnixNano())
+	}
+	w := p.watching
+	p.watching = nil
+	return w
 }
 
 // Session is one client's fetch session.
@@ -67,13 +125,23 @@ type Session struct {
 	follower bool
 	topicIDs bool
 
-	mu    sync.Mutex // guards what follows; taken before Cache.mu
-	epoch int32      // the epoch the next request must carry
-	parts []*Partition
-	index map[Key]*Partition
+	mu     sync.Mutex // guards what follows; taken before Cache.mu
+	epoch  int32      // the epoch the next request must carry
+	parts  []*Partition
+	index  map[Key]*Partition
+	passes uint64
 
 	scratch     any // the caller's memory for this session's requests
 	scratchBusy bool
+
+	// The partitions changed since a request last read them. dmu is
+	// taken last: storage calls mark with its locks held.
+	dmu     sync.Mutex
+	dirty   []*Partition
+	retired bool
+	wake    chan struct{} // a token when a partition is marked changed
+
+	lastFetch atomic.Int64 // Unix ns of the last request (Fetched)
 
 	// Guarded by Cache.mu.
 	lastUsed  time.Time
@@ -83,6 +151,68 @@ type Session struct {
 // ID returns the session's id.
 func (s *Session) ID() int32 { return s.id }
 
+// mark adds p to the changed partitions; wake tells a waiting request.
+func (s *Session) mark(p *Partition, wake bool) {
+	s.dmu.Lock()
+	if !p.dirty {
+		p.dirty = true
+		s.dirty = append(s.dirty, p)
+	}
+	s.dmu.Unlock()
+	if wake {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Wake receives a token after a partition of the session changed (more
+// changes before it is read coalesce); a request waiting for data waits
+// on it, then takes the changed partitions with TakeChanged.
+func (s *Session) Wake() <-chan struct{} { return s.wake }
+
+// TakeChanged takes the partitions of the session changed since they were
+// last taken, and clears their marks, for a request waiting for data that
+// lists parts: it appends those it does not list yet to parts and rewrites
+// req.Topics to list them all. changed tells whether any partition
+// changed, listed or not: the request is to read them all again.
+func (s *Session) TakeChanged(req *kmsg.FetchRequest, parts []*Partition) (_ []*Partition, changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(parts)
+	parts, changed = s.takeChangedLocked(parts)
+	if len(parts) > n {
+		s.expand(req, parts)
+	}
+	return parts, changed
+}
+
+// takeChangedLocked takes the changed partitions, appending to parts
+// those still in the session that the current request does not list yet.
+// s.mu is held.
+func (s *Session) takeChangedLocked(parts []*Partition) ([]*Partition, bool) {
+	s.dmu.Lock()
+	dirty := s.dirty
+	s.dirty = nil
+	for _, p := range dirty {
+		p.dirty = false
+	}
+	s.dmu.Unlock()
+	for _, p := range dirty {
+		if s.index[p.Key] == p && p.pass != s.passes {
+			p.pass = s.passes
+			parts = append(parts, p)
+		}
+	}
+	return parts, len(dirty) > 0
+}
+
+// Fetched records a request of the session at now: the time LastFetch
+// answers for every partition still in it. Call it once the request has
+// read the partitions it lists.
+func (s *Session) Fetched(now time.Time) { s.lastFetch.Store(now.UnixNano()) }
+
 // Cache is a broker's fetch sessions.
 type Cache struct {
 	mu        sync.Mutex
@@ -90,11 +220,18 @@ type Cache struct {
 	sessions  map[int32]*Session
 	evictions int64
 	parts     int // partitions of all sessions, as of their last request
+
+	// retire is told of the partitions that left a session, with what
+	// they watched (Partition.Watch), to stop watching it.
+	retire func(p *Partition, watched any)
 }
 
 // NewCache returns a cache of at most slots sessions (0: none are made).
-func NewCache(slots int) *Cache {
-	return &Cache{max: slots, sessions: map[int32]*Session{}}
+// retire, when not nil, is called with every partition that leaves a
+// session (forgotten, or its session closed or evicted) and watched
+// something, without the cache's locks held.
+func NewCache(slots int, retire func(p *Partition, watched any)) *Cache {
+	return &Cache{max: slots, sessions: map[int32]*Session{}, retire: retire}
 }
 
 // Stats returns the number of sessions, the partitions they hold and the
@@ -109,15 +246,46 @@ func (c *Cache) Stats() (sessions, partitions int, evictions int64) {
 // Remove closes session id, if there is one.
 func (c *Cache) Remove(id int32) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s := c.sessions[id]; s != nil {
+	s := c.sessions[id]
+	if s != nil {
 		c.removeLocked(s)
+	}
+	c.mu.Unlock()
+	if s != nil {
+		c.retireSession(s, time.Now())
 	}
 }
 
+// removeLocked takes s out of the cache; the caller retires it
+// (retireSession) once it holds neither c.mu nor s.mu.
 func (c *Cache) removeLocked(s *Session) {
 	delete(c.sessions, s.id)
 	c.parts -= s.cachedLen
+}
+
+// retireSession marks every partition of s, which is out of the cache,
+// out of its session and stops what they watched.
+func (c *Cache) retireSession(s *Session, now time.Time) {
+	s.dmu.Lock()
+	s.retired = true
+	s.dmu.Unlock()
+	s.mu.Lock()
+	parts := slices.Clone(s.parts)
+	s.mu.Unlock()
+	c.retireParts(parts, now)
+}
+
+// retireParts marks parts out of their session and stops what they
+// watched.
+func (c *Cache) retireParts(parts []*Partition, now time.Time) {
+	for _, p := range parts {
+		p.s.dmu.Lock()
+		w := p.leaveLocked(now)
+		p.s.dmu.Unlock()
+		if w != nil && c.retire != nil {
+			c.retire(p, w)
+		}
+	}
 }
 
 // Lookup returns session id, nil if there is none.
@@ -130,17 +298,30 @@ func (c *Cache) Lookup(id int32) *Session {
 // Incremental applies an incremental request (session epoch > 0) to its
 // session s (from Lookup; nil when there is none): it checks the session
 // and epoch, updates the partitions the request names, drops the
-// forgotten ones, moves the epoch on, and writes into.Topics (into may be
-// req) to list every partition of the session in its order, with the
-// positions the session holds. It returns the session's partitions in that
-// order, appended to parts. A top-level error code is returned when the
-// request is refused; nil partitions without an error mean the request
-// emptied the session, which is now closed, and is to be answered
-// sessionless.
+// forgotten ones and moves the epoch on. It writes into.Topics (into may
+// be req) to list the partitions to read, with the positions the session
+// holds: those changed since a request last read them (LogChanged, or
+// answered with an error or cut short by the response's size), then those
+// the request names. The others are where their client last heard, and
+// are not read. It returns the partitions listed, in that order, appended
+// to parts. A top-level error code is returned when the request is
+// refused; nil partitions without an error mean the request emptied the
+// session, which is now closed, and is to be answered sessionless.
 func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*Partition, now time.Time) ([]*Partition, int16) {
 	if s == nil {
 		return nil, kerr.FetchSessionIDNotFound.Code
 	}
+	var forgotten []*Partition
+	closed := false
+	defer func() {
+		// Without the session's locks: retire takes them.
+		if len(forgotten) > 0 {
+			c.retireParts(forgotten, now)
+		}
+		if closed {
+			c.retireSession(s, now)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -149,6 +330,8 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	case s.topicIDs != (req.Version >= 13):
 		return nil, kerr.FetchSessionTopicIDError.Code
 	}
+	s.passes++
+	named := len(parts)
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		for pi := range rt.Partitions {
@@ -156,17 +339,25 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 			k := s.key(rt.TopicID, rt.Topic, rp.Partition)
 			p := s.index[k]
 			if p == nil {
-				p = &Partition{Key: k, highWatermark: -1, logStartOffset: -1}
+				p = &Partition{Key: k, highWatermark: -1, logStartOffset: -1, s: s}
 				s.index[k] = p
 				s.parts = append(s.parts, p)
 			}
 			p.set(rp)
+			if p.pass != s.passes {
+				p.pass = s.passes
+				parts = append(parts, p)
+			}
 		}
 	}
 	if len(req.ForgottenTopics) > 0 {
 		for _, ft := range req.ForgottenTopics {
 			for _, pn := range ft.Partitions {
-				delete(s.index, s.key(ft.TopicID, ft.Topic, pn))
+				k := s.key(ft.TopicID, ft.Topic, pn)
+				if p := s.index[k]; p != nil {
+					delete(s.index, k)
+					forgotten = append(forgotten, p)
+				}
 			}
 		}
 		kept := s.parts[:0]
@@ -177,6 +368,14 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 		}
 		clear(s.parts[len(kept):])
 		s.parts = kept
+		listed := parts[:named]
+		for _, p := range parts[named:] {
+			if s.index[p.Key] == p {
+				listed = append(listed, p)
+			}
+		}
+		clear(parts[len(listed):])
+		parts = listed
 	}
 	c.mu.Lock()
 	if c.sessions[s.id] != s {
@@ -187,6 +386,7 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	if len(s.parts) == 0 {
 		c.removeLocked(s)
 		c.mu.Unlock()
+		closed = true
 		return nil, 0
 	}
 	c.parts += len(s.parts) - s.cachedLen
@@ -194,11 +394,18 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	s.lastUsed = now
 	c.mu.Unlock()
 	s.epoch = NextEpoch(s.epoch)
-	parts = append(parts, s.parts...)
-	s.expand(into, parts)
+	// The changed partitions first, then those the request names (which
+	// it read last time and advanced past): a response's byte limit does
+	// not keep serving the same partitions first, as Kafka's session
+	// order does not.
+	byName := len(parts) // parts[named:byName] are named
+	parts, _ = s.takeChangedLocked(parts)
+	slices.Reverse(parts[named:byName])
+	slices.Reverse(parts[byName:])
+	slices.Reverse(parts[named:])
+	s.expand(into, parts[named:])
 	return parts, 0
 }
-
 // TakeScratch lends the memory its caller keeps with the session (v is
 // nil the first time), to one request at a time: ok is false while
 // another holds it. PutScratch gives it back.
@@ -265,12 +472,13 @@ func (c *Cache) Create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, followe
 		n += len(rt.Partitions)
 	}
 	s := &Session{follower: follower, topicIDs: req.Version >= 13, epoch: 1, lastUsed: now,
-		parts: make([]*Partition, 0, n), index: make(map[Key]*Partition, n)}
+		parts: make([]*Partition, 0, n), index: make(map[Key]*Partition, n), wake: make(chan struct{}, 1)}
+	s.lastFetch.Store(now.UnixNano())
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		for pi := range rt.Partitions {
 			rp := &rt.Partitions[pi]
-			p := &Partition{Key: s.key(rt.TopicID, rt.Topic, rp.Partition), highWatermark: -1, logStartOffset: -1}
+			p := &Partition{Key: s.key(rt.TopicID, rt.Topic, rp.Partition), highWatermark: -1, logStartOffset: -1, s: s}
 			p.set(rp)
 			if ti < len(resp.Topics) && pi < len(resp.Topics[ti].Partitions) {
 				p.heard(&resp.Topics[ti].Partitions[pi])
@@ -282,15 +490,30 @@ func (c *Cache) Create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, followe
 		}
 	}
 	s.cachedLen = len(s.parts)
+	// Every partition is read by the first incremental request, which
+	// starts watching them: a change between this request's read and
+	// that is not missed.
+	s.dirty = slices.Clone(s.parts)
+	for _, p := range s.parts {
+		p.dirty = true
+	}
+	var evicted []*Session
+	defer func() {
+		for _, v := range evicted {
+			c.retireSession(v, now)
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.max <= 0 {
 		return nil
 	}
 	for len(c.sessions) >= c.max {
-		if !c.evictForLocked(s, now) {
+		v := c.evictForLocked(s, now)
+		if v == nil {
 			return nil
 		}
+		evicted = append(evicted, v)
 	}
 	for s.id == 0 || c.sessions[s.id] != nil {
 		s.id = rand.Int32N(1<<31-1) + 1
@@ -302,8 +525,9 @@ func (c *Cache) Create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, followe
 
 // evictForLocked evicts a session to make room for s: the one unused
 // longest if that is more than EvictAfter, else the least valuable one if
-// it is worth less than s. c.mu is held.
-func (c *Cache) evictForLocked(s *Session, now time.Time) bool {
+// it is worth less than s, and returns it (nil for none), to be retired.
+// c.mu is held.
+func (c *Cache) evictForLocked(s *Session, now time.Time) *Session {
 	var stale, cheapest *Session
 	for _, o := range c.sessions {
 		if now.Sub(o.lastUsed) > EvictAfter && (stale == nil || o.lastUsed.Before(stale.lastUsed)) {
@@ -318,11 +542,11 @@ func (c *Cache) evictForLocked(s *Session, now time.Time) bool {
 		victim = cheapest
 	}
 	if victim == nil {
-		return false
+		return nil
 	}
 	c.removeLocked(victim)
 	c.evictions++
-	return true
+	return victim
 }
 
 // less orders sessions by worth: consumers' before followers', then
@@ -345,18 +569,20 @@ func (p *Partition) heard(sp *kmsg.FetchResponseTopicPartition) {
 
 // Answer selects what the answer of an incremental request tells its
 // client: of resp's partitions (those of parts, in the same order: the
-// request Incremental rewrote), the ones with records (hasRecords), an
-// error, a preferred read replica or a high watermark or log start offset
-// the client has not heard. It records what they say and moves those with
-// records to the end of the session's order. keep is called with each
-// selected partition's place in resp; the selected partitions are
-// returned.
-func (s *Session) Answer(parts []*Partition, resp *kmsg.FetchResponse, hasRecords func(ti, pi int) bool, keep func(ti, pi int)) []*Partition {
+// request Incremental rewrote), the ones with records, an error, a
+// preferred read replica or a high watermark or log start offset the
+// client has not heard. read tells whether the answer of parts[i] has
+// records, and whether it must be read again by the next request although
+// its log does not change (it has more to read than the answer held). It
+// records what the selected partitions say; those with an error, a
+// preferred read replica or more to read stay marked changed, read first
+// by the next request. keep is called with each selected partition's
+// place in resp; the selected partitions are returned.
+func (s *Session) Answer(parts []*Partition, resp *kmsg.FetchResponse, read func(i int) (records, again bool), keep func(ti, pi int)) []*Partition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var kept []*Partition
 	i := 0
-	anyMoved := false
 	for ti := range resp.Topics {
 		rt := &resp.Topics[ti]
 		for pi := range rt.Partitions {
@@ -364,53 +590,32 @@ func (s *Session) Answer(parts []*Partition, resp *kmsg.FetchResponse, hasRecord
 				return kept
 			}
 			p, sp := parts[i], &rt.Partitions[pi]
+			records, again := read(i)
 			i++
-			records := hasRecords(ti, pi)
+			if again || sp.ErrorCode != 0 || sp.PreferredReadReplica >= 0 {
+				s.mark(p, false)
+			}
 			must := records || sp.ErrorCode != 0 || sp.PreferredReadReplica >= 0 ||
 				sp.HighWatermark != p.highWatermark || sp.LogStartOffset != p.logStartOffset
 			if !must {
 				continue
 			}
 			p.heard(sp)
-			if records {
-				p.moved, anyMoved = true, true
-			}
 			keep(ti, pi)
 			kept = append(kept, p)
 		}
 	}
-	if anyMoved {
-		s.moveToEndLocked()
-	}
 	return kept
 }
 
-// moveToEndLocked moves the partitions marked moved to the end of the
-// order, keeping the relative order of each group.
-func (s *Session) moveToEndLocked() {
-	order := make([]*Partition, 0, len(s.parts))
-	for _, p := range s.parts {
-		if !p.moved {
-			order = append(order, p)
-		}
-	}
-	for _, p := range s.parts {
-		if p.moved {
-			p.moved = false
-			order = append(order, p)
-		}
-	}
-	s.parts = order
-}
-
 // Unheard forgets what an answer selected by Answer told the client of
-// parts, when that answer is not sent
-// (a throttled client gets an empty answer): they are included again in
-// the next one.
+// parts, when that answer is not sent (a throttled client gets an empty
+// answer): they are read and included again in the next one.
 func (s *Session) Unheard(parts []*Partition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range parts {
 		p.highWatermark = -1
+		s.mark(p, false)
 	}
 }

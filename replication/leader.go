@@ -51,6 +51,21 @@ type replicaState struct {
 	lastCaughtUp       time.Time
 	lastFetch          time.Time
 	lastFetchLeaderLEO int64
+	// session is the follower's fetch session that holds the partition,
+	// nil if its fetches are not in one.
+	session FetchClock
+}
+
+// A FetchClock is a follower's fetch session as one partition of it sees
+// it: the time of the session's last fetch while the partition was in it.
+// A session's fetch that does not name the partition fetches it at the
+// position it named last, and a leader does not visit it: the partition is
+// visited (Fetched) when the follower's position or the leader's log
+// changed. Between visits the leader counts every fetch of the session at
+// the follower's last position, as Kafka's leader does each fetch: caught
+// up at each when that position was the log end offset.
+type FetchClock interface {
+	LastFetch() time.Time
 }
 
 // NewLeader starts tracking a partition this broker has just become the
@@ -161,7 +176,7 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
 	f := l.followers[id]
 	var grew bool
 	if f != nil {
-		grew = l.fetchedLocked(f, fetchOffset, now)
+		grew = l.fetchedLocked(f, fetchOffset, now, nil)
 	}
 	l.mu.Unlock()
 	if grew {
@@ -178,8 +193,10 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset int64, now time.Time) {
 // broker being live), and no change proposed yet. A follower still
 // catching up is not reported, so that the broker looks for ISR changes
 // once per partition that can make one, not on every fetch of thousands
-// of partitions after a restart.
-func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.Time) (replica, rejoin bool) {
+// of partitions after a restart. session is the follower's fetch session
+// holding the partition (nil for none): its fetches in between that do
+// not visit the partition count as fetches at this fetchOffset.
+func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.Time, session FetchClock) (replica, rejoin bool) {
 	hw := l.log.HighWatermark()
 	l.mu.Lock()
 	f := l.followers[id]
@@ -188,7 +205,7 @@ func (l *Leader) Fetched(id int32, fetchOffset, logStartOffset int64, now time.T
 		return false, false
 	}
 	f.logStartOffset = logStartOffset
-	grew := l.fetchedLocked(f, fetchOffset, now)
+	grew := l.fetchedLocked(f, fetchOffset, now, session)
 	rejoin = l.pending == nil && !slices.Contains(l.state.ISR, id) && l.caughtUpLocked(f, hw)
 	l.mu.Unlock()
 	if grew {
@@ -204,10 +221,38 @@ func (l *Leader) caughtUpLocked(f *replicaState, hw int64) bool {
 	return f.leo >= hw && f.leo >= l.epochStartOffset
 }
 
-// fetchedLocked records a fetch of f at fetchOffset and reports whether
-// f's log end offset grew, the only way a fetch can move the high
-// watermark. l.mu is held.
-func (l *Leader) fetchedLocked(f *replicaState, fetchOffset int64, now time.Time) bool {
+// lastCaughtUpLocked is when f was last caught up, its session's fetches
+// since its last visit included: each fetched at f.leo, caught up when
+// f.leo had reached the log end offset of the last visit. (An append since
+// then visits the partition at the session's next fetch, so at most one
+// of those fetches came after it, and Kafka's rule below would count that
+// one as caught up at the fetch before it.) l.mu is held.
+func (l *Leader) lastCaughtUpLocked(f *replicaState) time.Time {
+	t := f.lastCaughtUp
+	if f.session != nil && f.leo >= f.lastFetchLeaderLEO {
+		if s := f.session.LastFetch(); s.After(t) {
+			t = s
+		}
+	}
+	return t
+}
+
+// fetchedLocked records a fetch of f at fetchOffset, in session (nil for
+// none), and reports whether f's log end offset grew, the only way a fetch
+// can move the high watermark. l.mu is held.
+func (l *Leader) fetchedLocked(f *replicaState, fetchOffset int64, now time.Time, session FetchClock) bool {
+	if f.session != nil {
+		// The session's fetches since the last visit, at f.leo while the
+		// log end offset was f.lastFetchLeaderLEO (Kafka's rule below,
+		// applied to the latest of them).
+		if t := f.session.LastFetch(); t.After(f.lastFetch) && t.Before(now) {
+			if f.leo >= f.lastFetchLeaderLEO {
+				f.lastCaughtUp = t
+			}
+			f.lastFetch = t
+		}
+	}
+	f.session = session
 	leo := l.log.LogEndOffset()
 	grew := fetchOffset > f.leo
 	f.leo = fetchOffset
@@ -253,7 +298,7 @@ func (l *Leader) ReadReplicas(fetchOffset int64) []ReadReplica {
 		if r == l.self || f == nil || f.leo < fetchOffset || f.logStartOffset > fetchOffset {
 			continue
 		}
-		out = append(out, ReadReplica{Replica: r, LogEndOffset: f.leo, LastCaughtUp: f.lastCaughtUp})
+		out = append(out, ReadReplica{Replica: r, LogEndOffset: f.leo, LastCaughtUp: l.lastCaughtUpLocked(f)})
 	}
 	return out
 }
@@ -320,7 +365,7 @@ func (l *Leader) CheckISR(now time.Time, lagMax time.Duration, live func(int32) 
 			changed = true // never propose a member outside the replicas
 			continue
 		}
-		if f := l.followers[r]; r != l.self && f != nil && now.Sub(f.lastCaughtUp) > lagMax {
+		if f := l.followers[r]; r != l.self && f != nil && now.Sub(l.lastCaughtUpLocked(f)) > lagMax {
 			changed = true
 			continue
 		}
@@ -331,7 +376,7 @@ func (l *Leader) CheckISR(now time.Time, lagMax time.Duration, live func(int32) 
 			continue
 		}
 		f := l.followers[r]
-		if f != nil && l.caughtUpLocked(f, hw) && now.Sub(f.lastCaughtUp) <= lagMax && live(r) {
+		if f != nil && l.caughtUpLocked(f, hw) && now.Sub(l.lastCaughtUpLocked(f)) <= lagMax && live(r) {
 			isr = append(isr, r)
 			changed = true
 		}
@@ -357,7 +402,7 @@ func (l *Leader) Followers() []Lag {
 	var out []Lag
 	for _, r := range l.state.Replicas {
 		if f := l.followers[r]; f != nil {
-			out = append(out, Lag{Replica: r, LogEndOffset: f.leo, InSync: slices.Contains(l.state.ISR, r), LastCaughtUp: f.lastCaughtUp})
+			out = append(out, Lag{Replica: r, LogEndOffset: f.leo, InSync: slices.Contains(l.state.ISR, r), LastCaughtUp: l.lastCaughtUpLocked(f)})
 		}
 	}
 	return out

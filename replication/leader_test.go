@@ -197,16 +197,16 @@ func TestLeader_FetchedReportsARejoinOnce(t *testing.T) {
 	now := time.Unix(1000, 0)
 	log := &memLog{leo: 100, hw: 100}
 	l := NewLeader(1, log, State{LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 0, now)
-	if ok, rejoin := l.Fetched(2, 100, -1, now); !ok || rejoin {
+	if ok, rejoin := l.Fetched(2, 100, -1, now, nil); !ok || rejoin {
 		t.Fatalf("in-ISR follower: replica %v rejoin %v, want true false", ok, rejoin)
 	}
-	if ok, rejoin := l.Fetched(3, 50, -1, now); !ok || rejoin {
+	if ok, rejoin := l.Fetched(3, 50, -1, now, nil); !ok || rejoin {
 		t.Fatalf("follower behind: replica %v rejoin %v, want true false", ok, rejoin)
 	}
-	if ok, rejoin := l.Fetched(4, 100, -1, now); ok || rejoin {
+	if ok, rejoin := l.Fetched(4, 100, -1, now, nil); ok || rejoin {
 		t.Fatalf("not a replica: replica %v rejoin %v, want false false", ok, rejoin)
 	}
-	if _, rejoin := l.Fetched(3, 100, -1, now); !rejoin {
+	if _, rejoin := l.Fetched(3, 100, -1, now, nil); !rejoin {
 		t.Fatal("caught-up follower out of the ISR not reported")
 	}
 	ch, ok := l.CheckISR(now, time.Minute, allLive)
@@ -214,11 +214,62 @@ func TestLeader_FetchedReportsARejoinOnce(t *testing.T) {
 		t.Fatalf("expand = %+v %v", ch, ok)
 	}
 	l.Proposed(ch)
-	if _, rejoin := l.Fetched(3, 100, -1, now); rejoin {
+	if _, rejoin := l.Fetched(3, 100, -1, now, nil); rejoin {
 		t.Fatal("reported again while the change is proposed")
 	}
 	l.ProposalFailed()
-	if _, rejoin := l.Fetched(3, 100, -1, now); !rejoin {
+	if _, rejoin := l.Fetched(3, 100, -1, now, nil); !rejoin {
 		t.Fatal("not reported after the proposal failed")
+	}
+}
+
+// clock is a follower's fetch session as a partition sees it.
+type clock struct{ t time.Time }
+
+func (c *clock) LastFetch() time.Time { return c.t }
+
+// TestLeader_SessionFetchesCountBetweenVisits: a follower whose fetch
+// session holds an idle partition is not visited by the session's fetches
+// (the broker reads only changed partitions), yet each of those fetches
+// keeps it caught up, as Kafka's leader sees every fetch: it stays in the
+// ISR for as long as the session fetches, however long the partition is
+// idle; it leaves once the session stops (lastFetch frozen), and when it
+// stays behind an append.
+func TestLeader_SessionFetchesCountBetweenVisits(t *testing.T) {
+	now := time.Unix(1000, 0)
+	lag := 30 * time.Second
+	log := &memLog{leo: 100, hw: 100}
+	l := NewLeader(1, log, State{LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 0, now)
+	s2, s3 := &clock{now}, &clock{now}
+	l.Fetched(2, 100, -1, now, s2)
+	l.Fetched(3, 100, -1, now, s3)
+	// Two idle minutes: follower 2's session keeps fetching, 3's stopped
+	// after 10 s.
+	s2.t = now.Add(2 * time.Minute)
+	s3.t = now.Add(10 * time.Second)
+	at := now.Add(2*time.Minute + 500*time.Millisecond)
+	ch, ok := l.CheckISR(at, lag, allLive)
+	if !ok || !slices.Equal(ch.ISR, []int32{1, 2}) {
+		t.Fatalf("after two idle minutes: change %+v %v, want ISR [1 2]", ch, ok)
+	}
+	for _, f := range l.Followers() {
+		if want := map[int32]time.Time{2: s2.t, 3: s3.t}[f.Replica]; !f.LastCaughtUp.Equal(want) {
+			t.Errorf("follower %d last caught up %v, want %v", f.Replica, f.LastCaughtUp, want)
+		}
+	}
+	// An append; follower 2's next fetch visits the partition, still at
+	// 100 (Kafka's rule: caught up as of its fetch before, the last idle
+	// one), and then stays behind: it leaves lag after that fetch.
+	log.leo = 110
+	visit := at.Add(200 * time.Millisecond)
+	l.Fetched(2, 100, -1, visit, s2)
+	s2.t = visit
+	if got := l.Followers()[0]; got.Replica == 2 && !got.LastCaughtUp.Equal(now.Add(2*time.Minute)) {
+		t.Fatalf("after the visit behind the append: last caught up %v, want %v", got.LastCaughtUp, now.Add(2*time.Minute))
+	}
+	s2.t = visit.Add(lag) // fetching on, at 100, every fetch visiting it
+	l.Fetched(2, 100, -1, visit.Add(lag), s2)
+	if ch, ok := l.CheckISR(visit.Add(lag), lag, allLive); !ok || slices.Contains(ch.ISR, 2) {
+		t.Fatalf("a follower behind for longer than the lag stayed: %+v %v", ch, ok)
 	}
 }

@@ -78,6 +78,9 @@ type Log struct {
 	waitMu     sync.Mutex
 	waiters    []*Waiter
 	hasWaiters atomic.Bool
+	// Watchers (Watch) told of every change, under waitMu.
+	watchers    []Watcher
+	hasWatchers atomic.Bool
 }
 
 // endState is the high watermark and where it is in the log: readers see
@@ -357,6 +360,7 @@ func (l *Log) wakeAll() {
 	if ch := l.notify.Swap(nil); ch != nil {
 		close(*ch)
 	}
+	l.tellWatchers()
 	if l.hasWaiters.Load() {
 		l.waitMu.Lock()
 		ws := l.waiters
@@ -414,6 +418,65 @@ func (l *Log) Waiters() int {
 	l.waitMu.Lock()
 	defer l.waitMu.Unlock()
 	return len(l.waiters)
+}
+
+// A Watcher is told of every change of what a read of the log may answer:
+// an append, a new high watermark (and so last stable offset), a new log
+// start offset, a truncation, the log's closing, or a change outside the
+// log that its owner reports (Changed). Unlike a Waiter it stays until
+// Unwatch: a fetch session watches each of its partitions' logs, so that
+// an idle session's fetch visits only the partitions that changed. A
+// Watcher is called with the log's locks held: it must only note the
+// change and return, never call back into the log.
+type Watcher interface {
+	LogChanged()
+}
+
+// Watch adds w to the log's watchers. Call it before reading the log, so
+// that a change after the read is not missed. A closed log tells w at once.
+func (l *Log) Watch(w Watcher) {
+	l.waitMu.Lock()
+	l.watchers = append(l.watchers, w)
+	l.hasWatchers.Store(true)
+	l.waitMu.Unlock()
+	if l.closed.Load() {
+		w.LogChanged()
+	}
+}
+
+// Unwatch takes w off the log's watchers if it is there.
+func (l *Log) Unwatch(w Watcher) {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	if i := slices.Index(l.watchers, w); i >= 0 {
+		last := len(l.watchers) - 1
+		l.watchers[i] = l.watchers[last]
+		l.watchers[last] = nil
+		l.watchers = l.watchers[:last]
+		l.hasWatchers.Store(last > 0)
+	}
+}
+
+// Watchers is the number of Watchers on the log.
+func (l *Log) Watchers() int {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	return len(l.watchers)
+}
+
+// Changed tells the log's watchers that what a read of it answers changed
+// outside the log: its owner's leadership of the partition.
+func (l *Log) Changed() { l.tellWatchers() }
+
+func (l *Log) tellWatchers() {
+	if !l.hasWatchers.Load() {
+		return
+	}
+	l.waitMu.Lock()
+	for _, w := range l.watchers {
+		w.LogChanged()
+	}
+	l.waitMu.Unlock()
 }
 
 // Unwait takes w off the log's waiters if it is still there.

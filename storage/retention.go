@@ -115,6 +115,7 @@ func (l *Log) deletePrefixLocked(n int, why string) error {
 	rest := append([]*segment(nil), segs[n:]...)
 	if lso := rest[0].base; lso > l.logStartOffset.Load() {
 		l.logStartOffset.Store(lso)
+		defer l.tellWatchers()
 	}
 	if err := l.truncateEpochsFromStartLocked(l.logStartOffset.Load()); err != nil {
 		return err
@@ -159,6 +160,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 		return lso, nil
 	}
 	l.logStartOffset.Store(offset)
+	defer l.tellWatchers()
 	if err := l.writeCheckpoint(); err != nil {
 		return offset, err
 	}
