@@ -275,8 +275,8 @@ func (b *Broker) incrementalFetch(r *request, req *kmsg.FetchRequest, resp *kmsg
 			partsBuf = fs.scratch.parts[:0]
 		}
 	}
-	parts, code := b.fetchSessions.Incremental(s, req, into, partsBuf, time.Now())
-	if code != 0 || parts == nil {
+	parts, closed, code := b.fetchSessions.Incremental(s, req, into, partsBuf, time.Now())
+	if code != 0 || closed {
 		if fs.scratch != nil {
 			s.PutScratch(fs.scratch)
 		}

@@ -185,6 +185,23 @@ func TestFetchSession_LongPollOverTheSession(t *testing.T) {
 	if got := answered(resp); !slices.Equal(got, []string{"3:1:1"}) {
 		t.Fatalf("woken incremental fetch answered %v", got)
 	}
+	// Nothing changed since, nothing named: the request reads no
+	// partition, waits its max wait out on the session, and keeps it.
+	sid := resp.SessionID
+	c.send(3, sessionFetch(id, sid, 2, 50, map[int32]int64{3: 1}))
+	resp = kmsg.NewPtrFetchResponse()
+	resp.Version = 13
+	c.recv(3, resp)
+	c.send(4, sessionFetch(id, sid, 3, 50, nil))
+	resp = kmsg.NewPtrFetchResponse()
+	resp.Version = 13
+	c.recv(4, resp)
+	if resp.ErrorCode != 0 || resp.SessionID != sid || len(answered(resp)) != 0 {
+		t.Fatalf("idle incremental fetch: error %d, session %d (want %d), answered %v", resp.ErrorCode, resp.SessionID, sid, answered(resp))
+	}
+	if n, _, _ := b.fetchSessions.Stats(); n != 1 {
+		t.Fatalf("%d sessions after the idle fetch, want 1", n)
+	}
 }
 
 // With no room (max.incremental.fetch.session.cache.slots), a full fetch

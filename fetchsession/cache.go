@@ -304,15 +304,15 @@ func (c *Cache) Lookup(id int32) *Session {
 // answered with an error or cut short by the response's size), then those
 // the request names. The others are where their client last heard, and
 // are not read. It returns the partitions listed, in that order, appended
-// to parts. A top-level error code is returned when the request is
-// refused; nil partitions without an error mean the request emptied the
-// session, which is now closed, and is to be answered sessionless.
-func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*Partition, now time.Time) ([]*Partition, int16) {
+// to parts (none when nothing changed: the request waits on the session).
+// A top-level error code is returned when the request is refused; closed
+// means the request emptied the session, which is now closed, and is to
+// be answered sessionless.
+func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*Partition, now time.Time) (_ []*Partition, closed bool, code int16) {
 	if s == nil {
-		return nil, kerr.FetchSessionIDNotFound.Code
+		return nil, false, kerr.FetchSessionIDNotFound.Code
 	}
 	var forgotten []*Partition
-	closed := false
 	defer func() {
 		// Without the session's locks: retire takes them.
 		if len(forgotten) > 0 {
@@ -326,9 +326,9 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	defer s.mu.Unlock()
 	switch {
 	case s.epoch != req.SessionEpoch:
-		return nil, kerr.InvalidFetchSessionEpoch.Code
+		return nil, false, kerr.InvalidFetchSessionEpoch.Code
 	case s.topicIDs != (req.Version >= 13):
-		return nil, kerr.FetchSessionTopicIDError.Code
+		return nil, false, kerr.FetchSessionTopicIDError.Code
 	}
 	s.passes++
 	named := len(parts)
@@ -381,13 +381,13 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	if c.sessions[s.id] != s {
 		// Closed or evicted while this request was applied.
 		c.mu.Unlock()
-		return nil, kerr.FetchSessionIDNotFound.Code
+		return nil, false, kerr.FetchSessionIDNotFound.Code
 	}
 	if len(s.parts) == 0 {
 		c.removeLocked(s)
 		c.mu.Unlock()
 		closed = true
-		return nil, 0
+		return nil, true, 0
 	}
 	c.parts += len(s.parts) - s.cachedLen
 	s.cachedLen = len(s.parts)
@@ -404,8 +404,9 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	slices.Reverse(parts[byName:])
 	slices.Reverse(parts[named:])
 	s.expand(into, parts[named:])
-	return parts, 0
+	return parts, false, 0
 }
+
 // TakeScratch lends the memory its caller keeps with the session (v is
 // nil the first time), to one request at a time: ok is false while
 // another holds it. PutScratch gives it back.

@@ -75,14 +75,14 @@ func TestCache_Eviction(t *testing.T) {
 	later := now.Add(EvictAfter + time.Second)
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.SessionID, req.SessionEpoch = 13, f.ID(), 1
-	if _, code := c.Incremental(c.Lookup(f.ID()), req, req, nil, later); code != 0 {
+	if _, _, code := c.Incremental(c.Lookup(f.ID()), req, req, nil, later); code != 0 {
 		t.Fatalf("incremental: %d", code)
 	}
 	if s := c.Create(big, bigResp, false, later); s == nil {
 		t.Fatal("a stale session was not evicted")
 	}
 	req.SessionEpoch = 2
-	if _, code := c.Incremental(c.Lookup(f.ID()), req, req, nil, later); code != 0 {
+	if _, _, code := c.Incremental(c.Lookup(f.ID()), req, req, nil, later); code != 0 {
 		t.Fatalf("the follower's session, used recently, was evicted: %d", code)
 	}
 }
@@ -111,9 +111,9 @@ func incremental(s *Session, offsets map[int32]int64, forget ...int32) *kmsg.Fet
 // listed is the partitions an incremental request is to read.
 func listed(t *testing.T, c *Cache, s *Session, req *kmsg.FetchRequest) []int32 {
 	t.Helper()
-	parts, code := c.Incremental(s, req, req, nil, time.Unix(2000, 0))
-	if code != 0 {
-		t.Fatalf("incremental: error %d", code)
+	parts, closed, code := c.Incremental(s, req, req, nil, time.Unix(2000, 0))
+	if code != 0 || closed {
+		t.Fatalf("incremental: error %d, closed %v", code, closed)
 	}
 	var out []int32
 	for _, p := range parts {

@@ -7,11 +7,29 @@
 // of it (high watermark, log start offset). The client's next requests are
 // incremental: they carry the session id and its epoch (1, 2, … wrapping
 // to 1) and name only the partitions whose position changed, plus those
-// to forget. The broker reads every partition of the session, and answers
-// only those with records, an error, a preferred read replica or a high
-// watermark or log start offset the client has not heard yet. A follower
-// replicating thousands of partitions from a leader so sends and receives
-// a few bytes per idle fetch instead of every partition.
+// to forget. The broker answers only the partitions with records, an
+// error, a preferred read replica or a high watermark or log start offset
+// the client has not heard yet. A follower replicating thousands of
+// partitions from a leader so sends and receives a few bytes per idle
+// fetch instead of every partition.
+//
+// Nor does the broker read every partition of the session on each
+// request, as Kafka does: each partition watches its log (the broker's
+// storage.Log.Watch; Partition.LogChanged), and a request reads only the
+// partitions changed since one last read them (an append, a new high
+// watermark or log start offset, a truncation, a change of the broker's
+// leadership), those it names, and those whose last answer had an error,
+// records or more than the response held. A request with nothing to say
+// waits on the session (Session.Wake) rather than on every partition. The
+// first incremental request after the full one reads every partition and
+// starts the watching. A follower's position in a partition that is not
+// read is where its last request naming it put it; its leader counts the
+// session's fetches as fetches at that position (Partition.LastFetch,
+// replication.FetchClock), so an idle follower stays in the ISR.
+//
+// Not watched: a change of the ACLs, and a follower that becomes a better
+// preferred read replica; an idle partition hears of them when its log
+// next changes (it has nothing to read meanwhile).
 //
 // Epochs: 0 (InitialEpoch) closes the named session, if any, and asks for
 // a new one; -1 (FinalEpoch) closes it and asks for none (a sessionless,
@@ -29,7 +47,8 @@
 // would be worth less than every other is not made and its client gets
 // session id 0 (it keeps sending full fetches), as in Kafka.
 //
-// Partitions are read in the session's order; those that answer with
-// records move to its end, so that a response's byte limit does not keep
-// serving the same partitions first.
+// A request reads the changed partitions first, in the order they
+// changed, then those it names (which it read last time, and has moved
+// past), so that a response's byte limit does not keep serving the same
+// partitions first.
 package fetchsession

@@ -24,6 +24,12 @@
 // set writes done by the broker (cluster.Node.AlterPartition); the Leader
 // applies the ISR the metadata then shows.
 //
+// A follower's fetch in a fetch session visits (Fetched) only the
+// partitions whose position or log changed; the Leader keeps the session
+// as a FetchClock and counts its fetches in between as fetches at the
+// follower's last position, so an idle partition's follower stays caught
+// up for as long as its session fetches, and leaves the ISR once it stops.
+//
 // # Follower side
 //
 // A Fetcher is one connection to one leader, carrying every partition this

@@ -106,6 +106,12 @@ type Fetcher struct {
 
 	mu    sync.Mutex // held while applying a response, so Remove waits for it
 	parts map[TP]*fpart
+	// changed holds the partitions added, removed or changed (appended,
+	// truncated, failed, paused) since run last looked at them: an
+	// incremental request names or forgets only those. retrying holds
+	// those waiting for retryAt.
+	changed  map[TP]struct{}
+	retrying map[TP]struct{}
 
 	// The fetch session with the leader (KIP-227), used by run's
 	// goroutine only: id 0 when there is none, the epoch of the next
@@ -113,13 +119,13 @@ type Fetcher struct {
 	session sessionState
 	// snapshot's buffers, reused by each pass of run.
 	truncBuf, fetchBuf []fpart
+	forgetBuf          []TP
 }
 
 // sessionState is a follower's fetch session with its leader.
 type sessionState struct {
 	id    int32
 	epoch int32
-	gen   uint64 // the fetch that last marked the partitions still fetched
 	sent  map[TP]*sentPart
 	names map[[16]byte]string // the topics' names by id, for answers by id
 }
@@ -132,7 +138,6 @@ type sentPart struct {
 	leaderEpoch int32
 	fetchOffset int64
 	logStart    int64
-	gen         uint64
 }
 
 // reset forgets the session; the next request is a full one that closes
@@ -155,7 +160,8 @@ func NewFetcher(cfg FetcherConfig, leader int32, addr string) (*Fetcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	f := &Fetcher{cfg: cfg, leader: leader, addr: addr, cl: cl, parts: map[TP]*fpart{}, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	f := &Fetcher{cfg: cfg, leader: leader, addr: addr, cl: cl, parts: map[TP]*fpart{},
+		changed: map[TP]struct{}{}, retrying: map[TP]struct{}{}, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	go f.run()
 	return f, nil
@@ -166,6 +172,7 @@ func NewFetcher(cfg FetcherConfig, leader int32, addr string) (*Fetcher, error) 
 func (f *Fetcher) Add(tp TP, topicID [16]byte, log FollowerLog, leaderEpoch int32) {
 	f.mu.Lock()
 	f.parts[tp] = &fpart{tp: tp, topicID: topicID, log: log, leaderEpoch: leaderEpoch, truncate: true}
+	f.changed[tp] = struct{}{}
 	f.mu.Unlock()
 	f.poke()
 }
@@ -175,6 +182,7 @@ func (f *Fetcher) Add(tp TP, topicID [16]byte, log FollowerLog, leaderEpoch int3
 func (f *Fetcher) Remove(tp TP) {
 	f.mu.Lock()
 	delete(f.parts, tp)
+	f.changed[tp] = struct{}{} // forgotten by the next request
 	f.mu.Unlock()
 }
 
@@ -209,27 +217,81 @@ func (f *Fetcher) sleep(d time.Duration) {
 	}
 }
 
-// snapshot returns copies of the partitions ready to work on now, in
-// f's buffers (run's goroutine only).
-func (f *Fetcher) snapshot(now time.Time) (trunc, fetch []fpart, next time.Duration) {
+// snapshot returns copies of the partitions to work on now, in f's
+// buffers (run's goroutine only): those to truncate, those to fetch, and
+// those to forget, with how long until a partition's backoff ends. With
+// full set (a full request: no session yet) every fetchable partition is
+// listed; otherwise only those changed since the last snapshot (and those
+// whose backoff ended), and the partitions no longer fetchable (removed,
+// fenced, backing off, truncating) to forget. A partition still to
+// truncate stays changed, so that it is fetched once it has been.
+func (f *Fetcher) snapshot(now time.Time, full bool) (trunc, fetch []fpart, forget []TP, next time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	trunc, fetch = f.truncBuf[:0], f.fetchBuf[:0]
-	defer func() { f.truncBuf, f.fetchBuf = trunc, fetch }()
+	trunc, fetch, forget = f.truncBuf[:0], f.fetchBuf[:0], f.forgetBuf[:0]
+	defer func() { f.truncBuf, f.fetchBuf, f.forgetBuf = trunc, fetch, forget }()
 	next = time.Hour
-	for _, p := range f.parts {
-		switch {
-		case p.paused:
-		case now.Before(p.retryAt):
-			next = min(next, p.retryAt.Sub(now))
-		case p.truncate:
-			trunc = append(trunc, *p)
-		default:
-			fetch = append(fetch, *p)
+	for tp := range f.retrying {
+		if p := f.parts[tp]; p == nil || !now.Before(p.retryAt) {
+			delete(f.retrying, tp)
+			f.changed[tp] = struct{}{}
 		}
 	}
-	return trunc, fetch, next
+	visit := func(tp TP, p *fpart) {
+		switch {
+		case p == nil || p.paused:
+			forget = append(forget, tp)
+			delete(f.changed, tp)
+		case now.Before(p.retryAt):
+			next = min(next, p.retryAt.Sub(now))
+			f.retrying[tp] = struct{}{}
+			forget = append(forget, tp)
+			delete(f.changed, tp)
+		case p.truncate:
+			trunc = append(trunc, *p)
+			forget = append(forget, tp)
+			f.changed[tp] = struct{}{}
+		default:
+			fetch = append(fetch, *p)
+			delete(f.changed, tp)
+		}
+	}
+	if full {
+		for tp, p := range f.parts {
+			visit(tp, p)
+		}
+		for tp := range f.changed {
+			if f.parts[tp] == nil {
+				delete(f.changed, tp)
+			}
+		}
+		forget = forget[:0] // a full request names what it fetches, nothing else
+	} else {
+		for tp := range f.changed {
+			visit(tp, f.parts[tp])
+		}
+	}
+	for tp := range f.retrying {
+		next = min(next, f.parts[tp].retryAt.Sub(now))
+	}
+	return trunc, fetch, forget, next
 }
+
+// remark marks changed again the partitions of a snapshot not sent.
+func (f *Fetcher) remark(fetch []fpart, forget []TP) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range fetch {
+		f.changed[p.tp] = struct{}{}
+	}
+	for _, tp := range forget {
+		f.changed[tp] = struct{}{}
+	}
+}
+
+// markLocked notes that p changed: the next incremental request names it
+// (or forgets it). f.mu is held.
+func (f *Fetcher) markLocked(p *fpart) { f.changed[p.tp] = struct{}{} }
 
 // current returns the live entry for p if it is still the same
 // assignment (same epoch). f.mu must be held.
@@ -244,19 +306,21 @@ func (f *Fetcher) currentLocked(p fpart) *fpart {
 func (f *Fetcher) run() {
 	defer close(f.done)
 	for f.ctx.Err() == nil {
-		trunc, fetch, next := f.snapshot(time.Now())
+		full := f.session.epoch == 0
+		trunc, fetch, forget, next := f.snapshot(time.Now(), full)
 		if len(trunc) > 0 {
+			f.remark(fetch, forget) // sent once the truncations are done
 			if err := f.truncate(trunc); err != nil {
 				f.cfg.Logger.Debug("replica truncation request failed", "leader", f.leader, "err", err)
 				f.sleep(f.cfg.Backoff)
 			}
 			continue
 		}
-		if len(fetch) == 0 {
+		if len(fetch) == 0 && len(f.session.sent) == 0 {
 			f.sleep(next)
 			continue
 		}
-		if err := f.fetch(fetch); err != nil {
+		if err := f.fetch(fetch, forget, full); err != nil {
 			if f.ctx.Err() == nil {
 				f.cfg.Logger.Debug("replica fetch failed", "leader", f.leader, "addr", f.addr, "err", err)
 				f.sleep(f.cfg.Backoff)
@@ -378,10 +442,12 @@ func (f *Fetcher) applyEpochEndLocked(p *fpart, leaderEpoch int32, endOffset int
 func (f *Fetcher) failLocked(p *fpart, err error) {
 	f.cfg.Logger.Error("follower log failed", "partition", p.tp, "err", err)
 	p.retryAt = time.Now().Add(time.Second)
+	f.markLocked(p)
 }
 
 // partitionErrorLocked handles a Kafka error for one partition.
 func (f *Fetcher) partitionErrorLocked(p *fpart, code int16) {
+	f.markLocked(p)
 	switch code {
 	case kerr.FencedLeaderEpoch.Code:
 		// The leader is in a newer epoch than we know: the metadata will
@@ -395,14 +461,14 @@ func (f *Fetcher) partitionErrorLocked(p *fpart, code int16) {
 	}
 }
 
-// fetch sends one Fetch for parts, in the fetch session with the leader
-// when there is one: a full request (epoch 0) names every partition and
-// asks for a session; once the leader has made one, an incremental
-// request names only the partitions whose position or assignment changed
-// and forgets those no longer fetched, and the answer holds only the
-// partitions with news. Any failure ends the session; the next request is
-// full again.
-func (f *Fetcher) fetch(parts []fpart) error {
+// fetch sends one Fetch in the fetch session with the leader when there
+// is one: a full request (full; epoch 0) names every partition of parts
+// and asks for a session; once the leader has made one, an incremental
+// request names only those of parts (the changed ones) whose position or
+// assignment differs from what the session holds, and forgets those of
+// forget that it holds; the answer holds only the partitions with news.
+// Any failure ends the session; the next request is full again.
+func (f *Fetcher) fetch(parts []fpart, forget []TP, full bool) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = f.cfg.Self
 	req.ReplicaState.ID = f.cfg.Self
@@ -411,26 +477,23 @@ func (f *Fetcher) fetch(parts []fpart) error {
 	req.MinBytes = f.cfg.MinBytes
 	req.MaxBytes = f.cfg.MaxBytes
 	ss := &f.session
-	full := ss.epoch == 0
 	req.SessionID, req.SessionEpoch = ss.id, ss.epoch
 	if full {
 		ss.sent = make(map[TP]*sentPart, len(parts))
 	}
-	ss.gen++
 	byTopic := map[string]int{}
 	for _, p := range parts {
 		leo, start := p.log.LogEndOffset(), p.log.LogStartOffset()
 		sp := ss.sent[p.tp]
 		if sp != nil && sp.log == p.log && sp.leaderEpoch == p.leaderEpoch && sp.topicID == p.topicID &&
 			sp.fetchOffset == leo && sp.logStart == start {
-			sp.gen = ss.gen // in the session as it is
-			continue
+			continue // in the session as it is
 		}
 		if sp == nil {
 			sp = &sentPart{}
 			ss.sent[p.tp] = sp
 		}
-		*sp = sentPart{topicID: p.topicID, log: p.log, leaderEpoch: p.leaderEpoch, fetchOffset: leo, logStart: start, gen: ss.gen}
+		*sp = sentPart{topicID: p.topicID, log: p.log, leaderEpoch: p.leaderEpoch, fetchOffset: leo, logStart: start}
 		if ss.names[p.topicID] != p.tp.Topic {
 			if ss.names == nil {
 				ss.names = map[[16]byte]string{}
@@ -454,25 +517,23 @@ func (f *Fetcher) fetch(parts []fpart) error {
 		rp.PartitionMaxBytes = f.cfg.PartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	if len(ss.sent) > len(parts) {
-		// Some partitions of the session are no longer fetched.
-		var ft map[string]int
-		for tp, sp := range ss.sent {
-			if sp.gen == ss.gen {
-				continue
-			}
-			delete(ss.sent, tp) // never on a full request: its map is new
-			if ft == nil {
-				ft = map[string]int{}
-			}
-			i, ok := ft[tp.Topic]
-			if !ok {
-				i = len(req.ForgottenTopics)
-				ft[tp.Topic] = i
-				req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{Topic: tp.Topic, TopicID: sp.topicID})
-			}
-			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+	var ft map[string]int
+	for _, tp := range forget {
+		sp := ss.sent[tp]
+		if sp == nil {
+			continue
 		}
+		delete(ss.sent, tp)
+		if ft == nil {
+			ft = map[string]int{}
+		}
+		i, ok := ft[tp.Topic]
+		if !ok {
+			i = len(req.ForgottenTopics)
+			ft[tp.Topic] = i
+			req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{Topic: tp.Topic, TopicID: sp.topicID})
+		}
+		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
 	}
 	kresp, err := f.seed().Request(f.ctx, req)
 	if err != nil {
@@ -482,8 +543,14 @@ func (f *Fetcher) fetch(parts []fpart) error {
 	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
 		ss.reset()
-		if resp.ErrorCode == kerr.FetchSessionIDNotFound.Code || resp.ErrorCode == kerr.InvalidFetchSessionEpoch.Code {
+		switch resp.ErrorCode {
+		case kerr.FetchSessionIDNotFound.Code:
 			ss.id = 0 // the leader has no such session (restarted, evicted)
+			return nil
+		case kerr.InvalidFetchSessionEpoch.Code:
+			// The leader has the session at another epoch (it served a
+			// request whose answer was lost): the full request closes it
+			// and asks for a new one, as Kafka's FetchSessionHandler does.
 			return nil
 		}
 		return kerr.ErrorForCode(resp.ErrorCode)
@@ -536,9 +603,12 @@ func nextEpoch(epoch int32) int32 {
 }
 
 // applyLocked appends what the leader sent and takes its high watermark.
+// A partition whose log end or start offset moved is marked changed: the
+// next request names its new position.
 func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
 	l := p.log
 	if len(rp.RecordBatches) > 0 {
+		f.markLocked(p)
 		at, err := appendAsFollower(l, rp.RecordBatches)
 		if at >= 0 {
 			f.cfg.Logger.Info("follower log restarted at the base offset of the batch holding its log start offset", "partition", p.tp, "at", at)
@@ -547,6 +617,7 @@ func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
 			if errors.Is(err, ErrOffsetMismatch) {
 				f.cfg.Logger.Warn("follower append out of place; truncating again", "partition", p.tp, "err", err)
 				p.truncate = true
+				f.markLocked(p)
 				return
 			}
 			f.failLocked(p, err)
@@ -559,6 +630,7 @@ func (f *Fetcher) applyLocked(p *fpart, rp *kmsg.FetchResponseTopicPartition) {
 		}
 	}
 	if rp.LogStartOffset > l.LogStartOffset() {
+		f.markLocked(p)
 		if err := l.MaybeIncrementLogStartOffset(min(rp.LogStartOffset, l.HighWatermark())); err != nil {
 			f.cfg.Logger.Warn("follower log start offset", "partition", p.tp, "err", err)
 		}
@@ -625,6 +697,7 @@ func (f *Fetcher) outOfRange(p fpart) {
 	if cur == nil {
 		return
 	}
+	f.markLocked(cur)
 	if err != nil {
 		cur.retryAt = time.Now().Add(f.cfg.Backoff)
 		return

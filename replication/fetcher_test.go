@@ -4,7 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // batchLog is a FollowerLog that accepts only batches starting at its log
@@ -79,5 +84,59 @@ func TestAppendAsFollower_RestartsAtBatchHoldingLogStart(t *testing.T) {
 		if !errors.Is(err, ErrOffsetMismatch) || at != -1 || len(c.log.restarts) != 0 {
 			t.Errorf("%s: appendAsFollower = %d, %v; restarts %v", c.name, at, err, c.log.restarts)
 		}
+	}
+}
+
+// tps lists the partitions of a snapshot's list.
+func tps(parts []fpart) []int32 {
+	var out []int32
+	for _, p := range parts {
+		out = append(out, p.tp.Partition)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A Fetcher in a fetch session looks only at the partitions that changed:
+// a full request lists every fetchable partition; then a pass lists only
+// those appended to, added, removed, fenced or backing off, the last
+// three to forget, and a partition whose backoff ends comes back.
+func TestFetcher_SnapshotListsOnlyWhatChanged(t *testing.T) {
+	f := &Fetcher{cfg: FetcherConfig{Backoff: time.Second}, parts: map[TP]*fpart{}, changed: map[TP]struct{}{}, retrying: map[TP]struct{}{}}
+	f.cfg.defaults()
+	for i := range int32(1000) {
+		tp := TP{"t", i}
+		f.parts[tp] = &fpart{tp: tp, log: &batchLog{}, leaderEpoch: 1}
+		f.changed[tp] = struct{}{}
+	}
+	now := time.Now() // partitionErrorLocked's backoff starts at time.Now()
+	trunc, fetch, forget, _ := f.snapshot(now, true)
+	if len(trunc) != 0 || len(fetch) != 1000 || len(forget) != 0 {
+		t.Fatalf("full: %d to truncate, %d to fetch, %d to forget; want 0, 1000, 0", len(trunc), len(fetch), len(forget))
+	}
+	if trunc, fetch, forget, _ = f.snapshot(now, false); len(trunc)+len(fetch)+len(forget) != 0 {
+		t.Fatalf("idle pass lists %v %v %v", tps(trunc), tps(fetch), forget)
+	}
+	f.mu.Lock()
+	f.applyLocked(f.parts[TP{"t", 7}], &kmsg.FetchResponseTopicPartition{RecordBatches: batch(0, 4), HighWatermark: 5})
+	f.applyLocked(f.parts[TP{"t", 8}], &kmsg.FetchResponseTopicPartition{HighWatermark: 0}) // nothing new
+	f.partitionErrorLocked(f.parts[TP{"t", 9}], kerr.NotLeaderForPartition.Code)
+	f.partitionErrorLocked(f.parts[TP{"t", 10}], kerr.FencedLeaderEpoch.Code)
+	f.mu.Unlock()
+	f.Remove(TP{"t", 11})
+	f.Add(TP{"t", 12}, [16]byte{}, &batchLog{}, 2)
+	trunc, fetch, forget, next := f.snapshot(now, false)
+	slices.SortFunc(forget, func(a, b TP) int { return int(a.Partition - b.Partition) })
+	if !slices.Equal(tps(fetch), []int32{7}) || !slices.Equal(tps(trunc), []int32{12}) ||
+		!slices.Equal(forget, []TP{{"t", 9}, {"t", 10}, {"t", 11}, {"t", 12}}) || next <= 0 || next > time.Second {
+		t.Fatalf("after changes: fetch %v, truncate %v, forget %v, next %v", tps(fetch), tps(trunc), forget, next)
+	}
+	// 12 stays listed until truncated; 9 comes back after its backoff.
+	f.mu.Lock()
+	f.parts[TP{"t", 12}].truncate = false
+	f.mu.Unlock()
+	trunc, fetch, _, _ = f.snapshot(now.Add(time.Second), false)
+	if len(trunc) != 0 || !slices.Equal(tps(fetch), []int32{9, 12}) {
+		t.Fatalf("after the backoff and the truncation: fetch %v, truncate %v", tps(fetch), tps(trunc))
 	}
 }
