@@ -704,7 +704,7 @@ func moreScenarios() []Scenario {
 			u.Name = "scram-u"
 			d.Users = append(d.Users, u)
 			var desc *kmsg.DescribeUserSCRAMCredentialsResponse
-			e.poll(func() bool {
+			e.waitFor("both credentials described", func() bool {
 				desc = Do[*kmsg.DescribeUserSCRAMCredentialsResponse](e, d)
 				return len(desc.Results) == 1 && len(desc.Results[0].CredentialInfos) == 2
 			})
@@ -729,7 +729,10 @@ func moreScenarios() []Scenario {
 		{"IncrementalAlterConfigs", "per-broker dynamic config, describe with synonyms", func(e *Env) any {
 			set := incAlterBroker(e, "1", "log.cleaner.threads", "2", 0)
 			var d *kmsg.DescribeConfigsResponse
-			e.poll(func() bool {
+			// Kafka applies the config when broker 1 replays the controller's
+			// record: seconds on a busy machine, so wait for it rather than
+			// compare whatever a fixed delay left.
+			e.waitFor("the per-broker config applied", func() bool {
 				d = describeConfigsSyn(e, 4, "1", "log.cleaner.threads")
 				return len(d.Resources) == 1 && len(d.Resources[0].Configs) == 1 && d.Resources[0].Configs[0].Value != nil && *d.Resources[0].Configs[0].Value == "2"
 			})
