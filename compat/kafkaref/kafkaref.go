@@ -342,9 +342,25 @@ func (b *Broker) setup(ctx context.Context, cp string, props map[string]string, 
 	format.Stdout, format.Stderr = b.out, b.out
 	format.SysProcAttr = GroupSysProcAttr()
 	if err := format.Run(); err != nil {
-		return fmt.Errorf("kafkaref: kafka-storage format: %v (see %s)", err, b.LogFile)
+		// The log usually lives in a test's temporary directory, gone by
+		// the time anyone reads the failure: carry its end in the error.
+		return fmt.Errorf("kafkaref: kafka-storage format: %v; the end of %s:\n%s", err, b.LogFile, tail(b.LogFile, 2048))
 	}
 	return nil
+}
+
+// tail returns up to the last n bytes of the file at path.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(b)
 }
 
 func (b *Broker) confFile() string { return filepath.Join(b.Dir, "server.properties") }
