@@ -110,3 +110,65 @@ func TestOffsetFetch_WhileCoordinatorPartitionLoads(t *testing.T) {
 		t.Errorf("v7 after the load: %+v, want offset 10", r)
 	}
 }
+
+// A coordinator cut off from the metadata quorum is fenced: a successor
+// may already have taken commits it never saw, so it answers its groups'
+// reads NOT_COORDINATOR, not the offsets in its memory (the Jepsen
+// checker's commit-lost: an OffsetFetch answered by the old coordinator
+// after the new one acknowledged a later commit).
+func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts embedded etcd")
+	}
+	brokers, addrs, stop := startEtcdBrokers(t, 3, func(int, string) map[string]string {
+		return map[string]string{"offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "1"}
+	})
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, addrs[0]))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 7, LeaderEpoch: -1})
+	waitFor(t, 15*time.Second, "a commit", func() bool {
+		r, err := adm.CommitOffsets(ctx, "g", offs)
+		return err == nil && r.Error() == nil
+	})
+	c, code := brokers[0].groupCoordinator("g")
+	if code != 0 {
+		t.Fatalf("coordinator: %v", kerr.ErrorForCode(code))
+	}
+	coord := brokers[c.id-1]
+	fetch := func() *kmsg.OffsetFetchResponseGroup {
+		t.Helper()
+		rc := dialRaw(t, addrs[c.id-1])
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 9
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = "t", []int32{0}
+		rg.Group, rg.Topics = "g", []kmsg.OffsetFetchRequestGroupTopic{gt}
+		req.Groups = append(req.Groups, rg)
+		rc.send(1, req)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.Version = req.Version
+		rc.recv(1, resp)
+		if len(resp.Groups) != 1 {
+			t.Fatalf("%d groups answered", len(resp.Groups))
+		}
+		return &resp.Groups[0]
+	}
+	if g := fetch(); g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].Offset != 7 {
+		t.Fatalf("before: %+v, want offset 7", g)
+	}
+	// Quorum lost: the coordinator can no longer renew its lease.
+	for i := range brokers {
+		if int32(i+1) != c.id {
+			go stop[i]()
+		}
+	}
+	waitFor(t, 15*time.Second, "the coordinator fenced", coord.cluster.node.Fenced)
+	if g := fetch(); g.ErrorCode != kerr.NotCoordinator.Code || len(g.Topics) != 0 {
+		t.Fatalf("fenced: error %v with %d topics, want NOT_COORDINATOR and none", kerr.ErrorForCode(g.ErrorCode), len(g.Topics))
+	}
+}

@@ -123,6 +123,12 @@ func (b *Broker) keyCoordinatorCode(t *topic, key string, ownership func(string)
 	if t == nil {
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	if b.cluster != nil && b.cluster.node.Fenced() {
+		// Cut off from the metadata quorum, this broker may no longer
+		// coordinate key: a successor may have taken commits this one's
+		// memory lacks, so it answers no reads either.
+		return kerr.NotCoordinator.Code
+	}
 	code := ownership(key)
 	if code == kerr.NotCoordinator.Code {
 		parts := b.partitionsOf(t)

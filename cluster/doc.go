@@ -129,6 +129,13 @@
 //     margin (375 ms by default) covers clock rate differences and writes
 //     already in flight when the deadline passes.
 //
+// A fenced broker also stops answering as a group or transaction
+// coordinator (reads too: a new coordinator may already have accepted
+// commits its memory lacks). A broker whose lease was lost registers
+// again, and is unfenced only once its metadata is at its new
+// registration's revision, so it has seen every leadership the controller
+// moved away meanwhile; renewals before that do not unfence it.
+//
 // Failover time is bounded by the TTL: a broker that dies expires at most
 // TTL after its last renewal (between TTL - TTL/4 and TTL after its death),
 // etcd revokes expired leases every 500 ms, and the controller's write and

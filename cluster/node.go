@@ -70,8 +70,10 @@ type Node struct {
 // incarnation is one lease of the node: its broker registration and its
 // controller candidacy live and die with it.
 type incarnation struct {
-	lease  clientv3.LeaseID
-	epoch  int64 // create revision of /gregor/brokers/<id>
+	lease   clientv3.LeaseID
+	epoch   int64     // create revision of /gregor/brokers/<id>
+	granted time.Time // when the lease's grant was sent
+	ttl     int64     // the granted TTL, seconds
 	sess   *concurrency.Session
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -136,6 +138,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		inc.cancel()
 		return nil, err
 	}
+	n.noteRenewal(inc.granted, inc.ttl)
 	n.loopWG.Add(1)
 	go n.sessionLoop(inc)
 	ok = true
@@ -236,7 +239,6 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: grant lease: %w", err)
 	}
-	n.noteRenewal(sent, g.TTL)
 	key := brokerKey(n.cfg.NodeID)
 	val := n.registration()
 	var epoch int64
@@ -272,7 +274,7 @@ func (n *Node) register(ctx context.Context) (*incarnation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: session: %w", err)
 	}
-	inc := &incarnation{lease: g.ID, epoch: epoch, sess: sess, done: make(chan struct{})}
+	inc := &incarnation{lease: g.ID, epoch: epoch, granted: sent, ttl: g.TTL, sess: sess, done: make(chan struct{})}
 	inc.ctx, inc.cancel = context.WithCancel(n.loopCtx)
 	n.inc.Store(inc)
 	n.log.Info("registered broker", "epoch", epoch, "lease", int64(g.ID), "ttl", g.TTL)
@@ -366,10 +368,22 @@ func (n *Node) sessionLoop(inc *incarnation) {
 			ctx, cancel := context.WithTimeout(n.loopCtx, time.Duration(n.ttl)*time.Second)
 			var err error
 			inc, err = n.register(ctx)
-			cancel()
 			if err == nil {
+				// Unfenced only once the metadata is at the new
+				// registration: it then shows every leadership the
+				// controller moved away while the lease was lost, so
+				// the broker neither leads nor coordinates on what
+				// it last saw (Kafka's broker likewise stays fenced
+				// until it has caught up with the metadata log).
+				if _, err = n.WaitForRevision(ctx, inc.epoch); err == nil {
+					n.noteRenewal(inc.granted, inc.ttl)
+				} else {
+					n.log.Warn("metadata not at the new registration within the session timeout; fenced until it is", "epoch", inc.epoch, "err", err)
+				}
+				cancel()
 				break
 			}
+			cancel()
 			if n.loopCtx.Err() != nil {
 				return
 			}
@@ -409,7 +423,9 @@ func (n *Node) keepAliveLoop(inc *incarnation) {
 		cancel()
 		switch {
 		case err == nil:
-			n.noteRenewal(sent, resp.TTL)
+			if m, _ := n.Subscribe(); m != nil && m.Revision >= inc.epoch {
+				n.noteRenewal(sent, resp.TTL)
+			}
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			n.fenceAt.Store(0)
 			return
