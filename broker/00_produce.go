@@ -224,6 +224,8 @@ func appendErrorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, storage.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, storage.ErrLogClosed):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.As(err, &se):

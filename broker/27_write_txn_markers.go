@@ -56,13 +56,13 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 }
 
 // sendMarkers asks leader to append the markers of one transaction.
-func (b *Broker) sendMarkers(ctx context.Context, leader int32, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+func (b *Broker) sendMarkers(ctx context.Context, leader int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, partitions map[string][]int32) error {
 	if leader < 0 {
 		return fmt.Errorf("partitions %v have no leader", partitions)
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed = producerID, epoch, commit
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = producerID, epoch, commit, coordinatorEpoch
 	for name, ps := range partitions {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		t.Topic, t.Partitions = name, ps

@@ -219,7 +219,11 @@
 // partition of a transactional batch is in the producer's transaction. When
 // a transaction ends, the coordinator calls writeMarkers, which appends a
 // COMMIT or ABORT control batch to every partition of the transaction with
-// storage's AppendMarker; partitions of deleted topics are skipped. Fetch and
+// storage's AppendMarker (through WriteTxnMarkers for partitions led
+// elsewhere); partitions of deleted topics are skipped. In a cluster the
+// markers carry the coordinator epoch, the leader epoch of the
+// transactional id's partition of __transaction_state, and a broker that
+// no longer leads that partition, or is fenced, writes none. Fetch and
 // ListOffsets with read_committed stop at each partition's last stable
 // offset, and Fetch lists the aborted transactions in what it returns.
 // Producer ids, transactional or not, come from producerIDs

@@ -408,8 +408,9 @@ func (m mirrorLog) AppendMirrored(records []byte) error {
 }
 
 // AbortOpenTransactions writes an ABORT marker for every producer with a
-// transaction open in the log (its coordinator epoch 0: the source's
-// coordinator is gone for it), stamped with this leader's epoch.
+// transaction open in the log (with the coordinator epoch of the
+// producer's last marker, or 0: the source's coordinator is gone for it),
+// stamped with this leader's epoch.
 func (m mirrorLog) AbortOpenTransactions() ([]link.AbortedTxn, error) {
 	if !m.leading() {
 		return nil, link.ErrNotLeader
@@ -419,7 +420,7 @@ func (m mirrorLog) AbortOpenTransactions() ([]link.AbortedTxn, error) {
 		if ps.TxnStartOffset < 0 {
 			continue
 		}
-		if _, err := m.p.log.AppendMarker(ps.ProducerID, ps.Epoch, false, 0, m.epoch); err != nil {
+		if _, err := m.p.log.AppendMarker(ps.ProducerID, ps.Epoch, false, max(ps.CoordinatorEpoch, 0), m.epoch); err != nil {
 			if !errors.Is(err, storage.ErrInvalidProducerEpoch) {
 				m.b.noteWriteError(err)
 			}

@@ -12,11 +12,13 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/storage"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -96,7 +98,11 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 // Partitions of deleted topics are skipped: there is nothing to complete.
 // In a cluster, partitions led by other brokers get theirs through a
 // WriteTxnMarkers request to their leader (27_write_txn_markers.go).
-func (b *Broker) writeMarkers(ctx context.Context, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+	coordEpoch, err := b.txnCoordinatorEpoch(txnID)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	remote := map[int32]map[string][]int32{}
 	for name, ps := range partitions {
@@ -121,17 +127,38 @@ func (b *Broker) writeMarkers(ctx context.Context, producerID int64, epoch int16
 				remote[leader][name] = append(remote[leader][name], p)
 				continue
 			}
-			if err := b.appendMarker(part, producerID, epoch, commit, 0); err != nil {
+			if err := b.appendMarker(part, producerID, epoch, commit, coordEpoch); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	for leader, ps := range remote {
-		if err := b.sendMarkers(ctx, leader, producerID, epoch, commit, ps); err != nil {
+		if err := b.sendMarkers(ctx, leader, producerID, epoch, commit, coordEpoch, ps); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// txnCoordinatorEpoch is this broker's coordinator epoch for txnID: the
+// leader epoch of txnID's partition of __transaction_state (0 on a single
+// node), which stamps its markers, so that a partition leader refuses a
+// late marker of a coordinator since replaced (Kafka's coordinator epoch).
+// A broker that no longer leads that partition, or is fenced, refuses to
+// write markers at all: NOT_COORDINATOR.
+func (b *Broker) txnCoordinatorEpoch(txnID string) (int32, error) {
+	if b.cluster == nil {
+		return 0, nil
+	}
+	if t := b.txnLog.ensure(); t != nil {
+		parts := b.partitionsOf(t)
+		if p := partitionAt(parts, coordinator.PartitionFor(txnID, int32(len(parts)))); p != nil {
+			if leads, epoch := b.leadsGroupPartition(p); leads {
+				return epoch, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("transaction markers for %q: %w", txnID, kerr.NotCoordinator)
 }
 
 // appendMarker appends one COMMIT or ABORT marker to a partition this

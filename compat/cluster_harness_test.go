@@ -271,7 +271,32 @@ func (c *cluster) cleanup() {
 	}
 	if c.t.Failed() {
 		c.DumpLogs()
+		c.keep()
 	}
+}
+
+// keep copies the nodes' logs and data directories to the directory
+// GREGOR_KEEP_FAILED names, if set, before the test's temporary
+// directories are removed: a failed Jepsen run's logs and partitions can
+// then be read afterwards.
+func (c *cluster) keep() {
+	dst := os.Getenv("GREGOR_KEEP_FAILED")
+	if dst == "" {
+		return
+	}
+	dst = filepath.Join(dst, fmt.Sprintf("%s-%d", strings.ReplaceAll(c.t.Name(), "/", "_"), time.Now().Unix()))
+	for _, nd := range c.nodes {
+		for _, src := range []string{nd.logPath, nd.dataDir} {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				c.t.Logf("keep: %v", err)
+				return
+			}
+			if out, err := exec.Command("cp", "-a", src, filepath.Join(dst, fmt.Sprintf("node-%d-%s", nd.id, filepath.Base(src)))).CombinedOutput(); err != nil {
+				c.t.Logf("keep %s: %v %s", src, err, out)
+			}
+		}
+	}
+	c.t.Logf("kept the nodes' logs and data in %s", dst)
 }
 
 // DumpLogs logs the tail of every node's stderr.

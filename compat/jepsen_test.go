@@ -58,6 +58,8 @@ const (
 // runs the same workload against one single-node broker (RF=1; kill, stop
 // and cut only), which exercises the harness and the checker without a
 // cluster. GREGOR_CLUSTER_LOGDIR=dir keeps the nodes' whole logs under dir.
+// GREGOR_KEEP_FAILED=dir copies the nodes' logs and data directories there
+// when the test fails.
 func TestClusterJepsen(t *testing.T) {
 	nodes := envInt("GREGOR_JEPSEN_NODES", 3)
 	if nodes != 1 && nodes != 3 {

@@ -242,7 +242,7 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 		if len(parts) > 0 {
 			e.writing = true
 			c.mu.Unlock()
-			err = c.cfg.WriteMarkers(ctx, m.producerID, m.epoch, commit, parts)
+			err = c.cfg.WriteMarkers(ctx, id, m.producerID, m.epoch, commit, parts)
 			c.mu.Lock()
 			e.writing = false
 		}

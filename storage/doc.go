@@ -68,7 +68,11 @@
 // AppendMarker writes a control batch (attributes transactional|control)
 // holding one COMMIT or ABORT marker record for that producer; the broker
 // calls it for the transaction coordinator. Control batches carry no
-// sequence numbers, and the idempotence rules do not apply to them.
+// sequence numbers, and the idempotence rules do not apply to them. A
+// marker stamped with an older coordinator epoch than the producer's last
+// marker is refused (ErrCoordinatorFenced): it comes from a coordinator
+// that has been replaced, and could otherwise end a transaction begun
+// since.
 //
 // The last stable offset (LastStableOffset) is the first offset of the
 // oldest open transaction, or the high watermark when none is open.

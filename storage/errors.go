@@ -38,6 +38,12 @@ var (
 	// producer has been fenced.
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
 
+	// ErrCoordinatorFenced is returned when a transaction marker comes from
+	// an older transaction coordinator epoch than the producer's last
+	// marker in the log: a coordinator that lost its partition of
+	// __transaction_state (Kafka's TRANSACTION_COORDINATOR_FENCED).
+	ErrCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
+
 	// ErrOffsetMismatch is returned when AppendAsFollower is given batches
 	// that do not start at the log end offset or do not follow each other
 	// without a gap (Kafka's UnexpectedAppendOffsetException). Nothing is

@@ -158,6 +158,9 @@ func markerKey(rec []byte) (typ int16, ok bool) {
 // offset.
 //
 // Errors: ErrInvalidProducerEpoch when epoch is older than the producer's;
+// ErrCoordinatorFenced when coordinatorEpoch is older than that of the
+// producer's last marker (a zombie coordinator's late marker must not end
+// a transaction its successor's producer has since begun);
 // ErrLogClosed; *StorageError.
 func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32) (int64, error) {
 	l.mu.Lock()
@@ -171,6 +174,9 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	e := l.producers.producers[producerID]
 	if e != nil && epoch < e.epoch {
 		return -1, fmt.Errorf("%w: marker for producer %d with epoch %d, producer is at %d", ErrInvalidProducerEpoch, producerID, epoch, e.epoch)
+	}
+	if e != nil && coordinatorEpoch < e.coordinatorEpoch {
+		return -1, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, its last marker's was %d", ErrCoordinatorFenced, producerID, coordinatorEpoch, e.coordinatorEpoch)
 	}
 	nowMs := l.cfg.Now().UnixMilli()
 	batch := buildMarker(producerID, epoch, commit, coordinatorEpoch, nowMs)

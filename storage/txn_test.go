@@ -149,3 +149,42 @@ func TestLog_CoordinatorAppendSkipsSequence(t *testing.T) {
 		t.Fatalf("client batch with a used sequence appended: %+v", res)
 	}
 }
+
+// A marker from an older coordinator epoch than the producer's last marker
+// is refused and changes nothing: a replaced coordinator's late COMMIT
+// must not end (and so commit) a transaction its successor's producer has
+// begun since, at the same producer epoch. The replica still applies what
+// its leader wrote; the epoch survives a restart.
+func TestAppendMarker_RefusesAnOlderCoordinatorEpoch(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.Now = (&clock{ms: 2000}).now
+	l := openLog(t, dir, cfg)
+	a := pid(1)
+	mustAppend(t, l, txnBatch(1, 0, 0, "t1"))                   // 0
+	if _, err := l.AppendMarker(a, 0, true, 4, 0); err != nil { // 1: COMMIT by coordinator epoch 4
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txnBatch(1, 0, 1, "t2")) // 2: the next transaction
+	if _, err := l.AppendMarker(a, 0, true, 3, 0); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("COMMIT from coordinator epoch 3 after 4: %v, want ErrCoordinatorFenced", err)
+	}
+	if lso, leo := l.LastStableOffset(), l.LogEndOffset(); lso != 2 || leo != 3 {
+		t.Fatalf("after the refused marker: LSO %d, log end %d; want 2 and 3", lso, leo)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	if _, err := l.AppendMarker(a, 0, true, 3, 0); !errors.Is(err, ErrCoordinatorFenced) {
+		t.Fatalf("after a restart: %v, want ErrCoordinatorFenced", err)
+	}
+	if _, err := l.AppendMarker(a, 0, false, 4, 0); err != nil { // 3: ABORT by the current coordinator
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{ProducerID: a, FirstOffset: 2, LastOffset: 3, LastStableOffset: 4}}
+	if got := l.AbortedTransactions(0, 100); !slices.Equal(got, want) {
+		t.Fatalf("aborted %+v, want %+v", got, want)
+	}
+}
