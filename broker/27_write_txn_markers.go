@@ -38,7 +38,10 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case mt.Topic == offsetsTopicName:
 					rp.ErrorCode = b.groupOffsetsMarker(pi, m.ProducerID, m.Committed)
-				case b.leadership(p) != 0:
+				case b.leadership(p) != 0 || b.cluster != nil && b.cluster.node.Fenced():
+					// A fenced leader (a paused process reading the
+					// request late, say) may have been replaced: no
+					// writes, markers included.
 					rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				default:
 					if err := b.appendMarker(p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch); err != nil {

@@ -115,7 +115,8 @@ func TestOffsetFetch_WhileCoordinatorPartitionLoads(t *testing.T) {
 // may already have taken commits it never saw, so it answers its groups'
 // reads NOT_COORDINATOR, not the offsets in its memory (the Jepsen
 // checker's commit-lost: an OffsetFetch answered by the old coordinator
-// after the new one acknowledged a later commit).
+// after the new one acknowledged a later commit), and as a partition
+// leader it writes no transaction marker.
 func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
@@ -139,6 +140,21 @@ func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 		t.Fatalf("coordinator: %v", kerr.ErrorForCode(code))
 	}
 	coord := brokers[c.id-1]
+	// A topic whose one partition the coordinator leads, for a marker.
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "m", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{c.id}
+	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
+	create.Topics = append(create.Topics, ct)
+	if r, err := create.RequestWith(ctx, newClient(t, addrs[c.id-1])); err != nil || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create m: %v %+v", err, r)
+	}
+	waitFor(t, 15*time.Second, "the coordinator leading m-0", func() bool {
+		p := partitionAt(coord.topicPartitions("m"), 0)
+		return p != nil && p.leader.Load() != nil
+	})
 	fetch := func() *kmsg.OffsetFetchResponseGroup {
 		t.Helper()
 		rc := dialRaw(t, addrs[c.id-1])
@@ -170,5 +186,25 @@ func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 	waitFor(t, 15*time.Second, "the coordinator fenced", coord.cluster.node.Fenced)
 	if g := fetch(); g.ErrorCode != kerr.NotCoordinator.Code || len(g.Topics) != 0 {
 		t.Fatalf("fenced: error %v with %d topics, want NOT_COORDINATOR and none", kerr.ErrorForCode(g.ErrorCode), len(g.Topics))
+	}
+	// Nor does it write a transaction marker to a partition it led.
+	rc := dialRaw(t, addrs[c.id-1])
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm.Version = 1
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = 1, 0, true
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = "m", []int32{0}
+	m.Topics = append(m.Topics, mt)
+	wm.Markers = append(wm.Markers, m)
+	rc.send(2, wm)
+	wr := wm.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	wr.Version = wm.Version
+	rc.recv(2, wr)
+	if code := wr.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("WriteTxnMarkers while fenced: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+	if leo := partitionAt(coord.topicPartitions("m"), 0).log.LogEndOffset(); leo != 0 {
+		t.Fatalf("m-0's log end %d after the refused marker, want 0", leo)
 	}
 }
