@@ -508,20 +508,35 @@ func groupScenarios() []Scenario {
 		}},
 		{"WriteTxnMarkers", "commit marker for a producer with no transaction", func(e *Env) any {
 			e.CreateTopic("t-markers", 1)
-			req := kmsg.NewPtrWriteTxnMarkersRequest()
-			m := kmsg.NewWriteTxnMarkersRequestMarker()
-			m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = 4242, 0, true, 0
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic, t.Partitions = "t-markers", []int32{0}
-			m.Topics = append(m.Topics, t)
-			req.Markers = append(req.Markers, m)
-			r, err := e.Try(req)
-			if err != nil {
-				return "connection closed"
+			return commitMarker(e, "t-markers", 4242, 0)
+		}},
+		{"WriteTxnMarkers", "a marker from an older coordinator epoch than the producer's last", func(e *Env) any {
+			e.CreateTopic("t-markers-epoch", 1)
+			return map[string]any{
+				"epoch5":      commitMarker(e, "t-markers-epoch", 4343, 5),
+				"epoch4":      commitMarker(e, "t-markers-epoch", 4343, 4),
+				"epoch5again": commitMarker(e, "t-markers-epoch", 4343, 5),
 			}
-			return r
 		}},
 	}
+}
+
+// commitMarker sends a WriteTxnMarkers with one COMMIT marker of producer
+// pid (epoch 0) from coordinator epoch coordinatorEpoch to topic's
+// partition 0.
+func commitMarker(e *Env, topic string, pid int64, coordinatorEpoch int32) any {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, 0, true, coordinatorEpoch
+	t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	t.Topic, t.Partitions = topic, []int32{0}
+	m.Topics = append(m.Topics, t)
+	req.Markers = append(req.Markers, m)
+	r, err := e.Try(req)
+	if err != nil {
+		return "connection closed"
+	}
+	return r
 }
 
 func endTxn(e *Env, txn string, pid int64, epoch int16, commit bool) *kmsg.EndTxnResponse {
