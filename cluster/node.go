@@ -74,10 +74,10 @@ type incarnation struct {
 	epoch   int64     // create revision of /gregor/brokers/<id>
 	granted time.Time // when the lease's grant was sent
 	ttl     int64     // the granted TTL, seconds
-	sess   *concurrency.Session
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	sess    *concurrency.Session
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // Start joins the cluster: it starts the embedded etcd member if NodeID is
