@@ -168,7 +168,7 @@ func (l *Log) applyMarkerLocked(h BatchHeader, commit bool, coordinatorEpoch int
 		e = newProducerEntry(h.ProducerEpoch)
 		l.producers.producers[h.ProducerID] = e
 	}
-	e.epoch = max(e.epoch, h.ProducerEpoch)
+	e.bumpEpoch(h.ProducerEpoch)
 	e.coordinatorEpoch = coordinatorEpoch
 	return l.completeTxnLocked(h.ProducerID, e, commit, h.BaseOffset, seg)
 }

@@ -82,6 +82,18 @@ func (e *producerEntry) lastOffset() int64 {
 
 func (e *producerEntry) last() *batchMeta { return &e.batches[e.n-1] }
 
+// bumpEpoch moves the producer to epoch if it is newer, forgetting the
+// batches of the old epoch: a transaction marker can bump the epoch
+// (transaction version 2 bumps it at every end), and the producer's next
+// batch then starts at sequence 0 and must not be taken for a retry of an
+// old-epoch batch with the same sequence numbers (Kafka's
+// ProducerStateEntry.maybeUpdateProducerEpoch).
+func (e *producerEntry) bumpEpoch(epoch int16) {
+	if epoch > e.epoch {
+		e.epoch, e.n = epoch, 0
+	}
+}
+
 func (e *producerEntry) push(b batchMeta) {
 	if e.n == maxProducerBatches {
 		copy(e.batches[:], e.batches[1:])

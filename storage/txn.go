@@ -163,6 +163,22 @@ func markerKey(rec []byte) (typ int16, ok bool) {
 // a transaction its successor's producer has since begun);
 // ErrLogClosed; *StorageError.
 func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32) (int64, error) {
+	return l.appendMarker(producerID, epoch, commit, coordinatorEpoch, leaderEpoch, false)
+}
+
+// AppendBumpedMarker is AppendMarker for a marker whose epoch the
+// coordinator bumped past that of the transaction's batches (transaction
+// version 2, where every end bumps the epoch, or a producer fenced by its
+// successor). Such a marker at the producer's current epoch, while the
+// producer has a transaction open, is the late marker of the transaction
+// before: it is refused (ErrInvalidProducerEpoch), or it would end the open
+// one. At that epoch with none open it is a retry, and appended (Kafka's
+// rule for transaction version 2 markers).
+func (l *Log) AppendBumpedMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32) (int64, error) {
+	return l.appendMarker(producerID, epoch, commit, coordinatorEpoch, leaderEpoch, true)
+}
+
+func (l *Log) appendMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch, leaderEpoch int32, bumped bool) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Load() {
@@ -174,6 +190,9 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 	e := l.producers.producers[producerID]
 	if e != nil && epoch < e.epoch {
 		return -1, fmt.Errorf("%w: marker for producer %d with epoch %d, producer is at %d", ErrInvalidProducerEpoch, producerID, epoch, e.epoch)
+	}
+	if bumped && e != nil && epoch == e.epoch && e.txnFirst >= 0 {
+		return -1, fmt.Errorf("%w: bumped marker for producer %d at its current epoch %d while a transaction is open from offset %d", ErrInvalidProducerEpoch, producerID, epoch, e.txnFirst)
 	}
 	if e != nil && coordinatorEpoch < e.coordinatorEpoch {
 		return -1, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, its last marker's was %d", ErrCoordinatorFenced, producerID, coordinatorEpoch, e.coordinatorEpoch)
@@ -194,7 +213,8 @@ func (l *Log) AppendMarker(producerID int64, epoch int16, commit bool, coordinat
 		e = newProducerEntry(epoch)
 		l.producers.producers[producerID] = e
 	}
-	e.epoch, e.coordinatorEpoch = epoch, coordinatorEpoch
+	e.bumpEpoch(epoch)
+	e.coordinatorEpoch = coordinatorEpoch
 	if err := l.completeTxnLocked(producerID, e, commit, h.BaseOffset, seg); err != nil {
 		return -1, err
 	}

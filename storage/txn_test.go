@@ -188,3 +188,43 @@ func TestAppendMarker_RefusesAnOlderCoordinatorEpoch(t *testing.T) {
 		t.Fatalf("aborted %+v, want %+v", got, want)
 	}
 }
+
+// A bumped marker (transaction version 2: the coordinator bumps the epoch
+// at every end) at the producer's current epoch while a transaction is
+// open is the previous transaction's late marker: refused, the open
+// transaction stays open. The same marker with none open is a retry; the
+// next transaction's own marker, one epoch up, ends it.
+func TestAppendBumpedMarker_RefusesTheLateMarkerOfThePreviousTransaction(t *testing.T) {
+	cfg := testConfig()
+	cfg.Now = (&clock{ms: 2000}).now
+	l := openLog(t, t.TempDir(), cfg)
+	defer l.Close()
+	a := pid(1)
+	mustAppend(t, l, txnBatch(1, 0, 0, "t1"))                         // 0: transaction 1 at epoch 0
+	if _, err := l.AppendBumpedMarker(a, 1, true, 0, 0); err != nil { // 1: its COMMIT, bumped to 1
+		t.Fatal(err)
+	}
+	if _, err := l.AppendBumpedMarker(a, 1, true, 0, 0); err != nil { // 2: a retry, nothing open
+		t.Fatalf("retried marker with no transaction open: %v", err)
+	}
+	// Transaction 2 at epoch 1 from sequence 0: the same sequence numbers
+	// as transaction 1's batch, not a retry of it.
+	if res := mustAppend(t, l, txnBatch(1, 1, 0, "t2")); res.BaseOffset != 3 {
+		t.Fatalf("transaction 2's first batch at %d, want 3 (taken for a retry of the epoch-0 batch)", res.BaseOffset)
+	}
+	if _, err := l.AppendBumpedMarker(a, 1, true, 0, 0); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("transaction 1's late COMMIT with transaction 2 open: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if lso, leo := l.LastStableOffset(), l.LogEndOffset(); lso != 3 || leo != 4 {
+		t.Fatalf("after the refused marker: LSO %d, log end %d; want 3 and 4", lso, leo)
+	}
+	// Without the bump (transaction version 1) the marker shares the
+	// batches' epoch, and ends the transaction.
+	if _, err := l.AppendMarker(a, 1, false, 0, 0); err != nil { // 4
+		t.Fatal(err)
+	}
+	want := []AbortedTxn{{ProducerID: a, FirstOffset: 3, LastOffset: 4, LastStableOffset: 5}}
+	if got := l.AbortedTransactions(0, 100); !slices.Equal(got, want) {
+		t.Fatalf("aborted %+v, want %+v", got, want)
+	}
+}
