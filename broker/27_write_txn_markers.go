@@ -17,7 +17,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.WriteTxnMarkers, 0, 1, (*Broker).handleWriteTxnMarkers) }
+// WriteTxnMarkers v0-2. v2 carries the transaction version: a marker of
+// version 2 has an epoch bumped past its transaction's batches, and is
+// refused at the producer's epoch while a transaction is open
+// (storage.Log.AppendBumpedMarker); Gregor's coordinator sends version 2
+// for every bumped marker, a fenced producer's too.
+func init() { register(kmsg.WriteTxnMarkers, 0, 2, (*Broker).handleWriteTxnMarkers) }
 
 func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.WriteTxnMarkersRequest)
@@ -44,7 +49,7 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 					// writes, markers included.
 					rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				default:
-					if err := b.appendMarker(p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch); err != nil {
+					if err := b.appendMarker(p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion >= 2); err != nil {
 						b.log.Error("write transaction marker", "topic", mt.Topic, "partition", pi, "err", err)
 						rp.ErrorCode = appendErrorCode(err)
 					}
@@ -59,13 +64,17 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 }
 
 // sendMarkers asks leader to append the markers of one transaction.
-func (b *Broker) sendMarkers(ctx context.Context, leader int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, partitions map[string][]int32) error {
+func (b *Broker) sendMarkers(ctx context.Context, leader int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, bumped bool, partitions map[string][]int32) error {
 	if leader < 0 {
 		return fmt.Errorf("partitions %v have no leader", partitions)
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = producerID, epoch, commit, coordinatorEpoch
+	m.TransactionVersion = 1
+	if bumped {
+		m.TransactionVersion = 2
+	}
 	for name, ps := range partitions {
 		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		t.Topic, t.Partitions = name, ps

@@ -495,7 +495,7 @@ func (b *Broker) completeTxnOffsets(group string, producerID int64, commit bool)
 	pi := coordinator.PartitionFor(group, int32(len(b.partitionsOf(t))))
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	return b.sendMarkers(ctx, c.id, producerID, -1, commit, 0, map[string][]int32{offsetsTopicName: {pi}})
+	return b.sendMarkers(ctx, c.id, producerID, -1, commit, 0, false, map[string][]int32{offsetsTopicName: {pi}})
 }
 
 // groupOffsetsMarker is the WriteTxnMarkers of a __consumer_offsets

@@ -98,7 +98,7 @@ func (b *Broker) openTxns() (*coordinator.TxnCoordinator, error) {
 // Partitions of deleted topics are skipped: there is nothing to complete.
 // In a cluster, partitions led by other brokers get theirs through a
 // WriteTxnMarkers request to their leader (27_write_txn_markers.go).
-func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error {
+func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int64, epoch int16, commit, bumped bool, partitions map[string][]int32) error {
 	coordEpoch, err := b.txnCoordinatorEpoch(txnID)
 	if err != nil {
 		return err
@@ -127,13 +127,13 @@ func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int6
 				remote[leader][name] = append(remote[leader][name], p)
 				continue
 			}
-			if err := b.appendMarker(part, producerID, epoch, commit, coordEpoch); err != nil {
+			if err := b.appendMarker(part, producerID, epoch, commit, coordEpoch, bumped); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	for leader, ps := range remote {
-		if err := b.sendMarkers(ctx, leader, producerID, epoch, commit, coordEpoch, ps); err != nil {
+		if err := b.sendMarkers(ctx, leader, producerID, epoch, commit, coordEpoch, bumped, ps); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -162,9 +162,13 @@ func (b *Broker) txnCoordinatorEpoch(txnID string) (int32, error) {
 }
 
 // appendMarker appends one COMMIT or ABORT marker to a partition this
-// broker leads.
-func (b *Broker) appendMarker(part *partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error {
-	if _, err := part.log.AppendMarker(producerID, epoch, commit, coordinatorEpoch, part.epoch.Load()); err != nil && !errors.Is(err, storage.ErrLogClosed) {
+// broker leads; bumped as storage's AppendBumpedMarker.
+func (b *Broker) appendMarker(part *partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, bumped bool) error {
+	appendMarker := part.log.AppendMarker
+	if bumped {
+		appendMarker = part.log.AppendBumpedMarker
+	}
+	if _, err := appendMarker(producerID, epoch, commit, coordinatorEpoch, part.epoch.Load()); err != nil && !errors.Is(err, storage.ErrLogClosed) {
 		return err
 	}
 	if ldr := part.leader.Load(); ldr != nil {

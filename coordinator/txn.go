@@ -63,14 +63,17 @@ type TxnConfig struct {
 	// producerID at epoch to every listed partition, and returns once they
 	// are all in the logs. transactionalID names the transaction: the
 	// caller stamps the markers with its coordinator epoch for that id, and
-	// refuses to write them once it no longer coordinates it. It is called without the
+	// refuses to write them once it no longer coordinates it. bumped says
+	// that epoch is newer than that of the transaction's batches
+	// (transaction version 2, or a fenced producer), so that a partition
+	// can refuse the late marker of an earlier transaction at that epoch. It is called without the
 	// coordinator's lock, at most once at a time per transaction, to move
 	// PrepareCommit/PrepareAbort to CompleteCommit/CompleteAbort. On error
 	// it is called again later with the same arguments, so a partition
 	// that already got its marker may get a second one (as after a crash):
 	// the log must accept a marker for a producer without an ongoing
 	// transaction. Required.
-	WriteMarkers func(ctx context.Context, transactionalID string, producerID int64, epoch int16, commit bool, partitions map[string][]int32) error
+	WriteMarkers func(ctx context.Context, transactionalID string, producerID int64, epoch int16, commit, bumped bool, partitions map[string][]int32) error
 	// Groups keeps TxnOffsetCommit offsets pending until the transaction
 	// ends. Nil answers TxnOffsetCommit with COORDINATOR_NOT_AVAILABLE.
 	Groups *Coordinator

@@ -76,7 +76,7 @@ func newTxnHarness(t *testing.T) *txnHarness {
 	return h
 }
 
-func (h *txnHarness) writeMarkers(_ context.Context, _ string, pid int64, epoch int16, commit bool, parts map[string][]int32) error {
+func (h *txnHarness) writeMarkers(_ context.Context, _ string, pid int64, epoch int16, commit, _ bool, parts map[string][]int32) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	kind := "ABORT"

@@ -176,6 +176,7 @@ func (c *TxnCoordinator) prepareEndLocked(e *txnEntry, commit, bump, empty bool)
 		next.state = txnPrepareCommit
 	}
 	next.updated = now
+	next.bumped = bump
 	if empty {
 		next.start = now
 		next.partitions = make(map[topicPartition]struct{})
@@ -212,6 +213,7 @@ func (c *TxnCoordinator) fenceLocked(e *txnEntry) *kerr.Error {
 	next.state = txnPrepareEpochFence
 	next.epoch++
 	next.lastEpoch = noProducerEpoch
+	next.bumped = true
 	next.state = txnPrepareAbort
 	next.updated = c.cfg.Now()
 	if err := c.transitionLocked(e, next); err != nil {
@@ -242,7 +244,7 @@ func (c *TxnCoordinator) finish(ctx context.Context, id string) error {
 		if len(parts) > 0 {
 			e.writing = true
 			c.mu.Unlock()
-			err = c.cfg.WriteMarkers(ctx, id, m.producerID, m.epoch, commit, parts)
+			err = c.cfg.WriteMarkers(ctx, id, m.producerID, m.epoch, commit, m.bumped, parts)
 			c.mu.Lock()
 			e.writing = false
 		}

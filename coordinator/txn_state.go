@@ -95,7 +95,12 @@ type txnMeta struct {
 	epoch          int16
 	// lastEpoch is the epoch before the last bump that a client may retry
 	// with (KIP-360), or -1 when a new producer fenced the old ones.
-	lastEpoch  int16
+	lastEpoch int16
+	// bumped says that a Prepare* state's epoch was bumped past that of
+	// the transaction's batches (an EndTxn of transaction version 2, or a
+	// fenced producer): its markers then carry an epoch the partitions
+	// can tell from a late marker of the transaction before.
+	bumped     bool
 	timeout    time.Duration
 	state      txnState
 	partitions map[topicPartition]struct{}

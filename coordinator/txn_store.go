@@ -33,6 +33,7 @@ type txnRecord struct {
 	NextProducerID int64              `json:"next_producer_id"`
 	Epoch          int16              `json:"epoch"`
 	LastEpoch      int16              `json:"last_epoch"`
+	Bumped         bool               `json:"bumped,omitempty"`
 	TimeoutMs      int64              `json:"timeout_ms"`
 	State          string             `json:"state"`
 	Partitions     map[string][]int32 `json:"partitions,omitempty"`
@@ -57,6 +58,7 @@ func encodeTxn(m txnMeta, logOffset int64) ([]byte, error) {
 		NextProducerID: m.nextProducerID,
 		Epoch:          m.epoch,
 		LastEpoch:      m.lastEpoch,
+		Bumped:         m.bumped,
 		TimeoutMs:      m.timeout.Milliseconds(),
 		State:          m.state.String(),
 		Partitions:     m.partitionsByTopic(),
@@ -85,6 +87,7 @@ func decodeTxn(key, val []byte) (txnMeta, error) {
 		nextProducerID: rec.NextProducerID,
 		epoch:          rec.Epoch,
 		lastEpoch:      rec.LastEpoch,
+		bumped:         rec.Bumped,
 		timeout:        time.Duration(rec.TimeoutMs) * time.Millisecond,
 		state:          st,
 		partitions:     make(map[topicPartition]struct{}),

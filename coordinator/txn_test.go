@@ -20,7 +20,7 @@ func testTxnConfig(dir string) TxnConfig {
 	return TxnConfig{
 		Dir:                dir,
 		AllocateProducerID: func() (int64, error) { return pid.Add(1), nil },
-		WriteMarkers: func(context.Context, string, int64, int16, bool, map[string][]int32) error {
+		WriteMarkers: func(context.Context, string, int64, int16, bool, bool, map[string][]int32) error {
 			return nil
 		},
 	}
@@ -111,7 +111,7 @@ func TestTxnCoordinator_ClosedAnswersCoordinatorNotAvailable(t *testing.T) {
 func TestTxnCoordinator_MarkersWrittenWithoutLock(t *testing.T) {
 	cfg := testTxnConfig(t.TempDir())
 	entered, release := make(chan struct{}), make(chan struct{})
-	cfg.WriteMarkers = func(_ context.Context, _ string, _ int64, _ int16, _ bool, parts map[string][]int32) error {
+	cfg.WriteMarkers = func(_ context.Context, _ string, _ int64, _ int16, _, _ bool, parts map[string][]int32) error {
 		if _, slow := parts["slow"]; slow {
 			close(entered)
 			<-release
@@ -160,7 +160,7 @@ func TestTxnCoordinator_ConcurrentTransactions(t *testing.T) {
 	cfg := testTxnConfig(dir)
 	cfg.Groups = groups
 	var markers atomic.Int64
-	cfg.WriteMarkers = func(context.Context, string, int64, int16, bool, map[string][]int32) error {
+	cfg.WriteMarkers = func(context.Context, string, int64, int16, bool, bool, map[string][]int32) error {
 		markers.Add(1)
 		return nil
 	}
@@ -233,7 +233,7 @@ func TestTxnCoordinator_MarkerRetryRealClock(t *testing.T) {
 	cfg := testTxnConfig(t.TempDir())
 	cfg.MarkerRetryBackoff = 10 * time.Millisecond
 	var calls atomic.Int32
-	cfg.WriteMarkers = func(context.Context, string, int64, int16, bool, map[string][]int32) error {
+	cfg.WriteMarkers = func(context.Context, string, int64, int16, bool, bool, map[string][]int32) error {
 		if calls.Add(1) < 3 {
 			return errors.New("not yet")
 		}

@@ -55,6 +55,7 @@ const txnExtTag = 10000
 type txnExt struct {
 	Groups    []string `json:"groups,omitempty"`
 	LastEpoch int16    `json:"last_epoch"`
+	Bumped    bool     `json:"bumped,omitempty"`
 }
 
 // TxnError reports what a request for transactional id gets here: 0, or
@@ -93,7 +94,7 @@ func txnLogRecord(id string, m *txnMeta) LogRecord {
 	v.LastUpdateTimestamp, v.StartTimestamp = m.updated.UnixMilli(), m.startMillis()
 	v.PreviousProducerID, v.NextProducerID = m.prevProducerID, m.nextProducerID
 	v.NextProducerEpoch = noProducerEpoch
-	ext, _ := json.Marshal(txnExt{Groups: m.sortedGroups(), LastEpoch: m.lastEpoch})
+	ext, _ := json.Marshal(txnExt{Groups: m.sortedGroups(), LastEpoch: m.lastEpoch, Bumped: m.bumped})
 	v.UnknownTags.Set(txnExtTag, ext)
 	r.Value = v.AppendTo(nil)
 	return r
@@ -133,7 +134,7 @@ func txnMetaFromLog(v *kmsg.TxnMetadataValue) (txnMeta, bool) {
 		if tag != txnExtTag || json.Unmarshal(b, &ext) != nil {
 			return
 		}
-		m.lastEpoch = ext.LastEpoch
+		m.lastEpoch, m.bumped = ext.LastEpoch, ext.Bumped
 		for _, g := range ext.Groups {
 			m.groups[g] = struct{}{}
 		}

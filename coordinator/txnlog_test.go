@@ -115,7 +115,7 @@ func TestTxnLogMoveCompletesPrepared(t *testing.T) {
 	id := "tx-move"
 	p := PartitionFor(id, 50)
 	cfgA := testTxnConfig(t.TempDir())
-	cfgA.WriteMarkers = func(context.Context, string, int64, int16, bool, map[string][]int32) error {
+	cfgA.WriteMarkers = func(context.Context, string, int64, int16, bool, bool, map[string][]int32) error {
 		return errors.New("partition leader unreachable")
 	}
 	a := openTxnLogged(t, cfgA, log)
@@ -141,7 +141,7 @@ func TestTxnLogMoveCompletesPrepared(t *testing.T) {
 	var mu sync.Mutex
 	var markers []string
 	cfgB := testTxnConfig(t.TempDir())
-	cfgB.WriteMarkers = func(_ context.Context, _ string, mpid int64, mepoch int16, commit bool, parts map[string][]int32) error {
+	cfgB.WriteMarkers = func(_ context.Context, _ string, mpid int64, mepoch int16, commit, _ bool, parts map[string][]int32) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if mpid == pid && mepoch == epoch && commit && len(parts["t"]) == 1 {

@@ -72,7 +72,12 @@
 // marker stamped with an older coordinator epoch than the producer's last
 // marker is refused (ErrCoordinatorFenced): it comes from a coordinator
 // that has been replaced, and could otherwise end a transaction begun
-// since.
+// since. A marker whose epoch the coordinator bumped past the
+// transaction's batches (transaction version 2; AppendBumpedMarker) is
+// refused at the producer's current epoch while a transaction is open: it
+// is the late marker of the transaction before. A marker that moves the
+// producer to a newer epoch forgets the old epoch's batches, so the next
+// transaction's first batch, at sequence 0 again, is not taken for a retry.
 //
 // The last stable offset (LastStableOffset) is the first offset of the
 // oldest open transaction, or the high watermark when none is open.
