@@ -423,7 +423,7 @@ func (n *Node) keepAliveLoop(inc *incarnation) {
 		cancel()
 		switch {
 		case err == nil:
-			if m, _ := n.Subscribe(); m != nil && m.Revision >= inc.epoch {
+			if m := n.Metadata(); m != nil && m.Revision >= inc.epoch {
 				n.noteRenewal(sent, resp.TTL)
 			}
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):

@@ -59,7 +59,9 @@ const (
 // and cut only), which exercises the harness and the checker without a
 // cluster. GREGOR_CLUSTER_LOGDIR=dir keeps the nodes' whole logs under dir.
 // GREGOR_KEEP_FAILED=dir copies the nodes' logs and data directories there
-// when the test fails.
+// when the test fails. GREGOR_JEPSEN_TRANSACTION_VERSION=2 finalizes
+// transaction.version 2 first, so the transactional producers bump their
+// epoch at every end (KIP-890 part 2).
 func TestClusterJepsen(t *testing.T) {
 	nodes := envInt("GREGOR_JEPSEN_NODES", 3)
 	if nodes != 1 && nodes != 3 {
@@ -151,6 +153,18 @@ func runJepsen(t *testing.T, nodes, cycles int, seed uint64) {
 		}
 	}
 	r.waitRecovered()
+	if tv := envInt("GREGOR_JEPSEN_TRANSACTION_VERSION", -1); tv >= 0 {
+		// Finalized before the transactional clients start, so they
+		// use it (franz-go: KIP-890 part 2 from version 2).
+		uf := kmsg.NewPtrUpdateFeaturesRequest()
+		fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		fu.Feature, fu.MaxVersionLevel, fu.UpgradeType = "transaction.version", int16(tv), 1
+		uf.FeatureUpdates = append(uf.FeatureUpdates, fu)
+		if resp, err := uf.RequestWith(ctx, c.Client()); err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("finalize transaction.version %d: %v %+v", tv, err, resp)
+		}
+		t.Logf("jepsen: transaction.version %d finalized (GREGOR_JEPSEN_TRANSACTION_VERSION)", tv)
+	}
 
 	work, stopWork := context.WithCancel(ctx)
 	var wg sync.WaitGroup
