@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -205,9 +204,8 @@ func (n *Node) startMember(ctx context.Context, v Voter) error {
 func (n *Node) initClusterID(ctx context.Context) error {
 	id := n.cfg.ClusterID
 	if id == "" {
-		var b [16]byte
-		rand.Read(b[:])
-		id = base64.RawURLEncoding.EncodeToString(b[:])
+		u := randomUUID()
+		id = base64.RawURLEncoding.EncodeToString(u[:])
 	}
 	resp, err := n.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(keyClusterID), "=", 0)).

@@ -219,11 +219,18 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// newClusterID is a random KRaft cluster id (16 bytes, URL-safe base64).
+// newClusterID is a random KRaft cluster id (16 bytes, URL-safe base64)
+// that does not start with '-', as Kafka's Uuid.randomUuid makes them:
+// kafka-storage's argument parser takes "-t -abc..." for a missing value
+// (one id in 64 did, and failed the format).
 func newClusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // Start formats a fresh KRaft log directory and starts the broker, returning
