@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/gregor-broker/gregor/metadata"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,18 +51,8 @@ type topicRecord struct {
 // uuid is a Kafka UUID (topic ids, cluster ids).
 type uuid [16]byte
 
-func newUUID() uuid {
-	for {
-		var u uuid
-		rand.Read(u[:])
-		u[6] = u[6]&0x0f | 0x40 // version 4
-		u[8] = u[8]&0x3f | 0x80
-		// Kafka avoids the zero/metadata ids and ids whose text starts with '-'.
-		if s := u.String(); s[0] != '-' && u != (uuid{}) {
-			return u
-		}
-	}
-}
+// newUUID is a random topic or cluster id (metadata.NewUUID).
+func newUUID() uuid { return uuid(metadata.NewUUID()) }
 
 // String is Kafka's text form: URL-safe base64 without padding.
 func (u uuid) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }

@@ -131,14 +131,20 @@ func (b *Broker) keyCoordinatorCode(t *topic, key string, ownership func(string)
 	}
 	code := ownership(key)
 	if code == kerr.NotCoordinator.Code {
-		parts := b.partitionsOf(t)
-		if p := partitionAt(parts, coordinator.PartitionFor(key, int32(len(parts)))); p != nil {
+		if p := b.keyPartition(t, key); p != nil {
 			if leads, _ := b.leadsGroupPartition(p); leads {
 				code = kerr.CoordinatorLoadInProgress.Code // elected, not loaded yet
 			}
 		}
 	}
 	return code
+}
+
+// keyPartition is key's partition of the internal topic t, nil if t has
+// none (yet).
+func (b *Broker) keyPartition(t *topic, key string) *partition {
+	parts := b.partitionsOf(t)
+	return partitionAt(parts, coordinator.PartitionFor(key, int32(len(parts))))
 }
 
 // requestGroups returns the groups a group request is for; false for the

@@ -151,8 +151,7 @@ func (b *Broker) txnCoordinatorEpoch(txnID string) (int32, error) {
 		return 0, nil
 	}
 	if t := b.txnLog.ensure(); t != nil {
-		parts := b.partitionsOf(t)
-		if p := partitionAt(parts, coordinator.PartitionFor(txnID, int32(len(parts)))); p != nil {
+		if p := b.keyPartition(t, txnID); p != nil {
 			if leads, epoch := b.leadsGroupPartition(p); leads {
 				return epoch, nil
 			}

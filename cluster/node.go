@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gregor-broker/gregor/metadata"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -204,7 +205,7 @@ func (n *Node) startMember(ctx context.Context, v Voter) error {
 func (n *Node) initClusterID(ctx context.Context) error {
 	id := n.cfg.ClusterID
 	if id == "" {
-		u := randomUUID()
+		u := metadata.NewUUID()
 		id = base64.RawURLEncoding.EncodeToString(u[:])
 	}
 	resp, err := n.cli.Txn(ctx).

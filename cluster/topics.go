@@ -2,8 +2,8 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
+	"github.com/gregor-broker/gregor/metadata"
 	"maps"
 	mrand "math/rand/v2"
 	"slices"
@@ -170,7 +170,7 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, r
 		} else if err := checkAssignment(live, lists); err != nil {
 			return nil, err
 		}
-		id := randomUUID()
+		id := metadata.NewUUID()
 		t := &Topic{Name: name, ID: id, Configs: maps.Clone(configs)}
 		cmps := append(brokerCmps(live, lists...), clientv3.Compare(clientv3.CreateRevision(topicKey(name)), "=", 0))
 		ops := []clientv3.Op{clientv3.OpPut(topicKey(name), string(topicToJSON(id, t.Configs)))}
@@ -356,19 +356,4 @@ func (n *Node) UpdateTopicConfigs(ctx context.Context, name string, update func(
 		}
 	}
 	return ErrConflict
-}
-
-// randomUUID is a random version-4 UUID as Kafka's Uuid.randomUuid makes
-// topic and cluster ids: never zero, and never one whose URL-safe base64
-// text starts with '-', which command-line tools would take for an option.
-func randomUUID() [16]byte {
-	for {
-		var u [16]byte
-		rand.Read(u[:])
-		u[6] = u[6]&0x0f | 0x40
-		u[8] = u[8]&0x3f | 0x80
-		if u != ([16]byte{}) && u[0]>>2 != 62 { // 62 is '-' in URL-safe base64
-			return u
-		}
-	}
 }

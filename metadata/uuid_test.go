@@ -1,4 +1,4 @@
-package cluster
+package metadata
 
 import (
 	"encoding/base64"
@@ -7,9 +7,9 @@ import (
 
 // No generated id's text starts with '-' (kafka-storage and other tools
 // would take it for an option), and every one is a version-4 UUID.
-func TestRandomUUID_NeverStartsWithADash(t *testing.T) {
+func TestNewUUID_NeverStartsWithADash(t *testing.T) {
 	for range 20000 {
-		u := randomUUID()
+		u := NewUUID()
 		if s := base64.RawURLEncoding.EncodeToString(u[:]); s[0] == '-' {
 			t.Fatalf("id %s starts with '-'", s)
 		}
