@@ -1,17 +1,19 @@
 package broker
 
-// WriteTxnMarkers: v0-1 (inter-broker)
+// WriteTxnMarkers: v0-2 (inter-broker)
 //
 // In a cluster the transaction coordinator asks each partition's leader to
 // append the COMMIT or ABORT marker that ends a transaction there, as
 // Kafka's coordinator does. A partition this broker does not lead is
 // NOT_LEADER_OR_FOLLOWER: the coordinator retries once the metadata has
-// moved on.
+// moved on. The answer comes once the marker is on every in-sync replica,
+// as Kafka appends markers with acks=all.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,13 +29,22 @@ func init() { register(kmsg.WriteTxnMarkers, 0, 2, (*Broker).handleWriteTxnMarke
 func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 	req := r.msg.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	for _, m := range req.Markers {
+	type markerWait struct {
+		mi, ti, pi int // where its answer is in resp
+		w          replicaWait
+	}
+	var waits []markerWait
+	for mi, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
-		for _, mt := range m.Topics {
+		for ti, mt := range m.Topics {
 			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
 			rt.Topic = mt.Topic
-			parts := b.topicPartitions(mt.Topic)
+			var settings produceSettings
+			var parts []*partition
+			if t := b.lookupTopic(mt.Topic); t != nil {
+				settings, parts = b.produceSnapshot(t)
+			}
 			for _, pi := range mt.Partitions {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = pi
@@ -49,9 +60,17 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 					// writes, markers included.
 					rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				default:
-					if err := b.appendMarker(p, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion >= 2); err != nil {
+					w, err := b.appendMarker(p, settings.minInsyncReplicas, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion >= 2)
+					if err != nil {
 						b.log.Error("write transaction marker", "topic", mt.Topic, "partition", pi, "err", err)
-						rp.ErrorCode = appendErrorCode(err)
+						var ke *kerr.Error
+						if errors.As(err, &ke) {
+							rp.ErrorCode = ke.Code
+						} else {
+							rp.ErrorCode = appendErrorCode(err)
+						}
+					} else if w != nil {
+						waits = append(waits, markerWait{mi: mi, ti: ti, pi: len(rt.Partitions), w: *w})
 					}
 				}
 				rt.Partitions = append(rt.Partitions, rp)
@@ -59,6 +78,18 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 			rm.Topics = append(rm.Topics, rt)
 		}
 		resp.Markers = append(resp.Markers, rm)
+	}
+	if len(waits) > 0 {
+		// The answer waits until every marker is on the ISR, as an
+		// acks=all produce's does (appendMarker says why).
+		r.wait = func() {
+			deadline := time.Now().Add(commitTimeout)
+			for _, mw := range waits {
+				if code := b.awaitReplica(r.ctx, mw.w, deadline); code != 0 {
+					resp.Markers[mw.mi].Topics[mw.ti].Partitions[mw.pi].ErrorCode = code
+				}
+			}
+		}
 	}
 	return resp, nil
 }

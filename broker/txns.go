@@ -104,13 +104,14 @@ func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int6
 		return err
 	}
 	var errs []error
+	var waits []replicaWait
 	remote := map[int32]map[string][]int32{}
 	for name, ps := range partitions {
 		t := b.lookupTopic(name)
 		if t == nil {
 			continue
 		}
-		parts := b.partitionsOf(t)
+		settings, parts := b.produceSnapshot(t)
 		for _, p := range ps {
 			if p < 0 || int(p) >= len(parts) {
 				continue
@@ -127,9 +128,18 @@ func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int6
 				remote[leader][name] = append(remote[leader][name], p)
 				continue
 			}
-			if err := b.appendMarker(part, producerID, epoch, commit, coordEpoch, bumped); err != nil {
-				errs = append(errs, err)
+			w, err := b.appendMarker(part, settings.minInsyncReplicas, producerID, epoch, commit, coordEpoch, bumped)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("marker for %s[%d]: %w", name, p, err))
+			} else if w != nil {
+				waits = append(waits, *w)
 			}
+		}
+	}
+	deadline := time.Now().Add(commitTimeout)
+	for _, w := range waits {
+		if code := b.awaitReplica(ctx, w, deadline); code != 0 {
+			errs = append(errs, fmt.Errorf("marker for %s[%d]: %w", w.p.topic.name, w.p.index, kerr.ErrorForCode(code)))
 		}
 	}
 	for leader, ps := range remote {
@@ -161,19 +171,41 @@ func (b *Broker) txnCoordinatorEpoch(txnID string) (int32, error) {
 }
 
 // appendMarker appends one COMMIT or ABORT marker to a partition this
-// broker leads; bumped as storage's AppendBumpedMarker.
-func (b *Broker) appendMarker(part *partition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, bumped bool) error {
+// broker leads; bumped as storage's AppendBumpedMarker. In a cluster it
+// returns the wait for the marker to reach the ISR (nil on a single node):
+// Kafka appends markers with acks=all, and so must Gregor, for a
+// coordinator that counts a marker written once only the leader has it
+// completes the transaction, and if that leader then fails, the next one
+// has the transaction's records without their marker, so that they share
+// the fate of the producer's next transaction. As for an acks=all produce,
+// fewer in-sync replicas than minISR is NOT_ENOUGH_REPLICAS before the
+// append.
+func (b *Broker) appendMarker(part *partition, minISR int64, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, bumped bool) (*replicaWait, error) {
+	ldr := part.leader.Load()
+	if b.cluster != nil {
+		if ldr == nil {
+			return nil, kerr.NotLeaderForPartition
+		}
+		if code, _ := minInsync(ldr, -1, minISR); code != 0 {
+			return nil, kerr.ErrorForCode(code)
+		}
+	}
 	appendMarker := part.log.AppendMarker
 	if bumped {
 		appendMarker = part.log.AppendBumpedMarker
 	}
-	if _, err := appendMarker(producerID, epoch, commit, coordinatorEpoch, part.epoch.Load()); err != nil && !errors.Is(err, storage.ErrLogClosed) {
-		return err
+	offset, err := appendMarker(producerID, epoch, commit, coordinatorEpoch, part.epoch.Load())
+	if errors.Is(err, storage.ErrLogClosed) {
+		return nil, nil
 	}
-	if ldr := part.leader.Load(); ldr != nil {
-		ldr.MaybeAdvanceHighWatermark()
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if ldr == nil {
+		return nil, nil
+	}
+	ldr.MaybeAdvanceHighWatermark()
+	return &replicaWait{p: part, ldr: ldr, target: offset + 1, minISR: minISR}, nil
 }
 
 func (b *Broker) topicPartitionCount(name string) (int32, bool) {

@@ -122,6 +122,23 @@ type ProducerState struct {
 // (Log.mu) for every method.
 type producerStateManager struct {
 	producers map[int64]*producerEntry
+	// unreplicated are the transactions ended by a marker at or above
+	// the high watermark, in marker order (replicated logs only): they
+	// hold back the last stable offset until the marker is committed
+	// (Kafka's ProducerStateManager.unreplicatedTxns). Until then a
+	// read_committed reader must not see them: the marker may be lost
+	// with this leader, and the records end with the producer's next
+	// transaction instead.
+	unreplicated []unreplicatedTxn
+}
+
+// unreplicatedTxn is a transaction whose marker is not yet below the high
+// watermark: its first batch (offset, segment and position; seg nil until
+// located after a restart) and its marker's offset.
+type unreplicatedTxn struct {
+	first, marker int64
+	seg           *segment
+	pos           int64
 }
 
 func newProducerStateManager() producerStateManager {

@@ -75,6 +75,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	}
 	l.end.Store(*st)
 	l.trimHWEndsLocked(hw)
+	l.noteHighWatermarkLocked()
 	l.wakeAll()
 	return nil
 }
@@ -150,5 +151,8 @@ func (l *Log) loadReplicationState() error {
 		return fmt.Errorf("placing the high watermark %d: %w", hw, err)
 	}
 	l.end.Store(*st)
+	// The transactions replayed from the log whose markers are not
+	// committed hold back the last stable offset from here on.
+	l.publishStableLocked()
 	return nil
 }

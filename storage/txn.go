@@ -234,6 +234,9 @@ func (l *Log) completeTxnLocked(producerID int64, e *producerEntry, commit bool,
 		return nil
 	}
 	first := e.txnFirst
+	if l.cfg.ReplicatedHighWatermark {
+		l.producers.unreplicated = append(l.producers.unreplicated, unreplicatedTxn{first: first, marker: markerOffset, seg: e.txnSeg, pos: e.txnPos})
+	}
 	e.txnFirst, e.txnSeg, e.txnPos = -1, nil, 0
 	lso := markerOffset + 1
 	if f := l.producers.firstOpen(); f != nil {
@@ -258,42 +261,87 @@ func (m *producerStateManager) firstOpen() *producerEntry {
 	return first
 }
 
-// publishStableLocked publishes where read_committed readers must stop.
+// publishStableLocked publishes where read_committed readers must stop:
+// the first offset of the oldest transaction that is open or whose marker
+// is not yet below the high watermark. Transactions whose marker the high
+// watermark has passed are forgotten (once the log's replication state is
+// loaded: Open replays markers before it knows the high watermark).
 // Lock should be held.
 func (l *Log) publishStableLocked() {
-	f := l.producers.firstOpen()
-	if f == nil {
+	hw := l.end.Load().hw
+	u := l.producers.unreplicated
+	if l.replicated {
+		i := 0
+		for i < len(u) && u[i].marker < hw {
+			i++
+		}
+		if i > 0 {
+			n := copy(u, u[i:])
+			clear(u[n:])
+			u = u[:n]
+			l.producers.unreplicated = u
+		}
+	}
+	first, seg, pos := int64(-1), (*segment)(nil), int64(0)
+	if f := l.producers.firstOpen(); f != nil {
+		if f.txnSeg == nil {
+			l.locateTxnStartsLocked()
+		}
+		first, seg, pos = f.txnFirst, f.txnSeg, f.txnPos
+	}
+	for i := range u {
+		t := &u[i]
+		if t.marker < hw || first >= 0 && t.first >= first {
+			continue
+		}
+		if t.seg == nil {
+			t.seg, t.pos = l.locateLocked(t.first)
+		}
+		first, seg, pos = t.first, t.seg, t.pos
+	}
+	if first < 0 {
 		l.stable.Store(nil)
 		return
 	}
-	if f.txnSeg == nil {
-		l.locateTxnStartsLocked()
+	l.stable.Store(&endState{hw: first, seg: seg, pos: pos})
+}
+
+// noteHighWatermarkLocked republishes the last stable offset after the
+// high watermark moved, if a transaction waited for its marker to be
+// committed. Lock should be held.
+func (l *Log) noteHighWatermarkLocked() {
+	if len(l.producers.unreplicated) > 0 {
+		l.publishStableLocked()
 	}
-	l.stable.Store(&endState{hw: f.txnFirst, seg: f.txnSeg, pos: f.txnPos})
 }
 
 // locateTxnStartsLocked finds the segment and position of open
 // transactions' first batches (unknown after loading a snapshot).
 func (l *Log) locateTxnStartsLocked() {
-	segs := l.segments()
 	for _, e := range l.producers.producers {
 		if e.txnFirst < 0 || e.txnSeg != nil {
 			continue
 		}
-		i := sort.Search(len(segs), func(i int) bool { return segs[i].base > e.txnFirst }) - 1
-		if i < 0 {
-			i = 0
-		}
-		s := segs[i]
-		if l.ensureLoaded(segs, i) == nil {
-			if pos, _, found, err := s.locate(e.txnFirst, s.size.Load()); err == nil && found {
-				e.txnSeg, e.txnPos = s, pos
-				continue
-			}
-		}
-		// Not found (truncated away): read_committed stops at the segment start.
-		e.txnSeg, e.txnPos = s, 0
+		e.txnSeg, e.txnPos = l.locateLocked(e.txnFirst)
 	}
+}
+
+// locateLocked finds the segment and position of the batch at offset; if
+// it is not found (truncated away), the start of the segment it would be
+// in, where read_committed readers then stop. Lock should be held.
+func (l *Log) locateLocked(offset int64) (*segment, int64) {
+	segs := l.segments()
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	s := segs[i]
+	if l.ensureLoaded(segs, i) == nil {
+		if pos, _, found, err := s.locate(offset, s.size.Load()); err == nil && found {
+			return s, pos
+		}
+	}
+	return s, 0
 }
 
 // stableState is the end of what read_committed readers may see.
