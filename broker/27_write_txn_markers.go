@@ -83,7 +83,7 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 		// The answer waits until every marker is on the ISR, as an
 		// acks=all produce's does (appendMarker says why).
 		r.wait = func() {
-			deadline := time.Now().Add(commitTimeout)
+			deadline := time.Now().Add(markerCommitTimeout)
 			for _, mw := range waits {
 				if code := b.awaitReplica(r.ctx, mw.w, deadline); code != 0 {
 					resp.Markers[mw.mi].Topics[mw.ti].Partitions[mw.pi].ErrorCode = code
@@ -93,6 +93,13 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 	}
 	return resp, nil
 }
+
+// markerCommitTimeout bounds the wait for a marker to reach the ISR: an
+// answer REQUEST_TIMED_OUT then has the coordinator append it again (a
+// marker for a transaction already ended is harmless), well before the 10 s
+// the coordinator's peer client waits for an answer (franz-go's request
+// timeout overhead; WriteTxnMarkers has no timeout field to raise it).
+const markerCommitTimeout = 5 * time.Second
 
 // sendMarkers asks leader to append the markers of one transaction.
 func (b *Broker) sendMarkers(ctx context.Context, leader int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32, bumped bool, partitions map[string][]int32) error {

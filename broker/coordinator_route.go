@@ -53,7 +53,35 @@ func (b *Broker) notCoordinator(h handler, msg kmsg.Request) kmsg.Response {
 // returns the coordinator's error, or NOT_COORDINATOR and the like when no
 // coordinator is known and NETWORK_EXCEPTION when it did not answer; the
 // caller converts them with coordinator.ProduceTxnError.
+//
+// An implicit add answered CONCURRENT_TRANSACTIONS (the producer's previous
+// transaction still ending, or another partition's add being logged) is
+// retried here every add.partitions.to.txn.retry.backoff.ms for up to
+// add.partitions.to.txn.retry.backoff.max.ms, as Kafka's partition leaders
+// do (KAFKA-18654): a client retries only after its own backoff (franz-go:
+// seconds), which made transactions over several leaders crawl.
 func (b *Broker) checkTxnProduce(txnID string, producerID int64, epoch int16, p *partition, implicitAdd bool) int16 {
+	code := b.checkTxnProduceOnce(txnID, producerID, epoch, p, implicitAdd)
+	if code != kerr.ConcurrentTransactions.Code || !implicitAdd {
+		return code
+	}
+	backoff := time.Duration(b.cfg.int64Prop("add.partitions.to.txn.retry.backoff.ms")) * time.Millisecond
+	deadline := time.Now().Add(time.Duration(b.cfg.int64Prop("add.partitions.to.txn.retry.backoff.max.ms")) * time.Millisecond)
+	for code == kerr.ConcurrentTransactions.Code && time.Now().Add(backoff).Before(deadline) {
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-b.ctx.Done():
+			t.Stop()
+			return code
+		}
+		code = b.checkTxnProduceOnce(txnID, producerID, epoch, p, implicitAdd)
+	}
+	return code
+}
+
+// checkTxnProduceOnce is one check of checkTxnProduce.
+func (b *Broker) checkTxnProduceOnce(txnID string, producerID int64, epoch int16, p *partition, implicitAdd bool) int16 {
 	if b.cluster == nil || b.txns.TxnError(txnID) == 0 {
 		return b.txns.CheckProduce(producerID, epoch, p.topic.name, p.index, implicitAdd)
 	}

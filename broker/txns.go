@@ -136,7 +136,7 @@ func (b *Broker) writeMarkers(ctx context.Context, txnID string, producerID int6
 			}
 		}
 	}
-	deadline := time.Now().Add(commitTimeout)
+	deadline := time.Now().Add(markerCommitTimeout)
 	for _, w := range waits {
 		if code := b.awaitReplica(ctx, w, deadline); code != 0 {
 			errs = append(errs, fmt.Errorf("marker for %s[%d]: %w", w.p.topic.name, w.p.index, kerr.ErrorForCode(code)))

@@ -90,10 +90,14 @@ func runFranzGo(t *testing.T, names []string, seeds string, rf int) {
 // runFranzGoEnv is runFranzGo with more environment (KGO_TEST_TLS,
 // KGO_TEST_SCRAM, …).
 func runFranzGoEnv(t *testing.T, names []string, seeds string, rf int, env ...string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// The suite's own timeout is above the 4 minutes that franz-go's
+	// longest tests (TestShareGroupETL, TestGroupETL) give themselves, so
+	// that one stuck reports what it waited for (the keys never consumed)
+	// instead of dying in go test's alarm with nothing said.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "test", "github.com/twmb/franz-go/pkg/kgo",
-		"-count=1", "-json", "-timeout", "4m",
+		"-count=1", "-json", "-timeout", "5m",
 		"-run", "^("+strings.Join(names, "|")+")$")
 	cmd.Dir = moduleRoot
 	cmd.Env = append(os.Environ(),

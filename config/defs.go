@@ -256,6 +256,8 @@ var BrokerDefs = []Def{
 	{"share.coordinator.state.topic.replication.factor", kmsg.ConfigTypeShort, "3", "", true, intAtLeast(1), "The replication factor of __share_group_state, capped at the number of live brokers when it is created."},
 	{"share.coordinator.state.topic.min.isr", kmsg.ConfigTypeInt, "2", "", true, intAtLeast(1), "min.insync.replicas of __share_group_state, capped at its replication factor."},
 	{"share.coordinator.snapshot.update.records.per.snapshot", kmsg.ConfigTypeInt, "500", "", true, intAtLeast(0), "The ShareUpdate records of a share-partition after which the share coordinator writes a ShareSnapshot again."},
+	{"add.partitions.to.txn.retry.backoff.max.ms", kmsg.ConfigTypeInt, "100", "", true, intAtLeast(0), "How long a partition leader retries adding a partition to a transaction (transaction version 2) while the coordinator answers CONCURRENT_TRANSACTIONS."},
+	{"add.partitions.to.txn.retry.backoff.ms", kmsg.ConfigTypeInt, "20", "", true, intAtLeast(1), "The pause between those retries."},
 	{"transaction.max.timeout.ms", kmsg.ConfigTypeInt, "900000", "", true, intAtLeast(1), "The largest transaction timeout a producer may ask for."},
 	{"transaction.abort.timed.out.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "10000", "", true, intAtLeast(1), "How often transactions past their timeout are aborted."},
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", kmsg.ConfigTypeInt, "3600000", "", true, intAtLeast(1), "How often expired transactional ids are removed."},
