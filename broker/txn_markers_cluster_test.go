@@ -56,28 +56,8 @@ func TestWriteTxnMarkers_MarkerOnlyTheLeaderHasIsNotTakenForWritten(t *testing.T
 	}
 	replicas = append(replicas, coord.id)
 	leader := brokers[replicas[0]-1]
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, replicas
-	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
-	minISR := kmsg.NewCreateTopicsRequestTopicConfig()
-	minISR.Name, minISR.Value = "min.insync.replicas", kmsg.StringPtr("2")
-	ct.Configs = append(ct.Configs, minISR)
-	create.Topics = append(create.Topics, ct)
-	if r, err := create.RequestWith(ctx, newClient(t, addrs[0])); err != nil || r.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create %s with replicas %v: %v %+v", topic, replicas, err, r)
-	}
-	part := func() *partition { return partitionAt(leader.topicPartitions(topic), 0) }
-	waitFor(t, 30*time.Second, fmt.Sprintf("broker %d leading %s-0 with three in-sync replicas", replicas[0], topic), func() bool {
-		p := part()
-		if p == nil {
-			return false
-		}
-		ldr := p.leader.Load()
-		return ldr != nil && ldr.ISRSize() == 3
-	})
+	createAssigned(t, newClient(t, addrs[0]), brokers, topic, replicas)
+	part := func() *partition { return partitionOf(leader, topic) }
 
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
