@@ -61,6 +61,7 @@ type Broker struct {
 	shares        *share.Cache                  // the share-partitions this broker leads (shares.go)
 	shareSessions *share.Sessions               // the share sessions on this broker
 	fetchSessions *fetchsession.Cache           // incremental fetch sessions (KIP-227)
+	fetchStamps   atomic.Int64                  // fetchStamp's stamps for rack-aware consumers
 
 	// toldNotLeader is when a client was last answered
 	// NOT_LEADER_OR_FOLLOWER (unix ns): a controlled shutdown serves on
@@ -142,6 +143,7 @@ func New(cfg Config) (*Broker, error) {
 	b.fetchSessions = fetchsession.NewCache(int(cfg.int64Prop("max.incremental.fetch.session.cache.slots")), func(p *fetchsession.Partition, watched any) {
 		watched.(*storage.Log).Unwatch(p)
 	})
+	b.fetchSessions.Stamp = b.fetchStamp
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	ok := false // New succeeded; else the data dir lock is released
 	topicsDir := filepath.Join(cfg.DataDir, metaDirName, topicsDirName)

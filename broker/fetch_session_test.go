@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gregor-broker/gregor/security/acl"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -265,5 +266,59 @@ func TestCluster_FollowersFetchInSessions(t *testing.T) {
 		if _, _, ev := b.fetchSessions.Stats(); ev != 0 {
 			t.Fatalf("broker %d evicted %d sessions", i+1, ev)
 		}
+	}
+}
+
+// An idle session partition of a topic the consumer may no longer read is
+// answered TOPIC_AUTHORIZATION_FAILED at the next incremental fetch, as
+// Kafka authorizes every partition of a session on each request: an ACL
+// change reaches the partitions no log change would have the session read.
+func TestFetchSession_ACLChangeReachesIdlePartitions(t *testing.T) {
+	dir := t.TempDir()
+	b, addr := aclBroker(t, dir)
+	admin := userClient(t, addr, "admin")
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "idle", 2, 1
+	req.Topics = append(req.Topics, rt)
+	if resp, err := req.RequestWith(testCtx(t), admin); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create idle: %v %+v", err, resp)
+	}
+	createACL(t, admin, acl.Topic, "idle", acl.Literal, "User:alice", acl.Read, acl.Allow)
+	alice := userClient(t, addr, "alice")
+	id := b.lookupTopic("idle").id
+	fetch := func(session, epoch int32, offsets map[int32]int64) *kmsg.FetchResponse {
+		t.Helper()
+		resp, err := sessionFetch(id, session, epoch, 10, offsets).RequestWith(testCtx(t), alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("session %d epoch %d: %v", session, epoch, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp
+	}
+	full := fetch(0, 0, map[int32]int64{0: 0, 1: 0})
+	if full.SessionID == 0 {
+		t.Fatal("no session made")
+	}
+	if got := answered(full); !slices.Equal(got, []string{"0:0:0", "1:0:0"}) {
+		t.Fatalf("full fetch answered %v", got)
+	}
+	fetch(full.SessionID, 1, nil) // reads every partition, starts watching them
+	if got := answered(fetch(full.SessionID, 2, nil)); len(got) != 0 {
+		t.Fatalf("idle incremental fetch answered %v, want nothing", got)
+	}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("idle"), kmsg.ACLResourcePatternTypeLiteral
+	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	del.Filters = append(del.Filters, f)
+	if resp, err := del.RequestWith(testCtx(t), admin); err != nil || resp.Results[0].ErrorCode != 0 || len(resp.Results[0].MatchingACLs) != 1 {
+		t.Fatalf("delete alice's ACL: %v %+v", err, resp)
+	}
+	want := []string{"0:-1:0:" + kerr.TopicAuthorizationFailed.Error(), "1:-1:0:" + kerr.TopicAuthorizationFailed.Error()}
+	if got := answered(fetch(full.SessionID, 3, nil)); !slices.Equal(got, want) {
+		t.Fatalf("incremental fetch after the ACL was deleted answered %v, want %v", got, want)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"slices"
 
 	"github.com/gregor-broker/gregor/replication"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // preferredReadReplica returns the broker that should serve a consumer in
@@ -70,4 +71,22 @@ func (b *Broker) preferredReadReplica(p *partition, clientRack string, fetchOffs
 		}
 	})
 	return best.Replica
+}
+
+// fetchStamp is the fetch sessions' Cache.Stamp, what an answer depends on
+// besides the logs: the ACLs' revision, so that an idle partition of a
+// topic a consumer may no longer read is answered
+// TOPIC_AUTHORIZATION_FAILED at its next fetch (Kafka authorizes every
+// partition of a session on each request); and, for a consumer a
+// rack-aware leader may send to a follower, a new stamp every time, as its
+// preferred read replica follows the followers' progress, which no log
+// change reports (Kafka's cost for every session).
+func (b *Broker) fetchStamp(req *kmsg.FetchRequest) int64 {
+	if fetchReplicaID(req) < 0 && req.Rack != "" && b.cluster != nil && b.cluster.rackAwareReads && req.Rack != b.cfg.Props["broker.rack"] {
+		return -b.fetchStamps.Add(1)
+	}
+	if !b.acl.Enabled() {
+		return 0
+	}
+	return b.acl.Revision()
 }

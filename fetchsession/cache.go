@@ -142,6 +142,7 @@ type Session struct {
 	wake    chan struct{} // a token when a partition is marked changed
 
 	lastFetch atomic.Int64 // Unix ns of the last request (Fetched)
+	stamp     int64        // Cache.Stamp as of the last request; s.mu
 
 	// Guarded by Cache.mu.
 	lastUsed  time.Time
@@ -224,6 +225,13 @@ type Cache struct {
 	// retire is told of the partitions that left a session, with what
 	// they watched (Partition.Watch), to stop watching it.
 	retire func(p *Partition, watched any)
+
+	// Stamp, when set, is the version of what else a request's answers
+	// depend on besides the partitions' logs (the broker's ACLs, say),
+	// for req: an incremental request whose stamp differs from the
+	// session's last reads every partition again, so that the change
+	// reaches idle partitions too. Set it before the first request.
+	Stamp func(req *kmsg.FetchRequest) int64
 }
 
 // NewCache returns a cache of at most slots sessions (0: none are made).
@@ -399,6 +407,14 @@ func (c *Cache) Incremental(s *Session, req, into *kmsg.FetchRequest, parts []*P
 	// not keep serving the same partitions first, as Kafka's session
 	// order does not.
 	byName := len(parts) // parts[named:byName] are named
+	if c.Stamp != nil {
+		if st := c.Stamp(req); st != s.stamp {
+			s.stamp = st
+			for _, p := range s.parts {
+				s.mark(p, false)
+			}
+		}
+	}
 	parts, _ = s.takeChangedLocked(parts)
 	slices.Reverse(parts[named:byName])
 	slices.Reverse(parts[byName:])
@@ -475,6 +491,9 @@ func (c *Cache) Create(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, followe
 	s := &Session{follower: follower, topicIDs: req.Version >= 13, epoch: 1, lastUsed: now,
 		parts: make([]*Partition, 0, n), index: make(map[Key]*Partition, n), wake: make(chan struct{}, 1)}
 	s.lastFetch.Store(now.UnixNano())
+	if c.Stamp != nil {
+		s.stamp = c.Stamp(req)
+	}
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		for pi := range rt.Partitions {

@@ -27,9 +27,11 @@
 // session's fetches as fetches at that position (Partition.LastFetch,
 // replication.FetchClock), so an idle follower stays in the ISR.
 //
-// Not watched: a change of the ACLs, and a follower that becomes a better
-// preferred read replica; an idle partition hears of them when its log
-// next changes (it has nothing to read meanwhile).
+// What else an answer depends on is the caller's Cache.Stamp: a request
+// whose stamp differs from its session's last reads every partition once
+// (the broker stamps with its ACLs' revision, and stamps a rack-aware
+// consumer's every request anew, as the preferred read replica follows
+// the followers' progress).
 //
 // Epochs: 0 (InitialEpoch) closes the named session, if any, and asks for
 // a new one; -1 (FinalEpoch) closes it and asks for none (a sessionless,

@@ -105,6 +105,17 @@ func (a *Authorizer) Bindings() []Binding {
 	return nil
 }
 
+// Revision is the revision of the bindings in force: it changes with
+// every change of them (0 before Use).
+func (a *Authorizer) Revision() int64 {
+	v := a.view.Load()
+	if v == nil {
+		return 0
+	}
+	_, rev := v.Collection().Snapshot()
+	return rev
+}
+
 // ErrNoStore is Alter's error before Use.
 var ErrNoStore = errors.New("no ACL store yet")
 
