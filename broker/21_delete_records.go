@@ -28,7 +28,7 @@ func (b *Broker) handleDeleteRecords(r *request) (kmsg.Response, error) {
 			sp.LowWatermark = -1
 			if p := partitionAt(parts, rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			} else if sp.ErrorCode = b.leadership(p); sp.ErrorCode != 0 {
+			} else if sp.ErrorCode = b.writeLeadership(p); sp.ErrorCode != 0 {
 			} else if lw, err := p.log.DeleteRecordsBefore(rp.Offset); err != nil {
 				sp.ErrorCode = readErrorCode(err)
 				if sp.ErrorCode != kerr.OffsetOutOfRange.Code {

@@ -54,10 +54,7 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				case mt.Topic == offsetsTopicName:
 					rp.ErrorCode = b.groupOffsetsMarker(pi, m.ProducerID, m.Committed)
-				case b.leadership(p) != 0 || b.cluster != nil && b.cluster.node.Fenced():
-					// A fenced leader (a paused process reading the
-					// request late, say) may have been replaced: no
-					// writes, markers included.
+				case b.writeLeadership(p) != 0:
 					rp.ErrorCode = kerr.NotLeaderForPartition.Code
 				default:
 					w, err := b.appendMarker(p, settings.minInsyncReplicas, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion >= 2)

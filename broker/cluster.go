@@ -692,6 +692,21 @@ func (b *Broker) leadership(p *partition) int16 {
 	return 0
 }
 
+// writeLeadership is leadership for a write (WriteTxnMarkers,
+// DeleteRecords): a fenced leader, whose session with the metadata quorum
+// may have lapsed and whose successor may be elected at any moment (a
+// paused process reading a request late, say), takes none.
+// NOT_LEADER_OR_FOLLOWER. Produce checks the same in produceLeadership.
+func (b *Broker) writeLeadership(p *partition) int16 {
+	if code := b.leadership(p); code != 0 {
+		return code
+	}
+	if b.cluster != nil && b.cluster.node.Fenced() {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
+
 // servedEpoch is leadership for an answer that names the leaderEpoch
 // (ListOffsets): the epoch of the very leadership it checked, from one load
 // of p.leader, and 0; or NOT_LEADER_OR_FOLLOWER. Checking p.leader and then

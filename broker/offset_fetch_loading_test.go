@@ -116,7 +116,7 @@ func TestOffsetFetch_WhileCoordinatorPartitionLoads(t *testing.T) {
 // reads NOT_COORDINATOR, not the offsets in its memory (the Jepsen
 // checker's commit-lost: an OffsetFetch answered by the old coordinator
 // after the new one acknowledged a later commit), and as a partition
-// leader it writes no transaction marker.
+// leader it writes no transaction marker and deletes no records.
 func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts embedded etcd")
@@ -206,5 +206,19 @@ func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 	}
 	if leo := partitionAt(coord.topicPartitions("m"), 0).log.LogEndOffset(); leo != 0 {
 		t.Fatalf("m-0's log end %d after the refused marker, want 0", leo)
+	}
+	// Nor does it delete records.
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dt := kmsg.NewDeleteRecordsRequestTopic()
+	dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	dp.Partition, dp.Offset = 0, -1
+	dt.Topic, dt.Partitions = "m", []kmsg.DeleteRecordsRequestTopicPartition{dp}
+	dr.Topics = append(dr.Topics, dt)
+	rc.send(3, dr)
+	drr := dr.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	drr.Version = dr.Version
+	rc.recv(3, drr)
+	if code := drr.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("DeleteRecords while fenced: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
 }
