@@ -176,6 +176,7 @@ func (b *Broker) startCluster(host string, port int32) error {
 		MaxBytes:          int32(b.cfg.int64Prop("replica.fetch.response.max.bytes")),
 		PartitionMaxBytes: int32(b.cfg.int64Prop("replica.fetch.max.bytes")),
 		Backoff:           time.Duration(b.cfg.int64Prop("replica.fetch.backoff.ms")) * time.Millisecond,
+		SocketTimeout:     time.Duration(b.cfg.int64Prop("replica.socket.timeout.ms")) * time.Millisecond,
 		Logger:            b.log.With("component", "replica-fetcher"),
 		ClientOpts:        b.srv.interOpts,
 	})

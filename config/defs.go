@@ -271,6 +271,7 @@ var BrokerDefs = []Def{
 	{"broker.session.timeout.ms", kmsg.ConfigTypeInt, "3000", "", true, intAtLeast(1000), "How long a broker that stops renewing its etcd lease stays registered (whole seconds); Kafka's default is 9000, Gregor's is shorter to keep failover under 6 s."},
 	{"replica.lag.time.max.ms", kmsg.ConfigTypeLong, "30000", "", true, atLeast(1), "A follower not caught up for this long leaves the ISR."},
 	{"max.incremental.fetch.session.cache.slots", kmsg.ConfigTypeInt, "1000", "", true, intAtLeast(0), "The incremental fetch sessions (KIP-227) a broker keeps at most; 0 makes none."},
+	{"replica.socket.timeout.ms", kmsg.ConfigTypeInt, "30000", "", true, intAtLeast(1), "How long a follower waits for its leader's answer beyond a Fetch's replica.fetch.wait.max.ms."},
 	{"replica.fetch.wait.max.ms", kmsg.ConfigTypeInt, "500", "", true, intAtLeast(0), "How long a follower's Fetch waits for data at the leader."},
 	{"replica.fetch.min.bytes", kmsg.ConfigTypeInt, "1", "", true, intAtLeast(1), "The bytes a follower's Fetch waits for."},
 	{"replica.fetch.max.bytes", kmsg.ConfigTypeInt, "1048576", "", true, intAtLeast(0), "The bytes a follower fetches per partition."},

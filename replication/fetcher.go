@@ -57,13 +57,23 @@ type FetcherConfig struct {
 	MaxBytes          int32
 	PartitionMaxBytes int32
 	Backoff           time.Duration // replica.fetch.backoff.ms
-	ClientOpts        []kgo.Opt     // extra options for the connection to the leader (TLS, SASL)
-	Logger            *slog.Logger
+	// SocketTimeout (replica.socket.timeout.ms) bounds how long a
+	// request to the leader may take beyond a Fetch's MaxWait. A full
+	// Fetch of tens of thousands of partitions from a busy leader takes
+	// seconds: cut off, it ends the session and the next is full again,
+	// so a bound below that never replicates (seen at 100,000 partitions
+	// on three nodes: a restarted follower never caught up).
+	SocketTimeout time.Duration
+	ClientOpts    []kgo.Opt // extra options for the connection to the leader (TLS, SASL)
+	Logger        *slog.Logger
 }
 
 func (c *FetcherConfig) defaults() {
 	if c.MaxWait <= 0 {
 		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.SocketTimeout <= 0 {
+		c.SocketTimeout = 30 * time.Second
 	}
 	if c.MinBytes <= 0 {
 		c.MinBytes = 1
@@ -152,7 +162,7 @@ func NewFetcher(cfg FetcherConfig, leader int32, addr string) (*Fetcher, error) 
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(addr),
 		kgo.ClientID(fmt.Sprintf("gregor-replica-%d", cfg.Self)),
-		kgo.RequestTimeoutOverhead(3 * time.Second),
+		kgo.RequestTimeoutOverhead(cfg.SocketTimeout),
 		kgo.DialTimeout(2 * time.Second),
 		kgo.RequestRetries(0),
 	}, cfg.ClientOpts...)
