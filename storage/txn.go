@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"sort"
 )
 
 // Transactions in the log (KIP-98).
@@ -331,10 +330,7 @@ func (l *Log) locateTxnStartsLocked() {
 // in, where read_committed readers then stop. Lock should be held.
 func (l *Log) locateLocked(offset int64) (*segment, int64) {
 	segs := l.segments()
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
-	if i < 0 {
-		i = 0
-	}
+	i := max(0, sortSearchSegments(segs, offset))
 	s := segs[i]
 	if l.ensureLoaded(segs, i) == nil {
 		if pos, _, found, err := s.locate(offset, s.size.Load()); err == nil && found {
