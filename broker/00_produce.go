@@ -212,9 +212,12 @@ func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
 	return false
 }
 
-// appendErrorCode maps a storage error to the Kafka error a producer sees.
+// appendErrorCode maps a storage error to the Kafka error a producer sees;
+// a Kafka error (a leadership or min.insync.replicas check before the
+// append) is its own code.
 func appendErrorCode(err error) int16 {
 	var se *storage.StorageError
+	var ke *kerr.Error
 	switch {
 	case errors.Is(err, storage.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
@@ -230,6 +233,8 @@ func appendErrorCode(err error) int16 {
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.As(err, &se):
 		return kerr.KafkaStorageError.Code
+	case errors.As(err, &ke):
+		return ke.Code
 	}
 	return kerr.UnknownServerError.Code
 }

@@ -60,12 +60,7 @@ func (b *Broker) handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 					w, err := b.appendMarker(p, settings.minInsyncReplicas, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion >= 2)
 					if err != nil {
 						b.log.Error("write transaction marker", "topic", mt.Topic, "partition", pi, "err", err)
-						var ke *kerr.Error
-						if errors.As(err, &ke) {
-							rp.ErrorCode = ke.Code
-						} else {
-							rp.ErrorCode = appendErrorCode(err)
-						}
+						rp.ErrorCode = appendErrorCode(err)
 					} else if w != nil {
 						waits = append(waits, markerWait{mi: mi, ti: ti, pi: len(rt.Partitions), w: *w})
 					}
