@@ -129,6 +129,17 @@ func (c *rawConn) recv(corr int32, resp kmsg.Response) {
 	}
 }
 
+// roundTrip sends req with correlation id corr and reads its answer, of
+// the request's version.
+func roundTrip[R kmsg.Response](c *rawConn, corr int32, req kmsg.Request) R {
+	c.t.Helper()
+	c.send(corr, req)
+	resp := req.ResponseKind().(R)
+	resp.SetVersion(req.GetVersion())
+	c.recv(corr, resp)
+	return resp
+}
+
 // expectClosed asserts the broker closes the connection.
 func (c *rawConn) expectClosed() {
 	c.t.Helper()

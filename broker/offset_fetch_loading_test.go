@@ -165,10 +165,7 @@ func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 		gt.Topic, gt.Partitions = "t", []int32{0}
 		rg.Group, rg.Topics = "g", []kmsg.OffsetFetchRequestGroupTopic{gt}
 		req.Groups = append(req.Groups, rg)
-		rc.send(1, req)
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.Version = req.Version
-		rc.recv(1, resp)
+		resp := roundTrip[*kmsg.OffsetFetchResponse](rc, 1, req)
 		if len(resp.Groups) != 1 {
 			t.Fatalf("%d groups answered", len(resp.Groups))
 		}
@@ -197,10 +194,7 @@ func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 	mt.Topic, mt.Partitions = "m", []int32{0}
 	m.Topics = append(m.Topics, mt)
 	wm.Markers = append(wm.Markers, m)
-	rc.send(2, wm)
-	wr := wm.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	wr.Version = wm.Version
-	rc.recv(2, wr)
+	wr := roundTrip[*kmsg.WriteTxnMarkersResponse](rc, 2, wm)
 	if code := wr.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("WriteTxnMarkers while fenced: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
@@ -214,10 +208,7 @@ func TestOffsetFetch_FencedCoordinatorAnswersNotCoordinator(t *testing.T) {
 	dp.Partition, dp.Offset = 0, -1
 	dt.Topic, dt.Partitions = "m", []kmsg.DeleteRecordsRequestTopicPartition{dp}
 	dr.Topics = append(dr.Topics, dt)
-	rc.send(3, dr)
-	drr := dr.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	drr.Version = dr.Version
-	rc.recv(3, drr)
+	drr := roundTrip[*kmsg.DeleteRecordsResponse](rc, 3, dr)
 	if code := drr.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("DeleteRecords while fenced: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
