@@ -223,7 +223,10 @@
 // elsewhere); partitions of deleted topics are skipped. In a cluster the
 // markers carry the coordinator epoch, the leader epoch of the
 // transactional id's partition of __transaction_state, and a broker that
-// no longer leads that partition, or is fenced, writes none. Fetch and
+// no longer leads that partition, or is fenced, writes none; a marker
+// counts as written once it is on the partition's ISR (acks=all), so that
+// a leader that dies with a marker only it had does not lose a committed
+// transaction. Fetch and
 // ListOffsets with read_committed stop at each partition's last stable
 // offset, and Fetch lists the aborted transactions in what it returns.
 // Producer ids, transactional or not, come from producerIDs

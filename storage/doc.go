@@ -179,7 +179,10 @@
 //     clamped to the log end offset; its file position comes from a queue of
 //     recent batch ends, else from the offset index and batch headers). Read,
 //     ReadCommitted, the last stable offset and Notify are relative to it as
-//     in the default mode; ReadForFollower reads up to the log end offset,
+//     in the default mode, and a transaction ended by a marker not yet below
+//     it still holds the last stable offset back (Kafka's unreplicated
+//     transactions: the marker may be lost with this leader);
+//     ReadForFollower reads up to the log end offset,
 //     and Notify also fires on appends. The high watermark is persisted in a
 //     v2 checkpoint and restored on Open as min(persisted, log end offset).
 //     Retention deletes only segments below it.
