@@ -242,10 +242,16 @@ func (b *Broker) collidingTopic(name string) string {
 
 // collidingTopicLocked is collidingTopic. Lock should be held.
 func (b *Broker) collidingTopicLocked(name string) string {
-	for other := range b.topics {
-		if other != name && strings.ReplaceAll(other, ".", "_") == strings.ReplaceAll(name, ".", "_") {
+	if !strings.ContainsAny(name, "._") {
+		return "" // only a name with '.' or '_' has another of the same metric name
+	}
+	for _, other := range b.topicsByMetricName[metricName(name)] {
+		if other != name {
 			return other
 		}
 	}
 	return ""
 }
+
+// metricName is a topic's name in metric names, where '.' is '_'.
+func metricName(topic string) string { return strings.ReplaceAll(topic, ".", "_") }

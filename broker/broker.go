@@ -45,10 +45,13 @@ type Broker struct {
 	// topic's creation, growth, config change and the removal of its
 	// metadata, file writes included, so those changes are serialised.
 	// Where it sits in the program's lock order: docs/LOCK_ORDER.md.
-	mu           sync.RWMutex
-	topics       map[string]*topic
-	topicsByID   map[uuid]*topic
-	topicRecords topicStore // where the topic records are persisted
+	mu         sync.RWMutex
+	topics     map[string]*topic
+	topicsByID map[uuid]*topic
+	// topicsByMetricName: the topics whose names have '.' or '_', by
+	// metricName, for collidingTopic (putTopicLocked, dropTopicLocked).
+	topicsByMetricName map[string][]string
+	topicRecords       topicStore // where the topic records are persisted
 
 	pids    producerIDs
 	groups  *coordinator.Coordinator
@@ -129,13 +132,14 @@ func New(cfg Config) (*Broker, error) {
 		return nil, errNoClusterStore
 	}
 	b := &Broker{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		nodeID:     int32(cfg.int64Prop("node.id")),
-		maxReq:     int32(cfg.int64Prop("socket.request.max.bytes")),
-		reqBytes:   byteBudget{limit: cfg.int64Prop("queued.max.request.bytes")},
-		topics:     map[string]*topic{},
-		topicsByID: map[uuid]*topic{},
+		cfg:                cfg,
+		log:                cfg.Logger,
+		nodeID:             int32(cfg.int64Prop("node.id")),
+		maxReq:             int32(cfg.int64Prop("socket.request.max.bytes")),
+		reqBytes:           byteBudget{limit: cfg.int64Prop("queued.max.request.bytes")},
+		topics:             map[string]*topic{},
+		topicsByID:         map[uuid]*topic{},
+		topicsByMetricName: map[string][]string{},
 	}
 	b.offsets, b.txnLog, b.shareLog = b.offsetsInternalTopic(), b.txnInternalTopic(), b.shareInternalTopic()
 	b.shares = share.NewCache(sharePersister{b}, shareSettings{b}, b.log)

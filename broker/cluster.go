@@ -419,8 +419,7 @@ func (b *Broker) applyTopic(md *metadata.Image, mt *metadata.Topic) ([]*partitio
 	configsChanged := t == nil || !mapsEqual(t.configs, mt.Configs)
 	if t == nil {
 		t = &topic{name: mt.Name, id: uuid(mt.ID)}
-		b.topics[t.name] = t
-		b.topicsByID[t.id] = t
+		b.putTopicLocked(t)
 	}
 	if configsChanged {
 		t.configs = cloneMap(mt.Configs)
@@ -515,7 +514,7 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err2)
 	}
 	if err != nil || id != t.id {
-		if err := writePartitionMetadata(dir, t.id); err != nil {
+		if err := l.AddFile(partitionMetaName, partitionMetadata(t.id)); err != nil {
 			l.Close()
 			return nil, err
 		}
@@ -638,12 +637,7 @@ func (b *Broker) stopReplica(p *partition) {
 // re-created with a new id) and deletes its local logs.
 func (b *Broker) dropLocalTopic(t *topic) {
 	b.mu.Lock()
-	if b.topics[t.name] == t {
-		delete(b.topics, t.name)
-	}
-	if b.topicsByID[t.id] == t {
-		delete(b.topicsByID, t.id)
-	}
+	b.dropTopicLocked(t)
 	parts := t.partitions
 	b.mu.Unlock()
 	for _, p := range parts {

@@ -198,14 +198,22 @@ func partitionDirName(topic string, p int32) string {
 	return topic + "-" + strconv.Itoa(int(p))
 }
 
-// writePartitionMetadata writes dir's partition.metadata, replacing it
+// partitionMetadata is the content of a partition's partition.metadata.
+// A new partition's log writes it when it creates its directory
+// (storage.Log.AddFile: a partition never written has none), replacing it
 // atomically but without an fsync: a partition's files need none at
 // creation (storage), and a claimed partition whose file a crash lost or
 // left unreadable gets it written again at start (scanDataDir,
 // newClusterPartition), as Kafka writes a missing one.
+func partitionMetadata(id uuid) []byte {
+	return []byte("version: 0\ntopic_id: " + id.String() + "\n")
+}
+
+// writePartitionMetadata writes dir's partition.metadata (see
+// partitionMetadata).
 func writePartitionMetadata(dir string, id uuid) error {
 	path := filepath.Join(dir, partitionMetaName)
-	if err := os.WriteFile(path+".tmp", []byte("version: 0\ntopic_id: "+id.String()+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path+".tmp", partitionMetadata(id), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(path+".tmp", path)

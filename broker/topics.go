@@ -14,6 +14,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -120,8 +121,7 @@ func (b *Broker) loadTopics() error {
 			}
 			continue
 		}
-		b.topics[t.name] = t
-		b.topicsByID[t.id] = t
+		b.putTopicLocked(t)
 	}
 	if failed != nil {
 		return failed
@@ -157,6 +157,9 @@ func (b *Broker) openPartition(t *topic, p int32) (*partition, error) {
 // background.
 func (b *Broker) retireDir(dir string) {
 	dead, err := renameAside(dir, deleteSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // a partition never written: its log had no directory
+	}
 	if err != nil {
 		b.log.Error("rename for delete", "dir", dir, "err", err)
 		return
@@ -288,7 +291,7 @@ func (b *Broker) createTopics(specs []newTopic) (ts []*topic, errs []error) {
 	batch := map[string]string{} // names made in this batch, by their '.'/'_' form
 	var made []int
 	for i, s := range specs {
-		norm := strings.ReplaceAll(s.name, ".", "_")
+		norm := metricName(s.name)
 		if _, ok := b.topics[s.name]; ok || batch[norm] == s.name {
 			errs[i] = errTopicExists
 			continue
@@ -336,18 +339,51 @@ func (b *Broker) createTopics(specs []newTopic) (ts []*topic, errs []error) {
 	}
 	for _, i := range saved {
 		t := ts[i]
-		b.topics[t.name] = t
-		b.topicsByID[t.id] = t
+		b.putTopicLocked(t)
 		b.log.Info("created topic", "topic", t.name, "id", t.id, "partitions", len(t.partitions), "configs", t.configs)
 	}
 	return ts, errs
 }
 
+// putTopicLocked adds t to the broker's topics. Lock should be held.
+func (b *Broker) putTopicLocked(t *topic) {
+	b.topics[t.name] = t
+	b.topicsByID[t.id] = t
+	if strings.ContainsAny(t.name, "._") {
+		m := metricName(t.name)
+		if !slices.Contains(b.topicsByMetricName[m], t.name) {
+			b.topicsByMetricName[m] = append(b.topicsByMetricName[m], t.name)
+		}
+	}
+}
+
+// dropTopicLocked removes t from the broker's topics (a name or id taken
+// since by another topic stays). Lock should be held.
+func (b *Broker) dropTopicLocked(t *topic) {
+	if b.topics[t.name] != t {
+		if b.topicsByID[t.id] == t {
+			delete(b.topicsByID, t.id)
+		}
+		return
+	}
+	delete(b.topics, t.name)
+	if b.topicsByID[t.id] == t {
+		delete(b.topicsByID, t.id)
+	}
+	m := metricName(t.name)
+	if names := slices.DeleteFunc(b.topicsByMetricName[m], func(n string) bool { return n == t.name }); len(names) > 0 {
+		b.topicsByMetricName[m] = names
+	} else {
+		delete(b.topicsByMetricName, m)
+	}
+}
+
 // createLogs creates and opens partitions from to count-1 of t,
 // several at a time; on an error it deletes the ones it made. A new log
-// writes nothing that needs an fsync (storage), nor does its
-// partition.metadata (writePartitionMetadata): the topic record, written
-// after, is what makes them durable. Lock should be held.
+// has nothing on disk until its first write (storage's unborn logs), when
+// it creates its directory with its partition.metadata
+// (partitionMetadata): the topic record, written after, is what makes
+// them exist. Lock should be held.
 func (b *Broker) createLogs(t *topic, from, count int32) ([]*partition, error) {
 	parts := make([]*partition, count-from)
 	errs := make([]error, len(parts))
@@ -386,7 +422,7 @@ func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writePartitionMetadata(dir, t.id); err != nil {
+	if err := part.log.AddFile(partitionMetaName, partitionMetadata(t.id)); err != nil {
 		part.log.Delete()
 		return nil, err
 	}
@@ -407,8 +443,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 		b.mu.Unlock()
 		return err
 	}
-	delete(b.topics, t.name)
-	delete(b.topicsByID, t.id)
+	b.dropTopicLocked(t)
 	parts := t.partitions
 	b.mu.Unlock()
 	for _, p := range parts {

@@ -111,7 +111,11 @@
 //
 // A new log writes no checkpoint and no leader-epoch cache (a missing file
 // reads as the empty log's), so creating a partition costs no fsync; an
-// Open that changes nothing rewrites nothing.
+// Open that changes nothing rewrites nothing. Through a LogDir a new log
+// writes nothing at all until it needs a file (unborn.go): its directory,
+// first segment and the owner's files (Log.AddFile: partition.metadata)
+// are created by its first write, truncation or read of its segment, and
+// closing a log never written leaves no directory.
 //
 // # Many logs: LogDir
 //

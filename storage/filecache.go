@@ -66,6 +66,9 @@ type fileState struct {
 	slot    int         // position in cache.ring, -1 when not there (guarded by cache.mu)
 	ref     atomic.Bool // used since the clock hand last passed
 	cache   *fileCache  // nil: opened on first use and kept until the last reference
+	// bear, set on the first segment of an unborn log (unborn.go), creates
+	// the log's directory; the first use then creates the .log file.
+	bear func() error
 }
 
 // soloFiles is the cache of the logs opened alone (Open, not through a
@@ -96,11 +99,20 @@ func (s *segment) use() (*os.File, error) {
 		h.mu.Unlock()
 		return nil, ioErr("open", s.logPath, errSegmentGone)
 	}
-	f, err := os.OpenFile(s.logPath, os.O_RDWR, 0)
+	flag := os.O_RDWR
+	if h.bear != nil {
+		if err := h.bear(); err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(s.logPath, flag, 0o644)
 	if err != nil {
 		h.mu.Unlock()
 		return nil, ioErr("open", s.logPath, err)
 	}
+	h.bear = nil
 	if err := s.index.restore(s.path(indexSuffix)); err != nil {
 		f.Close()
 		h.mu.Unlock()

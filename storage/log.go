@@ -48,6 +48,12 @@ type Log struct {
 	epochsUnwritten atomic.Bool
 	epochFileMu     sync.Mutex
 
+	// unborn: nothing of the log is on disk yet (unborn.go); birthMu
+	// guards birthFiles, the owner's files its birth writes (AddFile).
+	unborn     atomic.Bool
+	birthMu    sync.Mutex
+	birthFiles []File
+
 	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
 	cfg         Config
 	producers   producerStateManager
@@ -621,6 +627,9 @@ func (l *Log) checkpointNow() checkpoint {
 // writeFileAtomic is WriteFileAtomic, or while deferring a write whose
 // fsyncs and rename the LogDir's Sync does.
 func (l *Log) writeFileAtomic(path string, data []byte) error {
+	if err := l.born(); err != nil {
+		return err
+	}
 	if l.deferring {
 		return l.ld.writeDeferred(path, data, "", true)
 	}
@@ -795,6 +804,10 @@ func (l *Log) Flush() error {
 		l.mu.Unlock()
 		return l.writeErr
 	}
+	if l.unborn.Load() {
+		l.mu.Unlock()
+		return nil // nothing written: nothing to flush
+	}
 	seg, leo := l.active(), l.leo.Load()
 	seg.acquire()
 	nowMs := l.cfg.Now().UnixMilli()
@@ -850,7 +863,7 @@ func (l *Log) close(deferred bool) error {
 		return ErrLogClosed
 	}
 	err := l.writeErr
-	if err == nil {
+	if err == nil && !l.unborn.Load() {
 		l.deferring = deferred
 		err = l.shutdownLocked()
 		l.deferring = false

@@ -190,7 +190,7 @@ func (d *LogDir) CloseLogs(logs []*Log) (errs []error, err error) {
 	list := []byte(logDirCleanHeader)
 	n := 0
 	for i, l := range logs {
-		if errs[i] == nil && l.ld == d && !d.foreign {
+		if errs[i] == nil && l.ld == d && !d.foreign && !l.unborn.Load() {
 			list = append(append(list, filepath.Base(l.dir)...), '\n')
 			n++
 		}

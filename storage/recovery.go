@@ -35,12 +35,19 @@ func Open(dir string, cfg Config) (*Log, error) {
 // and trustClean says that ld's clean-shutdown list names the log.
 func open(dir string, cfg Config, ld *LogDir, trustClean bool) (*Log, error) {
 	cfg = cfg.normalized()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, ioErr("mkdir", dir, err)
-	}
 	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil, recoveredFrom: -1}
 	l.cleanerOffset.Store(-1)
 	l.rcfg.Store(&cfg)
+	if ld != nil {
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			l.openUnborn()
+			l.deferring = false
+			return l, nil
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, ioErr("mkdir", dir, err)
+	}
 	err := l.load(trustClean)
 	l.deferring = false
 	if err != nil {

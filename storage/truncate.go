@@ -202,6 +202,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 // truncateFullyLocked is TruncateFullyAndStartAt. Lock should be held.
 func (l *Log) truncateFullyLocked(offset int64) error {
 	err := func() error {
+		if err := l.born(); err != nil {
+			return err
+		}
 		old := l.segments()
 		for _, s := range old {
 			l.logger.Info("deleting segment", "file", s.logPath, "reason", "truncation", "bytes", s.size.Load())

@@ -1,0 +1,187 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// A log opened through a LogDir where its directory does not exist has
+// nothing on disk until it needs a file: reading it, asking for its
+// offsets, a leader epoch, a flush, retention and closing it (also after
+// AddFile) leave no directory, and the next open finds it unborn again.
+func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
+	root := t.TempDir()
+	cfg := testConfig()
+	cfg.ReplicatedHighWatermark = true
+	dir := filepath.Join(root, "new-0")
+	noDir := func(when string) {
+		t.Helper()
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s: the log's directory exists (err %v)", when, err)
+		}
+	}
+	d, err := OpenLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.OpenLog("new-0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDir("OpenLog")
+	if !l.Unborn() {
+		t.Fatal("a new log is not unborn")
+	}
+	if err := l.AddFile("partition.metadata", []byte("version: 0\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if b := readBytes(t, l, 0, math.MaxInt32, true); len(b) != 0 {
+		t.Fatalf("read %d bytes of an empty log", len(b))
+	}
+	res, err := l.ReadForFollower(0, math.MaxInt32, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Slice.Release()
+	rc, _, err := l.ReadCommitted(0, math.MaxInt32, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Slice.Release()
+	if _, _, ok := l.OffsetForTimestamp(0); ok {
+		t.Fatal("an empty log has an offset for a timestamp")
+	}
+	if _, _, ok := l.MaxTimestamp(); ok {
+		t.Fatal("an empty log has a largest timestamp")
+	}
+	if err := l.AssignLeaderEpoch(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetHighWatermark(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	noDir("reads, offsets, a leader epoch, retention and a flush")
+	if errs, err := d.CloseLogs([]*Log{l}); err != nil || errs[0] != nil {
+		t.Fatalf("CloseLogs: %v %v", errs, err)
+	}
+	noDir("CloseLogs")
+
+	d, err = OpenLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = d.OpenLog("new-0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Unborn() || l.LogEndOffset() != 0 || l.HighWatermark() != 0 || l.LogStartOffset() != 0 {
+		t.Fatalf("reopened: unborn %v, lso %d leo %d hw %d", l.Unborn(), l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark())
+	}
+	if err := l.AddFile("partition.metadata", []byte("version: 0\ntopic_id: x\n")); err != nil {
+		t.Fatal(err)
+	}
+	batch := simpleBatch(3, 10, 1000)
+	want := bytes.Clone(batch)
+	if _, err := l.Append(batch, AppendOptions{LeaderEpoch: 5, LogAppendTime: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Unborn() {
+		t.Fatal("still unborn after an append")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "partition.metadata")); err != nil || string(b) != "version: 0\ntopic_id: x\n" {
+		t.Fatalf("partition.metadata: %q %v", b, err)
+	}
+	if err := l.SetHighWatermark(3); err != nil {
+		t.Fatal(err)
+	}
+	if errs, err := d.CloseLogs([]*Log{l}); err != nil || errs[0] != nil {
+		t.Fatalf("CloseLogs: %v %v", errs, err)
+	}
+
+	d, err = OpenLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = d.OpenLog("new-0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Unborn() || l.LogEndOffset() != 3 || l.HighWatermark() != 3 {
+		t.Fatalf("reopened after a write: unborn %v, leo %d hw %d", l.Unborn(), l.LogEndOffset(), l.HighWatermark())
+	}
+	if got := readLog(t, l); len(got) != 1 || !bytes.Equal(got[0][61:], want[61:]) {
+		t.Fatalf("read back %d batches", len(got))
+	}
+	if e := l.LeaderEpochs(); len(e) != 1 || e[0] != (EpochEntry{Epoch: 5, StartOffset: 0}) {
+		t.Fatalf("leader epochs %v", e)
+	}
+}
+
+// An unborn log's first write, a follower's truncation and readers at the
+// same time: the log is born once and nothing written is lost (run with
+// -race).
+func TestLogDir_UnbornLogBornOnceUnderConcurrentUse(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	for round := range 20 {
+		name := filepath.Base(t.TempDir()) + "-" + string(rune('a'+round))
+		l, err := d.OpenLog(name, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				res, err := l.Read(0, math.MaxInt32, true)
+				if err == nil {
+					res.Slice.Release()
+				}
+			})
+		}
+		wg.Go(func() {
+			if err := l.AddFile("meta", []byte("m")); err != nil {
+				t.Error(err)
+			}
+		})
+		for range 3 {
+			wg.Go(func() {
+				if _, err := l.Append(simpleBatch(1, 10, 1000), AppendOptions{LogAppendTime: -1}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if l.LogEndOffset() != 3 || len(readLog(t, l)) != 3 {
+			t.Fatalf("round %d: leo %d", round, l.LogEndOffset())
+		}
+		if b, err := os.ReadFile(filepath.Join(root, name, "meta")); err != nil || string(b) != "m" {
+			t.Fatalf("round %d: meta %q %v", round, b, err)
+		}
+		if errs, err := d.CloseLogs([]*Log{l}); err != nil || errs[0] != nil {
+			t.Fatalf("CloseLogs: %v %v", errs, err)
+		}
+	}
+}
