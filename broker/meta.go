@@ -25,8 +25,8 @@ import (
 //
 // Every file is replaced atomically by storage.WriteFileAtomic (write a
 // temporary file, fsync, rename, fsync the directory). A topic exists exactly when its json file does:
-// creation writes the partition directories first and the json last;
-// deletion removes the json first. Partition directories that no json claims
+// creation writes the json (a partition's directory appears with its first
+// write, storage's unborn logs); deletion removes the json first. Partition directories that no json claims
 // (or whose topic id differs) are left over from an interrupted create or
 // delete: renamed aside as stray at start, never deleted at once; what
 // holds no partition files is never touched (datadir.go).

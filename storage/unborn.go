@@ -19,15 +19,17 @@ import (
 //
 // An unborn log has one segment, at offset 0, whose file state carries the
 // birth (fileState.bear): the segment's first use creates the directory,
-// the files the owner asked for (AddFile: Kafka's partition.metadata) and
-// the .log file, under the segment's file lock, so readers and the writer
-// never see half a birth. The log's own writes that are not through its
-// segment (checkpoint, leader-epoch cache, truncation's new segment) call
-// born first. Closing an unborn log writes nothing: its directory does not
-// exist, and the next open finds it unborn again, which is what it was. The
-// files of a birth are not fsynced, as a new log's files never are (see
-// doc.go): the owner's record of the partition (a topic record) is what
-// makes it exist, and an open after a crash that lost them finds it unborn.
+// the segment's empty indexes, the files the owner asked for (AddFile:
+// Kafka's partition.metadata) and the .log file, as createSegment would,
+// under the segment's file lock, so readers and the writer never see half
+// a birth. The log's own writes that are not through its segment
+// (checkpoint, leader-epoch cache, truncation's new segment) call born
+// first. Closing an unborn log writes nothing: its directory does not
+// exist, and the next open finds it unborn again, which is what it was.
+// The files of a birth are not fsynced, as a new log's files never are
+// (see doc.go): the owner's record of the partition (a topic record) is
+// what makes it exist, and an open after a crash that lost them finds it
+// unborn.
 
 // openUnborn sets up l, whose directory does not exist, as an empty log
 // with nothing on disk.
@@ -54,6 +56,16 @@ func (l *Log) openUnborn() {
 func (l *Log) bear() error {
 	if err := os.Mkdir(l.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return ioErr("mkdir", l.dir, err)
+	}
+	// The first segment's empty indexes, as createSegment makes them: a
+	// later open finds them and does not rebuild them.
+	s := l.segments()[0]
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		f, err := os.OpenFile(s.path(suffix), os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return ioErr("create", s.path(suffix), err)
+		}
+		f.Close()
 	}
 	l.birthMu.Lock()
 	defer l.birthMu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -116,6 +117,10 @@ func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
 		t.Fatalf("CloseLogs: %v %v", errs, err)
 	}
 
+	// Born as createSegment makes a segment: its reopen after a clean
+	// stop rebuilds nothing.
+	var logged syncBuffer
+	cfg.Logger = capturingConfig(&logged).Logger
 	d, err = OpenLogDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +130,9 @@ func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	if strings.Contains(logged.String(), "rebuilding") {
+		t.Fatalf("the reopen after a clean stop rebuilt something:\n%s", logged.String())
+	}
 	if l.Unborn() || l.LogEndOffset() != 3 || l.HighWatermark() != 3 {
 		t.Fatalf("reopened after a write: unborn %v, leo %d hw %d", l.Unborn(), l.LogEndOffset(), l.HighWatermark())
 	}
