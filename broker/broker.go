@@ -166,7 +166,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.dataDir.SetMaxOpenFiles(int(b.cfg.int64Prop("log.dir.max.open.files")))
-	b.topicRecords = fileTopicStore{dir: topicsDir}
+	b.topicRecords = newFileTopicStore(topicsDir)
 	if err := b.initUsers(); err != nil {
 		return nil, err
 	}

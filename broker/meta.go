@@ -4,13 +4,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/gregor-broker/gregor/metadata"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gregor-broker/gregor/metadata"
 	"github.com/gregor-broker/gregor/storage"
 )
 
@@ -20,11 +21,12 @@ import (
 //	<data-dir>/meta.properties             version=1, node.id, cluster.id (Kafka's file)
 //	<data-dir>/__meta/topics/<topic-id>.json  one topic: name, id, partitions, config overrides
 //	                                       (named by id: a 249-character topic name would not fit)
+//	<data-dir>/__meta/topics/batch-<uuid>.json  the records of the topics one CreateTopics made, a json array
 //	<data-dir>/__meta/producer-ids         the end of the last producer-id block handed out
 //	<data-dir>/<topic>-<p>/partition.metadata   "version: 0\ntopic_id: <id>\n" (Kafka's file)
 //
 // Every file is replaced atomically by storage.WriteFileAtomic (write a
-// temporary file, fsync, rename, fsync the directory). A topic exists exactly when its json file does:
+// temporary file, fsync, rename, fsync the directory). A topic exists exactly when its record does:
 // creation writes the json (a partition's directory appears with its first
 // write, storage's unborn logs); deletion removes the json first. Partition directories that no json claims
 // (or whose topic id differs) are left over from an interrupted create or
@@ -67,63 +69,143 @@ func parseUUID(s string) (uuid, error) {
 	return u, nil
 }
 
-// fileTopicStore is the topicStore of a single broker: one json file per
-// topic in dir (<data-dir>/__meta/topics), named by topic id.
-type fileTopicStore struct{ dir string }
+// fileTopicStore is the topicStore of a single broker: json files in dir
+// (<data-dir>/__meta/topics). A topic's record is in <topic-id>.json, or,
+// when one CreateTopics request made several topics, in that request's
+// batch-<uuid>.json, a json array of their records, so that a request's
+// records cost one file and one round of fsyncs however many topics it
+// creates (Kafka's controller appends them to its metadata log as one
+// batch). A record is in exactly one file: save and remove rewrite the
+// file that holds it (a batch left empty is removed), each with an atomic
+// replacement.
+type fileTopicStore struct {
+	dir string
+	// batches are the batch files' records (file name → records in file
+	// order); batchOf names the batch file of each topic id in one.
+	batches map[string][]topicRecord
+	batchOf map[string]string
+}
 
-func (s fileTopicStore) path(id string) string { return filepath.Join(s.dir, id+".json") }
+// batchPrefix starts the name of a batch file; a topic id (22 characters
+// of base64) never names a file of this length.
+const batchPrefix = "batch-"
 
-func (s fileTopicStore) save(rec topicRecord) error {
+func newFileTopicStore(dir string) *fileTopicStore {
+	return &fileTopicStore{dir: dir, batches: map[string][]topicRecord{}, batchOf: map[string]string{}}
+}
+
+func (s *fileTopicStore) path(id string) string { return filepath.Join(s.dir, id+".json") }
+
+func (s *fileTopicStore) save(rec topicRecord) error {
+	if name, ok := s.batchOf[rec.ID]; ok {
+		recs := slices.Clone(s.batches[name])
+		for i := range recs {
+			if recs[i].ID == rec.ID {
+				recs[i] = rec
+			}
+		}
+		return s.writeBatch(name, recs)
+	}
 	return writeJSONFile(s.path(rec.ID), rec)
 }
 
-func (s fileTopicStore) saveAll(recs []topicRecord) error {
-	files := make([]storage.File, len(recs))
-	for i, rec := range recs {
-		data, err := json.MarshalIndent(rec, "", "  ")
-		if err != nil {
+func (s *fileTopicStore) saveAll(recs []topicRecord) error {
+	stored := slices.ContainsFunc(recs, func(r topicRecord) bool {
+		_, ok := s.batchOf[r.ID]
+		return ok || fileExists(s.path(r.ID))
+	})
+	if len(recs) < 2 || stored {
+		for _, rec := range recs { // one record, or records to replace where they are
+			if err := s.save(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return s.writeBatch(batchPrefix+newUUID().String()+".json", recs)
+}
+
+// writeBatch replaces (or creates) the batch file name with recs, or
+// removes it when recs is empty.
+func (s *fileTopicStore) writeBatch(name string, recs []topicRecord) error {
+	path := filepath.Join(s.dir, name)
+	if len(recs) == 0 {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		files[i] = storage.File{Path: s.path(rec.ID), Data: data}
-	}
-	if err := storage.WriteFilesAtomic(files); err != nil {
-		for _, rec := range recs {
-			os.Remove(s.path(rec.ID))
+		if err := storage.SyncDir(s.dir); err != nil {
+			return err
 		}
-		storage.SyncDir(s.dir)
+	} else if err := writeJSONFile(path, recs); err != nil {
 		return err
+	}
+	for _, r := range s.batches[name] {
+		delete(s.batchOf, r.ID)
+	}
+	delete(s.batches, name)
+	if len(recs) > 0 {
+		s.batches[name] = recs
+		for _, r := range recs {
+			s.batchOf[r.ID] = name
+		}
 	}
 	return nil
 }
 
-func (s fileTopicStore) remove(id uuid) error {
+func (s *fileTopicStore) remove(id uuid) error {
+	if name, ok := s.batchOf[id.String()]; ok {
+		return s.writeBatch(name, slices.DeleteFunc(slices.Clone(s.batches[name]), func(r topicRecord) bool { return r.ID == id.String() }))
+	}
 	if err := os.Remove(s.path(id.String())); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	return storage.SyncDir(s.dir)
 }
 
-func (s fileTopicStore) loadAll() ([]topicRecord, error) {
+func (s *fileTopicStore) loadAll() ([]topicRecord, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
 	}
+	clear(s.batches)
+	clear(s.batchOf)
 	var recs []topicRecord
 	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".json") {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		data, err := os.ReadFile(filepath.Join(s.dir, name))
 		if err != nil {
 			return nil, err
 		}
-		var rec topicRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, fmt.Errorf("topic metadata %s: %w", e.Name(), err)
+		if !strings.HasPrefix(name, batchPrefix) {
+			var rec topicRecord
+			if err := json.Unmarshal(data, &rec); err != nil {
+				return nil, fmt.Errorf("topic metadata %s: %w", name, err)
+			}
+			recs = append(recs, rec)
+			continue
 		}
-		recs = append(recs, rec)
+		var batch []topicRecord
+		if err := json.Unmarshal(data, &batch); err != nil {
+			return nil, fmt.Errorf("topic metadata %s: %w", name, err)
+		}
+		for _, rec := range batch {
+			if other, ok := s.batchOf[rec.ID]; ok {
+				return nil, fmt.Errorf("topic metadata %s: topic id %s is in %s too", name, rec.ID, other)
+			}
+			s.batchOf[rec.ID] = name
+		}
+		s.batches[name] = batch
+		recs = append(recs, batch...)
 	}
 	return recs, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // loadMetaProperties reads or creates meta.properties and returns the
