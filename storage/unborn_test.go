@@ -85,14 +85,8 @@ func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
 	}
 	noDir("CloseLogs")
 
-	d, err = OpenLogDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err = d.OpenLog("new-0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, logs := openLogDirLogs(t, root, cfg, "new-0")
+	l = logs[0]
 	if !l.Unborn() || l.LogEndOffset() != 0 || l.HighWatermark() != 0 || l.LogStartOffset() != 0 {
 		t.Fatalf("reopened: unborn %v, lso %d leo %d hw %d", l.Unborn(), l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark())
 	}
@@ -121,14 +115,8 @@ func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
 	// stop rebuilds nothing.
 	var logged syncBuffer
 	cfg.Logger = capturingConfig(&logged).Logger
-	d, err = OpenLogDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err = d.OpenLog("new-0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, logs = openLogDirLogs(t, root, cfg, "new-0")
+	l = logs[0]
 	defer l.Close()
 	if strings.Contains(logged.String(), "rebuilding") {
 		t.Fatalf("the reopen after a clean stop rebuilt something:\n%s", logged.String())
