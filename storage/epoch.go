@@ -2,9 +2,11 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -288,7 +290,15 @@ func (l *Log) loadLeaderEpochs() error {
 	switch {
 	case reason != nil:
 		if l.Size() > 0 {
-			l.logger.Warn("rebuilding the leader-epoch cache from the log", "file", path, "reason", reason)
+			// A missing file is what a crash leaves when the cache was
+			// never written (it is written lazily, setEpochsLazilyLocked):
+			// after kill -9 every partition written since its last flush
+			// has none, so that is not worth a warning per partition.
+			level := slog.LevelWarn
+			if missing {
+				level = slog.LevelDebug
+			}
+			l.logger.Log(context.Background(), level, "rebuilding the leader-epoch cache from the log", "file", path, "reason", reason)
 		}
 		if entries, err = l.scanEpochs(-1, nil); err != nil {
 			return err

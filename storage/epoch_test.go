@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -251,5 +253,40 @@ func TestLog_AssignedEpochWrittenAtTheNextCheckpoint(t *testing.T) {
 	defer l.Close()
 	if got, want := l.LeaderEpochs(), []EpochEntry{{1, 0}, {4, 4}}; !slices.Equal(got, want) {
 		t.Fatalf("reopened: %v, want %v", got, want)
+	}
+}
+
+// A crash before a partition's leader-epoch cache was first written leaves
+// no file, as it does for every partition written since its last flush:
+// rebuilding it is not a warning (thousands of partitions would log one
+// each); a damaged file still is.
+func TestLog_MissingEpochFileAfterCrashIsNoWarning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	var logged syncBuffer
+	cfg := testConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	l := openLog(t, dir, cfg)
+	appendEpochs(t, l, 1, 2)
+	crashed := crashCopy(t, dir)
+	l.Close()
+	if fileExists(filepath.Join(crashed, leaderEpochFileName)) {
+		t.Fatal("the leader-epoch file was written before the crash")
+	}
+	l = openLog(t, crashed, cfg)
+	if got, want := l.LeaderEpochs(), []EpochEntry{{1, 0}, {2, 2}}; !slices.Equal(got, want) {
+		t.Fatalf("after the crash: %v, want %v", got, want)
+	}
+	crashed2 := crashCopy(t, crashed)
+	l.Close()
+	if strings.Contains(logged.String(), "leader-epoch") {
+		t.Fatalf("a missing file was warned about:\n%s", logged.String())
+	}
+	if err := os.WriteFile(filepath.Join(crashed2, leaderEpochFileName), []byte("0\n9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, crashed2, cfg)
+	defer l.Close()
+	if !strings.Contains(logged.String(), "rebuilding the leader-epoch cache") {
+		t.Fatalf("a damaged file was not warned about:\n%s", logged.String())
 	}
 }
