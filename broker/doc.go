@@ -89,13 +89,15 @@
 // The topic registry is Broker.topics and Broker.topicsByID, under
 // Broker.mu. A topic's partitions slice and its configs map are replaced,
 // never mutated, so a handler may keep the snapshot it loaded under the
-// lock. A topic exists exactly when its metadata file under
-// <data-dir>/__meta/topics does (meta.go): creation writes the partition
-// directories first and the file last, deletion removes the file first and
-// renames the directories aside to be removed in the background; one
-// CreateTopics request's topics are created together, their partitions
-// several at a time (a new log needs no fsync) and their files in one
-// batch of fsyncs. New opens every topic's partitions several at a time
+// lock. A topic exists exactly when its record under
+// <data-dir>/__meta/topics does (meta.go): creation writes the record (a
+// partition's directory appears with its first write: storage's unborn
+// logs), deletion removes the record first and renames the directories
+// aside to be removed in the background; one CreateTopics request's
+// topics are created together, their partitions several at a time (a new
+// log writes nothing) and their records in one file, with one round of
+// fsyncs. Topic names with '.' or '_' are indexed by their metric name
+// (Broker.topicsByMetricName) for the collision check. New opens every topic's partitions several at a time
 // through the data directory's storage.LogDir (each log recovered as
 // needed, their fsyncs in one sync of the file system, trusted without
 // recovery when the last stop's clean-shutdown list names them; Close
