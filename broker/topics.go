@@ -360,16 +360,13 @@ func (b *Broker) putTopicLocked(t *topic) {
 // dropTopicLocked removes t from the broker's topics (a name or id taken
 // since by another topic stays). Lock should be held.
 func (b *Broker) dropTopicLocked(t *topic) {
-	if b.topics[t.name] != t {
-		if b.topicsByID[t.id] == t {
-			delete(b.topicsByID, t.id)
-		}
-		return
-	}
-	delete(b.topics, t.name)
 	if b.topicsByID[t.id] == t {
 		delete(b.topicsByID, t.id)
 	}
+	if b.topics[t.name] != t {
+		return
+	}
+	delete(b.topics, t.name)
 	m := metricName(t.name)
 	if names := slices.DeleteFunc(b.topicsByMetricName[m], func(n string) bool { return n == t.name }); len(names) > 0 {
 		b.topicsByMetricName[m] = names

@@ -117,14 +117,14 @@ func (l *Log) AddFile(name string, data []byte) error {
 	return writeOwnFile(filepath.Join(l.dir, name), data)
 }
 
-// writeOwnFile writes data to path through a temporary file and a rename,
-// without an fsync.
+// writeOwnFile writes data to path through a temporary file (writeTemp)
+// and a rename, without an fsync.
 func writeOwnFile(path string, data []byte) error {
 	tmp := path + tmpSuffix
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return ioErr("create", tmp, err)
+	if err := writeTemp(tmp, data, false); err != nil {
+		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := renameFile(tmp, path); err != nil {
 		return ioErr("rename", tmp, err)
 	}
 	return nil
