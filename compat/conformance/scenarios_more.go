@@ -384,6 +384,42 @@ func moreScenarios() []Scenario {
 			out["afterLeave"] = got
 			return out
 		}},
+		{"ShareAcknowledge", "delivery counts after a release and after the session closes with records acquired", func(e *Env) any {
+			// Kafka 4.4 counts both as deliveries: a record released by a
+			// closing session is not given its delivery back.
+			shareFetched(e, "g-sa-dc", "sa-dc")
+			id := e.TopicID("sa-dc")
+			// Release offset 0, then close the session with offsets 1
+			// and 2 still acquired.
+			rel := shareAck(e, "g-sa-dc", e.shareEpoch, id, 0, 0, 2)
+			closeReq := kmsg.NewPtrShareAcknowledgeRequest()
+			g, m := "g-sa-dc", memberA
+			closeReq.GroupID, closeReq.MemberID, closeReq.ShareSessionEpoch = &g, &m, -1
+			closed := Do[*kmsg.ShareAcknowledgeResponse](e, closeReq)
+			// A new session acquires them again: Kafka releases a closed
+			// session's records after it answers, so they may come over
+			// several fetches.
+			counts := map[int64]int16{}
+			epoch := int32(0)
+			e.poll(func() bool {
+				f := Do[*kmsg.ShareFetchResponse](e, shareFetchReq("g-sa-dc", memberA, epoch, id, 0))
+				if f.ErrorCode != 0 {
+					e.fail("ShareFetch: %s", errName(f.ErrorCode))
+				}
+				epoch++
+				for _, t := range f.Topics {
+					for _, p := range t.Partitions {
+						for _, a := range p.AcquiredRecords {
+							for o := a.FirstOffset; o <= a.LastOffset; o++ {
+								counts[o] = a.DeliveryCount
+							}
+						}
+					}
+				}
+				return len(counts) == 3
+			})
+			return map[string]any{"release": rel.ErrorCode, "close": closed.ErrorCode, "deliveryCounts": counts}
+		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
 			id := e.TopicID("sa-errs")
