@@ -3,8 +3,8 @@ package broker
 // ShareFetch: v1-2 (KIP-932; v0 was Kafka 4.0's early access)
 //
 // A share consumer fetches from the partition leaders in a share session,
-// one per (group, member) on each broker: epoch 0 opens it (replacing, and
-// releasing the records of, one the member had), -1 closes it (after the
+// one per (group, member) on each broker: epoch 0 opens it (replacing one
+// the member had; the member keeps the records it acquired), -1 closes it (after the
 // acknowledgements in the request; the member's acquired records are
 // released), any other epoch must be the session's current one
 // (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a session)

@@ -39,7 +39,8 @@
 // one per (group, member) on each broker (Sessions, Kafka's
 // ShareSessionCache), at most group.share.max.share.sessions
 // (SHARE_SESSION_LIMIT_REACHED). InitialEpoch (0) opens it, replacing the
-// member's session and releasing what it acquired; FinalEpoch (-1) closes
+// member's session (the member keeps what it acquired, as in Kafka 4.4,
+// and may acknowledge it in the new session); FinalEpoch (-1) closes
 // it (the caller then releases what the member acquired, after the
 // request's acknowledgements: Cache.ReleaseMember); any other epoch must be the session's current one
 // (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a

@@ -46,8 +46,8 @@ func (s *session) forget(tp TopicIDPartition) {
 
 // Sessions is a broker's share sessions (Kafka's ShareSessionCache), one
 // per (group, member), at most group.share.max.share.sessions. Closing a
-// session or replacing it releases the records its member acquired, in
-// the Cache it was made with.
+// session releases the records its member acquired, in the Cache it was
+// made with; a member opening a new session keeps them.
 type Sessions struct {
 	cache *Cache
 
@@ -70,10 +70,11 @@ func (s *Sessions) Len() int {
 }
 
 // step checks a request's session epoch against k's session and moves the
-// session on, with s.mu held (released and taken again around the release
-// of a replaced session's records): InitialEpoch opens a session (when
-// canOpen), releasing the records of the one k had, FinalEpoch removes
-// it, any other epoch must be its current one and moves it to the next.
+// session on, with s.mu held: InitialEpoch opens a session (when canOpen),
+// replacing the one k had, FinalEpoch removes it, any other epoch must be
+// its current one and moves it to the next. A replaced session's member
+// keeps what it acquired (Kafka 4.4 does not release it either: measured
+// by make conformance); it can acknowledge it in the new session.
 // It returns the session or a top-level error code.
 func (s *Sessions) step(owner any, k SessionKey, epoch int32, canOpen bool) (*session, int16) {
 	cur := s.sessions[k]
@@ -82,11 +83,7 @@ func (s *Sessions) step(owner any, k SessionKey, epoch int32, canOpen bool) (*se
 		if !canOpen {
 			return nil, kerr.InvalidShareSessionEpoch.Code
 		}
-		if cur != nil {
-			s.mu.Unlock()
-			s.cache.ReleaseMember(k.Group, k.Member)
-			s.mu.Lock()
-		} else if int64(len(s.sessions)) >= s.cache.settings.BrokerInt("group.share.max.share.sessions") {
+		if cur == nil && int64(len(s.sessions)) >= s.cache.settings.BrokerInt("group.share.max.share.sessions") {
 			return nil, kerr.ShareSessionLimitReached.Code
 		}
 		cur = &session{epoch: NextEpoch(InitialEpoch), owner: owner}

@@ -420,6 +420,21 @@ func moreScenarios() []Scenario {
 			})
 			return map[string]any{"release": rel.ErrorCode, "close": closed.ErrorCode, "deliveryCounts": counts}
 		}},
+		{"ShareFetch", "a member opens a new session holding acquired records: fetch, then accept them in the new session", func(e *Env) any {
+			shareFetched(e, "g-sf-reopen", "sf-reopen")
+			id := e.TopicID("sf-reopen")
+			reopened := Do[*kmsg.ShareFetchResponse](e, shareFetchReq("g-sf-reopen", memberA, 0, id, 0))
+			acquired := 0
+			for _, t := range reopened.Topics {
+				for _, p := range t.Partitions {
+					for _, a := range p.AcquiredRecords {
+						acquired += int(a.LastOffset - a.FirstOffset + 1)
+					}
+				}
+			}
+			ack := shareAck(e, "g-sf-reopen", 1, id, 0, 2, 1)
+			return map[string]any{"reopenError": reopened.ErrorCode, "acquiredAgain": acquired, "ack": ack}
+		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
 			id := e.TopicID("sa-errs")
