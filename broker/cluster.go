@@ -500,16 +500,29 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 	if !local {
 		return p, nil
 	}
-	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, index))
-	if _, err := checkPartitionDir(dir); err != nil {
+	name := partitionDirName(t.name, index)
+	dir := filepath.Join(b.cfg.DataDir, name)
+	absent, _, err := checkPartitionDir(dir)
+	if err != nil {
 		b.log.Error("cannot open a partition", "topic", t.name, "partition", index, "err", err)
 		return nil, err
+	}
+	if absent {
+		l, err := b.dataDir.CreateLog(name, sc)
+		if err == nil {
+			err = l.AddFile(partitionMetaName, partitionMetadata(t.id))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create partition %s-%d: %w", t.name, index, err)
+		}
+		p.log = l
+		return p, nil
 	}
 	id, err := readPartitionMetadata(dir)
 	if err == nil && id != t.id {
 		b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name")
 	}
-	l, err2 := b.dataDir.OpenLog(partitionDirName(t.name, index), sc)
+	l, err2 := b.dataDir.OpenLog(name, sc)
 	if err2 != nil {
 		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err2)
 	}

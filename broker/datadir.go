@@ -80,20 +80,23 @@ func holdsPartitionFiles(ents []os.DirEntry) bool {
 }
 
 // checkPartitionDir returns nil when a partition may be opened in dir: it
-// does not exist, is empty, or holds partition files (held).
-func checkPartitionDir(dir string) (held bool, err error) {
+// does not exist (absent), is empty, or holds partition files (held).
+func checkPartitionDir(dir string) (absent, held bool, err error) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return true, false, nil // one look, for the common case of a new partition
+	}
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
+		return true, false, nil
 	case err != nil:
-		return false, err
+		return false, false, err
 	case holdsPartitionFiles(ents):
-		return true, nil
+		return false, true, nil
 	case len(ents) > 0:
-		return false, fmt.Errorf("%s: %w", dir, errNotPartitionDir)
+		return false, false, fmt.Errorf("%s: %w", dir, errNotPartitionDir)
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // strayDir renames a partition directory that no topic of this broker

@@ -83,8 +83,9 @@ func (b *Broker) loadTopics() error {
 	claimed := map[string]uuid{}
 	var topics []*topic
 	type open struct {
-		t *topic
-		p int32
+		t  *topic
+		p  int32
+		sc *storage.Config
 	}
 	var opens []open
 	for _, rec := range recs {
@@ -98,9 +99,10 @@ func (b *Broker) loadTopics() error {
 		}
 		t.produce = b.produceSettingsFor(t.configs)
 		t.partitions = make([]*partition, rec.Partitions)
+		sc := b.storageConfig(t)
 		for p := int32(0); p < rec.Partitions; p++ {
 			claimed[partitionDirName(rec.Name, p)] = id
-			opens = append(opens, open{t, p})
+			opens = append(opens, open{t, p, &sc})
 		}
 		topics = append(topics, t)
 	}
@@ -109,7 +111,7 @@ func (b *Broker) loadTopics() error {
 	errs := make([]error, len(opens))
 	storage.Parallel(len(opens), func(i int) {
 		o := opens[i]
-		o.t.partitions[o.p], errs[i] = b.openPartition(o.t, o.p)
+		o.t.partitions[o.p], errs[i] = b.openPartition(o.t, o.p, *o.sc)
 	})
 	failed := errors.Join(errs...)
 	for _, t := range topics {
@@ -145,8 +147,8 @@ func (b *Broker) loadTopics() error {
 
 // openPartition opens (or creates) partition p's log through the data
 // directory; the caller syncs it (LogDir.Sync) before using the log.
-func (b *Broker) openPartition(t *topic, p int32) (*partition, error) {
-	l, err := b.dataDir.OpenLog(partitionDirName(t.name, p), b.storageConfig(t))
+func (b *Broker) openPartition(t *topic, p int32, sc storage.Config) (*partition, error) {
+	l, err := b.dataDir.OpenLog(partitionDirName(t.name, p), sc)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, p, err)
 	}
@@ -384,8 +386,9 @@ func (b *Broker) dropTopicLocked(t *topic) {
 func (b *Broker) createLogs(t *topic, from, count int32) ([]*partition, error) {
 	parts := make([]*partition, count-from)
 	errs := make([]error, len(parts))
+	sc := b.storageConfig(t)
 	storage.Parallel(len(parts), func(i int) {
-		parts[i], errs[i] = b.createPartition(t, from+int32(i))
+		parts[i], errs[i] = b.createPartition(t, from+int32(i), sc)
 	})
 	if err := errors.Join(errs...); err != nil {
 		for _, p := range parts {
@@ -404,10 +407,12 @@ func (b *Broker) createLogs(t *topic, from, count int32) ([]*partition, error) {
 	return parts, nil
 }
 
-// createPartition creates and opens partition p of t.
-func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
-	dir := filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p))
-	held, err := checkPartitionDir(dir)
+// createPartition creates and opens partition p of t, whose storage
+// configuration is sc.
+func (b *Broker) createPartition(t *topic, p int32, sc storage.Config) (*partition, error) {
+	name := partitionDirName(t.name, p)
+	dir := filepath.Join(b.cfg.DataDir, name)
+	absent, held, err := checkPartitionDir(dir)
 	if err != nil {
 		b.log.Error("cannot create a partition", "topic", t.name, "partition", p, "err", err)
 		return nil, err
@@ -415,8 +420,14 @@ func (b *Broker) createPartition(t *topic, p int32) (*partition, error) {
 	if held {
 		b.strayDir(dir, "left over from an interrupted delete, or an earlier topic of the same name")
 	}
-	part, err := b.openPartition(t, p)
-	if err != nil {
+	var part *partition
+	if absent {
+		l, err := b.dataDir.CreateLog(name, sc)
+		if err != nil {
+			return nil, fmt.Errorf("create partition %s-%d: %w", t.name, p, err)
+		}
+		part = &partition{topic: t, index: p, log: l}
+	} else if part, err = b.openPartition(t, p, sc); err != nil {
 		return nil, err
 	}
 	if err := part.log.AddFile(partitionMetaName, partitionMetadata(t.id)); err != nil {

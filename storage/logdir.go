@@ -158,14 +158,39 @@ func (d *LogDir) CleanShutdown() bool {
 // does, leaving its fsyncs to Sync; a log the clean-shutdown list names is
 // trusted as after a clean shutdown. Call Sync before using it.
 func (d *LogDir) OpenLog(name string, cfg Config) (*Log, error) {
+	dir, clean, err := d.claim(name)
+	if err != nil {
+		return nil, err
+	}
+	return open(dir, cfg, d, clean)
+}
+
+// CreateLog is OpenLog of a log whose directory the caller found missing
+// a moment ago: an unborn log, made without looking again (a partition
+// created among thousands in one CreateTopics request).
+func (d *LogDir) CreateLog(name string, cfg Config) (*Log, error) {
+	dir, _, err := d.claim(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.normalized()
+	l := newLog(dir, cfg, d)
+	l.openUnborn()
+	l.deferring = false
+	return l, nil
+}
+
+// claim checks that name is a directory name under d and takes it off the
+// clean-shutdown list, reporting whether it was on it.
+func (d *LogDir) claim(name string) (dir string, clean bool, err error) {
 	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
-		return nil, ioErr("open", filepath.Join(d.path, name), errors.New("not a directory name under the log dir"))
+		return "", false, ioErr("open", filepath.Join(d.path, name), errors.New("not a directory name under the log dir"))
 	}
 	d.mu.Lock()
-	clean := d.clean[name]
+	clean = d.clean[name]
 	delete(d.clean, name)
 	d.mu.Unlock()
-	return open(filepath.Join(d.path, name), cfg, d, clean)
+	return filepath.Join(d.path, name), clean, nil
 }
 
 // CloseLogs closes logs (opened with OpenLog) as Close does, several at a

@@ -35,9 +35,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 // and trustClean says that ld's clean-shutdown list names the log.
 func open(dir string, cfg Config, ld *LogDir, trustClean bool) (*Log, error) {
 	cfg = cfg.normalized()
-	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil, recoveredFrom: -1}
-	l.cleanerOffset.Store(-1)
-	l.rcfg.Store(&cfg)
+	l := newLog(dir, cfg, ld)
 	if ld != nil {
 		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 			l.openUnborn()
@@ -59,6 +57,14 @@ func open(dir string, cfg Config, ld *LogDir, trustClean bool) (*Log, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// newLog returns a Log of dir with nothing loaded; cfg is normalized.
+func newLog(dir string, cfg Config, ld *LogDir) *Log {
+	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil, recoveredFrom: -1}
+	l.cleanerOffset.Store(-1)
+	l.rcfg.Store(&cfg)
+	return l
 }
 
 // load reads the directory and recovers the log; trustClean treats it as

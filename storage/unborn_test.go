@@ -16,7 +16,14 @@ import (
 // nothing on disk until it needs a file: reading it, asking for its
 // offsets, a leader epoch, a flush, retention and closing it (also after
 // AddFile) leave no directory, and the next open finds it unborn again.
+// CreateLog, which makes it without looking for its directory, makes the
+// same log.
 func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
+	t.Run("OpenLog", func(t *testing.T) { testNewLogIsUnborn(t, (*LogDir).OpenLog) })
+	t.Run("CreateLog", func(t *testing.T) { testNewLogIsUnborn(t, (*LogDir).CreateLog) })
+}
+
+func testNewLogIsUnborn(t *testing.T, open func(*LogDir, string, Config) (*Log, error)) {
 	root := t.TempDir()
 	cfg := testConfig()
 	cfg.ReplicatedHighWatermark = true
@@ -31,7 +38,7 @@ func TestLogDir_NewLogIsUnbornUntilItsFirstWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := d.OpenLog("new-0", cfg)
+	l, err := open(d, "new-0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
