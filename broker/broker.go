@@ -53,6 +53,12 @@ type Broker struct {
 	topicsByMetricName map[string][]string
 	topicRecords       topicStore // where the topic records are persisted
 
+	// dataDirNames are the names the data directory held at its last
+	// listing (scanDataDir) and those a delete could not rename aside;
+	// nil before the first listing (mayHoldDir).
+	dataDirNamesMu sync.Mutex
+	dataDirNames   map[string]bool
+
 	pids    producerIDs
 	groups  *coordinator.Coordinator
 	txns    *coordinator.TxnCoordinator
@@ -166,6 +172,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.dataDir.SetMaxOpenFiles(int(b.cfg.int64Prop("log.dir.max.open.files")))
+	b.dataDir.SetInTheWay(b.dirInTheWay)
 	b.topicRecords = newFileTopicStore(topicsDir)
 	if err := b.initUsers(); err != nil {
 		return nil, err

@@ -481,7 +481,7 @@ func (b *Broker) applyTopic(md *metadata.Image, mt *metadata.Topic) ([]*partitio
 		if err := p.log.Close(); err != nil && !errors.Is(err, storage.ErrLogClosed) {
 			b.log.Warn("close reassigned partition", "topic", t.name, "partition", p.index, "err", err)
 		}
-		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
+		b.retirePartitionDir(p)
 	}
 	var local []*partition
 	for _, p := range parts {
@@ -520,7 +520,9 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 	}
 	id, err := readPartitionMetadata(dir)
 	if err == nil && id != t.id {
-		b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name")
+		if err := b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name"); err != nil {
+			return nil, fmt.Errorf("partition %s-%d: %w", t.name, index, err)
+		}
 	}
 	l, err2 := b.dataDir.OpenLog(name, sc)
 	if err2 != nil {
@@ -661,7 +663,7 @@ func (b *Broker) dropLocalTopic(t *topic) {
 		if err := p.log.Close(); err != nil && !errors.Is(err, storage.ErrLogClosed) {
 			b.log.Warn("close deleted partition", "topic", t.name, "partition", p.index, "err", err)
 		}
-		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
+		b.retirePartitionDir(p)
 	}
 	if b.groups != nil {
 		b.groups.DeleteTopicOffsets(t.name)

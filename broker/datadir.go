@@ -103,16 +103,62 @@ func checkPartitionDir(dir string) (absent, held bool, err error) {
 // owns to <name>.<id>-stray and logs it; it is removed once
 // log.stray.retention.ms has passed (sweepStray). why says what made it
 // stray.
-func (b *Broker) strayDir(dir, why string) {
+func (b *Broker) strayDir(dir, why string) error {
 	stray, err := renameAside(dir, straySuffix)
 	if err != nil {
 		b.log.Error("renaming a stray partition directory aside", "dir", dir, "err", err)
-		return
+		return err
 	}
 	now := time.Now()
 	os.Chtimes(stray, now, now) // the retention counts from here
 	b.log.Warn("stray partition directory renamed aside, not deleted", "dir", dir, "now", stray, "why", why,
 		"kept_for", b.strayRetention())
+	return nil
+}
+
+// mayHoldDir reports whether the data directory may hold name, a
+// partition's directory, without looking: it held it at its last listing,
+// a delete could not rename it aside, or it was not listed yet. Otherwise
+// a directory of that name can only have appeared since, made by another
+// process: a partition never written finds it at its birth
+// (dirInTheWay). So a new partition of a single node is created without a
+// look at its directory.
+func (b *Broker) mayHoldDir(name string) bool {
+	b.dataDirNamesMu.Lock()
+	defer b.dataDirNamesMu.Unlock()
+	return b.dataDirNames == nil || b.dataDirNames[name]
+}
+
+// setMayHoldDir records that the data directory may hold name (may) or was
+// found without it.
+func (b *Broker) setMayHoldDir(name string, may bool) {
+	b.dataDirNamesMu.Lock()
+	defer b.dataDirNamesMu.Unlock()
+	if b.dataDirNames == nil {
+		return
+	}
+	if may {
+		b.dataDirNames[name] = true
+	} else {
+		delete(b.dataDirNames, name)
+	}
+}
+
+// dirInTheWay is what a partition never written does with a directory
+// found where its birth makes its own (storage.LogDir.SetInTheWay): one
+// holding partition files is set aside (an earlier topic's, or a copy put
+// there while the broker ran), an empty one is used, anything else is left
+// as it is and the partition's writes fail with KAFKA_STORAGE_ERROR.
+func (b *Broker) dirInTheWay(dir string) error {
+	_, held, err := checkPartitionDir(dir)
+	if err != nil {
+		b.log.Error("a directory is where a partition's own is made; not writing the partition", "dir", dir, "err", err)
+		return err
+	}
+	if held {
+		return b.strayDir(dir, "found where a partition never written makes its directory")
+	}
+	return nil
 }
 
 // strayRetention is log.stray.retention.ms; negative keeps strays forever.
@@ -153,6 +199,13 @@ func (b *Broker) scanDataDir(claimed map[string]uuid, clusterNode bool) error {
 	if err != nil {
 		return err
 	}
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	b.dataDirNamesMu.Lock()
+	b.dataDirNames = names
+	b.dataDirNamesMu.Unlock()
 	for _, e := range ents {
 		name := e.Name()
 		if !e.IsDir() || name == metaDirName || (clusterNode && strings.HasPrefix(name, "__")) {
@@ -191,9 +244,9 @@ func (b *Broker) scanDataDir(claimed map[string]uuid, clusterNode bool) error {
 		case ok:
 			return fmt.Errorf("partition directory %s belongs to another topic id", dir)
 		case idErr == nil:
-			b.strayDir(dir, "no topic of this broker has topic id "+got.String())
+			_ = b.strayDir(dir, "no topic of this broker has topic id "+got.String()) // logged; the directory stays
 		default:
-			b.strayDir(dir, "no topic of this broker claims it")
+			_ = b.strayDir(dir, "no topic of this broker claims it") // logged; the directory stays
 		}
 	}
 	return nil

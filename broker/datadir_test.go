@@ -86,7 +86,8 @@ func newTestBroker(t *testing.T, dir string, props map[string]string, logs *lock
 // broker's data dir (make cluster's node-1, which looks like partition 1
 // of a topic "node"), a user's backup-2024, a lost+found, a directory named
 // like a deleted partition; a topic whose partition needs one of those
-// names is refused with KAFKA_STORAGE_ERROR and nothing is written into it.
+// names is refused with KAFKA_STORAGE_ERROR and nothing is written into it;
+// so are the writes of a partition whose name one takes after the start.
 func TestDataDir_LeavesWhatGregorDidNotWrite(t *testing.T) {
 	dir := t.TempDir()
 	foreign := []string{
@@ -111,6 +112,23 @@ func TestDataDir_LeavesWhatGregorDidNotWrite(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node-1", partitionMetaName)); err == nil {
 		t.Error("partition.metadata written into node-1")
 	}
+	// One that appears while the broker runs, where a new topic's
+	// partition is made: the topic is created, its first write refused.
+	writeFiles(t, dir, "late-0/notes.txt")
+	foreign = append(foreign, "late-0/notes.txt")
+	late, err := b.createTopic("late", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.partitions[0].log.Append(makeBatch([]string{"x"}, -1, -1, -1), storageOpts()); err == nil {
+		t.Error("a record written into late-0")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "late-0", partitionMetaName)); err == nil {
+		t.Error("partition.metadata written into late-0")
+	}
+	if err := b.deleteTopic(late); err != nil { // late-0 is not its partition's: left alone
+		t.Fatal(err)
+	}
 	b.Close()
 	if _, err := newTestBroker(t, dir, nil, &logs); err != nil {
 		t.Fatal(err)
@@ -125,8 +143,9 @@ func TestDataDir_LeavesWhatGregorDidNotWrite(t *testing.T) {
 // claims (its topic deleted while the broker was down, here a topic id the
 // broker does not know) is renamed <name>.<id>-stray with its files, and
 // logged; it is kept across restarts while log.stray.retention.ms has not
-// passed, and removed at a start after it has. A topic created again under
-// the name of an existing partition directory sets that one aside too.
+// passed, and removed at a start after it has. A partition directory that
+// appears while the broker runs (put there by another process) where a new
+// topic's partition is made is set aside at that partition's first write.
 func TestDataDir_StrayPartitionRenamedAside(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, "ghost-0/00000000000000000000.log", "ghost-0/00000000000000000000.index")
@@ -154,8 +173,9 @@ func TestDataDir_StrayPartitionRenamedAside(t *testing.T) {
 	if !strings.Contains(logs.String(), "stray partition directory renamed aside") {
 		t.Errorf("no log line for the stray directory:\n%s", logs.String())
 	}
-	// A directory for a partition of a new topic, written by an earlier
-	// topic of that name: set aside, and the new topic starts empty.
+	// A directory for a partition of a new topic that appeared while the
+	// broker ran: set aside at the partition's first write, and the new
+	// topic starts empty.
 	writeFiles(t, dir, "ghost-1/00000000000000000000.log")
 	if _, err := b.createTopic("ghost", 2, nil); err != nil {
 		t.Fatal(err)
@@ -163,11 +183,22 @@ func TestDataDir_StrayPartitionRenamedAside(t *testing.T) {
 	if s := strays(); len(s) != 1 {
 		t.Fatalf("stray directories %v", s)
 	}
-	if m, _ := filepath.Glob(filepath.Join(dir, "ghost-1.*-stray")); len(m) != 1 {
+	p1 := b.lookupTopic("ghost").partitions[1]
+	if leo := p1.log.LogEndOffset(); leo != 0 {
+		t.Fatalf("new topic's partition 1 at log end %d", leo)
+	}
+	if _, err := p1.log.Append(makeBatch([]string{"x"}, -1, -1, -1), storageOpts()); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "ghost-1.*-stray"))
+	if len(m) != 1 {
 		t.Fatalf("ghost-1 not set aside: %v", m)
 	}
-	if leo := b.lookupTopic("ghost").partitions[1].log.LogEndOffset(); leo != 0 {
-		t.Fatalf("new topic's partition 1 at log end %d", leo)
+	if got, err := os.ReadFile(filepath.Join(m[0], "00000000000000000000.log")); err != nil || string(got) != "ghost-1/00000000000000000000.log" {
+		t.Fatalf("the set-aside segment: %q, %v", got, err)
+	}
+	if leo := p1.log.LogEndOffset(); leo != 1 {
+		t.Fatalf("new topic's partition 1 at log end %d after one record", leo)
 	}
 	b.Close()
 

@@ -105,6 +105,10 @@
 // the rest of the data directory (datadir.go): partitions being deleted are
 // removed, stray ones renamed aside (<name>.<id>-stray, kept for
 // log.stray.retention.ms), and nothing without partition files is touched.
+// That listing's names (Broker.mayHoldDir) are the only ones a new
+// partition's directory is looked for at creation; one that appears since
+// is met by the partition's first write (dirInTheWay), and a topic's
+// deletion retires only the directories its partitions made.
 // A failed write takes the log dir offline (logdir_failure.go): produces
 // answer KAFKA_STORAGE_ERROR until a probe write succeeds, and in a cluster
 // the controller moves the broker's leaderships away, as it does for a

@@ -155,6 +155,16 @@ func (b *Broker) openPartition(t *topic, p int32, sc storage.Config) (*partition
 	return &partition{topic: t, index: p, log: l}, nil
 }
 
+// retirePartitionDir retires p's directory (retireDir) once p's log is
+// closed, unless the log never made one: a partition never written has no
+// directory of its own, and one at its path is not Gregor's (dirInTheWay).
+func (b *Broker) retirePartitionDir(p *partition) {
+	if p.log.Unborn() {
+		return
+	}
+	b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(p.topic.name, p.index)))
+}
+
 // retireDir renames a directory to a -delete name and removes it in the
 // background.
 func (b *Broker) retireDir(dir string) {
@@ -164,6 +174,7 @@ func (b *Broker) retireDir(dir string) {
 	}
 	if err != nil {
 		b.log.Error("rename for delete", "dir", dir, "err", err)
+		b.setMayHoldDir(filepath.Base(dir), true)
 		return
 	}
 	b.removeDirAsync(dead)
@@ -412,13 +423,23 @@ func (b *Broker) createLogs(t *topic, from, count int32) ([]*partition, error) {
 func (b *Broker) createPartition(t *topic, p int32, sc storage.Config) (*partition, error) {
 	name := partitionDirName(t.name, p)
 	dir := filepath.Join(b.cfg.DataDir, name)
-	absent, held, err := checkPartitionDir(dir)
-	if err != nil {
-		b.log.Error("cannot create a partition", "topic", t.name, "partition", p, "err", err)
-		return nil, err
-	}
-	if held {
-		b.strayDir(dir, "left over from an interrupted delete, or an earlier topic of the same name")
+	absent := true
+	if b.mayHoldDir(name) {
+		var held bool
+		var err error
+		if absent, held, err = checkPartitionDir(dir); err != nil {
+			b.log.Error("cannot create a partition", "topic", t.name, "partition", p, "err", err)
+			return nil, err
+		}
+		if held {
+			if err := b.strayDir(dir, "left over from an interrupted delete, or an earlier topic of the same name"); err != nil {
+				return nil, err
+			}
+			absent = true
+		}
+		if absent {
+			b.setMayHoldDir(name, false)
+		}
 	}
 	var part *partition
 	if absent {
@@ -427,8 +448,11 @@ func (b *Broker) createPartition(t *topic, p int32, sc storage.Config) (*partiti
 			return nil, fmt.Errorf("create partition %s-%d: %w", t.name, p, err)
 		}
 		part = &partition{topic: t, index: p, log: l}
-	} else if part, err = b.openPartition(t, p, sc); err != nil {
-		return nil, err
+	} else {
+		var err error
+		if part, err = b.openPartition(t, p, sc); err != nil {
+			return nil, err
+		}
 	}
 	if err := part.log.AddFile(partitionMetaName, partitionMetadata(t.id)); err != nil {
 		part.log.Delete()
@@ -458,7 +482,7 @@ func (b *Broker) deleteTopic(t *topic) error {
 		if err := p.log.Close(); err != nil && !errors.Is(err, storage.ErrLogClosed) {
 			b.log.Warn("close deleted partition", "topic", t.name, "partition", p.index, "err", err)
 		}
-		b.retireDir(filepath.Join(b.cfg.DataDir, partitionDirName(t.name, p.index)))
+		b.retirePartitionDir(p)
 	}
 	if b.groups != nil {
 		b.groups.DeleteTopicOffsets(t.name)

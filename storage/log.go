@@ -50,9 +50,12 @@ type Log struct {
 
 	// unborn: nothing of the log is on disk yet (unborn.go); birthMu
 	// guards birthFiles, the owner's files its birth writes (AddFile).
+	// dirMade: the birth made the directory (guarded by the first
+	// segment's file lock, as births are).
 	unborn     atomic.Bool
 	birthMu    sync.Mutex
 	birthFiles []File
+	dirMade    bool
 
 	mu          sync.Mutex // serialises writers (Append, roll, retention, Close) and guards:
 	cfg         Config

@@ -50,6 +50,8 @@ type LogDir struct {
 	syncMu sync.Mutex // one Sync at a time
 
 	files *fileCache // segments' open files (filecache.go)
+
+	inTheWay atomic.Pointer[func(dir string) error] // SetInTheWay
 }
 
 // DefaultMaxOpenFiles is the bound of a LogDir's open segment files when
@@ -138,6 +140,16 @@ func (d *LogDir) SetMaxOpenFiles(n int) {
 	}
 	d.files.limit.Store(int64(n))
 	d.files.shrink()
+}
+
+// SetInTheWay sets what a birth does with a directory found at the path of
+// the unborn log it makes (unborn.go), which the log did not make: another
+// process's, or left by an earlier log of that name. f returns nil once the
+// path is free (the directory set aside) or the directory may be used (it
+// is empty), else an error, which the birth returns, leaving the directory
+// as it is. Without it a birth uses only an empty directory.
+func (d *LogDir) SetInTheWay(f func(dir string) error) {
+	d.inTheWay.Store(&f)
 }
 
 // FileStats reports the LogDir's open segment files.

@@ -26,6 +26,11 @@ import (
 // (checkpoint, leader-epoch cache, truncation's new segment) call born
 // first. Closing an unborn log writes nothing: its directory does not
 // exist, and the next open finds it unborn again, which is what it was.
+// A directory already at the path when a log is born is not the log's: the
+// LogDir's in-the-way function (SetInTheWay, the owner's policy) sets it
+// aside or accepts it, and without one only an empty one is used; nothing
+// in it is written over. LogDir.CreateLog makes an unborn log without
+// looking for its directory, for an owner that knows it is not there.
 // The files of a birth are not fsynced, as a new log's files never are
 // (see doc.go): the owner's record of the partition (a topic record) is
 // what makes it exist, and an open after a crash that lost them finds it
@@ -54,8 +59,11 @@ func (l *Log) openUnborn() {
 // its first segment's use then creates the .log file. Called by that use,
 // under the segment's file lock.
 func (l *Log) bear() error {
-	if err := os.Mkdir(l.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return ioErr("mkdir", l.dir, err)
+	if !l.dirMade {
+		if err := l.makeDir(); err != nil {
+			return err
+		}
+		l.dirMade = true
 	}
 	// The first segment's empty indexes, as createSegment makes them: a
 	// later open finds them and does not rebuild them.
@@ -76,6 +84,33 @@ func (l *Log) bear() error {
 	}
 	l.birthFiles = nil
 	l.unborn.Store(false)
+	return nil
+}
+
+// makeDir makes an unborn log's directory. A directory already there is
+// not the log's: the LogDir's in-the-way function (SetInTheWay) sets it
+// aside or accepts it; without one, only an empty directory is used.
+// Nothing in it is written over or deleted here.
+func (l *Log) makeDir() error {
+	err := os.Mkdir(l.dir, 0o755)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return ioErr("mkdir", l.dir, err)
+	}
+	if f := l.ld.inTheWay.Load(); f != nil {
+		if err := (*f)(l.dir); err != nil {
+			return err
+		}
+	} else if ents, err := os.ReadDir(l.dir); err != nil {
+		return ioErr("readdir", l.dir, err)
+	} else if len(ents) > 0 {
+		return ioErr("mkdir", l.dir, errors.New("a directory the log did not make is in its way"))
+	}
+	if err := os.Mkdir(l.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return ioErr("mkdir", l.dir, err)
+	}
 	return nil
 }
 

@@ -188,3 +188,96 @@ func TestLogDir_UnbornLogBornOnceUnderConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// A directory that appears at an unborn log's path before its first write
+// is not the log's: nothing in it is written over. Without an in-the-way
+// function the birth refuses it (the append fails, its files stay as they
+// were) unless it is empty; with one that sets it aside, the birth makes
+// a fresh directory and the set-aside files are intact.
+func TestLogDir_DirectoryInAnUnbornLogsWay(t *testing.T) {
+	root := t.TempDir()
+	d, err := OpenLogDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	theirs := []byte("not the log's\n")
+	intrude := func(name string) string {
+		t.Helper()
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), theirs, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	unborn := func(name string) *Log {
+		t.Helper()
+		l, err := d.CreateLog(name, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.AddFile("partition.metadata", []byte("mine\n")); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	untouched := func(dir string) {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 1 {
+			t.Fatalf("%s holds %d entries, want only its own file", dir, len(ents))
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "00000000000000000000.log")); err != nil || !bytes.Equal(b, theirs) {
+			t.Fatalf("their file: %q, %v", b, err)
+		}
+	}
+
+	// Refused without an in-the-way function.
+	l := unborn("a-0")
+	dir := intrude("a-0")
+	if _, err := l.Append(simpleBatch(1, 8, 1), AppendOptions{LogAppendTime: -1}); err == nil {
+		t.Fatal("an append wrote into a directory the log did not make")
+	}
+	untouched(dir)
+	l.Close()
+
+	// An empty directory is used.
+	l = unborn("b-0")
+	if err := os.Mkdir(filepath.Join(root, "b-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, simpleBatch(1, 8, 1))
+	if b, err := os.ReadFile(filepath.Join(root, "b-0", "partition.metadata")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("partition.metadata: %q, %v", b, err)
+	}
+	l.Close()
+
+	// Set aside by the owner's function.
+	var asked []string
+	d.SetInTheWay(func(dir string) error {
+		asked = append(asked, dir)
+		return os.Rename(dir, dir+".aside")
+	})
+	l = unborn("c-0")
+	dir = intrude("c-0")
+	if res := mustAppend(t, l, simpleBatch(2, 8, 1)); res.BaseOffset != 0 {
+		t.Fatalf("appended at %d", res.BaseOffset)
+	}
+	if len(asked) != 1 || asked[0] != dir {
+		t.Fatalf("in-the-way function asked about %v", asked)
+	}
+	untouched(dir + ".aside")
+	if b, err := os.ReadFile(filepath.Join(dir, "partition.metadata")); err != nil || string(b) != "mine\n" {
+		t.Fatalf("partition.metadata: %q, %v", b, err)
+	}
+	if leo := l.LogEndOffset(); leo != 2 {
+		t.Fatalf("log end %d", leo)
+	}
+	l.Close()
+}
