@@ -60,6 +60,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 	}
 	var todo []pending
 	var specs []newTopic
+	var defaults []kmsg.CreateTopicsResponseTopicConfig // the configs of a topic without its own (createdTopicAnswer)
 	for _, rt := range req.Topics {
 		if seen[rt.Topic] > 1 {
 			continue
@@ -114,7 +115,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 			// Kafka draws the id before it looks at validate_only and
 			// returns it; nothing keeps it.
 			st.TopicID = newUUID()
-			resp.Topics = append(resp.Topics, b.createdTopicAnswer(st, nil, partitions, rf, configs))
+			resp.Topics = append(resp.Topics, b.createdTopicAnswer(st, nil, partitions, rf, configs, &defaults))
 			continue
 		}
 		todo = append(todo, pending{at: len(resp.Topics), rt: rt, configs: configs})
@@ -130,7 +131,7 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 		case err == nil:
 			st := resp.Topics[p.at]
 			st.TopicID = ts[k].id
-			resp.Topics[p.at] = b.createdTopicAnswer(st, ts[k], specs[k].partitions, specs[k].replicationFactor, p.configs)
+			resp.Topics[p.at] = b.createdTopicAnswer(st, ts[k], specs[k].partitions, specs[k].replicationFactor, p.configs, &defaults)
 			continue
 		case errors.Is(err, metadata.ErrInvalidReplicationFactor):
 			e, msg = kerr.InvalidReplicationFactor, err.Error()
@@ -155,7 +156,9 @@ func (b *Broker) handleCreateTopics(r *request) (kmsg.Response, error) {
 // createdTopicAnswer fills a created (or validated) topic's answer: its
 // partitions, replication factor (the one t got, when created) and every
 // topic config with its value and source.
-func (b *Broker) createdTopicAnswer(st kmsg.CreateTopicsResponseTopic, t *topic, partitions int32, rf int16, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+// The answers of one request's topics without configs of their own share
+// one list, *defaults, made by the first (an encoder only reads it).
+func (b *Broker) createdTopicAnswer(st kmsg.CreateTopicsResponseTopic, t *topic, partitions int32, rf int16, configs map[string]string, defaults *[]kmsg.CreateTopicsResponseTopicConfig) kmsg.CreateTopicsResponseTopic {
 	st.NumPartitions = partitions
 	st.ReplicationFactor = rf
 	if t != nil {
@@ -163,11 +166,19 @@ func (b *Broker) createdTopicAnswer(st kmsg.CreateTopicsResponseTopic, t *topic,
 			st.ReplicationFactor = int16(len(b.partitionView(parts[0]).replicas))
 		}
 	}
+	if len(configs) == 0 && *defaults != nil {
+		st.Configs = *defaults
+		return st
+	}
+	st.Configs = make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(config.TopicDefs))
 	for _, d := range config.TopicDefs {
 		v, src := b.topicConfigValue(configs, d.Name)
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.Source = d.Name, kmsg.StringPtr(v), int8(src)
 		st.Configs = append(st.Configs, c)
+	}
+	if len(configs) == 0 {
+		*defaults = st.Configs
 	}
 	return st
 }
