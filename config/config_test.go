@@ -103,6 +103,34 @@ func TestValidateGroup(t *testing.T) {
 	}
 }
 
+// The share group broker properties have Kafka 4.4's ranges
+// (ShareGroupConfig): group.share.delivery.count.limit 2 to 10,
+// group.share.record.lock.duration.ms 1,000 to 3,600,000.
+func TestBrokerShareGroupRanges(t *testing.T) {
+	for _, tc := range []struct{ name, value, err string }{
+		{"group.share.delivery.count.limit", "10", ""},
+		{"group.share.delivery.count.limit", "11", "Value must be no more than 10"},
+		{"group.share.delivery.count.limit", "1", "Value must be at least 2"},
+		{"group.share.record.lock.duration.ms", "3600000", ""},
+		{"group.share.record.lock.duration.ms", "3600001", "Value must be no more than 3600000"},
+		{"group.share.record.lock.duration.ms", "999", "Value must be at least 1000"},
+	} {
+		d := Broker(tc.name)
+		if d == nil {
+			t.Fatalf("%s: no definition", tc.name)
+		}
+		err := d.Validate(tc.value)
+		if got := ""; err != nil {
+			got = err.Error()
+			if got != tc.err {
+				t.Errorf("%s=%s: %q, want %q", tc.name, tc.value, got, tc.err)
+			}
+		} else if tc.err != "" {
+			t.Errorf("%s=%s accepted, want %q", tc.name, tc.value, tc.err)
+		}
+	}
+}
+
 func TestListenerConfigName(t *testing.T) {
 	for in, want := range map[string]string{
 		"ssl.keystore.location":                                 "ssl.keystore.location",
