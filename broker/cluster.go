@@ -507,28 +507,23 @@ func (b *Broker) newClusterPartition(t *topic, index int32, local bool, sc stora
 		b.log.Error("cannot open a partition", "topic", t.name, "partition", index, "err", err)
 		return nil, err
 	}
-	if absent {
-		l, err := b.dataDir.CreateLog(name, sc)
-		if err == nil {
-			err = l.AddFile(partitionMetaName, partitionMetadata(t.id))
+	// A missing directory gives an unborn log, without a second look.
+	open, needMeta := b.dataDir.CreateLog, true
+	if !absent {
+		open = b.dataDir.OpenLog
+		id, err := readPartitionMetadata(dir)
+		if err == nil && id != t.id {
+			if err := b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name"); err != nil {
+				return nil, fmt.Errorf("partition %s-%d: %w", t.name, index, err)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("create partition %s-%d: %w", t.name, index, err)
-		}
-		p.log = l
-		return p, nil
+		needMeta = err != nil || id != t.id
 	}
-	id, err := readPartitionMetadata(dir)
-	if err == nil && id != t.id {
-		if err := b.strayDir(dir, "it holds topic id "+id.String()+", an earlier topic of the same name"); err != nil {
-			return nil, fmt.Errorf("partition %s-%d: %w", t.name, index, err)
-		}
+	l, err := open(name, sc)
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err)
 	}
-	l, err2 := b.dataDir.OpenLog(name, sc)
-	if err2 != nil {
-		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, index, err2)
-	}
-	if err != nil || id != t.id {
+	if needMeta {
 		if err := l.AddFile(partitionMetaName, partitionMetadata(t.id)); err != nil {
 			l.Close()
 			return nil, err

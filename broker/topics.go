@@ -441,19 +441,15 @@ func (b *Broker) createPartition(t *topic, p int32, sc storage.Config) (*partiti
 			b.setMayHoldDir(name, false)
 		}
 	}
-	var part *partition
+	open := b.dataDir.OpenLog
 	if absent {
-		l, err := b.dataDir.CreateLog(name, sc)
-		if err != nil {
-			return nil, fmt.Errorf("create partition %s-%d: %w", t.name, p, err)
-		}
-		part = &partition{topic: t, index: p, log: l}
-	} else {
-		var err error
-		if part, err = b.openPartition(t, p, sc); err != nil {
-			return nil, err
-		}
+		open = b.dataDir.CreateLog // an unborn log, without another look
 	}
+	l, err := open(name, sc)
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", t.name, p, err)
+	}
+	part := &partition{topic: t, index: p, log: l}
 	if err := part.log.AddFile(partitionMetaName, partitionMetadata(t.id)); err != nil {
 		part.log.Delete()
 		return nil, err

@@ -185,11 +185,7 @@ func (d *LogDir) CreateLog(name string, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.normalized()
-	l := newLog(dir, cfg, d)
-	l.openUnborn()
-	l.deferring = false
-	return l, nil
+	return newUnbornLog(dir, cfg.normalized(), d), nil
 }
 
 // claim checks that name is a directory name under d and takes it off the

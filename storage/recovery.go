@@ -35,14 +35,12 @@ func Open(dir string, cfg Config) (*Log, error) {
 // and trustClean says that ld's clean-shutdown list names the log.
 func open(dir string, cfg Config, ld *LogDir, trustClean bool) (*Log, error) {
 	cfg = cfg.normalized()
-	l := newLog(dir, cfg, ld)
 	if ld != nil {
 		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			l.openUnborn()
-			l.deferring = false
-			return l, nil
+			return newUnbornLog(dir, cfg, ld), nil
 		}
 	}
+	l := newLog(dir, cfg, ld)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, ioErr("mkdir", dir, err)
 	}
@@ -64,6 +62,15 @@ func newLog(dir string, cfg Config, ld *LogDir) *Log {
 	l := &Log{dir: dir, logger: cfg.Logger, cfg: cfg, producers: newProducerStateManager(), ld: ld, deferring: ld != nil, recoveredFrom: -1}
 	l.cleanerOffset.Store(-1)
 	l.rcfg.Store(&cfg)
+	return l
+}
+
+// newUnbornLog returns an unborn log of dir (unborn.go), whose directory
+// does not exist; cfg is normalized.
+func newUnbornLog(dir string, cfg Config, ld *LogDir) *Log {
+	l := newLog(dir, cfg, ld)
+	l.openUnborn()
+	l.deferring = false
 	return l
 }
 
