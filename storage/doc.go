@@ -115,7 +115,10 @@
 // writes nothing at all until it needs a file (unborn.go): its directory,
 // first segment and the owner's files (Log.AddFile: partition.metadata)
 // are created by its first write, truncation or read of its segment, and
-// closing a log never written leaves no directory.
+// closing a log never written leaves no directory. A directory found at
+// its path then is not the log's: the LogDir's in-the-way function
+// (LogDir.SetInTheWay) sets it aside or accepts it; nothing in it is
+// written over.
 //
 // # Many logs: LogDir
 //
