@@ -58,6 +58,17 @@ func createAssigned(t *testing.T, cl *kgo.Client, brokers []*Broker, name string
 		ldr := p.leader.Load()
 		return ldr != nil && len(ldr.State().ISR) == len(replicas)
 	})
+	// Brokers without a replica learn of the topic from their own watch of
+	// the metadata; until then they answer UNKNOWN_TOPIC_OR_PARTITION, as a
+	// Kafka broker whose metadata cache has not caught up does.
+	waitFor(t, 30*time.Second, name+": every broker knows the topic", func() bool {
+		for _, b := range brokers {
+			if b.lookupTopic(name) == nil {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func partitionOf(b *Broker, topic string) *partition {
