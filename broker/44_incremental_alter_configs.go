@@ -207,6 +207,9 @@ func (b *Broker) alterGroupConfigs(rr kmsg.IncrementalAlterConfigsRequestResourc
 				return nil, kerr.InvalidConfig, "Config value append/subtract is not allowed for config key " + c.Name
 			}
 		}
+		if err := config.ValidateGroupValues(cur, b.cfg.int64Prop); err != nil {
+			return nil, kerr.InvalidConfig, err.Error()
+		}
 		return cur, nil, ""
 	}
 	if validateOnly {

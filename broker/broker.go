@@ -134,6 +134,9 @@ func New(cfg Config) (*Broker, error) {
 	if err := validateProps(cfg.Props, cfg.Logger); err != nil {
 		return nil, err
 	}
+	if err := config.CheckGroupProps(cfg.int64Prop); err != nil {
+		return nil, err
+	}
 	if cfg.clusterConfigured() && cfg.JoinCluster == nil {
 		return nil, errNoClusterStore
 	}

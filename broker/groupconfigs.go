@@ -34,9 +34,15 @@ func (b *Broker) groupConfigValue(group, name string) (string, bool) {
 	return d.Default, false
 }
 
+// groupConfigInt returns a group config's effective value: the group's
+// own within the broker's current bounds (config.GroupDef.Clamp), else
+// the broker's.
 func (b *Broker) groupConfigInt(group, name string) int64 {
-	v, _ := b.groupConfigValue(group, name)
+	v, set := b.groupConfigValue(group, name)
 	n, _ := strconv.ParseInt(v, 10, 64)
+	if d := config.Group(name); set && d != nil {
+		n = d.Clamp(n, b.cfg.int64Prop)
+	}
 	return n
 }
 

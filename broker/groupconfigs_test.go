@@ -310,3 +310,71 @@ func TestGroupConfigs_ConsumerTimeouts(t *testing.T) {
 		t.Errorf("cg-other's heartbeat interval %d, want the broker's 5000", got)
 	}
 }
+
+// TestGroupConfigs_BrokerBounds: the broker's group.*.min/max.* properties
+// bound group configs, as in Kafka 4.4: a group may be given what they
+// allow, a value a later change of them leaves outside is capped when used
+// (and keeps the group from any other change until it is fixed), and the
+// broker refuses to start with a default outside them.
+func TestGroupConfigs_BrokerBounds(t *testing.T) {
+	if _, err := New(Config{DataDir: t.TempDir(), Props: map[string]string{"group.consumer.session.timeout.ms": "90000"}, Logger: testLogger()}); err == nil ||
+		err.Error() != "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms" {
+		t.Fatalf("start with a session timeout above the maximum: %v", err)
+	}
+	dir := t.TempDir()
+	b, addr := startBroker(t, dir, map[string]string{"group.consumer.max.heartbeat.interval.ms": "20000"})
+	cl := newClient(t, addr)
+	if code := alterGroupConfig(t, cl, "cg-b", "consumer.heartbeat.interval.ms", kmsg.StringPtr("20001")); code != kerr.InvalidConfig.Code {
+		t.Errorf("heartbeat 20001: %v, want INVALID_CONFIG", kerr.ErrorForCode(code))
+	}
+	if code := alterGroupConfig(t, cl, "cg-b", "consumer.heartbeat.interval.ms", kmsg.StringPtr("18000")); code != 0 {
+		t.Fatalf("heartbeat 18000 within the broker's maximum: %v", kerr.ErrorForCode(code))
+	}
+	join := func(cl *kgo.Client, member string) int32 {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "cg-b", member, 0, 30000
+		req.SubscribedTopicNames = []string{"cg-bounds"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		return resp.HeartbeatIntervalMillis
+	}
+	if got := join(cl, "AAAAAAAAAAAAAAAAAAAAAA"); got != 18000 {
+		t.Errorf("heartbeat interval %d, want the group's 18000", got)
+	}
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The broker's maximum back at its default, 15000.
+	_, addr = startBroker(t, dir, nil)
+	cl = newClient(t, addr)
+	if got := describeGroupConfig(t, cl, "cg-b", "consumer.heartbeat.interval.ms"); got != "18000/GROUP_CONFIG" {
+		t.Errorf("described: %s, want the stored 18000", got)
+	}
+	if got := join(cl, "BBBBBBBBBBBBBBBBBBBBBB"); got != 15000 {
+		t.Errorf("heartbeat interval %d, want 15000: the group's 18000 capped to the broker's maximum", got)
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "cg-b"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "consumer.session.timeout.ms", kmsg.StringPtr("50000")
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidConfig.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive." {
+		t.Errorf("another change to the group: %v %v, want INVALID_CONFIG for its stored heartbeat", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+}

@@ -22,7 +22,9 @@ package broker
 
 import (
 	"context"
+	"strconv"
 
+	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/gregor-broker/gregor/share"
 )
@@ -35,6 +37,9 @@ type topicIDPartition = share.TopicIDPartition
 type shareSettings struct{ b *Broker }
 
 func (s shareSettings) GroupConfig(group, name string) string {
+	if d := config.Group(name); d != nil && d.MaxProp != "" {
+		return strconv.FormatInt(s.b.groupConfigInt(group, name), 10)
+	}
 	v, _ := s.b.groupConfigValue(group, name)
 	return v
 }

@@ -228,7 +228,7 @@ func TestStreamsGroup_GroupConfigs(t *testing.T) {
 		}
 		return resp.Resources[0].ErrorCode, msg
 	}
-	if code, msg := alter("streams.num.standby.replicas", "3"); code != kerr.InvalidConfig.Code || msg != "streams.num.standby.replicas must be in the range 0 to 2 inclusive." {
+	if code, msg := alter("streams.num.standby.replicas", "3"); code != kerr.InvalidConfig.Code || msg != "streams.num.standby.replicas must be less than or equal to 2" {
 		t.Fatalf("3 standbys: %v %q", kerr.ErrorForCode(code), msg)
 	}
 	for name, v := range map[string]string{"streams.num.standby.replicas": "1", "streams.heartbeat.interval.ms": "6000"} {

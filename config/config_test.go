@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strconv"
 	"testing"
 )
 
@@ -38,6 +39,14 @@ func TestDefs_Consistent(t *testing.T) {
 		}
 		if err := ValidateGroup(&g, g.Default); err != nil {
 			t.Errorf("group config %s: its default does not validate: %v", g.Name, err)
+		}
+		for _, p := range []string{g.MinProp, g.MaxProp} {
+			if p != "" && Broker(p) == nil {
+				t.Errorf("group config %s: bound %s is not a broker property", g.Name, p)
+			}
+		}
+		if err := ValidateGroupValues(map[string]string{g.Name: g.Default}, brokerInts(nil)); err != nil {
+			t.Errorf("group config %s: its default is outside the default bounds: %v", g.Name, err)
 		}
 	}
 }
@@ -81,24 +90,123 @@ func TestValidateTopic(t *testing.T) {
 }
 
 // TestValidateGroup asserts Kafka 4.4's messages (kafka-configs --alter
-// --entity-type groups --add-config).
+// --entity-type groups --add-config) for a value's type and lower bound.
 func TestValidateGroup(t *testing.T) {
 	for _, c := range []struct{ name, value, err string }{
 		{"share.delivery.count.limit", "abc", "Invalid value abc for configuration share.delivery.count.limit: Not a number of type INT"},
 		{"consumer.session.timeout.ms", "0", "Invalid value 0 for configuration consumer.session.timeout.ms: Value must be at least 1"},
-		{"consumer.session.timeout.ms", "61000", "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
-		{"consumer.heartbeat.interval.ms", "4000", "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
-		{"share.delivery.count.limit", "50", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
 		{"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
 		{"share.record.lock.duration.ms", "999", "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"},
-		{"share.record.lock.duration.ms", "14000", "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
-		{"share.session.timeout.ms", "1", "share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
 		{"share.heartbeat.interval.ms", "0", "Invalid value 0 for configuration share.heartbeat.interval.ms: Value must be at least 1"},
+		{"share.partition.max.record.locks", "99", "Invalid value 99 for configuration share.partition.max.record.locks: Value must be at least 100"},
 		{"share.auto.offset.reset", "foo", "Invalid value foo for configuration share.auto.offset.reset: Invalid value `foo` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
 	} {
 		err := ValidateGroup(Group(c.name), c.value)
 		if err == nil || err.Error() != c.err {
 			t.Errorf("ValidateGroup(%s, %s) = %v, want %q", c.name, c.value, err, c.err)
+		}
+	}
+}
+
+// brokerInts reads broker properties from props, else their defaults.
+func brokerInts(props map[string]string) func(string) int64 {
+	return func(name string) int64 {
+		v, ok := props[name]
+		if !ok {
+			v = Broker(name).Default
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			panic(name + ": " + v)
+		}
+		return n
+	}
+}
+
+// TestValidateGroupValues: a group's values within the bounds the broker's
+// group.*.min/max.* properties set, and each session above its heartbeat,
+// with Kafka 4.4's messages (GroupConfig.validate).
+func TestValidateGroupValues(t *testing.T) {
+	for _, c := range []struct {
+		props  map[string]string
+		values map[string]string
+		err    string
+	}{
+		{nil, map[string]string{"consumer.session.timeout.ms": "61000"}, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{nil, map[string]string{"consumer.heartbeat.interval.ms": "4000"}, "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
+		{nil, map[string]string{"share.delivery.count.limit": "50"}, "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+		{nil, map[string]string{"share.record.lock.duration.ms": "14000"}, "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
+		{nil, map[string]string{"share.session.timeout.ms": "1"}, "share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{nil, map[string]string{"share.partition.max.record.locks": "4001"}, "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."},
+		{nil, map[string]string{"streams.num.standby.replicas": "3"}, "streams.num.standby.replicas must be less than or equal to 2"},
+		{nil, map[string]string{"streams.num.standby.replicas": "2", "share.delivery.count.limit": "10", "streams.initial.rebalance.delay.ms": "999999"}, ""},
+		// In Kafka's order: consumer before share.
+		{nil, map[string]string{"share.delivery.count.limit": "50", "consumer.session.timeout.ms": "1"}, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		// The broker's bounds move the range.
+		{map[string]string{"group.share.max.delivery.count.limit": "20"}, map[string]string{"share.delivery.count.limit": "20"}, ""},
+		{map[string]string{"group.share.max.delivery.count.limit": "20"}, map[string]string{"share.delivery.count.limit": "21"}, "share.delivery.count.limit must be in the range 2 to 20 inclusive."},
+		{map[string]string{"group.share.min.delivery.count.limit": "4"}, map[string]string{"share.delivery.count.limit": "3"}, "share.delivery.count.limit must be in the range 4 to 10 inclusive."},
+		{map[string]string{"group.streams.max.standby.replicas": "5"}, map[string]string{"streams.num.standby.replicas": "5"}, ""},
+		// A session at or below its heartbeat, the broker's value standing
+		// for the one the group does not set.
+		{map[string]string{"group.consumer.min.session.timeout.ms": "10000", "group.consumer.max.heartbeat.interval.ms": "30000"},
+			map[string]string{"consumer.session.timeout.ms": "20000", "consumer.heartbeat.interval.ms": "20000"},
+			"consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"},
+		{map[string]string{"group.share.min.session.timeout.ms": "1000"},
+			map[string]string{"share.session.timeout.ms": "5000"},
+			"share.session.timeout.ms must be greater than share.heartbeat.interval.ms"},
+		{map[string]string{"group.streams.max.heartbeat.interval.ms": "50000"},
+			map[string]string{"streams.heartbeat.interval.ms": "45000"},
+			"streams.session.timeout.ms must be greater than streams.heartbeat.interval.ms"},
+		{map[string]string{"group.streams.max.heartbeat.interval.ms": "50000"},
+			map[string]string{"streams.heartbeat.interval.ms": "44999"}, ""},
+	} {
+		err := ValidateGroupValues(c.values, brokerInts(c.props))
+		if c.err == "" && err != nil || c.err != "" && (err == nil || err.Error() != c.err) {
+			t.Errorf("props %v, values %v: %v, want %q", c.props, c.values, err, c.err)
+		}
+	}
+}
+
+// TestGroupConfigClamp: a group's value left outside the broker's bounds
+// by a later change of them is capped to them (GroupConfig.evaluate).
+func TestGroupConfigClamp(t *testing.T) {
+	d := Group("share.delivery.count.limit")
+	get := brokerInts(map[string]string{"group.share.min.delivery.count.limit": "3", "group.share.max.delivery.count.limit": "8"})
+	for in, want := range map[int64]int64{2: 3, 3: 3, 5: 5, 8: 8, 9: 8} {
+		if got := d.Clamp(in, get); got != want {
+			t.Errorf("Clamp(%d) = %d, want %d", in, got, want)
+		}
+	}
+	if got := Group("streams.initial.rebalance.delay.ms").Clamp(999999, get); got != 999999 {
+		t.Errorf("an unbounded config was clamped to %d", got)
+	}
+}
+
+// TestCheckGroupProps: the broker properties that bound group configs,
+// checked as Kafka 4.4 checks them before it starts.
+func TestCheckGroupProps(t *testing.T) {
+	for _, c := range []struct {
+		props map[string]string
+		err   string
+	}{
+		{nil, ""},
+		{map[string]string{"group.consumer.session.timeout.ms": "90000"}, "group.consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"},
+		{map[string]string{"group.consumer.session.timeout.ms": "90000", "group.consumer.max.session.timeout.ms": "90000"}, ""},
+		{map[string]string{"group.consumer.min.heartbeat.interval.ms": "20000"}, "group.consumer.max.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"},
+		{map[string]string{"group.share.heartbeat.interval.ms": "1000"}, "group.share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms"},
+		{map[string]string{"group.streams.min.session.timeout.ms": "10000", "group.streams.session.timeout.ms": "10000", "group.streams.max.heartbeat.interval.ms": "20000", "group.streams.heartbeat.interval.ms": "10000"},
+			"group.streams.heartbeat.interval.ms must be less than group.streams.session.timeout.ms"},
+		{map[string]string{"group.streams.num.standby.replicas": "3"}, "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"},
+		{map[string]string{"group.share.max.delivery.count.limit": "6", "group.share.delivery.count.limit": "8"}, "group.share.max.delivery.count.limit must be greater than or equal to group.share.delivery.count.limit"},
+		{map[string]string{"group.share.min.delivery.count.limit": "5", "group.share.delivery.count.limit": "4"}, "group.share.delivery.count.limit must be greater than or equal to group.share.min.delivery.count.limit"},
+		{map[string]string{"group.share.partition.max.record.locks": "5000"}, "group.share.max.partition.max.record.locks must be greater than or equal to group.share.partition.max.record.locks"},
+		{map[string]string{"group.share.record.lock.duration.ms": "10000"}, "group.share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms"},
+		{map[string]string{"group.share.record.lock.duration.ms": "70000"}, "group.share.max.record.lock.duration.ms must be greater than or equal to group.share.record.lock.duration.ms"},
+	} {
+		err := CheckGroupProps(brokerInts(c.props))
+		if c.err == "" && err != nil || c.err != "" && (err == nil || err.Error() != c.err) {
+			t.Errorf("props %v: %v, want %q", c.props, err, c.err)
 		}
 	}
 }

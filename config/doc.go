@@ -2,8 +2,10 @@
 // under Kafka's names: topic configs (TopicDefs, with the broker property
 // that supplies each default, Kafka's synonym), broker properties
 // (BrokerDefs, with which of them are read-only), the listener, TLS and
-// SASL properties, group configs (GroupDefs), each with its type, default,
-// validation and documentation as DescribeConfigs reports them; and the
+// SASL properties, group configs (GroupDefs, with the broker properties
+// that supply and bound each: ValidateGroupValues, Clamp, CheckGroupProps),
+// each with its type, default, validation and documentation as
+// DescribeConfigs reports them; and the
 // names several packages share: security protocols, SASL mechanisms, the
 // rack-aware replica selector.
 //

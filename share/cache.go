@@ -108,14 +108,14 @@ func (c *Cache) LockDuration(group string) time.Duration {
 	return time.Duration(c.groupInt(group, "share.record.lock.duration.ms")) * time.Millisecond
 }
 
-// PartitionConfig returns the settings of group's share-partitions:
-// share.record.lock.duration.ms and share.delivery.count.limit of the
-// group, group.share.partition.max.record.locks of the broker.
+// PartitionConfig returns the settings of group's share-partitions, its
+// share.record.lock.duration.ms, share.delivery.count.limit and
+// share.partition.max.record.locks.
 func (c *Cache) PartitionConfig(group string) coordinator.SharePartitionConfig {
 	return coordinator.SharePartitionConfig{
 		LockDuration:       c.LockDuration(group),
 		DeliveryCountLimit: int16(c.groupInt(group, "share.delivery.count.limit")),
-		MaxInFlight:        c.settings.BrokerInt("group.share.partition.max.record.locks"),
+		MaxInFlight:        c.groupInt(group, "share.partition.max.record.locks"),
 	}
 }
 

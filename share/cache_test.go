@@ -291,7 +291,7 @@ func TestCache_DeleteAndRelease(t *testing.T) {
 }
 
 // TestCache_PartitionConfigFollowsSettings: the share-partition settings
-// are the group's configs and the broker's property, read on every Get.
+// are the group's configs, read on every Get.
 func TestCache_PartitionConfigFollowsSettings(t *testing.T) {
 	c, _, s := newTestCache()
 	want := coordinator.SharePartitionConfig{LockDuration: 30 * time.Second, DeliveryCountLimit: 5, MaxInFlight: 2000}
@@ -303,7 +303,7 @@ func TestCache_PartitionConfigFollowsSettings(t *testing.T) {
 	sp, _ := c.Get(k, l, true)
 	s.setGroup("g", "share.record.lock.duration.ms", "20000")
 	s.setGroup("g", "share.delivery.count.limit", "3")
-	s.setBroker("group.share.partition.max.record.locks", 150)
+	s.setGroup("g", "share.partition.max.record.locks", "150")
 	want = coordinator.SharePartitionConfig{LockDuration: 20 * time.Second, DeliveryCountLimit: 3, MaxInFlight: 150}
 	if got := c.PartitionConfig("g"); got != want {
 		t.Fatalf("set: %+v", got)

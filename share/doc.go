@@ -57,10 +57,11 @@
 // The broker keeps the wire and gives the package what it needs through
 // interfaces the package defines: a Persister (the share coordinator,
 // local or a remote broker's, __share_group_state), Settings (the group
-// configs share.record.lock.duration.ms, share.delivery.count.limit and
-// share.auto.offset.reset, and the broker properties
-// group.share.partition.max.record.locks and
-// group.share.max.share.sessions, read on every use) and, for each call,
+// configs share.record.lock.duration.ms, share.delivery.count.limit,
+// share.partition.max.record.locks and share.auto.offset.reset, each the
+// group's within the broker's bounds or else the broker's, and the broker
+// property group.share.max.share.sessions, read on every use) and, for
+// each call,
 // the Leader of the partition (its leader epoch, log start offset and high
 // watermark). Reading records from the log and acquiring them stays in
 // the broker, which owns the logs.

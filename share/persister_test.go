@@ -140,11 +140,12 @@ var defaultGroupConfigs = map[string]string{
 	"share.auto.offset.reset":       "latest",
 	"share.record.lock.duration.ms": "30000",
 	"share.delivery.count.limit":    "5",
+	// The broker answers a group's unset config with its own property.
+	"share.partition.max.record.locks": "2000",
 }
 
 var defaultBrokerInts = map[string]int64{
-	"group.share.partition.max.record.locks": 2000,
-	"group.share.max.share.sessions":         2000,
+	"group.share.max.share.sessions": 2000,
 }
 
 func newFakeSettings() *fakeSettings {

@@ -86,6 +86,14 @@ func textScenarios() []Scenario {
 				"consumerSessionAbove":   {"consumer.session.timeout.ms", "61000"},
 				"consumerSessionZero":    {"consumer.session.timeout.ms", "0"},
 				"consumerHeartbeatBelow": {"consumer.heartbeat.interval.ms", "4000"},
+				// Bounded by the broker's group.*.min/max.* properties.
+				"deliveryCountAboveMax": {"share.delivery.count.limit", "11"},
+				"recordLocksAboveMax":   {"share.partition.max.record.locks", "4001"},
+				"recordLocksBelowMin":   {"share.partition.max.record.locks", "99"},
+				"recordLocksInRange":    {"share.partition.max.record.locks", "3000"},
+				"standbysAboveMax":      {"streams.num.standby.replicas", "3"},
+				"streamsSessionAbove":   {"streams.session.timeout.ms", "60001"},
+				"shareHeartbeatAbove":   {"share.heartbeat.interval.ms", "15001"},
 			} {
 				r := groupConfig(e, "g-msg", kv[0], kv[1]).Resources[0]
 				out[k] = text(r.ErrorCode, r.ErrorMessage)
