@@ -52,7 +52,7 @@ var GroupDefs = []GroupDef{
 		Doc: "The timeout to detect streams group members that stopped heartbeating."},
 	{Name: "streams.num.standby.replicas", BrokerProp: "group.streams.num.standby.replicas", Default: "0", AtLeast: 0,
 		MaxProp: "group.streams.max.standby.replicas",
-		Doc: "The number of standby replicas of each task of a streams group."},
+		Doc:     "The number of standby replicas of each task of a streams group."},
 	{Name: "streams.initial.rebalance.delay.ms", BrokerProp: "group.streams.initial.rebalance.delay.ms", Default: "3000", AtLeast: 0,
 		Doc: "How long the first assignment of a streams group waits for more members."},
 }
