@@ -186,6 +186,7 @@ func (b *Broker) storageConfig(t *topic) storage.Config {
 	}
 	c.Decompress = decompress
 	c.Logger = b.log.With("topic", t.name)
+	c.OwnedFiles = ownedPartitionFiles
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +281,67 @@ func TestDataDir_UnknownMetaPropertiesVersion(t *testing.T) {
 	}
 	if _, err := newTestBroker(t, dir, nil, &logs); err != nil {
 		t.Fatalf("version=1: %v", err)
+	}
+}
+
+// TestDataDir_DeletionKeepsForeignFiles: a partition directory of
+// Gregor's into which another program put a file (found there at a
+// restart, or appearing while the broker runs): deleting the topic
+// removes the partition's files and keeps that file, in the renamed
+// directory, at once and at every later start.
+func TestDataDir_DeletionKeepsForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	var logs lockedBuffer
+	b, err := newTestBroker(t, dir, nil, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kept", "live"} {
+		tp, err := b.createTopic(name, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tp.partitions[0].log.Append(makeBatch([]string{"x"}, -1, -1, -1), storageOpts()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	writeFiles(t, dir, "kept-0/notes.txt", "kept-0/sub/more.txt")
+	if b, err = newTestBroker(t, dir, nil, &logs); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, "live-0/notes.txt")
+	for _, name := range []string{"kept", "live"} {
+		if err := b.deleteTopic(b.lookupTopic(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	if _, err := newTestBroker(t, dir, nil, &logs); err != nil { // a start removes -delete directories again
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kept", "live"} {
+		m, _ := filepath.Glob(filepath.Join(dir, name+"-0.*-delete"))
+		if len(m) != 1 {
+			t.Fatalf("%s-0: retired directories %v; log:\n%s", name, m, logs.String())
+		}
+		want := []string{"notes.txt"}
+		if name == "kept" {
+			want = append(want, "sub")
+		}
+		var got []string
+		ents, _ := os.ReadDir(m[0])
+		for _, e := range ents {
+			got = append(got, e.Name())
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v left, want only what Gregor did not write, %v", m[0], got, want)
+		}
+		if data, err := os.ReadFile(filepath.Join(m[0], "notes.txt")); err != nil || string(data) != name+"-0/notes.txt" {
+			t.Errorf("%s/notes.txt: %q, %v", m[0], data, err)
+		}
+	}
+	if !strings.Contains(logs.String(), "it holds files Gregor did not write") {
+		t.Errorf("no log line for the kept files:\n%s", logs.String())
 	}
 }

@@ -104,7 +104,9 @@
 // writes that list) and deals with
 // the rest of the data directory (datadir.go): partitions being deleted are
 // removed, stray ones renamed aside (<name>.<id>-stray, kept for
-// log.stray.retention.ms), and nothing without partition files is touched.
+// log.stray.retention.ms), and nothing without partition files is touched;
+// a removal takes only the partition's own files (storage.RemoveLogDir),
+// keeping the directory of one that holds anything else.
 // That listing's names (Broker.mayHoldDir) are the only ones a new
 // partition's directory is looked for at creation; one that appears since
 // is met by the partition's first write (dirInTheWay), and a topic's

@@ -42,6 +42,10 @@ const (
 	deleteSuffix       = "-delete"
 )
 
+// ownedPartitionFiles are the files the broker adds to a partition's log
+// directory (storage.Config.OwnedFiles).
+var ownedPartitionFiles = []string{partitionMetaName}
+
 // topicRecord is the persisted form of a topic (see topicStore).
 type topicRecord struct {
 	Name       string            `json:"name"`

@@ -192,12 +192,20 @@ func renameAside(dir, suffix string) (string, error) {
 	return to, os.Rename(dir, to)
 }
 
+// removeDirAsync removes a retired or stray partition directory in the
+// background, as far as it is Gregor's: its log's files and
+// partition.metadata (storage.RemoveLogDir). What another program put in
+// it is kept, with the directory.
 func (b *Broker) removeDirAsync(dir string) {
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
-		if err := os.RemoveAll(dir); err != nil {
+		kept, err := storage.RemoveLogDir(dir, ownedPartitionFiles...)
+		if err != nil {
 			b.log.Error("remove directory", "dir", dir, "err", err)
+		}
+		if len(kept) > 0 {
+			b.log.Warn("removed a partition directory's files but kept the directory: it holds files Gregor did not write", "dir", dir, "kept", kept)
 		}
 	}()
 }

@@ -41,6 +41,10 @@ type Config struct {
 	Decompress func(codec int8, compressed []byte) ([]byte, error)
 	// Logger receives recovery and deletion messages; nil means slog.Default().
 	Logger *slog.Logger
+	// OwnedFiles are the names of the files the log's owner adds to its
+	// directory (AddFile; Kafka's partition.metadata): Delete removes them
+	// with the log's own, and nothing else (RemoveLogDir).
+	OwnedFiles []string
 	// ReplicatedHighWatermark makes the high watermark the owner's to move
 	// (a replicated partition's leader or follower): Append, AppendMarker
 	// and AppendAsFollower then advance only the log end offset, and

@@ -118,7 +118,9 @@
 // closing a log never written leaves no directory. A directory found at
 // its path then is not the log's: the LogDir's in-the-way function
 // (LogDir.SetInTheWay) sets it aside or accepts it; nothing in it is
-// written over.
+// written over. Delete (and RemoveLogDir, for a directory without an open
+// log) removes only the files a log writes (IsLogFile) and the owner's
+// (Config.OwnedFiles), and the directory when nothing else is left in it.
 //
 // # Many logs: LogDir
 //

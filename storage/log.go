@@ -932,7 +932,8 @@ func (l *Log) releaseAllLocked() {
 	l.wakeAll()
 }
 
-// Delete closes the log without flushing and removes its directory.
+// Delete closes the log without flushing and removes its directory, as
+// far as it is the log's (RemoveLogDir).
 func (l *Log) Delete() error {
 	l.mu.Lock()
 	if !l.closed.Load() {
@@ -948,10 +949,11 @@ func (l *Log) Delete() error {
 		}
 	}
 	l.mu.Unlock()
-	if err := os.RemoveAll(l.dir); err != nil {
-		return ioErr("remove", l.dir, err)
+	kept, err := RemoveLogDir(l.dir, l.rcfg.Load().OwnedFiles...)
+	if len(kept) > 0 {
+		l.logger.Warn("deleted log: keeping its directory for the files Gregor did not write", "dir", l.dir, "kept", kept)
 	}
-	return nil
+	return err
 }
 
 // writeAt writes b at pos in seg's file, through the BeforeIO seam.
