@@ -18,6 +18,14 @@ import (
 // and returns the resource's error code.
 func alterGroupConfig(t *testing.T, cl *kgo.Client, group, name string, value *string) int16 {
 	t.Helper()
+	code, _ := alterGroupConfigMsg(t, cl, group, name, value)
+	return code
+}
+
+// alterGroupConfigMsg is alterGroupConfig with the resource's error
+// message.
+func alterGroupConfigMsg(t *testing.T, cl *kgo.Client, group, name string, value *string) (int16, string) {
+	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
@@ -32,7 +40,11 @@ func alterGroupConfig(t *testing.T, cl *kgo.Client, group, name string, value *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.Resources[0].ErrorCode
+	r := resp.Resources[0]
+	if r.ErrorMessage == nil {
+		return r.ErrorCode, ""
+	}
+	return r.ErrorCode, *r.ErrorMessage
 }
 
 // describeGroupConfig returns a group config's value and source as one
@@ -362,19 +374,8 @@ func TestGroupConfigs_BrokerBounds(t *testing.T) {
 	if got := join(cl, "BBBBBBBBBBBBBBBBBBBBBB"); got != 15000 {
 		t.Errorf("heartbeat interval %d, want 15000: the group's 18000 capped to the broker's maximum", got)
 	}
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "cg-b"
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "consumer.session.timeout.ms", kmsg.StringPtr("50000")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(testCtx(t), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidConfig.Code || r.ErrorMessage == nil ||
-		*r.ErrorMessage != "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive." {
-		t.Errorf("another change to the group: %v %v, want INVALID_CONFIG for its stored heartbeat", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	if code, msg := alterGroupConfigMsg(t, cl, "cg-b", "consumer.session.timeout.ms", kmsg.StringPtr("50000")); code != kerr.InvalidConfig.Code ||
+		msg != "consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive." {
+		t.Errorf("another change to the group: %v %q, want INVALID_CONFIG for its stored heartbeat", kerr.ErrorForCode(code), msg)
 	}
 }
