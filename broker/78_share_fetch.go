@@ -28,8 +28,11 @@ package broker
 // MinBytes is treated as "any record": records are acquired as soon as
 // there are some (Kafka waits for MinBytes before acquiring). Partitions
 // this broker does not lead answer NOT_LEADER_OR_FOLLOWER with the leader
-// in NodeEndpoints. Isolation is read_uncommitted (share.isolation.level
-// is not supported). ACLs are checked in acl_share.go.
+// in NodeEndpoints. The group's share.isolation.level decides what is
+// acquired: under read_committed only records below the last stable
+// offset, and the records of aborted transactions are archived without a
+// delivery, as control batches are (Kafka 4.4). ACLs are checked in
+// acl_share.go.
 
 import (
 	"errors"
@@ -202,6 +205,8 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 		got := 0
 		remainingRecords := int(req.MaxRecords)
 		budget := maxBytes
+		isolation, _ := b.groupConfigValue(group, "share.isolation.level")
+		readCommitted := isolation == "read_committed"
 		for _, a := range targets {
 			sp := a.state
 			wake = append(wake, a.part.log.Notify(), sp.Changed())
@@ -222,7 +227,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			if budget <= 0 {
 				continue
 			}
-			recs, ranges, code := b.shareAcquire(sp, a.part, member, int32(min(limit, 1<<31-1)), remainingRecords, req.Version >= 2 && req.ShareAcquireMode == 1)
+			recs, ranges, code := b.shareAcquire(sp, a.part, member, int32(min(limit, 1<<31-1)), remainingRecords, req.Version >= 2 && req.ShareAcquireMode == 1, readCommitted)
 			if code != 0 {
 				a.sp.ErrorCode = code
 				continue
@@ -281,13 +286,26 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 }
 
 // shareAcquire reads p from sp's fetch offset and acquires for member,
-// returning the batches that hold acquired records and the ranges.
-func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, member string, maxBytes int32, maxRecords int, recordLimit bool) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, int16) {
+// returning the batches that hold acquired records and the ranges; under
+// readCommitted only below the last stable offset, never delivering an
+// aborted transaction's records.
+func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, member string, maxBytes int32, maxRecords int, recordLimit, readCommitted bool) ([]byte, []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord, int16) {
 	off, ok := sp.FetchOffset(time.Now())
-	if !ok || off >= p.log.HighWatermark() {
+	bound := p.log.HighWatermark()
+	if readCommitted {
+		bound = p.log.LastStableOffset()
+	}
+	if !ok || off >= bound {
 		return nil, nil, 0
 	}
-	res, err := p.log.Read(off, max(maxBytes, 0), true)
+	var res storage.ReadResult
+	var aborted []storage.AbortedTxn
+	var err error
+	if readCommitted {
+		res, aborted, err = p.log.ReadCommitted(off, max(maxBytes, 0), true)
+	} else {
+		res, err = p.log.Read(off, max(maxBytes, 0), true)
+	}
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return nil, nil, 0
@@ -310,7 +328,8 @@ func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, memb
 		if err != nil || h.Size() > int64(len(buf)) {
 			break
 		}
-		batches = append(batches, raw{coordinator.BatchSpan{First: h.BaseOffset, Last: h.LastOffset(), Control: h.Control()}, buf[:h.Size()]})
+		skip := h.Control() || h.Transactional() && inAbortedTxn(aborted, h)
+		batches = append(batches, raw{coordinator.BatchSpan{First: h.BaseOffset, Last: h.LastOffset(), Skip: skip}, buf[:h.Size()]})
 		buf = buf[h.Size():]
 	}
 	spans := make([]coordinator.BatchSpan, len(batches))
@@ -341,4 +360,16 @@ func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, memb
 		}
 	}
 	return out, ranges, 0
+}
+
+// inAbortedTxn reports whether the transactional batch h belongs to one of
+// aborted: its producer's, begun at or before h and ended by its marker
+// after h.
+func inAbortedTxn(aborted []storage.AbortedTxn, h storage.BatchHeader) bool {
+	for _, a := range aborted {
+		if a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.LastOffset() < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }

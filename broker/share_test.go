@@ -317,3 +317,47 @@ func TestDescribeShareGroupOffsets_NamedTopicsNotChecked(t *testing.T) {
 		t.Errorf("unknown group, null topics: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(g.ErrorCode))
 	}
 }
+
+// TestShareGroups_ReadCommitted: with share.isolation.level=read_committed
+// a share group is given only committed records, below the last stable
+// offset: an aborted transaction's records are archived without a
+// delivery (as Kafka 4.4 does), an open transaction's wait for its commit.
+func TestShareGroups_ReadCommitted(t *testing.T) {
+	cl, topicID, addr := shareSetup(t, "sg-rc", "s-rc", 2) // offsets 0-1
+	ctx := testCtx(t)
+	txn := newClient(t, addr, kgo.DefaultProduceTopic("s-rc"), kgo.TransactionalID("rc-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(values ...string) {
+		t.Helper()
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var rs []*kgo.Record
+		for _, v := range values {
+			rs = append(rs, &kgo.Record{Partition: 0, Value: []byte(v)})
+		}
+		if err := txn.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := func(commit kgo.TransactionEndTry) {
+		t.Helper()
+		if err := txn.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce("aborted-1", "aborted-2") // 2-3, its marker 4
+	end(kgo.TryAbort)
+	produce("committed") // 5, its marker 6
+	end(kgo.TryCommit)
+	produce("open") // 7, open
+	if code, msg := alterGroupConfigMsg(t, cl, "sg-rc", "share.isolation.level", kmsg.StringPtr("read_committed")); code != 0 {
+		t.Fatalf("set read_committed: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if got := shareAcquired(doShareFetch(t, ctx, cl, shareFetchReq("sg-rc", "m1", 0, topicID))); got != "[0-1@1 5-5@1]" {
+		t.Fatalf("read_committed with an aborted, a committed and an open transaction: %s", got)
+	}
+	end(kgo.TryCommit) // 7 committed, its marker 8
+	if got := shareAcquired(doShareFetch(t, ctx, cl, shareFetchReq("sg-rc", "m1", 1, topicID))); got != "[7-7@1]" {
+		t.Fatalf("after the open transaction's commit: %s", got)
+	}
+}

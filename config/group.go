@@ -29,6 +29,8 @@ var GroupDefs = []GroupDef{
 		Doc: "The timeout to detect consumer group (KIP-848) members that stopped heartbeating."},
 	{Name: "share.auto.offset.reset", Default: "latest", Enum: []string{"latest", "earliest"},
 		Doc: "Where a share group starts on a partition without share-partition state."},
+	{Name: "share.isolation.level", Default: "read_uncommitted", Enum: []string{"read_committed", "read_uncommitted"},
+		Doc: "What a share group is given of transactional records: read_committed, only committed ones, below the last stable offset; read_uncommitted, all of them."},
 	{Name: "share.heartbeat.interval.ms", BrokerProp: "group.share.heartbeat.interval.ms", Default: "5000", AtLeast: 1,
 		MinProp: "group.share.min.heartbeat.interval.ms", MaxProp: "group.share.max.heartbeat.interval.ms",
 		Doc: "The heartbeat interval given to share group members."},
@@ -73,10 +75,13 @@ func Group(name string) *GroupDef {
 // broker's bounds.
 func ValidateGroup(d *GroupDef, v string) error {
 	if d.Enum != nil {
-		if !slices.Contains(d.Enum, v) {
+		switch {
+		case slices.Contains(d.Enum, v):
+			return nil
+		case d.Name == "share.auto.offset.reset": // its own validator's message
 			return fmt.Errorf("Invalid value %s for configuration %s: Invalid value `%s` for configuration %s. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.", v, d.Name, v, d.Name)
 		}
-		return nil
+		return fmt.Errorf("Invalid value %s for configuration %s: String must be one of: %s", v, d.Name, strings.Join(d.Enum, ", "))
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 	if err != nil {

@@ -100,10 +100,12 @@ func (c SharePartitionConfig) withDefaults() SharePartitionConfig {
 }
 
 // BatchSpan is one record batch read from the log: its first and last
-// offsets, and whether it is a control batch (never delivered).
+// offsets, and whether its records are never delivered (Skip: a control
+// batch, or under read_committed an aborted transaction's batch), only
+// archived.
 type BatchSpan struct {
 	First, Last int64
-	Control     bool
+	Skip        bool
 }
 
 // AcquiredRange is a run of offsets acquired by one ShareFetch with the
@@ -281,7 +283,7 @@ func (sp *SharePartition) acquire(member string, now time.Time, batches []BatchS
 				break
 			}
 			if off < sp.end() {
-				if r := &sp.recs[off-sp.start]; r.state == RecordAvailable && !b.Control {
+				if r := &sp.recs[off-sp.start]; r.state == RecordAvailable && !b.Skip {
 					take(off, r)
 				}
 				continue
@@ -289,7 +291,7 @@ func (sp *SharePartition) acquire(member string, now time.Time, batches []BatchS
 			for off > sp.end() { // offsets missing from the log: never delivered
 				sp.recs = append(sp.recs, shareRecord{state: RecordArchived})
 			}
-			if b.Control {
+			if b.Skip {
 				sp.recs = append(sp.recs, shareRecord{state: RecordArchived})
 				continue
 			}

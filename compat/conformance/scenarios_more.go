@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -434,6 +435,58 @@ func moreScenarios() []Scenario {
 			}
 			ack := shareAck(e, "g-sf-reopen", 1, id, 0, 2, 1)
 			return map[string]any{"reopenError": reopened.ErrorCode, "acquiredAgain": acquired, "ack": ack}
+		}},
+		{"ShareFetch", "share.isolation.level=read_committed: plain records, an aborted, a committed and an open transaction; then the open one committed", func(e *Env) any {
+			const topic, group = "sf-rc", "g-sf-rc"
+			e.CreateTopic(topic, 1)
+			e.MustProduce(topic, 0, batch(plainOpts(), vals("p", 2)...)) // 0-1
+			txn := func(id string, n int) (int64, int16) {
+				findCoordinator(e, id, 1)
+				pid, epoch := e.InitProducerID(&id)
+				addPartitions(e, id, pid, epoch, topic, 0)
+				o := batchOpts{producerID: pid, producerEpoch: epoch, baseSequence: 0, transactional: true}
+				e.produce(produceReq(-1, &id, topic, 0, batch(o, vals(id, n)...)))
+				return pid, epoch
+			}
+			apid, aepoch := txn("sf-rc-aborted", 2) // 2-3, marker 4
+			endTxn(e, "sf-rc-aborted", apid, aepoch, false)
+			cpid, cepoch := txn("sf-rc-committed", 1) // 5, marker 6
+			endTxn(e, "sf-rc-committed", cpid, cepoch, true)
+			id := e.TopicID(topic)
+			e.waitFor("the markers", func() bool {
+				f := Do[*kmsg.FetchResponse](e, fetchReq(topic, id, 0, 0, 1<<20, 1))
+				return f.Topics[0].Partitions[0].LastStableOffset == 7
+			})
+			opid, oepoch := txn("sf-rc-open", 1) // 7, open
+			groupConfig(e, group, "share.auto.offset.reset", "earliest")
+			isolation := groupConfig(e, group, "share.isolation.level", "read_committed").Resources[0].ErrorCode
+			joinShare(e, group, topic)
+			epoch := int32(0)
+			acquired := func(want int64) []string {
+				var got []string
+				e.poll(func() bool {
+					f := Do[*kmsg.ShareFetchResponse](e, shareFetchReq(group, memberA, epoch, id, 0))
+					epoch++
+					if f.ErrorCode != 0 {
+						e.fail("ShareFetch: %s", errName(f.ErrorCode))
+					}
+					done := false
+					for _, t := range f.Topics {
+						for _, p := range t.Partitions {
+							for _, a := range p.AcquiredRecords {
+								got = append(got, fmt.Sprintf("%d-%d@%d", a.FirstOffset, a.LastOffset, a.DeliveryCount))
+								done = done || a.LastOffset >= want
+							}
+						}
+					}
+					return done
+				})
+				return got
+			}
+			before := acquired(5)
+			endTxn(e, "sf-rc-open", opid, oepoch, true) // 7 committed, marker 8
+			after := acquired(7)
+			return map[string]any{"isolationSet": isolation, "beforeCommit": before, "afterCommit": after}
 		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
