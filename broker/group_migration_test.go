@@ -25,6 +25,8 @@ func TestGroups_OnlineMigrationWithRealClients(t *testing.T) {
 	_, addr := startBroker(t, "", map[string]string{
 		"group.initial.rebalance.delay.ms":     "100",
 		"group.consumer.heartbeat.interval.ms": "200",
+		// As in Kafka, the minimum goes down with it.
+		"group.consumer.min.heartbeat.interval.ms": "200",
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

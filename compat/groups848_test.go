@@ -41,7 +41,7 @@ func waitConsumerGroup(t *testing.T, ctx context.Context, adm *kadm.Client, grou
 // their member epochs and leave; after a broker restart a new group run
 // resumes from the commits with no redelivery.
 func TestGroups_FranzGo848ThreeMembers(t *testing.T) {
-	b := newBroker(t, "group.consumer.heartbeat.interval.ms=250")
+	b := newBroker(t, "group.consumer.heartbeat.interval.ms=250", "group.consumer.min.heartbeat.interval.ms=250")
 	ctx := testCtx(t, 90*time.Second)
 	adm := newAdmin(t, b)
 	prod := newSpreader(t, b)

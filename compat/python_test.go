@@ -35,7 +35,7 @@ const (
 // group.protocol=consumer test sees assignment changes quickly.
 func TestPythonClients(t *testing.T) {
 	python := pythonVenv(t)
-	b := newBroker(t, noDelay, "group.consumer.heartbeat.interval.ms=500", "schema.registry.listeners=http://127.0.0.1:0")
+	b := newBroker(t, noDelay, "group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500", "schema.registry.listeners=http://127.0.0.1:0")
 	registry := b.schemaRegistryURL(t)
 	oauth, oauthAddr := oauthBroker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout)

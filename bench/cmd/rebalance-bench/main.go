@@ -82,7 +82,10 @@ func main() {
 	}
 	sets := []string{"group.initial.rebalance.delay.ms=0"}
 	if *hb > 0 {
-		sets = append(sets, fmt.Sprintf("group.consumer.heartbeat.interval.ms=%d", hb.Milliseconds()))
+		sets = append(sets, fmt.Sprintf("group.consumer.heartbeat.interval.ms=%d", hb.Milliseconds()),
+			// Kafka's bounds, moved as Kafka needs them moved.
+			fmt.Sprintf("group.consumer.min.heartbeat.interval.ms=%d", min(hb.Milliseconds(), 5000)),
+			fmt.Sprintf("group.consumer.max.heartbeat.interval.ms=%d", max(hb.Milliseconds(), 15000)))
 	}
 	addr, stop, err := startBroker(*bin, sets)
 	if err != nil {

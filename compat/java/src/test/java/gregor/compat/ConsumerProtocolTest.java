@@ -42,7 +42,7 @@ class ConsumerProtocolTest {
 
     @BeforeAll
     static void start() throws Exception {
-        gregor = Gregor.start("group.consumer.heartbeat.interval.ms=500");
+        gregor = Gregor.start("group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500");
     }
 
     @AfterAll

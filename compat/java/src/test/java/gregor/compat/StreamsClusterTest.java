@@ -67,6 +67,7 @@ class StreamsClusterTest {
                 "offsets.topic.replication.factor=3", "transaction.state.log.replication.factor=3",
                 "transaction.state.log.min.isr=2",
                 "group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=6000",
+                "group.streams.min.heartbeat.interval.ms=300", "group.streams.min.session.timeout.ms=6000",
                 "group.streams.initial.rebalance.delay.ms=0");
     }
 

@@ -48,7 +48,8 @@ class StreamsProtocolTest {
 
     @BeforeAll
     static void start() throws Exception {
-        gregor = Gregor.start("group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=10000");
+        gregor = Gregor.start("group.streams.heartbeat.interval.ms=300", "group.streams.session.timeout.ms=10000",
+                "group.streams.min.heartbeat.interval.ms=300", "group.streams.min.session.timeout.ms=10000");
     }
 
     @AfterAll

@@ -42,7 +42,8 @@ class StreamsTopologyDescriptionTest {
     @BeforeAll
     static void start() throws Exception {
         gregor = Gregor.start("group.streams.topology.description.plugin.class=org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin",
-                "group.streams.heartbeat.interval.ms=300", "group.streams.initial.rebalance.delay.ms=0");
+                "group.streams.heartbeat.interval.ms=300", "group.streams.min.heartbeat.interval.ms=300",
+                "group.streams.initial.rebalance.delay.ms=0");
     }
 
     @AfterAll
