@@ -28,11 +28,12 @@ package broker
 // MinBytes is treated as "any record": records are acquired as soon as
 // there are some (Kafka waits for MinBytes before acquiring). Partitions
 // this broker does not lead answer NOT_LEADER_OR_FOLLOWER with the leader
-// in NodeEndpoints. The group's share.isolation.level decides what is
-// acquired: under read_committed only records below the last stable
-// offset, and the records of aborted transactions are archived without a
-// delivery, as control batches are (Kafka 4.4). ACLs are checked in
-// acl_share.go.
+// in NodeEndpoints. Control batches are acquired as Kafka 4.4 acquires
+// them (a client acknowledges their offsets as gaps). The group's
+// share.isolation.level decides what else is acquired: under
+// read_committed only records below the last stable offset, and the
+// records of aborted transactions are archived without a delivery. ACLs
+// are checked in acl_share.go.
 
 import (
 	"errors"
@@ -328,7 +329,9 @@ func (b *Broker) shareAcquire(sp *coordinator.SharePartition, p *partition, memb
 		if err != nil || h.Size() > int64(len(buf)) {
 			break
 		}
-		skip := h.Control() || h.Transactional() && inAbortedTxn(aborted, h)
+		// A control batch is acquired like any other (clients acknowledge
+		// its offsets as gaps), an aborted transaction's batch archived.
+		skip := h.Transactional() && !h.Control() && inAbortedTxn(aborted, h)
 		batches = append(batches, raw{coordinator.BatchSpan{First: h.BaseOffset, Last: h.LastOffset(), Skip: skip}, buf[:h.Size()]})
 		buf = buf[h.Size():]
 	}

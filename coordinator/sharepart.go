@@ -100,9 +100,8 @@ func (c SharePartitionConfig) withDefaults() SharePartitionConfig {
 }
 
 // BatchSpan is one record batch read from the log: its first and last
-// offsets, and whether its records are never delivered (Skip: a control
-// batch, or under read_committed an aborted transaction's batch), only
-// archived.
+// offsets, and whether its records are never delivered, only archived
+// (Skip: under read_committed, an aborted transaction's batch).
 type BatchSpan struct {
 	First, Last int64
 	Skip        bool
