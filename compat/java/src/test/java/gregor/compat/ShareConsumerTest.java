@@ -58,13 +58,10 @@ class ShareConsumerTest {
 
     /** Sets share.auto.offset.reset=earliest for group (else it starts at the end). */
     static void fromEarliest(String group) throws Exception {
-        try (Admin a = Clients.admin(gregor)) {
-            ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, group);
-            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
-            a.incrementalAlterConfigs(Map.of(r, List.of(op))).all().get();
-        }
+        groupConfig(group, "share.auto.offset.reset", "earliest");
     }
 
+    /** Sets a group config of group. */
     static void groupConfig(String group, String name, String value) throws Exception {
         try (Admin a = Clients.admin(gregor)) {
             ConfigResource r = new ConfigResource(ConfigResource.Type.GROUP, group);
