@@ -94,9 +94,13 @@ func (b *Broker) handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				if req.IncludeSynonyms {
 					c.ConfigSynonyms = syns
 				}
-				c.ConfigType = kmsg.ConfigTypeInt
-				if d.Enum != nil {
+				switch {
+				case d.Bool:
+					c.ConfigType = kmsg.ConfigTypeBoolean
+				case d.Enum != nil:
 					c.ConfigType = kmsg.ConfigTypeString
+				default:
+					c.ConfigType = kmsg.ConfigTypeInt
 				}
 				if req.IncludeDocumentation {
 					c.Documentation = kmsg.StringPtr(d.Doc)

@@ -72,9 +72,13 @@ func (b *Broker) shareTarget(id [16]byte, partition int32) (*partition, int16) {
 }
 
 // shareAcknowledge applies one partition's acknowledgement batches
-// (share.Cache.Acknowledge).
-func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []coordinator.AckBatch, renew bool) int16 {
-	return b.shares.Acknowledge(shareKeyOf(group, p), shareLeader{p}, member, batches, renew)
+// (share.Cache.Acknowledge), renewals only if the group allows them
+// (share.renew.acknowledge.enable), and returns the error and its message.
+func (b *Broker) shareAcknowledge(group, member string, p *partition, batches []coordinator.AckBatch, renew bool) (int16, *string) {
+	if renew && !b.shares.RenewAllowed(group, batches) {
+		return kerr.InvalidRecordState.Code, kmsg.StringPtr(share.RenewNotEnabled)
+	}
+	return b.shares.Acknowledge(shareKeyOf(group, p), shareLeader{p}, member, batches, renew), nil
 }
 
 func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
@@ -169,7 +173,7 @@ func (b *Broker) handleShareFetch(r *request) (kmsg.Response, error) {
 			for _, ab := range p.AcknowledgementBatches {
 				batches = append(batches, coordinator.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
 			}
-			a.sp.AcknowledgeErrorCode = b.shareAcknowledge(group, member, a.part, batches, req.IsRenewAck)
+			a.sp.AcknowledgeErrorCode, a.sp.AcknowledgeErrorMessage = b.shareAcknowledge(group, member, a.part, batches, req.IsRenewAck)
 		}
 	}
 	if req.ShareSessionEpoch == share.FinalEpoch {

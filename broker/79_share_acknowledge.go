@@ -54,7 +54,7 @@ func (b *Broker) handleShareAcknowledge(r *request) (kmsg.Response, error) {
 				for _, ab := range p.AcknowledgementBatches {
 					batches = append(batches, coordinator.AckBatch{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
 				}
-				code = b.shareAcknowledge(group, member, part, batches, req.IsRenewAck)
+				code, rp.ErrorMessage = b.shareAcknowledge(group, member, part, batches, req.IsRenewAck)
 			} else if code == kerr.NotLeaderForPartition.Code && part != nil {
 				if br, leader, epoch, ok := b.leaderHint(part); ok {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch

@@ -99,6 +99,7 @@ func TestValidateGroup(t *testing.T) {
 		{"share.record.lock.duration.ms", "999", "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"},
 		{"share.heartbeat.interval.ms", "0", "Invalid value 0 for configuration share.heartbeat.interval.ms: Value must be at least 1"},
 		{"share.partition.max.record.locks", "99", "Invalid value 99 for configuration share.partition.max.record.locks: Value must be at least 100"},
+		{"share.renew.acknowledge.enable", "yes", "Invalid value yes for configuration share.renew.acknowledge.enable: Expected value to be either true or false"},
 		{"share.isolation.level", "READ_COMMITTED", "Invalid value READ_COMMITTED for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted"},
 		{"share.auto.offset.reset", "foo", "Invalid value foo for configuration share.auto.offset.reset: Invalid value `foo` for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
 	} {

@@ -16,6 +16,7 @@ type GroupDef struct {
 	// (GroupConfig.validate), both or MaxProp alone; none, no bound.
 	MinProp, MaxProp string
 	Enum             []string
+	Bool             bool // a boolean: true or false, in any case
 	Doc              string
 }
 
@@ -31,6 +32,8 @@ var GroupDefs = []GroupDef{
 		Doc: "Where a share group starts on a partition without share-partition state."},
 	{Name: "share.isolation.level", Default: "read_uncommitted", Enum: []string{"read_committed", "read_uncommitted"},
 		Doc: "What a share group is given of transactional records: read_committed, only committed ones, below the last stable offset; read_uncommitted, all of them."},
+	{Name: "share.renew.acknowledge.enable", Default: "true", Bool: true,
+		Doc: "Whether members of a share group may renew the acquisition locks of their records (the RENEW acknowledgement)."},
 	{Name: "share.heartbeat.interval.ms", BrokerProp: "group.share.heartbeat.interval.ms", Default: "5000", AtLeast: 1,
 		MinProp: "group.share.min.heartbeat.interval.ms", MaxProp: "group.share.max.heartbeat.interval.ms",
 		Doc: "The heartbeat interval given to share group members."},
@@ -74,6 +77,12 @@ func Group(name string) *GroupDef {
 // messages; ValidateGroupValues checks a group's values against the
 // broker's bounds.
 func ValidateGroup(d *GroupDef, v string) error {
+	if d.Bool {
+		if t := strings.ToLower(strings.TrimSpace(v)); t != "true" && t != "false" {
+			return fmt.Errorf("Invalid value %s for configuration %s: Expected value to be either true or false", v, d.Name)
+		}
+		return nil
+	}
 	if d.Enum != nil {
 		switch {
 		case slices.Contains(d.Enum, v):

@@ -2,7 +2,9 @@ package share
 
 import (
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,6 +192,24 @@ func (c *Cache) Acknowledge(k Key, p Leader, member string, batches []coordinato
 		return c.Persist(k, sp)
 	}
 	return 0
+}
+
+// RenewNotEnabled is the message with which Kafka 4.4 refuses (with
+// INVALID_RECORD_STATE) a renewal the group does not allow.
+const RenewNotEnabled = "Renewing acquisition locks is not enabled for the group."
+
+// RenewAllowed reports whether batches may be applied for group: those
+// renewing locks only when its share.renew.acknowledge.enable is true.
+func (c *Cache) RenewAllowed(group string, batches []coordinator.AckBatch) bool {
+	if strings.EqualFold(c.settings.GroupConfig(group, "share.renew.acknowledge.enable"), "true") {
+		return true
+	}
+	for _, b := range batches {
+		if slices.Contains(b.Types, coordinator.AckRenew) {
+			return false
+		}
+	}
+	return true
 }
 
 // SetStart sets (creating) the share-partition start offset of k to off:

@@ -319,3 +319,23 @@ func TestCache_PartitionConfigFollowsSettings(t *testing.T) {
 		t.Fatalf("a cached share-partition after Get: %v", sp.LockDuration())
 	}
 }
+
+// TestCache_RenewAllowed: renewals only while the group's
+// share.renew.acknowledge.enable is true (in any case); other
+// acknowledgements always.
+func TestCache_RenewAllowed(t *testing.T) {
+	c, _, s := newTestCache()
+	renew := []coordinator.AckBatch{{First: 0, Last: 1, Types: []int8{coordinator.AckAccept}}, {First: 2, Last: 3, Types: []int8{coordinator.AckRenew, coordinator.AckAccept}}}
+	accept := []coordinator.AckBatch{{First: 0, Last: 1, Types: []int8{coordinator.AckAccept}}}
+	if !c.RenewAllowed("g", renew) {
+		t.Error("a renewal refused by default")
+	}
+	s.setGroup("g", "share.renew.acknowledge.enable", "false")
+	if c.RenewAllowed("g", renew) || !c.RenewAllowed("g", accept) || !c.RenewAllowed("other", renew) {
+		t.Error("with false: a renewal allowed, or an acceptance or another group's renewal refused")
+	}
+	s.setGroup("g", "share.renew.acknowledge.enable", "TRUE")
+	if !c.RenewAllowed("g", renew) {
+		t.Error("a renewal refused with TRUE")
+	}
+}

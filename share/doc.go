@@ -58,7 +58,8 @@
 // interfaces the package defines: a Persister (the share coordinator,
 // local or a remote broker's, __share_group_state), Settings (the group
 // configs share.record.lock.duration.ms, share.delivery.count.limit,
-// share.partition.max.record.locks and share.auto.offset.reset, each the
+// share.partition.max.record.locks, share.auto.offset.reset and
+// share.renew.acknowledge.enable (Cache.RenewAllowed), each the
 // group's within the broker's bounds or else the broker's, and the broker
 // property group.share.max.share.sessions, read on every use) and, for
 // each call,

@@ -142,6 +142,7 @@ var defaultGroupConfigs = map[string]string{
 	"share.delivery.count.limit":    "5",
 	// The broker answers a group's unset config with its own property.
 	"share.partition.max.record.locks": "2000",
+	"share.renew.acknowledge.enable":   "true",
 }
 
 var defaultBrokerInts = map[string]int64{

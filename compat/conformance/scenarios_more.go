@@ -501,6 +501,36 @@ func moreScenarios() []Scenario {
 			uncommitted := acquired(8)
 			return map[string]any{"isolationSet": isolation, "beforeCommit": before, "afterCommit": after, "readUncommitted": uncommitted}
 		}},
+		{"ShareAcknowledge", "share.renew.acknowledge.enable: a bad value; a renew refused while false, allowed once true", func(e *Env) any {
+			const group = "g-sa-renew"
+			shareFetched(e, group, "sa-renew")
+			id := e.TopicID("sa-renew")
+			renew := func(epoch int32) any {
+				req := kmsg.NewPtrShareAcknowledgeRequest()
+				g, m := group, memberA
+				req.GroupID, req.MemberID, req.ShareSessionEpoch, req.IsRenewAck = &g, &m, epoch, true
+				t := kmsg.NewShareAcknowledgeRequestTopic()
+				t.TopicID = id
+				p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+				b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+				b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = 0, 2, []int8{4}
+				p.AcknowledgementBatches = append(p.AcknowledgementBatches, b)
+				t.Partitions = append(t.Partitions, p)
+				req.Topics = append(req.Topics, t)
+				r := Do[*kmsg.ShareAcknowledgeResponse](e, req)
+				if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+					return errName(r.ErrorCode)
+				}
+				rp := r.Topics[0].Partitions[0]
+				return text(rp.ErrorCode, rp.ErrorMessage)
+			}
+			bad := groupConfig(e, group, "share.renew.acknowledge.enable", "yes").Resources[0]
+			groupConfig(e, group, "share.renew.acknowledge.enable", "false")
+			refused := renew(e.shareEpoch)
+			groupConfig(e, group, "share.renew.acknowledge.enable", "TRUE")
+			allowed := renew(e.shareEpoch + 1)
+			return map[string]any{"badValue": text(bad.ErrorCode, bad.ErrorMessage), "refused": refused, "allowed": allowed}
+		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
 			id := e.TopicID("sa-errs")
