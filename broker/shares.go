@@ -23,6 +23,7 @@ package broker
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/gregor-broker/gregor/config"
 	"github.com/gregor-broker/gregor/coordinator"
@@ -46,6 +47,12 @@ func (s shareSettings) GroupConfig(group, name string) string {
 
 func (s shareSettings) BrokerInt(name string) int64 { return s.b.cfg.int64Prop(name) }
 
+func (s shareSettings) AutoOffsetReset(group string) (earliest, byDuration bool, d time.Duration) {
+	v, _ := s.b.groupConfigValue(group, "share.auto.offset.reset")
+	earliest, byDuration, d, _ = config.ShareAutoOffsetReset(v)
+	return earliest, byDuration, d
+}
+
 // shareLeader is a partition this broker leads, as package share reads
 // it.
 type shareLeader struct{ p *partition }
@@ -54,6 +61,15 @@ func (l shareLeader) Topic() string         { return l.p.topic.name }
 func (l shareLeader) LeaderEpoch() int32    { return l.p.epoch.Load() }
 func (l shareLeader) LogStartOffset() int64 { return l.p.log.LogStartOffset() }
 func (l shareLeader) HighWatermark() int64  { return l.p.log.HighWatermark() }
+
+// OffsetForTimestamp is ListOffsets by timestamp: below the high watermark.
+func (l shareLeader) OffsetForTimestamp(ts int64) (int64, bool) {
+	off, _, ok := l.p.log.OffsetForTimestamp(ts)
+	if !ok || off >= l.p.log.HighWatermark() {
+		return 0, false
+	}
+	return off, true
+}
 
 // shareOwner is the owner of the share sessions r opens: its connection,
 // whose end closes them (share.Sessions.Close), or none for a request on

@@ -3,6 +3,7 @@ package config
 import (
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestDefs_Consistent: every name is defined once, every non-empty default
@@ -252,5 +253,49 @@ func TestListenerConfigName(t *testing.T) {
 		if got := ListenerConfigName(in); got != want {
 			t.Errorf("ListenerConfigName(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestShareAutoOffsetReset: Kafka 4.4's values of share.auto.offset.reset
+// (AutoOffsetResetStrategy.fromString): java.time.Duration's format,
+// negative durations refused.
+func TestShareAutoOffsetReset(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		"by_duration:PT1H":            time.Hour,
+		"by_duration:P1DT2H3M4S":      26*time.Hour + 3*time.Minute + 4*time.Second,
+		"by_duration:pt0.5s":          500 * time.Millisecond,
+		"BY_DURATION:PT1H":            -1, // the keyword in lower case only, as Kafka's
+		"by_duration:P2D":             48 * time.Hour,
+		"by_duration:PT-1H30M":        -time.Hour + 30*time.Minute, // parts are signed, the whole is not negative
+		"by_duration:PT0S":            0,
+		"by_duration:-PT1H":           -1,
+		"by_duration:PT":              -1,
+		"by_duration:P":               -1,
+		"by_duration:1h":              -1,
+		"by_duration:":                -1,
+		"by_duration:PT1.1234567891S": -1,
+	} {
+		_, byDuration, d, ok := ShareAutoOffsetReset(v)
+		if want < 0 {
+			if ok {
+				t.Errorf("%q accepted (%v)", v, d)
+			}
+			continue
+		}
+		if !ok || !byDuration || d != want {
+			t.Errorf("%q: %v %v %v, want %v", v, ok, byDuration, d, want)
+		}
+	}
+	if e, b, _, ok := ShareAutoOffsetReset("earliest"); !ok || !e || b {
+		t.Error("earliest")
+	}
+	if _, _, _, ok := ShareAutoOffsetReset("Earliest"); ok {
+		t.Error("Earliest accepted")
+	}
+	if e, b, _, ok := ShareAutoOffsetReset("latest"); !ok || e || b {
+		t.Error("latest")
+	}
+	if err := ValidateGroup(Group("share.auto.offset.reset"), "by_duration:PT10M"); err != nil {
+		t.Error(err)
 	}
 }

@@ -28,8 +28,8 @@ var GroupDefs = []GroupDef{
 	{Name: "consumer.session.timeout.ms", BrokerProp: "group.consumer.session.timeout.ms", Default: "45000", AtLeast: 1,
 		MinProp: "group.consumer.min.session.timeout.ms", MaxProp: "group.consumer.max.session.timeout.ms",
 		Doc: "The timeout to detect consumer group (KIP-848) members that stopped heartbeating."},
-	{Name: "share.auto.offset.reset", Default: "latest", Enum: []string{"latest", "earliest"},
-		Doc: "Where a share group starts on a partition without share-partition state."},
+	{Name: "share.auto.offset.reset", Default: "latest", Enum: []string{"latest", "earliest", "by_duration:<PnDTnHnMn.nS>"},
+		Doc: "Where a share group starts on a partition without share-partition state: its high watermark (latest), its log start offset (earliest), or its first record at most the duration old (by_duration:<ISO-8601 duration>)."},
 	{Name: "share.isolation.level", Default: "read_uncommitted", Enum: []string{"read_committed", "read_uncommitted"},
 		Doc: "What a share group is given of transactional records: read_committed, only committed ones, below the last stable offset; read_uncommitted, all of them."},
 	{Name: "share.renew.acknowledge.enable", Default: "true", Bool: true,
@@ -83,14 +83,17 @@ func ValidateGroup(d *GroupDef, v string) error {
 		}
 		return nil
 	}
-	if d.Enum != nil {
-		switch {
-		case slices.Contains(d.Enum, v):
-			return nil
-		case d.Name == "share.auto.offset.reset": // its own validator's message
+	if d.Name == "share.auto.offset.reset" { // its own validator
+		if _, _, _, ok := ShareAutoOffsetReset(v); !ok {
 			return fmt.Errorf("Invalid value %s for configuration %s: Invalid value `%s` for configuration %s. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.", v, d.Name, v, d.Name)
 		}
-		return fmt.Errorf("Invalid value %s for configuration %s: String must be one of: %s", v, d.Name, strings.Join(d.Enum, ", "))
+		return nil
+	}
+	if d.Enum != nil {
+		if !slices.Contains(d.Enum, v) {
+			return fmt.Errorf("Invalid value %s for configuration %s: String must be one of: %s", v, d.Name, strings.Join(d.Enum, ", "))
+		}
+		return nil
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 	if err != nil {

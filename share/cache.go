@@ -52,6 +52,9 @@ type Settings interface {
 	GroupConfig(group, name string) string
 	// BrokerInt returns the integer broker property name.
 	BrokerInt(name string) int64
+	// AutoOffsetReset returns group's share.auto.offset.reset: earliest,
+	// or by_duration with its duration, or (neither) latest.
+	AutoOffsetReset(group string) (earliest, byDuration bool, d time.Duration)
 }
 
 // Leader is a partition this broker leads, as a Cache reads it: each
@@ -65,6 +68,9 @@ type Leader interface {
 	LogStartOffset() int64
 	// HighWatermark returns the log's high watermark.
 	HighWatermark() int64
+	// OffsetForTimestamp returns the first offset whose record's
+	// timestamp is at least ts; ok false when none is.
+	OffsetForTimestamp(ts int64) (offset int64, ok bool)
 }
 
 // cached is a share-partition of the cache: its state, the leader epoch
@@ -156,8 +162,13 @@ func (c *Cache) Get(k Key, p Leader, create bool) (*coordinator.SharePartition, 
 		fresh = coordinator.RestoreSharePartition(cfg, snap)
 	} else {
 		start := p.HighWatermark()
-		if c.settings.GroupConfig(k.Group, "share.auto.offset.reset") == "earliest" {
+		switch earliest, byDuration, d := c.settings.AutoOffsetReset(k.Group); {
+		case earliest:
 			start = p.LogStartOffset()
+		case byDuration: // the first record at most d old, else the end
+			if off, ok := p.OffsetForTimestamp(time.Now().Add(-d).UnixMilli()); ok {
+				start = off
+			}
 		}
 		fresh = coordinator.NewSharePartition(cfg, start)
 	}

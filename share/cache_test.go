@@ -339,3 +339,23 @@ func TestCache_RenewAllowed(t *testing.T) {
 		t.Error("a renewal refused with TRUE")
 	}
 }
+
+// TestCache_StartByDuration: share.auto.offset.reset=by_duration starts a
+// new share-partition at its first record at most the duration old, at
+// the end when none is.
+func TestCache_StartByDuration(t *testing.T) {
+	c, _, s := newTestCache()
+	now := time.Now().UnixMilli()
+	l := &fakeLeader{epoch: 1, hwm: 4, timestamps: []int64{now - 7200_000, now - 5400_000, now - 600_000, now - 1000}}
+	s.setGroup("g", "share.auto.offset.reset", "by_duration:1h")
+	s.setGroup("h", "share.auto.offset.reset", "by_duration:1ms")
+	for group, want := range map[string]int64{"g": 2, "h": 4} {
+		sp, code := c.Get(Key{Group: group, TopicID: topicID("a")}, l, true)
+		if code != 0 {
+			t.Fatal(code)
+		}
+		if off, _ := sp.FetchOffset(time.Now()); off != want {
+			t.Errorf("%s: starts at %d, want %d", group, off, want)
+		}
+	}
+}

@@ -16,8 +16,9 @@
 // earlier leader epoch (another leader may have changed it since; the
 // read records the new epoch, fencing the old leader's writes), and
 // creates one at share.auto.offset.reset (the partition's high watermark,
-// or its log start offset for earliest) when the share coordinator has
-// none either. After every acknowledgement, release and start offset
+// its log start offset for earliest, or for by_duration:<duration> its
+// first record at most that old, else its high watermark) when the share
+// coordinator has none either. After every acknowledgement, release and start offset
 // change the state is written back (Persist: WriteShareGroupState) in the
 // epochs it was read in; a write fenced by a newer leader or state epoch
 // drops the cached share-partition, to be read again when next needed,

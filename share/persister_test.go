@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gregor-broker/gregor/coordinator"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -162,6 +163,15 @@ func (s *fakeSettings) GroupConfig(group, name string) string {
 	return defaultGroupConfigs[name]
 }
 
+func (s *fakeSettings) AutoOffsetReset(group string) (earliest, byDuration bool, d time.Duration) {
+	v := s.GroupConfig(group, "share.auto.offset.reset")
+	if after, ok := strings.CutPrefix(v, "by_duration:"); ok {
+		d, _ = time.ParseDuration(after) // Go's notation in these tests
+		return false, true, d
+	}
+	return v == "earliest", false, 0
+}
+
 func (s *fakeSettings) BrokerInt(name string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,12 +197,22 @@ func (s *fakeSettings) setBroker(name string, v int64) {
 type fakeLeader struct {
 	epoch         int32
 	logStart, hwm int64
+	timestamps    []int64 // the record at offset i has timestamps[i]
 }
 
 func (l *fakeLeader) Topic() string         { return "t" }
 func (l *fakeLeader) LeaderEpoch() int32    { return l.epoch }
 func (l *fakeLeader) LogStartOffset() int64 { return l.logStart }
 func (l *fakeLeader) HighWatermark() int64  { return l.hwm }
+
+func (l *fakeLeader) OffsetForTimestamp(ts int64) (int64, bool) {
+	for off, t := range l.timestamps {
+		if t >= ts {
+			return int64(off), true
+		}
+	}
+	return 0, false
+}
 
 func newTestCache() (*Cache, *fakePersister, *fakeSettings) {
 	p, s := newFakePersister(), newFakeSettings()

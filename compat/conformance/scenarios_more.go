@@ -531,6 +531,40 @@ func moreScenarios() []Scenario {
 			allowed := renew(e.shareEpoch + 1)
 			return map[string]any{"badValue": text(bad.ErrorCode, bad.ErrorMessage), "refused": refused, "allowed": allowed}
 		}},
+		{"ShareFetch", "share.auto.offset.reset=by_duration: the first record at most an hour old; bad values", func(e *Env) any {
+			const topic = "sf-dur"
+			e.CreateTopic(topic, 1)
+			e.MustProduce(topic, 0, batch(plainOpts(), vals("old", 2)...)) // 0-1, 2020
+			recent := plainOpts()
+			recent.timestamp = time.Now().Add(-10 * time.Minute).UnixMilli()
+			e.MustProduce(topic, 0, batch(recent, vals("new", 2)...)) // 2-3
+			out := map[string]any{}
+			for _, v := range []string{"by_duration:-PT1H", "by_duration:1h", "by_duration:", "BY_DURATION:PT1H", "by_duration:pt1h", "Earliest", "by_duration:P36500D"} {
+				r := groupConfig(e, "g-sf-dur-bad", "share.auto.offset.reset", v).Resources[0]
+				out["bad "+v] = text(r.ErrorCode, r.ErrorMessage)
+			}
+			for group, v := range map[string]string{"g-sf-dur": "by_duration:PT1H", "g-sf-dur-all": "by_duration:P3650D"} {
+				out[group+" set"] = groupConfig(e, group, "share.auto.offset.reset", v).Resources[0].ErrorCode
+				joinShare(e, group, topic)
+				id := e.TopicID(topic)
+				first := int64(-1)
+				epoch := int32(0)
+				e.poll(func() bool {
+					f := Do[*kmsg.ShareFetchResponse](e, shareFetchReq(group, memberA, epoch, id, 0))
+					epoch++
+					for _, t := range f.Topics {
+						for _, p := range t.Partitions {
+							if len(p.AcquiredRecords) > 0 {
+								first = p.AcquiredRecords[0].FirstOffset
+							}
+						}
+					}
+					return first >= 0
+				})
+				out[group+" first acquired"] = first
+			}
+			return out
+		}},
 		{"ShareAcknowledge", "session epoch 0, unknown ack type", func(e *Env) any {
 			shareFetched(e, "g-sa-errs", "sa-errs")
 			id := e.TopicID("sa-errs")
