@@ -37,6 +37,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gregor-broker/gregor/storage"
 )
 
 const straySuffix = "-stray"
@@ -44,9 +46,6 @@ const straySuffix = "-stray"
 // retiredName matches the names renameAside gives (retireDir, strayDir):
 // the partition's name, a dot, a topic-id-length id and the suffix.
 var retiredName = regexp.MustCompile(`\.[A-Za-z0-9_-]{22}(-delete|-stray)$`)
-
-// segmentFile matches a segment's files (storage's 20-digit base offsets).
-var segmentFile = regexp.MustCompile(`^[0-9]{20}\.(log|index|timeindex|txnindex|snapshot)$`)
 
 // errNotPartitionDir is returned when a partition's directory exists and
 // holds something other than partition files.
@@ -72,7 +71,7 @@ func isPartitionDir(dir string) bool {
 // partition files.
 func holdsPartitionFiles(ents []os.DirEntry) bool {
 	for _, e := range ents {
-		if e.Name() == partitionMetaName || segmentFile.MatchString(e.Name()) {
+		if e.Name() == partitionMetaName || storage.IsSegmentFile(e.Name()) {
 			return true
 		}
 	}

@@ -24,11 +24,16 @@ func IsLogFile(name string, owned ...string) bool {
 	for _, s := range []string{tmpSuffix, ".deferred", spareSuffix, cleanedSuffix, swapSuffix} {
 		name = strings.TrimSuffix(name, s)
 	}
-	if slices.Contains(logFileNames, name) || slices.Contains(owned, name) {
-		return true
-	}
+	return IsSegmentFile(name) || slices.Contains(logFileNames, name) || slices.Contains(owned, name)
+}
+
+// IsSegmentFile reports whether name is shaped as a segment's file: a
+// 20-digit base offset (offsetFileName) and the suffix of a log, an
+// index, a time index, a transaction index or a snapshot.
+func IsSegmentFile(name string) bool {
 	for _, s := range logFileSuffixes {
-		if _, ok := parseOffsetFileName(name, s); ok {
+		if len(name) == offsetNameDigits+len(s) && strings.HasSuffix(name, s) &&
+			strings.Trim(name[:offsetNameDigits], "0123456789") == "" {
 			return true
 		}
 	}

@@ -90,3 +90,22 @@ func TestLog_DeleteKeepsForeignFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSegmentFile(t *testing.T) {
+	for name, want := range map[string]bool{
+		"00000000000000000000.log":       true,
+		"99999999999999999999.index":     true,
+		"00000000000000000007.timeindex": true,
+		"00000000000000000007.txnindex":  true,
+		"00000000000000000007.snapshot":  true,
+		"+0000000000000000007.log":       false,
+		"0000000000000000007.log":        false,
+		"00000000000000000007.log.tmp":   false,
+		"00000000000000000007.logs":      false,
+		"checkpoint":                     false,
+	} {
+		if got := IsSegmentFile(name); got != want {
+			t.Errorf("IsSegmentFile(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
